@@ -1,0 +1,138 @@
+"""The `companion` command line: one entry point, subcommands loaded on demand.
+
+Each subcommand lives beside the engine package it drives (`companion/vault/cli.py`, ...), so
+this module only wires them together, sets up configuration and logging, and turns engine
+errors into a clear message and an exit status.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import logging
+import sys
+from dataclasses import dataclass, field
+from typing import Any
+
+import click
+
+from companion import __version__
+from companion.config import Config, load_config
+from companion.errors import CompanionError
+from companion.logs import redact, setup_logging
+from companion.paths import DevicePaths, device_paths
+
+# name -> "module:attribute"; a command whose module is not installed is simply not listed.
+LAZY_COMMANDS: dict[str, str] = {
+    "vault": "companion.vault.cli:vault",
+    "memory": "companion.memory.cli:memory",
+    "config": "companion.config_cli:config",
+    "relay": "companion.relay.cli:relay",
+    "init": "companion.sync.cli:init",
+    "sync": "companion.sync.cli:sync",
+    "watch": "companion.sync.cli:watch",
+    "status": "companion.sync.cli:status",
+    "history": "companion.sync.cli:history",
+    "restore": "companion.sync.cli:restore",
+    "dream": "companion.dream.cli:dream",
+    "secrets": "companion.secrets.cli:secrets",
+    "demo": "companion.demo:demo",
+    "doctor": "companion.doctor:doctor",
+    "install-service": "companion.services:install_service",
+}
+
+
+@dataclass
+class AppContext:
+    """What every subcommand receives: this device's directories and its configuration."""
+
+    paths: DevicePaths
+    verbose: int = 0
+    _config: Config | None = field(default=None, repr=False)
+
+    @property
+    def config(self) -> Config:
+        if self._config is None:
+            self._config = load_config(self.paths)
+        return self._config
+
+
+class LazyGroup(click.Group):
+    def _available(self) -> dict[str, str]:
+        out = {}
+        for name, target in LAZY_COMMANDS.items():
+            module = target.split(":")[0]
+            if importlib.util.find_spec(module) is not None:
+                out[name] = target
+        return out
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(set(super().list_commands(ctx)) | set(self._available()))
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        cmd = super().get_command(ctx, cmd_name)
+        if cmd is not None:
+            return cmd
+        target = self._available().get(cmd_name)
+        if target is None:
+            return None
+        module_name, attr = target.split(":")
+        return getattr(importlib.import_module(module_name), attr)
+
+
+@click.group(
+    cls=LazyGroup,
+    invoke_without_command=True,
+    context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100},
+)
+@click.version_option(__version__, "--version", prog_name="companion")
+@click.option("-v", "--verbose", count=True, help="Log to stderr too (-vv for debug).")
+@click.pass_context
+def cli(ctx: click.Context, verbose: int) -> None:
+    """Vault Companion: encrypted sync, secret guard and nightly dream for an agent's vault.
+
+    With no subcommand, starts the desktop tray app.
+
+    \b
+    Examples:
+      companion demo                 the whole story on embedded defaults
+      companion vault check ~/vault  broken links, orphans, unindexed notes
+      companion memory show          the agent's injected memory
+    """
+    paths = device_paths()
+    setup_logging(paths.log_dir, verbose)
+    logging.getLogger("companion").debug(
+        "companion %s: %s", __version__, ctx.invoked_subcommand or "tray"
+    )
+    ctx.obj = AppContext(paths=paths, verbose=verbose)
+    if ctx.invoked_subcommand != "config" and not ctx.resilient_parsing:
+        _ = ctx.obj.config  # a bad config file stops every command with a clear error (exit 2)
+    if ctx.invoked_subcommand is None:
+        try:
+            from companion.gui.app import run_tray
+        except ImportError as exc:
+            raise CompanionError(f"the desktop app is not available here: {exc}") from None
+        sys.exit(run_tray(ctx.obj))
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Console entry point: engine errors become one clear line and an exit status."""
+    try:
+        rv: Any = cli.main(args=argv, prog_name="companion", standalone_mode=False)
+    except click.exceptions.Abort:
+        click.echo("Aborted.", err=True)
+        sys.exit(130)
+    except click.ClickException as exc:
+        exc.show()
+        sys.exit(exc.exit_code)
+    except CompanionError as exc:
+        logging.getLogger("companion").debug("command failed: %s", exc)
+        click.echo(f"error: {redact(str(exc))}", err=True)
+        sys.exit(exc.exit_code)
+    except KeyboardInterrupt:
+        click.echo("Interrupted.", err=True)
+        sys.exit(130)
+    sys.exit(rv if isinstance(rv, int) else 0)
+
+
+pass_app = click.make_pass_decorator(AppContext)

@@ -1,0 +1,41 @@
+"""Shared fixtures: every test runs with its own COMPANION_HOME so no test touches a real home."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+
+@pytest.fixture(autouse=True)
+def companion_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    home = tmp_path / "companion-home"
+    monkeypatch.setenv("COMPANION_HOME", str(home))
+    monkeypatch.setenv("HERMES_HOME", str(tmp_path / "hermes-home"))
+    monkeypatch.setenv("QT_QPA_PLATFORM", "offscreen")
+    return home
+
+
+def run_companion(
+    *args: str,
+    env: dict[str, str] | None = None,
+    input: str | None = None,
+    cwd: Path | None = None,
+    timeout: float = 120,
+) -> subprocess.CompletedProcess[str]:
+    """Run `python -m companion ARGS` in a real subprocess (exit codes exactly as a user sees)."""
+    full_env = dict(os.environ)
+    if env:
+        full_env.update(env)
+    return subprocess.run(
+        [sys.executable, "-m", "companion", *args],
+        capture_output=True,
+        text=True,
+        env=full_env,
+        input=input,
+        cwd=cwd,
+        timeout=timeout,
+    )

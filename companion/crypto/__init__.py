@@ -1,0 +1,77 @@
+"""End-to-end encryption for the vault: keys, the wrapped key, recovery key, sealed records.
+
+The format is described byte by byte in docs/security.md and pinned by
+tests/vectors/crypto_v1.json. The relay only ever receives the outputs of `wrap_vault_key`,
+`seal_blob` and `seal_record`, plus file and blob ids.
+"""
+
+from companion.crypto.errors import (
+    BadRecoveryKey,
+    CryptoError,
+    RolledBack,
+    TamperDetected,
+    TamperedBlob,
+    TamperedRecord,
+    TamperedWrappedKey,
+    UnsafeKdfParams,
+    UnsupportedVersion,
+    WeakPassphrase,
+    WrongPassphrase,
+)
+from companion.crypto.framing import padded_size
+from companion.crypto.keys import VaultKey
+from companion.crypto.records import (
+    ChunkRef,
+    FileMeta,
+    assemble,
+    blob_id,
+    check_not_rolled_back,
+    file_id,
+    open_blob,
+    open_record,
+    seal_blob,
+    seal_record,
+)
+from companion.crypto.recovery import export_recovery_key, import_recovery_key
+from companion.crypto.wrap import (
+    DEFAULT_KDF_PARAMS,
+    KdfParams,
+    read_kdf_params,
+    rewrap,
+    unwrap_vault_key,
+    wrap_vault_key,
+)
+
+__all__ = [
+    "DEFAULT_KDF_PARAMS",
+    "BadRecoveryKey",
+    "ChunkRef",
+    "CryptoError",
+    "FileMeta",
+    "KdfParams",
+    "RolledBack",
+    "TamperDetected",
+    "TamperedBlob",
+    "TamperedRecord",
+    "TamperedWrappedKey",
+    "UnsafeKdfParams",
+    "UnsupportedVersion",
+    "VaultKey",
+    "WeakPassphrase",
+    "WrongPassphrase",
+    "assemble",
+    "blob_id",
+    "check_not_rolled_back",
+    "export_recovery_key",
+    "file_id",
+    "import_recovery_key",
+    "open_blob",
+    "open_record",
+    "padded_size",
+    "read_kdf_params",
+    "rewrap",
+    "seal_blob",
+    "seal_record",
+    "unwrap_vault_key",
+    "wrap_vault_key",
+]

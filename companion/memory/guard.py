@@ -1,0 +1,251 @@
+"""Refuse memory writes that could hijack the agent: injected orders, exfiltration, hidden text.
+
+Memory entries are pasted verbatim into the agent's system prompt at the start of every session,
+so a poisoned entry keeps acting until someone removes it. A write is refused (never silently
+cleaned) when its content matches one of the rules below; the error names the rule so the person
+or the dream can rewrite the entry.
+
+Rules (case-insensitive, checked on the NFKC form of the text so full-width and other
+compatibility look-alikes fold to ASCII first):
+
+Invisible or control characters (checked on the raw text):
+  - any Unicode *format* character (category Cf): zero-width space / non-joiner / joiner, word
+    joiner, invisible operators, soft hyphen, BOM, left-to-right / right-to-left marks, bidi
+    embeddings, overrides and isolates (U+202A-U+202E, U+2066-U+2069), tag characters
+    (U+E0000-U+E007F), interlinear annotation marks, ...;
+  - control characters other than tab and newline (NUL, ESC for terminal escapes, DEL, C1);
+  - line and paragraph separators (U+2028, U+2029), surrogates, noncharacters;
+  - blank "letters" that render as nothing: Hangul fillers, the combining grapheme joiner,
+    Khmer inherent vowels, the Braille blank;
+  - supplementary variation selectors (U+E0100-U+E01EF), and a standard variation selector
+    (U+FE00-U+FE0F) that does not follow a visible character (runs of them smuggle data; one
+    after an emoji is ordinary). The zero-width joiner inside emoji sequences is refused too,
+    as Hermes does: Hermes blanks such an entry out of the system prompt when it loads it.
+Instruction hijacking (rule ids in brackets):
+  - [ignore-instructions] "ignore / forget / override / bypass / disregard" followed within a
+    few words by "previous|prior|above|earlier|your|system|original|all|any ... instructions|
+    prompts|directives|guardrails", or by "previous|your|... rules|guidelines|policies";
+  - [system-prompt] reading or changing the system prompt ("system prompt override", "new system
+    prompt:", "reveal / print / repeat / override ... system|initial|hidden prompt");
+  - [fake-turn] chat-template tokens that fake a conversation turn (``<|im_start|>``,
+    ``[INST]``, ``<<SYS>>``, ``<system>``);
+  - [role-hijack] "you are now a/an/the/no longer ...", "pretend ... to be / you are", "act as if
+    ... no restrictions", "DAN mode";
+  - [conceal] "do not / never ... tell the user", "without telling the user", "hide ... from the
+    user";
+  - [hidden-markup] HTML comments carrying instruction words, inline styles that hide text
+    (``display:none``, ``visibility:hidden``, ``font-size:0``).
+Exfiltration and persistence:
+  - [exfil-network] a network command (curl, wget, nc, scp, rsync, Invoke-WebRequest, ...) whose
+    line carries an environment variable named like a secret (``$API_KEY``, ``${GH_TOKEN}``), a
+    command substitution ``$(...)``, or a credential file;
+  - [exfil-substitution] ``$(cat|base64|... <credential file>)``, ``$(env)``, ``$(printenv)``,
+    ``env | ... curl``;
+  - [exfil-request] "send / post / upload / leak / forward / email ... <keys, tokens, passwords,
+    credentials, .env> ... to <a URL, an e-mail address, a webhook, server, gist, ...>";
+  - [secret-files] reading credential files with shell tools (``cat ~/.ssh/id_rsa``,
+    ``cat .env``, ``.netrc``, ``.pgpass``, ``.aws/credentials``, ...) or writing to
+    ``authorized_keys``;
+  - [credential] anything shaped like a credential (API token, private key, password inside a
+    URL) or a secret this process has registered: secrets never go into memory (the patterns of
+    `companion.logs.redact`).
+Each phrase rule anchors on attack behaviour rather than bossy English, so ordinary memory such
+as "always use pnpm", "never push to main" or "the user writes about system prompt design" passes.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from dataclasses import dataclass
+
+from companion.logs import redact
+
+
+@dataclass(frozen=True)
+class Finding:
+    """Why a text was refused: a rule id and a sentence for a person."""
+
+    rule: str
+    detail: str
+
+    def message(self) -> str:
+        return (
+            f"refused: {self.detail} [rule {self.rule}]; memory is injected into the agent's "
+            "system prompt, so it must not carry instructions, exfiltration or hidden characters"
+        )
+
+
+# --- invisible characters ---------------------------------------------------------------------
+
+_BLANK_LETTERS = {
+    0x034F: "COMBINING GRAPHEME JOINER",
+    0x115F: "HANGUL CHOSEONG FILLER",
+    0x1160: "HANGUL JUNGSEONG FILLER",
+    0x17B4: "KHMER VOWEL INHERENT AQ",
+    0x17B5: "KHMER VOWEL INHERENT AA",
+    0x2800: "BRAILLE PATTERN BLANK",
+    0x3164: "HANGUL FILLER",
+    0xFFA0: "HALFWIDTH HANGUL FILLER",
+}
+
+
+def _char_name(ch: str) -> str:
+    return _BLANK_LETTERS.get(ord(ch)) or unicodedata.name(ch, "unnamed character")
+
+
+def _is_noncharacter(cp: int) -> bool:
+    return 0xFDD0 <= cp <= 0xFDEF or (cp & 0xFFFE) == 0xFFFE
+
+
+def invisible_character(text: str) -> Finding | None:
+    """The first invisible or control character in `text` that the guard refuses, if any."""
+    prev_visible = False
+    for pos, ch in enumerate(text):
+        cp = ord(ch)
+        cat = unicodedata.category(ch)
+        bad = False
+        if ch in "\n\t":
+            bad = False
+        elif (
+            cat in ("Cf", "Cc", "Cs", "Zl", "Zp")
+            or cp in _BLANK_LETTERS
+            or _is_noncharacter(cp)
+            or 0xE0100 <= cp <= 0xE01EF
+        ):
+            bad = True
+        elif 0xFE00 <= cp <= 0xFE0F:
+            bad = not prev_visible
+        if bad:
+            return Finding(
+                "invisible-unicode",
+                f"invisible or control character U+{cp:04X} ({_char_name(ch)}) at position {pos}",
+            )
+        prev_visible = not (ch.isspace() or 0xFE00 <= cp <= 0xFE0F)
+    return None
+
+
+# --- phrases ----------------------------------------------------------------------------------
+# Each rule anchors on attack behaviour, not on bossy English: a memory full of "always use pnpm"
+# and "never push to main" is normal and must pass.
+
+_GAP = r"(?:[^\s.!?;]+\s+){0,6}?"  # a few words in between, never across a sentence end
+_NET = (
+    r"\b(?:curl|wget|nc|ncat|netcat|socat|scp|rsync|ftp|sftp|Invoke-WebRequest|Invoke-RestMethod|"
+    r"iwr|irm)\b"
+)
+_SECRET_VAR = r"\$\{?\w*(?:KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIALS?|AUTH|COOKIE)S?\b"
+_SECRET_FILE = (
+    r"(?:\.ssh/|\bid_rsa|\bid_ed25519|\bid_ecdsa|\bid_dsa|authorized_keys|(?<![\w.])\.env\b|"
+    r"\.netrc|\.pgpass|\.npmrc|\.pypirc|\.aws/credentials|\.git-credentials|"
+    r"\.docker/config\.json|\.kube/config|\.hermes/\.env)"
+)
+_SECRET_NOUN = (
+    r"(?:api[\s_-]?keys?|access[\s_-]?keys?|secret[\s_-]?keys?|private[\s_-]?keys?|"
+    r"ssh[\s_-]?keys?|tokens?|passwords?|passphrases?|credentials?|secrets?|cookies?|"
+    r"env(?:ironment)?\s+variables?|\.env(?:\s+file)?)"
+)
+_EXTERNAL = (
+    r"(?:\S*https?://|\S+@\S+\.\w+|[^\n]{0,40}?\b(?:webhook|server|endpoint|url|pastebin|gist|"
+    r"discord|telegram|ngrok|requestbin|attacker|remote\s+host)\b)"
+)
+_QUALIFIER = r"(?:previous|prior|above|earlier|preceding|your|system|original|initial)"
+_STRONG = r"(?:instructions?|prompts?|directives|guardrails)"
+_RULE_NOUN = r"(?:rules|guidelines|policies|safety\s+rules)"
+
+_RULES: list[tuple[str, str, str]] = [
+    # instruction hijacking
+    (
+        "ignore-instructions",
+        rf"\b(?:ignore|forget|override|bypass|disregard)\s+{_GAP}(?:{_QUALIFIER}|all|any)\s+"
+        rf"{_GAP}{_STRONG}\b|\b(?:ignore|forget|override|bypass|disregard)\s+{_GAP}{_QUALIFIER}"
+        rf"\s+{_GAP}{_RULE_NOUN}\b",
+        "an instruction to ignore or disregard earlier instructions",
+    ),
+    (
+        "system-prompt",
+        rf"\b(?:system\s+prompt\s+(?:override|injection)|new\s+system\s+prompt\s*:|"
+        rf"(?:reveal|print|output|show|repeat|leak|dump|override|replace|ignore)\s+{_GAP}"
+        rf"(?:system|initial|hidden|original|developer)\s+(?:prompt|instructions|message))\b",
+        "an attempt to read or change the system prompt",
+    ),
+    (
+        "fake-turn",
+        r"<\|(?:im_start|im_end|system|user|assistant|endoftext|begin_of_text|start_header_id|"
+        r"end_header_id|eot_id)\|>|\[/?INST\]|<</?SYS>>|<\s*/?\s*system\s*>",
+        "a fake conversation turn or chat-template token",
+    ),
+    (
+        "role-hijack",
+        rf"\b(?:you\s+are\s+now\s+(?:a|an|the|no\s+longer)\b|pretend\s+{_GAP}(?:you\s+are|"
+        rf"to\s+be)\s|act\s+as\s+(?:if|though)\s+{_GAP}(?:no|without)\s+{_GAP}(?:restrictions|"
+        rf"limits|rules|filters|guardrails)\b|DAN\s+mode\b)",
+        "an attempt to change who the agent is or lift its rules",
+    ),
+    (
+        "conceal",
+        rf"\b(?:(?:do\s+not|don'?t|never)\s+{_GAP}(?:tell|inform|alert|warn)\s+{_GAP}the\s+user|"
+        rf"without\s+(?:telling|informing|alerting)\s+the\s+user|hide\s+{_GAP}from\s+the\s+"
+        rf"user)\b",
+        "an instruction to hide something from the user",
+    ),
+    (
+        "hidden-markup",
+        r"<!--[\s\S]{0,2000}?\b(?:ignore|instructions?|system|prompt|secret|hidden|assistant|"
+        r"override|execute)\b[\s\S]{0,2000}?-->|<[^>]{0,200}\bstyle\s*=\s*[\"'][^\"'>]{0,200}"
+        r"(?:display\s*:\s*none|visibility\s*:\s*hidden|font-size\s*:\s*0)",
+        "hidden markup that carries instructions",
+    ),
+    # exfiltration and persistence
+    (
+        "exfil-network",
+        rf"{_NET}[^\n]{{0,400}}?(?:{_SECRET_VAR}|\$\(|{_SECRET_FILE})",
+        "a network command that carries secrets, command output or credential files",
+    ),
+    (
+        "exfil-substitution",
+        rf"\$\(\s*(?:cat|base64|xxd|od|head|tail|less|more|gpg|security)\b[^)\n]{{0,200}}?"
+        rf"{_SECRET_FILE}|\$\(\s*(?:printenv|env|set|export\s+-p)\s*\)|"
+        rf"\b(?:printenv|env)\s*\|[^\n]{{0,200}}?{_NET}",
+        "a command substitution or pipe that reads secrets or the environment",
+    ),
+    (
+        "exfil-request",
+        rf"\b(?:send|post|upload|transmit|exfiltrate|leak|forward|e-?mail|paste|beam)\s+{_GAP}"
+        rf"{_SECRET_NOUN}\s+{_GAP}(?:to|at|into|via|on)\s+{_EXTERNAL}",
+        "a request to send keys, tokens or credentials somewhere",
+    ),
+    (
+        "secret-files",
+        rf"\b(?:cat|less|more|head|tail|base64|xxd|od|strings|scp|rsync)\s+[^\n]{{0,200}}?"
+        rf"{_SECRET_FILE}|(?:>>?|\btee\b|\becho\b|\bappend\b|\badd\b)[^\n]{{0,200}}?authorized_keys",
+        "reading credential files or planting SSH keys",
+    ),
+]
+
+_COMPILED = [(rule, re.compile(rx, re.IGNORECASE), why) for rule, rx, why in _RULES]
+
+
+def dangerous_phrase(text: str) -> Finding | None:
+    """The first instruction-hijacking or exfiltration rule `text` matches, if any."""
+    folded = unicodedata.normalize("NFKC", text)
+    for rule, rx, why in _COMPILED:
+        m = rx.search(folded)
+        if m:
+            snippet = " ".join(m.group(0).split())
+            if len(snippet) > 60:
+                snippet = snippet[:59] + "…"
+            return Finding(rule, f'{why} ("{snippet}")')
+    return None
+
+
+def credential(text: str) -> Finding | None:
+    """A credential-shaped string (or a secret this process knows) in `text`, if any."""
+    if redact(text) != text:
+        return Finding("credential", "text shaped like a credential (token, key or password)")
+    return None
+
+
+def check(text: str) -> Finding | None:
+    """The first reason to refuse `text` as a memory entry, or None when it is safe to store."""
+    return invisible_character(text) or credential(text) or dangerous_phrase(text)

@@ -1,0 +1,399 @@
+"""The local sync index of one vault copy: what was last synced, per path (SQLite, WAL).
+
+One row per normalised path: the relay file id and revision last synced, the content hash and
+stat identity of the local file *as of that sync* (so a quiet rescan compares stat tuples and
+hashes nothing), whether it is text, a tombstone flag, and which device wrote it last. The last
+common version of small text files (the merge base) lives in a separate table, compressed, so
+scanning the main table stays fast. A key/value table holds per-vault facts (vault id, device
+id, last relay sequence) and an outbox table keeps queued operations across restarts.
+
+Memory: nothing is cached in Python. The only bulk read is `live_stats` (path -> stat tuple),
+which a full rescan needs anyway; everything else is per row or streamed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import sqlite3
+import threading
+import time
+import zlib
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from companion.errors import CompanionError
+from companion.sync.pathsafe import fold
+
+SCHEMA_VERSION = 1
+BASE_TEXT_LIMIT = 1 << 20  # merge bases are kept for text files up to 1 MiB
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS files (
+    path        TEXT PRIMARY KEY,
+    fold        TEXT NOT NULL,
+    file_id     TEXT NOT NULL DEFAULT '',
+    rev         INTEGER NOT NULL DEFAULT 0,
+    sha256      TEXT NOT NULL DEFAULT '',
+    size        INTEGER NOT NULL DEFAULT 0,
+    mtime_ns    INTEGER NOT NULL DEFAULT 0,
+    inode       INTEGER NOT NULL DEFAULT 0,
+    is_text     INTEGER NOT NULL DEFAULT 0,
+    deleted     INTEGER NOT NULL DEFAULT 0,
+    device      TEXT NOT NULL DEFAULT '',
+    device_kind TEXT NOT NULL DEFAULT '',
+    updated_ns  INTEGER NOT NULL DEFAULT 0
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS files_fold ON files(fold);
+CREATE TABLE IF NOT EXISTS bases (
+    path TEXT PRIMARY KEY,
+    data BLOB NOT NULL
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS meta (
+    key   TEXT PRIMARY KEY,
+    value TEXT NOT NULL
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS outbox (
+    id         INTEGER PRIMARY KEY AUTOINCREMENT,
+    kind       TEXT NOT NULL,
+    path       TEXT NOT NULL,
+    payload    TEXT NOT NULL DEFAULT '{}',
+    created_ns INTEGER NOT NULL,
+    attempts   INTEGER NOT NULL DEFAULT 0,
+    last_error TEXT NOT NULL DEFAULT ''
+);
+CREATE INDEX IF NOT EXISTS outbox_path ON outbox(path);
+"""
+
+_COLS = (
+    "path, file_id, rev, sha256, size, mtime_ns, inode, is_text, deleted, device, "
+    "device_kind, updated_ns"
+)
+
+
+class SyncIndexError(CompanionError):
+    """The index database cannot be opened or is from a newer version of the program."""
+
+
+@dataclass(frozen=True, slots=True)
+class Entry:
+    """One path's last synced state. `sha256`/`size`/`mtime_ns`/`inode` describe the local file
+    as it was when it matched revision `rev` (written by us, or scanned and pushed)."""
+
+    path: str
+    sha256: str
+    size: int
+    mtime_ns: int
+    inode: int
+    rev: int = 0
+    file_id: str = ""
+    is_text: bool = False
+    deleted: bool = False
+    device: str = ""
+    device_kind: str = ""
+    updated_ns: int = 0
+
+    def stat_key(self) -> tuple[int, int, int]:
+        return (self.mtime_ns, self.size, self.inode)
+
+
+@dataclass(frozen=True, slots=True)
+class PendingOp:
+    """A queued operation (e.g. an offline edit to push) that survives restarts."""
+
+    id: int
+    kind: str
+    path: str
+    payload: dict[str, Any]
+    created_ns: int
+    attempts: int
+    last_error: str
+
+
+def _entry(row: tuple[Any, ...]) -> Entry:
+    return Entry(
+        path=row[0],
+        file_id=row[1],
+        rev=row[2],
+        sha256=row[3],
+        size=row[4],
+        mtime_ns=row[5],
+        inode=row[6],
+        is_text=bool(row[7]),
+        deleted=bool(row[8]),
+        device=row[9],
+        device_kind=row[10],
+        updated_ns=row[11],
+    )
+
+
+def vault_key(vault_root: str | os.PathLike[str]) -> str:
+    """A stable, readable folder name for one vault copy: ``<name>-<hash of real path>``."""
+    real = os.path.realpath(vault_root)
+    name = re.sub(r"[^A-Za-z0-9._-]+", "_", os.path.basename(real.rstrip(os.sep)) or "vault")
+    digest = hashlib.sha256(real.encode("utf-8", "surrogateescape")).hexdigest()[:12]
+    return f"{name[:40]}-{digest}"
+
+
+def vault_state_dir(data_dir: str | os.PathLike[str], vault_root: str | os.PathLike[str]) -> Path:
+    """The engine's per-vault folder under the device data dir (index, partial downloads)."""
+    return Path(data_dir) / "sync" / vault_key(vault_root)
+
+
+def index_path(data_dir: str | os.PathLike[str], vault_root: str | os.PathLike[str]) -> Path:
+    return vault_state_dir(data_dir, vault_root) / "index.sqlite"
+
+
+def _prefix_end(prefix: str) -> str:
+    """The smallest string greater than every string starting with `prefix` ('/' -> '0')."""
+    return prefix[:-1] + chr(ord(prefix[-1]) + 1)
+
+
+class SyncIndex:
+    """The SQLite index of one vault copy. Thread-safe (one connection behind a lock)."""
+
+    def __init__(self, db_path: str | os.PathLike[str]) -> None:
+        self.path = Path(db_path)
+        self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        try:
+            self._db = sqlite3.connect(
+                self.path, isolation_level=None, check_same_thread=False, timeout=30
+            )
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute("PRAGMA synchronous=NORMAL")
+            version = self._db.execute("PRAGMA user_version").fetchone()[0]
+            if version > SCHEMA_VERSION:
+                raise SyncIndexError(
+                    f"{self.path}: the sync index was written by a newer version "
+                    f"(schema {version}); upgrade the companion"
+                )
+            self._db.executescript(_SCHEMA)
+            self._db.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
+        except sqlite3.DatabaseError as exc:
+            raise SyncIndexError(f"{self.path}: cannot open the sync index: {exc}") from None
+        self._lock = threading.RLock()
+        self._depth = 0
+
+    # ------------------------------------------------------------------ lifecycle
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()
+
+    def __enter__(self) -> SyncIndex:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @contextmanager
+    def transaction(self) -> Iterator[None]:
+        """Group writes atomically (nestable; only the outermost commits)."""
+        with self._lock:
+            if self._depth == 0:
+                self._db.execute("BEGIN IMMEDIATE")
+            self._depth += 1
+            try:
+                yield
+            except BaseException:
+                self._depth -= 1
+                if self._depth == 0:
+                    self._db.execute("ROLLBACK")
+                raise
+            self._depth -= 1
+            if self._depth == 0:
+                self._db.execute("COMMIT")
+
+    # ------------------------------------------------------------------ files
+
+    def get(self, path: str) -> Entry | None:
+        """The entry for `path` (a tombstone included), or None."""
+        with self._lock:
+            row = self._db.execute(f"SELECT {_COLS} FROM files WHERE path=?", (path,)).fetchone()
+        return _entry(row) if row else None
+
+    def put(self, entry: Entry) -> None:
+        self.put_many((entry,))
+
+    def put_many(self, entries: Iterable[Entry]) -> None:
+        """Insert or replace entries in one transaction."""
+        rows = [
+            (
+                e.path,
+                fold(e.path),
+                e.file_id,
+                e.rev,
+                e.sha256,
+                e.size,
+                e.mtime_ns,
+                e.inode,
+                int(e.is_text),
+                int(e.deleted),
+                e.device,
+                e.device_kind,
+                e.updated_ns or time.time_ns(),
+            )
+            for e in entries
+        ]
+        with self.transaction():
+            self._db.executemany(
+                "INSERT OR REPLACE INTO files (path, fold, file_id, rev, sha256, size, mtime_ns, "
+                "inode, is_text, deleted, device, device_kind, updated_ns) "
+                "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                rows,
+            )
+
+    def update_stats(self, items: Iterable[tuple[str, tuple[int, int, int]]]) -> None:
+        """Refresh the stat identity of unchanged content (a touched file) without a new rev."""
+        rows = [(m, s, i, p) for p, (m, s, i) in items]
+        with self.transaction():
+            self._db.executemany(
+                "UPDATE files SET mtime_ns=?, size=?, inode=? WHERE path=?",
+                rows,
+            )
+
+    def mark_deleted(self, path: str, *, rev: int, device: str = "", device_kind: str = "") -> None:
+        """Turn `path` into a tombstone at `rev` (its revision history continues on the relay)."""
+        with self.transaction():
+            self._db.execute(
+                "UPDATE files SET deleted=1, rev=?, device=?, device_kind=?, updated_ns=?, "
+                "mtime_ns=0, size=0, inode=0 WHERE path=?",
+                (rev, device, device_kind, time.time_ns(), path),
+            )
+            self._db.execute("DELETE FROM bases WHERE path=?", (path,))
+
+    def forget(self, path: str) -> None:
+        """Remove every trace of `path` (row and merge base)."""
+        with self.transaction():
+            self._db.execute("DELETE FROM files WHERE path=?", (path,))
+            self._db.execute("DELETE FROM bases WHERE path=?", (path,))
+
+    def live_stats(
+        self, prefix: str | None = None, *, fold_key: str | None = None
+    ) -> dict[str, tuple[int, int, int]]:
+        """``path -> (mtime_ns, size, inode)`` of every live (not deleted) entry, in one query.
+
+        With `prefix` (e.g. ``"notes/"``) only paths under it; with `fold_key` only the paths
+        with that case-folded form (see `pathsafe.fold`).
+        """
+        sql = "SELECT path, mtime_ns, size, inode FROM files WHERE deleted=0"
+        args: tuple[str, ...] = ()
+        if prefix:
+            sql += " AND path >= ? AND path < ?"
+            args = (prefix, _prefix_end(prefix))
+        if fold_key is not None:
+            sql += " AND fold = ?"
+            args = (*args, fold_key)
+        with self._lock:
+            cur = self._db.execute(sql, args)
+            return {r[0]: r[1:] for r in cur}
+
+    def iter_entries(self, *, include_deleted: bool = False, batch: int = 1000) -> Iterator[Entry]:
+        """Every entry, in path order, fetched in batches (constant memory)."""
+        last = ""
+        where = "" if include_deleted else " AND deleted=0"
+        while True:
+            with self._lock:
+                rows = self._db.execute(
+                    f"SELECT {_COLS} FROM files WHERE path > ?{where} ORDER BY path LIMIT ?",
+                    (last, batch),
+                ).fetchall()
+            if not rows:
+                return
+            for row in rows:
+                yield _entry(row)
+            last = rows[-1][0]
+
+    def paths_with_fold(self, key: str) -> list[str]:
+        """Live paths whose case-folded form is `key` (case-collision detection)."""
+        with self._lock:
+            rows = self._db.execute(
+                "SELECT path FROM files WHERE fold=? AND deleted=0 ORDER BY path", (key,)
+            ).fetchall()
+        return [r[0] for r in rows]
+
+    def count_live(self) -> int:
+        with self._lock:
+            return int(self._db.execute("SELECT count(*) FROM files WHERE deleted=0").fetchone()[0])
+
+    # ------------------------------------------------------------------ merge bases
+
+    def set_base(self, path: str, data: bytes | None) -> bool:
+        """Store the last common version of a text file; None (or too large) removes it.
+
+        Returns True when a base is now stored.
+        """
+        with self.transaction():
+            if data is None or len(data) > BASE_TEXT_LIMIT:
+                self._db.execute("DELETE FROM bases WHERE path=?", (path,))
+                return False
+            self._db.execute(
+                "INSERT OR REPLACE INTO bases (path, data) VALUES (?, ?)",
+                (path, zlib.compress(data, 6)),
+            )
+            return True
+
+    def get_base(self, path: str) -> bytes | None:
+        with self._lock:
+            row = self._db.execute("SELECT data FROM bases WHERE path=?", (path,)).fetchone()
+        return zlib.decompress(row[0]) if row else None
+
+    def move_base(self, old: str, new: str) -> None:
+        """Carry a merge base along a rename."""
+        with self.transaction():
+            self._db.execute("DELETE FROM bases WHERE path=?", (new,))
+            self._db.execute("UPDATE bases SET path=? WHERE path=?", (new, old))
+
+    # ------------------------------------------------------------------ key/value
+
+    def get_meta(self, key: str, default: str | None = None) -> str | None:
+        with self._lock:
+            row = self._db.execute("SELECT value FROM meta WHERE key=?", (key,)).fetchone()
+        return row[0] if row else default
+
+    def set_meta(self, key: str, value: str) -> None:
+        with self.transaction():
+            self._db.execute("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", (key, value))
+
+    # ------------------------------------------------------------------ outbox
+
+    def enqueue(
+        self, kind: str, path: str, payload: dict[str, Any] | None = None, *, replace: bool = False
+    ) -> int:
+        """Queue an operation; with `replace`, earlier pending ops for `path` are dropped first."""
+        with self.transaction():
+            if replace:
+                self._db.execute("DELETE FROM outbox WHERE path=?", (path,))
+            cur = self._db.execute(
+                "INSERT INTO outbox (kind, path, payload, created_ns) VALUES (?, ?, ?, ?)",
+                (kind, path, json.dumps(payload or {}, sort_keys=True), time.time_ns()),
+            )
+            return int(cur.lastrowid or 0)
+
+    def pending(self, limit: int | None = None) -> list[PendingOp]:
+        """Queued operations, oldest first."""
+        sql = (
+            "SELECT id, kind, path, payload, created_ns, attempts, last_error FROM outbox "
+            "ORDER BY id"
+        )
+        if limit is not None:
+            sql += f" LIMIT {int(limit)}"
+        with self._lock:
+            rows = self._db.execute(sql).fetchall()
+        return [PendingOp(r[0], r[1], r[2], json.loads(r[3]), r[4], r[5], r[6]) for r in rows]
+
+    def complete(self, op_id: int) -> None:
+        with self.transaction():
+            self._db.execute("DELETE FROM outbox WHERE id=?", (op_id,))
+
+    def record_failure(self, op_id: int, error: str) -> None:
+        with self.transaction():
+            self._db.execute(
+                "UPDATE outbox SET attempts=attempts+1, last_error=? WHERE id=?",
+                (error[:500], op_id),
+            )

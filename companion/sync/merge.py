@@ -1,0 +1,110 @@
+"""Three-way merge of text files against their last common version (with `merge3`).
+
+A merge is *clean* when every region changed on only one side, or identically on both; then
+the result holds both sides' edits. Any region changed differently on both sides (including
+two insertions at the same place) makes the merge not clean, and no conflict markers are ever
+produced: the caller keeps one version in the note and the other in a conflict copy.
+
+Line endings: when each input uses one line-ending style, the merge works on ``\\n`` and the
+result is written in the local ("ours") style, so a CRLF note stays CRLF even if the other side
+saved LF. A missing newline at the end of the file is handled as its own tiny three-way choice,
+so appending to a file that lacks a final newline does not conflict with an edit elsewhere.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from merge3 import Merge3
+
+from companion.sync.filestate import is_text
+
+__all__ = ["MergeResult", "is_text", "merge_text", "merge_bytes"]
+
+
+@dataclass(frozen=True, slots=True)
+class MergeResult:
+    """`text` is the merged text when `clean`, else None. `conflicts` counts clashing regions."""
+
+    clean: bool
+    text: str | None
+    conflicts: int = 0
+
+
+def _eol_style(text: str) -> str | None:
+    """'\\r\\n' or '\\n' when the text uses one style (or has no line break), None when mixed."""
+    crlf = text.count("\r\n")
+    lf = text.count("\n") - crlf
+    cr = text.count("\r") - crlf
+    if cr:
+        return None
+    if crlf and lf:
+        return None
+    return "\r\n" if crlf else "\n"
+
+
+def _split(text: str) -> list[str]:
+    """Lines with their ``\\n`` kept (only ``\\n`` separates lines; other breaks are content)."""
+    parts = text.split("\n")
+    out = [p + "\n" for p in parts[:-1]]
+    if parts[-1]:
+        out.append(parts[-1])
+    return out
+
+
+def _pick(base: bool, ours: bool, theirs: bool) -> bool:
+    """Three-way merge of one boolean: a side that changed it wins (both changed: same value)."""
+    return theirs if ours == base else ours
+
+
+def merge_text(base: str, ours: str, theirs: str) -> MergeResult:
+    """Merge `ours` and `theirs`, both derived from `base`. See the module docstring."""
+    if ours == theirs:
+        return MergeResult(True, ours)
+    if ours == base:
+        return MergeResult(True, theirs)
+    if theirs == base:
+        return MergeResult(True, ours)
+
+    styles = [_eol_style(t) for t in (base, ours, theirs)]
+    out_eol = None
+    if None not in styles:
+        has_break = [("\n" in t) for t in (base, ours, theirs)]
+        out_eol = styles[1] if has_break[1] else styles[2] if has_break[2] else styles[0]
+        base, ours, theirs = (t.replace("\r\n", "\n") for t in (base, ours, theirs))
+
+    # the final newline as a separate decision: compare lines all ending in a newline
+    finals = [t.endswith("\n") or t == "" for t in (base, ours, theirs)]
+    want_final = _pick(*finals)
+    lines = [
+        _split(t if f else t + "\n") for t, f in zip((base, ours, theirs), finals, strict=True)
+    ]
+
+    m = Merge3(lines[0], lines[1], lines[2])
+    out: list[str] = []
+    conflicts = 0
+    for region in m.merge_regions():
+        what = region[0]
+        if what == "unchanged":
+            out.extend(lines[0][region[1] : region[2]])
+        elif what in ("a", "same"):
+            out.extend(lines[1][region[1] : region[2]])
+        elif what == "b":
+            out.extend(lines[2][region[1] : region[2]])
+        else:
+            conflicts += 1
+    if conflicts:
+        return MergeResult(False, None, conflicts)
+    text = "".join(out)
+    if not want_final and text.endswith("\n"):
+        text = text[:-1]
+    if out_eol == "\r\n":
+        text = text.replace("\n", "\r\n")
+    return MergeResult(True, text)
+
+
+def merge_bytes(base: bytes, ours: bytes, theirs: bytes) -> MergeResult:
+    """`merge_text` over UTF-8 bytes; not clean when any input is not text (see `is_text`)."""
+    if not (is_text(base) and is_text(ours) and is_text(theirs)):
+        return MergeResult(False, None, 1)
+    return merge_text(base.decode("utf-8"), ours.decode("utf-8"), theirs.decode("utf-8"))

@@ -1,0 +1,122 @@
+"""Vault-relative paths: one canonical spelling, and no way out of the vault.
+
+Every path the engine stores, sends or receives is *normalised*: Unicode NFC (macOS writes NFD),
+forward slashes, relative, no empty/``.``/``..`` segments, no control characters, and never one
+of the engine's own temp names. `resolve_inside` turns such a path into a real location under the
+vault and refuses one that would leave it, including through a symbolic link anywhere on the way
+(a record that names ``notes/link/../x`` or a folder replaced by a link to ``/etc``).
+
+Residual risk, by design: a check and the write that follows are two system calls; a local
+process that can swap a folder for a symlink in between could redirect one write. Such a process
+can already write anywhere the user can, so this only guards against remote input.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import stat
+import tempfile
+import unicodedata
+from pathlib import Path
+
+from companion.errors import CompanionError
+
+TEMP_PREFIX = ".companion-tmp-"
+_DRIVE = re.compile(r"^[A-Za-z]:")
+BAD_NAME_CHARS = re.compile(r"[\x00-\x1f\x7f\\]")
+
+
+class UnsafePath(CompanionError):
+    """A path that is not a valid vault-relative path or would lead outside the vault."""
+
+
+def is_temp_name(name: str) -> bool:
+    """True for the engine's own temporary files (never synced, never reported)."""
+    return name.startswith(TEMP_PREFIX)
+
+
+def normalize(rel: str) -> str:
+    """The canonical form of a vault-relative path, or `UnsafePath`.
+
+    Backslashes are taken as separators (a path typed on Windows); everything else that is not
+    a plain relative path is refused rather than repaired, so two spellings never map to one
+    file silently.
+    """
+    if not isinstance(rel, str) or not rel:
+        raise UnsafePath("empty path")
+    p = unicodedata.normalize("NFC", rel).replace("\\", "/")
+    shown = ascii(rel)[1:-1][:200]
+    if re.search(r"[\x00-\x1f\x7f]", p):
+        raise UnsafePath(f"path {shown!r} contains a control character")
+    if p.startswith("/") or _DRIVE.match(p):
+        raise UnsafePath(f"path {shown!r} is absolute, expected a path inside the vault")
+    for seg in p.split("/"):
+        if seg == "":
+            raise UnsafePath(f"path {shown!r} has an empty segment")
+        if seg in (".", ".."):
+            raise UnsafePath(f"path {shown!r} contains '{seg}'")
+        if is_temp_name(seg):
+            raise UnsafePath(f"path {shown!r} is an engine temporary file")
+    return p
+
+
+def name_problem(name: str) -> str | None:
+    """Why a single on-disk file name cannot be synced as is, or None.
+
+    Cheap enough for every entry of a scan. Non-NFC names are not a problem here: the scanner
+    renames or maps them.
+    """
+    if BAD_NAME_CHARS.search(name):
+        return "its name contains a backslash or a control character"
+    if name in (".", ".."):
+        return "reserved name"
+    return None
+
+
+def fold(rel: str) -> str:
+    """The case-folded key two names share when a case-insensitive file system sees one file."""
+    return unicodedata.normalize("NFC", unicodedata.normalize("NFC", rel).casefold())
+
+
+def resolve_inside(root: str | os.PathLike[str], rel: str) -> Path:
+    """The absolute location of `rel` inside the vault at `root`.
+
+    Raises `UnsafePath` if `rel` is not a valid relative path or if any existing component on the
+    way (the final one included) is a symbolic link: a link could point anywhere, so the engine
+    neither reads nor writes through one. Missing components are fine (the caller creates them).
+    """
+    parts = normalize(rel).split("/")
+    base = os.path.realpath(root)
+    cur = base
+    for i, seg in enumerate(parts):
+        cur = os.path.join(cur, seg)
+        try:
+            st = os.lstat(cur)
+        except (FileNotFoundError, NotADirectoryError):
+            break
+        if stat.S_ISLNK(st.st_mode):
+            via = "/".join(parts[: i + 1])
+            raise UnsafePath(f"path {rel!r} goes through the symbolic link {via!r}; refused")
+        if i < len(parts) - 1 and not stat.S_ISDIR(st.st_mode):
+            break  # a file where a folder should be: the operation itself will fail
+    return Path(base, *parts)
+
+
+def make_parents(root: str | os.PathLike[str], rel: str) -> Path:
+    """Create the missing folders above `rel` inside the vault; returns the resolved path."""
+    target = resolve_inside(root, rel)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    # mkdir may have raced with a link being planted: check the result again
+    return resolve_inside(root, rel)
+
+
+def is_case_insensitive_fs(root: str | os.PathLike[str]) -> bool:
+    """Probe whether the file system holding `root` treats names case-insensitively."""
+    fd, name = tempfile.mkstemp(prefix=TEMP_PREFIX + "case-", dir=os.fspath(root))
+    os.close(fd)
+    try:
+        p = Path(name)
+        return os.path.lexists(p.with_name(p.name.upper()))
+    finally:
+        os.unlink(name)

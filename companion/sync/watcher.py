@@ -1,0 +1,263 @@
+"""The watcher: file-system events, coalesced into debounced batches of changed paths.
+
+A watchdog observer feeds raw events; they are turned into normalised vault-relative paths
+(engine temp files and ignored paths dropped) and collected in a set. A batch is delivered once
+the vault has been quiet for `quiet_s`, or at the latest `max_latency_s` after the first event
+of the batch, so a save burst becomes one batch and a busy vault still syncs promptly.
+
+Echo suppression: after the engine writes, deletes or renames a file it calls `expect(path,
+state)`. When the batch is cut, a path whose file is exactly in that state (stat identity; or
+absent for a delete) is dropped: applying a remote change does not come back as a local one.
+Expectations expire after `echo_ttl_s`.
+
+A periodic safety rescan (`on_rescan`) covers anything the OS did not report (event queue
+overflow, network drives). The observer and the debounce thread stop cleanly with `stop()`.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+import unicodedata
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from watchdog.events import (
+    EVENT_TYPE_CLOSED,
+    EVENT_TYPE_CREATED,
+    EVENT_TYPE_DELETED,
+    EVENT_TYPE_MODIFIED,
+    EVENT_TYPE_MOVED,
+    FileSystemEvent,
+    FileSystemEventHandler,
+)
+from watchdog.observers import Observer
+
+from companion.logs import get_logger
+from companion.sync.filestate import FileState, NotRegularFile, current_state
+from companion.sync.ignore import IGNORE_FILE, IgnoreRules
+from companion.sync.pathsafe import TEMP_PREFIX
+
+log = get_logger("sync.watcher")
+
+_INTERESTING = {
+    EVENT_TYPE_CREATED,
+    EVENT_TYPE_MODIFIED,
+    EVENT_TYPE_DELETED,
+    EVENT_TYPE_MOVED,
+    EVENT_TYPE_CLOSED,  # closed after writing
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Batch:
+    """Changed vault-relative paths (files or folders). `overflow`: too many to list; rescan."""
+
+    paths: frozenset[str]
+    overflow: bool = False
+
+
+class _Handler(FileSystemEventHandler):
+    def __init__(self, watcher: Watcher) -> None:
+        self.w = watcher
+
+    def on_any_event(self, event: FileSystemEvent) -> None:
+        if event.event_type not in _INTERESTING:
+            return
+        if event.is_directory and event.event_type in (EVENT_TYPE_MODIFIED, EVENT_TYPE_CLOSED):
+            return  # a folder's own mtime; its children report themselves
+        self.w._note(event.src_path, event.is_directory)
+        if event.event_type == EVENT_TYPE_MOVED and event.dest_path:
+            self.w._note(event.dest_path, event.is_directory)
+
+
+class Watcher:
+    """Watch the vault at `root` and call `on_batch(Batch)` from a background thread."""
+
+    def __init__(
+        self,
+        root: str | os.PathLike[str],
+        ignore: IgnoreRules,
+        on_batch: Callable[[Batch], None],
+        *,
+        quiet_s: float = 0.075,
+        max_latency_s: float = 0.3,
+        on_rescan: Callable[[], None] | None = None,
+        rescan_interval_s: float | None = 600.0,
+        echo_ttl_s: float = 10.0,
+        max_paths: int = 10_000,
+    ) -> None:
+        self.root = Path(os.path.realpath(root))
+        self._prefix = str(self.root) + os.sep
+        self.ignore = ignore
+        self.on_batch = on_batch
+        self.on_rescan = on_rescan
+        self.quiet_s = quiet_s
+        self.max_latency_s = max_latency_s
+        self.rescan_interval_s = rescan_interval_s
+        self.echo_ttl_s = echo_ttl_s
+        self.max_paths = max_paths
+        self._cond = threading.Condition()
+        self._dirty: set[str] = set()
+        self._overflow = False
+        self._first = 0.0
+        self._last = 0.0
+        self._expect: dict[str, tuple[FileState | None, float]] = {}
+        self._stopping = False
+        self._observer: Observer | None = None  # type: ignore[valid-type]
+        self._thread: threading.Thread | None = None
+        self.batches_delivered = 0
+        self.echoes_dropped = 0
+
+    # ------------------------------------------------------------- lifecycle
+
+    def start(self) -> Watcher:
+        observer = Observer()
+        observer.schedule(_Handler(self), str(self.root), recursive=True)
+        observer.daemon = True
+        observer.start()
+        self._observer = observer
+        self._thread = threading.Thread(target=self._run, name="companion-watch", daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self, timeout: float = 5.0) -> None:
+        """Stop the observer and the debounce thread; pending events are dropped."""
+        with self._cond:
+            self._stopping = True
+            self._cond.notify_all()
+        if self._observer is not None:
+            self._observer.stop()
+            self._observer.join(timeout)
+            self._observer = None
+        if self._thread is not None and self._thread is not threading.current_thread():
+            self._thread.join(timeout)
+        self._thread = None
+
+    def __enter__(self) -> Watcher:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    @property
+    def running(self) -> bool:
+        return self._thread is not None and self._thread.is_alive()
+
+    # ------------------------------------------------------------- echo suppression
+
+    def expect(self, rel: str, state: FileState | None) -> None:
+        """The engine just made `rel` be `state` (None: removed); don't report that as a change."""
+        with self._cond:
+            self._expect[rel] = (state, time.monotonic() + self.echo_ttl_s)
+
+    def _is_echo(self, rel: str, now: float) -> bool:
+        hit = self._expect.get(rel)
+        if hit is None:
+            return False
+        state, until = hit
+        if now > until:
+            del self._expect[rel]
+            return False
+        try:
+            actual = current_state(self.root / rel)
+        except NotRegularFile:
+            actual = None
+            matches = False
+        else:
+            matches = (
+                actual is None
+                if state is None
+                else (actual is not None and actual.same_stat(state))
+            )
+        if not matches:
+            del self._expect[rel]  # changed after our write: a real change from now on
+        return matches
+
+    # ------------------------------------------------------------- events
+
+    def _rel(self, raw: str | bytes) -> str | None:
+        path = os.fsdecode(raw)
+        if not path.startswith(self._prefix):
+            return None
+        rel = unicodedata.normalize("NFC", path[len(self._prefix) :].replace(os.sep, "/"))
+        if not rel or any(seg.startswith(TEMP_PREFIX) for seg in rel.split("/")):
+            return None
+        return rel
+
+    def _note(self, raw: str | bytes, is_dir: bool) -> None:
+        rel = self._rel(raw)
+        if rel is None:
+            return
+        if rel == IGNORE_FILE:
+            self.ignore.reload_if_changed()
+        elif self.ignore.is_ignored(rel, is_dir=is_dir):
+            return
+        now = time.monotonic()
+        with self._cond:
+            if not self._dirty and not self._overflow:
+                self._first = now
+            self._last = now
+            if len(self._dirty) >= self.max_paths:
+                self._overflow = True
+                self._dirty.clear()
+            elif not self._overflow:
+                self._dirty.add(rel)
+            self._cond.notify_all()
+
+    # ------------------------------------------------------------- debounce thread
+
+    def _run(self) -> None:
+        next_rescan = time.monotonic() + self.rescan_interval_s if self.rescan_interval_s else None
+        while True:
+            batch: Batch | None = None
+            rescan = False
+            with self._cond:
+                while not self._stopping:
+                    now = time.monotonic()
+                    pending = bool(self._dirty) or self._overflow
+                    if pending and (
+                        now - self._last >= self.quiet_s or now - self._first >= self.max_latency_s
+                    ):
+                        break
+                    if next_rescan is not None and now >= next_rescan:
+                        break
+                    deadlines = []
+                    if pending:
+                        deadlines.append(
+                            min(self._last + self.quiet_s, self._first + self.max_latency_s)
+                        )
+                    if next_rescan is not None:
+                        deadlines.append(next_rescan)
+                    self._cond.wait(max(0.0, min(deadlines) - now) if deadlines else None)
+                if self._stopping:
+                    return
+                now = time.monotonic()
+                if self._dirty or self._overflow:
+                    kept = frozenset(p for p in self._dirty if not self._is_echo(p, now))
+                    self.echoes_dropped += len(self._dirty) - len(kept)
+                    if kept or self._overflow:
+                        batch = Batch(kept, self._overflow)
+                    self._dirty = set()
+                    self._overflow = False
+                    self._prune_expectations(now)
+                if next_rescan is not None and now >= next_rescan:
+                    rescan = True
+                    next_rescan = now + (self.rescan_interval_s or 0)
+            self._deliver(batch, rescan)
+
+    def _prune_expectations(self, now: float) -> None:
+        for rel in [r for r, (_, until) in self._expect.items() if now > until]:
+            del self._expect[rel]
+
+    def _deliver(self, batch: Batch | None, rescan: bool) -> None:
+        try:
+            if batch is not None:
+                self.batches_delivered += 1
+                self.on_batch(batch)
+            if rescan and self.on_rescan is not None:
+                self.on_rescan()
+        except Exception:  # a failing callback must not kill the watcher
+            log.exception("sync watcher callback failed")

@@ -1,0 +1,167 @@
+"""Vault-relative path normalisation and containment."""
+
+from __future__ import annotations
+
+import os
+import unicodedata
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from companion.sync.pathsafe import (
+    UnsafePath,
+    fold,
+    is_case_insensitive_fs,
+    make_parents,
+    name_problem,
+    normalize,
+    resolve_inside,
+)
+
+
+@pytest.mark.parametrize(
+    ("raw", "norm"),
+    [
+        ("Note.md", "Note.md"),
+        ("knowledge/topic/Note.md", "knowledge/topic/Note.md"),
+        ("knowledge\\win\\Note.md", "knowledge/win/Note.md"),
+        ("Cafe\u0301.md", "Caf\u00e9.md"),  # NFD from macOS -> NFC
+        (".companion/dreams/2024-05-01.json", ".companion/dreams/2024-05-01.json"),
+        (".companionignore", ".companionignore"),
+        ("a/..b/c..", "a/..b/c.."),
+    ],
+)
+def test_normalize_accepts_and_canonicalises(raw: str, norm: str) -> None:
+    assert normalize(raw) == norm
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        "",
+        "/etc/passwd",
+        "C:/Windows/x",
+        "c:x",
+        "..",
+        "../x",
+        "a/../../x",
+        "a/./b",
+        "a//b",
+        "a/",
+        "nul\x00byte",
+        "tab\tname",
+        "a/.companion-tmp-123",
+        ".companion-tmp-x/y",
+        "\\\\server\\share",
+    ],
+)
+def test_normalize_refuses(bad: str) -> None:
+    with pytest.raises(UnsafePath):
+        normalize(bad)
+
+
+def test_unsafe_path_is_a_companion_error_with_a_clean_message() -> None:
+    from companion.errors import CompanionError
+
+    with pytest.raises(CompanionError, match="absolute"):
+        normalize("/abs")
+
+
+def test_name_problem() -> None:
+    assert name_problem("ok name.md") is None
+    assert name_problem("back\\slash") is not None
+    assert name_problem("ctl\x01") is not None
+
+
+def test_fold_matches_case_and_unicode_variants() -> None:
+    assert fold("Notes/Café.md") == fold("notes/CAFE\u0301.MD")
+    assert fold("Straße") == fold("STRASSE")
+    assert fold("a.md") != fold("b.md")
+
+
+def test_resolve_inside_plain(tmp_path: Path) -> None:
+    (tmp_path / "d").mkdir()
+    p = resolve_inside(tmp_path, "d/new/file.md")
+    assert p == Path(os.path.realpath(tmp_path), "d", "new", "file.md")
+
+
+def test_resolve_inside_refuses_symlinked_parent(tmp_path: Path) -> None:
+    vault, outside = tmp_path / "vault", tmp_path / "outside"
+    vault.mkdir()
+    outside.mkdir()
+    (vault / "link").symlink_to(outside, target_is_directory=True)
+    with pytest.raises(UnsafePath, match="symbolic link"):
+        resolve_inside(vault, "link/secret.md")
+    # even a link that points back inside the vault is refused
+    (vault / "real").mkdir()
+    (vault / "inner").symlink_to(vault / "real", target_is_directory=True)
+    with pytest.raises(UnsafePath):
+        resolve_inside(vault, "inner/x.md")
+
+
+def test_resolve_inside_refuses_symlink_leaf(tmp_path: Path) -> None:
+    (tmp_path / "f.md").symlink_to("/etc/hostname")
+    with pytest.raises(UnsafePath):
+        resolve_inside(tmp_path, "f.md")
+
+
+def test_vault_root_itself_may_be_a_symlink(tmp_path: Path) -> None:
+    real = tmp_path / "real"
+    real.mkdir()
+    alias = tmp_path / "alias"
+    alias.symlink_to(real, target_is_directory=True)
+    assert resolve_inside(alias, "a.md") == Path(os.path.realpath(real), "a.md")
+
+
+def test_make_parents_creates_folders_inside(tmp_path: Path) -> None:
+    p = make_parents(tmp_path, "x/y/z.md")
+    assert p.parent.is_dir() and not p.exists()
+
+
+def test_case_insensitive_probe_matches_reality(tmp_path: Path) -> None:
+    (tmp_path / "probe").write_text("x")
+    expected = (tmp_path / "PROBE").exists()
+    assert is_case_insensitive_fs(tmp_path) is expected
+    assert os.listdir(tmp_path) == ["probe"]  # the probe cleaned up after itself
+
+
+# ----------------------------------------------------------------------------- property
+
+_segment = st.one_of(
+    st.sampled_from(["..", ".", "", "link", "up", "inner", "d", "\\..", "..\\..", "/"]),
+    st.text(alphabet="ab./\\\x00:~\u0301é", min_size=1, max_size=6),
+)
+_paths = st.lists(_segment, min_size=1, max_size=5).map("/".join)
+
+
+@pytest.fixture(scope="module")
+def trap_vault(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    base = tmp_path_factory.mktemp("trap")
+    vault = base / "vault"
+    (vault / "d" / "e").mkdir(parents=True)
+    (base / "outside").mkdir()
+    (vault / "link").symlink_to(base / "outside", target_is_directory=True)
+    (vault / "up").symlink_to("..", target_is_directory=True)
+    (vault / "d" / "up").symlink_to("../..", target_is_directory=True)
+    (vault / "inner").symlink_to(vault / "d", target_is_directory=True)
+    return vault
+
+
+@settings(
+    max_examples=500, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(rel=_paths)
+def test_no_generated_path_resolves_outside_the_vault(trap_vault: Path, rel: str) -> None:
+    try:
+        p = resolve_inside(trap_vault, rel)
+    except UnsafePath:
+        return
+    root = os.path.realpath(trap_vault)
+    # the fully resolved location (following any link) is inside the vault
+    real = os.path.realpath(p)
+    assert os.path.commonpath([root, real]) == root
+    assert real != root
+    # and the returned path is the canonical one, NFC
+    assert unicodedata.is_normalized("NFC", str(p))

@@ -77,9 +77,7 @@ JOURNAL_DAYS = [
         True,
         ["Wired the BME280 sensor to the Pi."],
         ["[[Weather station]]: readings every 5 minutes is enough for now."],
-        [
-            "The BME280 reads about 1.5 °C high when next to the Pi's CPU; mount it on a cable."
-        ],
+        ["The BME280 reads about 1.5 °C high when next to the Pi's CPU; mount it on a cable."],
     ),
     (
         False,

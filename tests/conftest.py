@@ -9,6 +9,9 @@ from pathlib import Path
 
 import pytest
 
+# Before pytest-qt creates its QApplication: no display is needed for any test.
+os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+
 
 @pytest.fixture(autouse=True)
 def companion_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:

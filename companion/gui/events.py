@@ -1,0 +1,79 @@
+"""Things that happened in the engine that a person may need to hear about.
+
+The engine hands these to the GUI through `EngineFacade.drain_events()`; the notification policy
+(`notify_policy`) decides which become notifications. Qt-free and plain data, so the engine can
+build them without depending on the GUI. Events never carry a secret value or note content.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+
+
+@dataclass(frozen=True)
+class DreamLanded:
+    """A dream report appeared (from the server or from this computer)."""
+
+    report: Path
+    date: str  # YYYY-MM-DD, the night the dream covers
+    ran_on: str = "server"  # server | local
+    counts: dict[str, int] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class ConflictsCreated:
+    """Conflict copies were written next to notes (absolute paths)."""
+
+    paths: tuple[Path, ...]
+
+
+@dataclass(frozen=True)
+class MassDeleteTripped:
+    """A sync round would delete too much of the vault and was held back for confirmation."""
+
+    deletions: int
+    total: int
+
+
+@dataclass(frozen=True)
+class RelayUnreachable:
+    """The relay has not answered since `since` (the policy applies `notify.offline_minutes`)."""
+
+    since: datetime
+
+
+@dataclass(frozen=True)
+class KeyringProblem:
+    """The OS keyring refused or is missing; `message` says what, never a secret."""
+
+    message: str
+
+
+@dataclass(frozen=True)
+class LocalDreamRan:
+    """The server had not dreamed by the grace time, so this computer dreamed instead."""
+
+    date: str
+    report: Path | None = None
+
+
+@dataclass(frozen=True)
+class SecretFound:
+    """A secret scanner flagged a note; `kind` is the detector's name, never the value."""
+
+    note: str  # vault-relative path
+    kind: str
+    line: int | None = None
+
+
+EngineEvent = (
+    DreamLanded
+    | ConflictsCreated
+    | MassDeleteTripped
+    | RelayUnreachable
+    | KeyringProblem
+    | LocalDreamRan
+    | SecretFound
+)

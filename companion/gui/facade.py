@@ -1,0 +1,232 @@
+"""The engine as the desktop app sees it: the `EngineFacade` protocol and `IdleEngine`.
+
+The sync engine and the dream implement `EngineFacade`; the GUI only ever talks to this
+protocol (through `bridge.EngineWorker`, off the GUI thread). Until sync is set up for a vault,
+`IdleEngine` is the real implementation: it reads the vault's dream reports and conflict copies
+and can start a dream through the `companion dream` command, but does not sync.
+
+Qt-free, so the engine can import these types without pulling in Qt.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import importlib.util
+import os
+import subprocess
+import sys
+import threading
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import Protocol, runtime_checkable
+
+from companion.errors import CompanionError
+from companion.gui.events import ConflictsCreated, DreamLanded, EngineEvent
+from companion.gui.i18n import tr
+from companion.gui.report import ReportError, load_report
+from companion.gui.status import EngineSnapshot
+from companion.logs import get_logger
+
+log = get_logger("gui.facade")
+
+DREAMS_DIR = Path(".companion") / "dreams"
+CONFLICT_PATTERN = "* (conflict * ????-??-?? ????).*"
+
+
+@runtime_checkable
+class EngineFacade(Protocol):
+    """What the desktop app needs from the engine.
+
+    Every method may be called from a worker thread (never the GUI thread), possibly while
+    another call runs, so implementations must be thread-safe. `snapshot`, `conflicts`,
+    `vault_path`, `latest_dream_report` and `drain_events` should answer from in-memory state
+    in well under a second; `sync_now` and `dream_now` may take long and block until done.
+    Errors a person can act on are raised as `companion.errors.CompanionError` with a clear
+    message; the GUI shows the message.
+    """
+
+    def snapshot(self) -> EngineSnapshot:
+        """The state now (tray icon, tooltip, menu)."""
+        ...
+
+    def sync_now(self) -> None:
+        """Run one sync round now (blocks until it ends)."""
+        ...
+
+    def set_paused(self, paused: bool) -> None:
+        """Pause or resume syncing (the GUI also stores `sync.paused` in the config)."""
+        ...
+
+    def dream_now(self) -> None:
+        """Dream now, locally (blocks until the report is written)."""
+        ...
+
+    def vault_path(self) -> Path | None:
+        """The vault folder, or None when none is chosen yet."""
+        ...
+
+    def latest_dream_report(self) -> Path | None:
+        """The newest `.companion/dreams/YYYY-MM-DD.json`, if any."""
+        ...
+
+    def conflicts(self) -> list[Path]:
+        """Conflict copies in the vault now (absolute paths, sorted)."""
+        ...
+
+    def drain_events(self) -> list[EngineEvent]:
+        """Events since the previous call (each returned once), oldest first."""
+        ...
+
+
+def is_conflict_copy(name: str) -> bool:
+    """True for a conflict copy's file name, e.g. "Note (conflict laptop 2025-11-28 1403).md"."""
+    return fnmatch.fnmatchcase(name, CONFLICT_PATTERN)
+
+
+def find_conflicts(vault: Path) -> list[Path]:
+    """Conflict copies under `vault`, skipping hidden folders (.obsidian, .trash, .companion)."""
+    found: list[Path] = []
+    for root, dirs, files in os.walk(vault):
+        dirs[:] = [d for d in dirs if not d.startswith(".")]
+        found.extend(Path(root) / f for f in files if is_conflict_copy(f))
+    return sorted(found)
+
+
+def dream_reports(vault: Path) -> list[Path]:
+    """The vault's dream reports, oldest first (file names are YYYY-MM-DD.json)."""
+    folder = vault / DREAMS_DIR
+    if not folder.is_dir():
+        return []
+    return sorted(p for p in folder.glob("*.json") if p.is_file())
+
+
+class IdleEngine:
+    """The engine for a vault with no sync configured: reports and conflicts, no syncing.
+
+    `dream_now` runs `companion dream VAULT` in a subprocess when this installation has the
+    dream command, so "Dream now" works before sync is set up.
+    """
+
+    def __init__(self, vault: Path | None, *, fresh_hours: float = 24) -> None:
+        self._vault = Path(vault).expanduser() if vault else None
+        self._lock = threading.Lock()
+        self._drain_lock = threading.Lock()
+        self._paused = False
+        self._dreaming = False
+        self._errors: list[str] = []
+        self._seen_reports: set[Path] | None = None
+        self._seen_conflicts: set[Path] | None = None
+        self._fresh = timedelta(hours=fresh_hours)
+
+    def vault_path(self) -> Path | None:
+        return self._vault
+
+    def _vault_errors(self) -> list[str]:
+        if self._vault is None:
+            return [tr("engine.no_vault")]
+        if not self._vault.is_dir():
+            return [tr("engine.vault_missing", path=self._vault)]
+        return []
+
+    def snapshot(self) -> EngineSnapshot:
+        errors = self._vault_errors()
+        latest = None if errors else self.latest_dream_report()
+        last_dream = datetime.fromtimestamp(latest.stat().st_mtime).astimezone() if latest else None
+        conflicts = 0 if errors else len(self.conflicts())
+        with self._lock:
+            return EngineSnapshot(
+                errors=errors + self._errors,
+                online=False,
+                conflicts=conflicts,
+                syncing=False,
+                dreaming=self._dreaming,
+                paused=self._paused,
+                last_sync=None,
+                last_dream=last_dream,
+                pending=0,
+                sync_configured=False,
+            )
+
+    def sync_now(self) -> None:
+        raise CompanionError(tr("engine.sync_not_configured"))
+
+    def set_paused(self, paused: bool) -> None:
+        with self._lock:
+            self._paused = bool(paused)
+
+    @staticmethod
+    def dream_available() -> bool:
+        return importlib.util.find_spec("companion.dream.cli") is not None
+
+    def dream_now(self) -> None:
+        errors = self._vault_errors()
+        if errors:
+            raise CompanionError(errors[0])
+        if not self.dream_available():
+            raise CompanionError(tr("engine.dream_unavailable"))
+        with self._lock:
+            if self._dreaming:
+                raise CompanionError(tr("engine.dream_running"))
+            self._dreaming = True
+        try:
+            proc = subprocess.run(
+                [sys.executable, "-m", "companion", "dream", str(self._vault)],
+                capture_output=True,
+                text=True,
+                timeout=3600,
+            )
+        finally:
+            with self._lock:
+                self._dreaming = False
+        if proc.returncode != 0:
+            lines = (proc.stderr or proc.stdout or "").strip().splitlines()
+            detail = lines[-1] if lines else f"exit status {proc.returncode}"
+            raise CompanionError(tr("engine.dream_failed", error=detail))
+
+    def latest_dream_report(self) -> Path | None:
+        if self._vault is None:
+            return None
+        reports = dream_reports(self._vault)
+        return reports[-1] if reports else None
+
+    def conflicts(self) -> list[Path]:
+        if self._vault is None or not self._vault.is_dir():
+            return []
+        return find_conflicts(self._vault)
+
+    def drain_events(self) -> list[EngineEvent]:
+        """New dream reports and conflict copies since the last call.
+
+        On the first call, a report younger than `fresh_hours` counts as new (the app started
+        after the dream landed); older reports and existing conflict copies do not.
+        """
+        with self._drain_lock:
+            return self._drain()
+
+    def _drain(self) -> list[EngineEvent]:
+        if self._vault is None or not self._vault.is_dir():
+            return []
+        events: list[EngineEvent] = []
+        reports = set(dream_reports(self._vault))
+        if self._seen_reports is None:
+            cutoff = datetime.now().timestamp() - self._fresh.total_seconds()
+            new = {p for p in reports if p.stat().st_mtime >= cutoff}
+            new = set(sorted(new)[-1:])  # at most the newest one
+            self._seen_reports = reports - new
+        new_reports = sorted(reports - self._seen_reports)
+        self._seen_reports |= reports
+        for path in new_reports:
+            try:
+                rep = load_report(path)
+            except ReportError as exc:
+                log.warning("skipping unreadable dream report: %s", exc)
+                continue
+            events.append(DreamLanded(path, rep.date, rep.ran_on, dict(rep.counts)))
+        conflicts = set(self.conflicts())
+        if self._seen_conflicts is None:
+            self._seen_conflicts = conflicts
+        new_conflicts = sorted(conflicts - self._seen_conflicts)
+        self._seen_conflicts = conflicts
+        if new_conflicts:
+            events.append(ConflictsCreated(tuple(new_conflicts)))
+        return events

@@ -1,0 +1,161 @@
+"""The small main window: a status summary and the tray menu's commands as buttons.
+
+Shown on "show" (a second start, a tray click) and as the app's face where the desktop has no
+system tray, in which case it says so instead of leaving the person with nothing.
+"""
+
+from __future__ import annotations
+
+from PySide6.QtCore import Qt
+from PySide6.QtGui import QCloseEvent
+from PySide6.QtWidgets import (
+    QFormLayout,
+    QGridLayout,
+    QHBoxLayout,
+    QLabel,
+    QMainWindow,
+    QPushButton,
+    QVBoxLayout,
+    QWidget,
+)
+
+from companion.gui.actions import AppActions
+from companion.gui.bridge import EngineView, EngineWorker
+from companion.gui.i18n import format_datetime, tr
+from companion.gui.status import EngineSnapshot, state_label, tray_state
+from companion.gui.tray import app_icon, state_icon
+
+NOTICE_STYLE = "background:#fff8c5;color:#4d2d00;padding:8px;border-radius:4px;"
+
+
+class MainWindow(QMainWindow):
+    def __init__(
+        self,
+        worker: EngineWorker,
+        actions: AppActions,
+        *,
+        tray_available: bool = True,
+        parent: QWidget | None = None,
+    ) -> None:
+        super().__init__(parent)
+        self.worker = worker
+        self.actions = actions
+        self.tray_available = tray_available
+        self.setWindowTitle(tr("app.name"))
+        self.setWindowIcon(app_icon())
+
+        self.state_icon = QLabel()
+        self.state_text = QLabel()
+        font = self.state_text.font()
+        font.setPointSizeF(font.pointSizeF() * 1.3)
+        font.setBold(True)
+        self.state_text.setFont(font)
+        self.state_text.setWordWrap(True)
+        head = QHBoxLayout()
+        head.addWidget(self.state_icon)
+        head.addWidget(self.state_text, 1)
+
+        self.vault = QLabel()
+        self.vault.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.last_sync = QLabel()
+        self.last_dream = QLabel()
+        self.pending = QLabel()
+        self.conflicts = QLabel()
+        form = QFormLayout()
+        form.addRow(tr("main.vault"), self.vault)
+        form.addRow(tr("main.last_sync"), self.last_sync)
+        form.addRow(tr("main.last_dream"), self.last_dream)
+        form.addRow(tr("main.pending"), self.pending)
+        form.addRow(tr("main.conflicts"), self.conflicts)
+
+        self.notice = QLabel()
+        self.notice.setWordWrap(True)
+        self.notice.setStyleSheet(NOTICE_STYLE)
+        self.notice.hide()
+        self.no_tray = QLabel(tr("main.no_tray"))
+        self.no_tray.setWordWrap(True)
+        self.no_tray.setStyleSheet(NOTICE_STYLE)
+        self.no_tray.setVisible(not tray_available)
+
+        a = actions
+        self.buttons: dict[str, QPushButton] = {}
+        grid = QGridLayout()
+        specs = [
+            ("open_vault", tr("menu.open_vault"), a.open_vault),
+            ("open_obsidian", tr("menu.open_obsidian"), lambda: a.open_in_obsidian()),
+            ("sync_now", tr("menu.sync_now"), a.sync_now),
+            ("pause", tr("menu.pause"), a.toggle_pause),
+            ("dream_now", tr("menu.dream_now"), a.dream_now),
+            ("last_report", tr("menu.last_report"), a.open_last_report),
+            ("settings", tr("menu.settings"), lambda: a.open_settings()),
+            ("quit", tr("menu.quit"), a.quit),
+        ]
+        for i, (name, text, slot) in enumerate(specs):
+            button = QPushButton(text)
+            button.clicked.connect(slot)
+            self.buttons[name] = button
+            grid.addWidget(button, i // 2, i % 2)
+
+        body = QWidget()
+        layout = QVBoxLayout(body)
+        layout.addWidget(self.no_tray)
+        layout.addLayout(head)
+        layout.addLayout(form)
+        layout.addWidget(self.notice)
+        layout.addStretch(1)
+        layout.addLayout(grid)
+        self.setCentralWidget(body)
+        self.setMinimumWidth(460)
+
+        worker.view_ready.connect(self.update_view)
+        worker.call_started.connect(self._refresh_buttons)
+        worker.call_done.connect(self._refresh_buttons)
+        worker.call_failed.connect(self._refresh_buttons)
+        self.update_view(worker.last_view or EngineView(EngineSnapshot()))
+
+    def show_notice(self, title: str, text: str) -> None:
+        self.notice.setText(f"<b>{title}</b><br>{text}".replace("\n", "<br>"))
+        self.notice.show()
+
+    def update_view(self, view: EngineView) -> None:
+        self.view = view
+        snap = view.snapshot
+        self.state_icon.setPixmap(state_icon(tray_state(snap)).pixmap(40, 40))
+        self.state_text.setText(state_label(snap))
+        self.vault.setText(str(view.vault) if view.vault else tr("main.no_vault"))
+        never = tr("time.never")
+        if snap.sync_configured:
+            self.last_sync.setText(format_datetime(snap.last_sync) if snap.last_sync else never)
+        else:
+            self.last_sync.setText(tr("state.not_configured"))
+        self.last_dream.setText(format_datetime(snap.last_dream) if snap.last_dream else never)
+        self.pending.setText(str(snap.pending))
+        self.conflicts.setText(str(len(view.conflicts) or snap.conflicts))
+        self._refresh_buttons()
+
+    def _refresh_buttons(self, *_: object) -> None:
+        view = getattr(self, "view", None)
+        if view is None:
+            return
+        snap = view.snapshot
+        vault_ok = view.vault is not None and view.vault.is_dir()
+        b = self.buttons
+        b["open_vault"].setEnabled(vault_ok)
+        b["open_obsidian"].setEnabled(vault_ok)
+        syncing = snap.syncing or self.worker.busy("sync_now")
+        b["sync_now"].setEnabled(snap.sync_configured and not snap.paused and not syncing)
+        b["sync_now"].setText(tr("menu.syncing") if syncing else tr("menu.sync_now"))
+        b["pause"].setText(tr("menu.resume") if snap.paused else tr("menu.pause"))
+        b["pause"].setEnabled(snap.sync_configured)
+        dreaming = snap.dreaming or self.worker.busy("dream_now")
+        b["dream_now"].setEnabled(vault_ok and not dreaming)
+        b["dream_now"].setText(tr("menu.dreaming") if dreaming else tr("menu.dream_now"))
+        b["last_report"].setEnabled(view.latest_report is not None)
+
+    def closeEvent(self, event: QCloseEvent) -> None:  # noqa: N802 - Qt's name
+        if self.tray_available:
+            event.ignore()  # the tray keeps the app; the window just hides
+            self.hide()
+        else:
+            event.accept()
+            self.actions.quit()

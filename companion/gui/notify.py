@@ -1,0 +1,235 @@
+"""Showing notifications: the desktop's own (desktop-notifier) or the tray balloon.
+
+`NotificationCenter` takes the policy's `Notification`s, shows each once (keys remembered in
+the state folder across restarts), holds back deferred ones (the morning dream note) until
+their time, and turns a click into the notification's `Action`.
+
+`Notifier` sends through `desktop-notifier` (freedesktop D-Bus on Linux, Notification Center
+on macOS, toasts on Windows) on a private asyncio loop thread, and falls back to
+`QSystemTrayIcon.showMessage` when that backend is missing or does not confirm in time; with
+no tray either, the text goes to the main window (`fallback_text`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import sys
+import threading
+from collections.abc import Callable
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from PySide6.QtCore import QObject, QTimer, Signal
+from PySide6.QtWidgets import QSystemTrayIcon
+
+from companion.gui.i18n import tr
+from companion.gui.notify_policy import Action, Notification
+from companion.gui.resources import icon_path
+from companion.logs import get_logger
+
+log = get_logger("gui.notify")
+
+DISPATCH_TIMEOUT_MS = 3000
+BALLOON_MS = 10_000
+REMEMBERED_KEYS = 500
+
+
+def desktop_backend_available(environ: dict[str, str] | None = None) -> bool:
+    """Whether desktop-notifier can reach the desktop here (on Linux: a session bus)."""
+    try:
+        import desktop_notifier  # noqa: F401
+    except ImportError:
+        return False
+    if not sys.platform.startswith("linux"):
+        return True
+    env = os.environ if environ is None else environ
+    if env.get("DBUS_SESSION_BUS_ADDRESS"):
+        return True
+    runtime = env.get("XDG_RUNTIME_DIR") or f"/run/user/{os.getuid()}"
+    return Path(runtime, "bus").exists()
+
+
+class _AsyncLoop:
+    """An asyncio loop on a daemon thread, for desktop-notifier's coroutines."""
+
+    def __init__(self) -> None:
+        self.loop = asyncio.new_event_loop()
+        self.thread = threading.Thread(target=self.loop.run_forever, name="notify", daemon=True)
+        self.thread.start()
+
+    def submit(self, coro: Any) -> None:
+        asyncio.run_coroutine_threadsafe(coro, self.loop)
+
+    def stop(self) -> None:
+        self.loop.call_soon_threadsafe(self.loop.stop)
+
+
+class Notifier(QObject):
+    """Shows one notification, by the best means available. `clicked` carries its Action."""
+
+    clicked = Signal(object)  # Action
+    fallback_text = Signal(str, str)  # title, body: no tray, no desktop notifications
+    _dispatched = Signal(str)  # notification key, from the asyncio thread
+    _desktop_clicked = Signal(str)
+
+    def __init__(
+        self,
+        tray: QSystemTrayIcon | None,
+        *,
+        use_desktop: bool | None = None,
+        parent: QObject | None = None,
+    ) -> None:
+        super().__init__(parent)
+        self.tray = tray
+        self.use_desktop = desktop_backend_available() if use_desktop is None else use_desktop
+        self._actions: dict[str, Action | None] = {}
+        self._waiting: dict[str, Notification] = {}
+        self._balloon_action: Action | None = None
+        self._loop: _AsyncLoop | None = None
+        self._desktop: Any = None
+        self.shown: list[tuple[str, Notification]] = []  # (backend, notification), newest last
+        self._dispatched.connect(self._on_dispatched)
+        self._desktop_clicked.connect(self._on_desktop_clicked)
+        if tray is not None:
+            tray.messageClicked.connect(self._on_balloon_clicked)
+
+    def show(self, n: Notification) -> None:
+        self._actions[n.key] = n.action
+        if self.use_desktop and self._send_desktop(n):
+            self._waiting[n.key] = n
+            QTimer.singleShot(DISPATCH_TIMEOUT_MS, lambda key=n.key: self._not_dispatched(key))
+            return
+        self._show_fallback(n)
+
+    def _send_desktop(self, n: Notification) -> bool:
+        try:
+            if self._desktop is None:
+                from desktop_notifier import DesktopNotifier, Icon
+
+                self._desktop = DesktopNotifier(
+                    app_name=tr("app.name"), app_icon=Icon(path=icon_path("app.svg"))
+                )
+                self._loop = _AsyncLoop()
+            from desktop_notifier import Urgency
+
+            key = n.key
+            assert self._loop is not None
+            self._loop.submit(
+                self._desktop.send(
+                    title=n.title,
+                    message=n.body,
+                    urgency=Urgency.Critical if n.urgent else Urgency.Normal,
+                    on_dispatched=lambda: self._dispatched.emit(key),
+                    on_clicked=lambda: self._desktop_clicked.emit(key),
+                )
+            )
+            return True
+        except Exception as exc:  # any backend trouble: fall back, never lose the message
+            log.warning("desktop notifications unavailable: %s", exc)
+            self.use_desktop = False
+            return False
+
+    def _on_dispatched(self, key: str) -> None:
+        n = self._waiting.pop(key, None)
+        if n is not None:
+            self.shown.append(("desktop", n))
+
+    def _not_dispatched(self, key: str) -> None:
+        n = self._waiting.pop(key, None)
+        if n is not None:  # the desktop never confirmed: show it ourselves, stop trying
+            log.info("desktop notification not confirmed; using the tray instead")
+            self.use_desktop = False
+            self._show_fallback(n)
+
+    def _on_desktop_clicked(self, key: str) -> None:
+        action = self._actions.get(key)
+        if action is not None:
+            self.clicked.emit(action)
+
+    def _show_fallback(self, n: Notification) -> None:
+        if self.tray is not None and self.tray.isVisible() and self.tray.supportsMessages():
+            self._balloon_action = n.action
+            icon = (
+                QSystemTrayIcon.MessageIcon.Warning
+                if n.urgent
+                else QSystemTrayIcon.MessageIcon.Information
+            )
+            self.tray.showMessage(n.title, n.body, icon, BALLOON_MS)
+            self.shown.append(("tray", n))
+        else:
+            self.fallback_text.emit(n.title, n.body)
+            self.shown.append(("window", n))
+
+    def _on_balloon_clicked(self) -> None:
+        if self._balloon_action is not None:
+            self.clicked.emit(self._balloon_action)
+
+    def close(self) -> None:
+        if self._loop is not None:
+            self._loop.stop()
+
+
+class NotificationCenter(QObject):
+    """Shows each notification once, at its time; remembers shown keys in `state_file`."""
+
+    def __init__(
+        self,
+        notifier: Notifier,
+        state_file: Path | None,
+        *,
+        clock: Callable[[], datetime] | None = None,
+        parent: QObject | None = None,
+    ) -> None:
+        super().__init__(parent)
+        self.notifier = notifier
+        self.state_file = state_file
+        self.clock = clock or (lambda: datetime.now().astimezone())
+        self.pending: list[Notification] = []
+        self.seen: list[str] = self._load()
+        self.timer = QTimer(self)
+        self.timer.setInterval(30_000)
+        self.timer.timeout.connect(self.flush)
+        self.timer.start()
+
+    def _load(self) -> list[str]:
+        if self.state_file is None:
+            return []
+        try:
+            data = json.loads(self.state_file.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return []
+        return [str(k) for k in data.get("shown", [])] if isinstance(data, dict) else []
+
+    def _save(self) -> None:
+        if self.state_file is None:
+            return
+        try:
+            self.state_file.parent.mkdir(parents=True, exist_ok=True)
+            tmp = self.state_file.with_name(self.state_file.name + ".tmp")
+            tmp.write_text(json.dumps({"shown": self.seen[-REMEMBERED_KEYS:]}), encoding="utf-8")
+            tmp.replace(self.state_file)
+        except OSError as exc:
+            log.warning("cannot remember shown notifications: %s", exc)
+
+    def submit(self, notifications: list[Notification]) -> None:
+        known = set(self.seen) | {p.key for p in self.pending}
+        for n in notifications:
+            if n.key not in known:
+                self.pending.append(n)
+                known.add(n.key)
+        self.flush()
+
+    def flush(self) -> None:
+        """Show every pending notification whose time has come."""
+        now = self.clock()
+        due = [n for n in self.pending if n.not_before is None or n.not_before <= now]
+        if not due:
+            return
+        self.pending = [n for n in self.pending if n not in due]
+        for n in due:
+            self.notifier.show(n)
+            self.seen.append(n.key)
+        self._save()

@@ -1,0 +1,172 @@
+"""What to tell the person, and when: engine events + the `[notify]` config -> notifications.
+
+Qt-free and pure (the clock is a parameter), so every rule is tested directly. How a
+notification is shown is `notify.Notifier`'s job.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from datetime import datetime, time, timedelta
+from typing import Any
+
+from companion.gui.events import (
+    ConflictsCreated,
+    DreamLanded,
+    EngineEvent,
+    KeyringProblem,
+    LocalDreamRan,
+    MassDeleteTripped,
+    RelayUnreachable,
+    SecretFound,
+)
+from companion.gui.i18n import N_, tr
+from companion.gui.report import KINDS
+
+# What clicking a notification does (Action.kind).
+OPEN_REVIEW = "open_review"  # target: the dream report path
+OPEN_CONFLICTS = "open_conflicts"  # target: the first conflict copy
+OPEN_NOTE = "open_note"  # target: vault-relative note
+OPEN_SETTINGS = "open_settings"  # target: settings tab name
+SHOW_MAIN = "show_main"
+
+
+@dataclass(frozen=True)
+class Action:
+    kind: str
+    target: str | None = None
+
+
+@dataclass(frozen=True)
+class Notification:
+    """One notification. `key` identifies it so it is shown once; `not_before` defers it."""
+
+    key: str
+    title: str
+    body: str
+    action: Action | None = None
+    not_before: datetime | None = None
+    urgent: bool = False
+
+
+def parse_hhmm(value: str) -> time | None:
+    """`time` for a valid "HH:MM" (24-hour clock), else None."""
+    parts = value.strip().split(":") if isinstance(value, str) else []
+    if len(parts) != 2 or not all(p.isdigit() and len(p) == 2 for p in parts):
+        return None
+    hours, minutes = int(parts[0]), int(parts[1])
+    if hours > 23 or minutes > 59:
+        return None
+    return time(hours, minutes)
+
+
+def dream_counts_text(counts: Mapping[str, int]) -> str:
+    """ "2 consolidated, 1 promoted" (known kinds in a fixed order, zeros left out)."""
+    keys = {
+        "consolidated": N_("count.consolidated"),
+        "corrected": N_("count.corrected"),
+        "promoted": N_("count.promoted"),
+        "represented": N_("count.represented"),
+        "recorded": N_("count.recorded"),
+    }
+    parts = [tr(keys[k], n=counts[k]) for k in KINDS if counts.get(k)]
+    return ", ".join(parts) if parts else tr("notify.dream.no_changes")
+
+
+def _morning(now: datetime, cfg: Mapping[str, Any]) -> datetime | None:
+    """Today's morning notification time if it is still ahead, else None (show now)."""
+    at = parse_hhmm(str(cfg.get("morning_time", "08:00"))) or time(8, 0)
+    morning = now.replace(hour=at.hour, minute=at.minute, second=0, microsecond=0)
+    return morning if now < morning else None
+
+
+def _one(event: EngineEvent, cfg: Mapping[str, Any], now: datetime) -> Notification | None:
+    if isinstance(event, DreamLanded):
+        if not cfg.get("dream_landed", True):
+            return None
+        title_key = (
+            N_("notify.dream.title_local") if event.ran_on == "local" else N_("notify.dream.title")
+        )
+        return Notification(
+            key=f"dream:{event.date}",
+            title=tr(title_key, date=event.date),
+            body=dream_counts_text(event.counts) + "\n" + tr("notify.dream.body_hint"),
+            action=Action(OPEN_REVIEW, str(event.report)),
+            not_before=_morning(now, cfg),
+        )
+    if isinstance(event, ConflictsCreated):
+        if not cfg.get("conflicts", True) or not event.paths:
+            return None
+        names = [p.name for p in event.paths[:3]]
+        more = len(event.paths) - len(names)
+        body = "\n".join(names) + (("\n" + tr("notify.more", n=more)) if more else "")
+        return Notification(
+            key="conflicts:" + "|".join(sorted(str(p) for p in event.paths)),
+            title=tr("notify.conflicts.title", n=len(event.paths)),
+            body=body,
+            action=Action(OPEN_CONFLICTS, str(event.paths[0])),
+        )
+    if isinstance(event, MassDeleteTripped):
+        if not cfg.get("mass_delete", True):
+            return None
+        return Notification(
+            key=f"mass_delete:{event.deletions}/{event.total}",
+            title=tr("notify.mass_delete.title"),
+            body=tr("notify.mass_delete.body", n=event.deletions, total=event.total),
+            action=Action(SHOW_MAIN),
+            urgent=True,
+        )
+    if isinstance(event, RelayUnreachable):
+        minutes = int(cfg.get("offline_minutes", 30))
+        away = now - event.since
+        if away < timedelta(minutes=minutes):
+            return None
+        return Notification(
+            key=f"offline:{event.since.isoformat()}",
+            title=tr("notify.offline.title"),
+            body=tr("notify.offline.body", n=int(away.total_seconds() // 60)),
+            action=Action(SHOW_MAIN),
+        )
+    if isinstance(event, KeyringProblem):
+        # not optional: without the keyring the vault key cannot be kept safely
+        return Notification(
+            key=f"keyring:{event.message}",
+            title=tr("notify.keyring.title"),
+            body=event.message,
+            action=Action(OPEN_SETTINGS, "keys"),
+            urgent=True,
+        )
+    if isinstance(event, LocalDreamRan):
+        if not cfg.get("local_dream", True):
+            return None
+        return Notification(
+            key=f"local_dream:{event.date}",
+            title=tr("notify.local_dream.title"),
+            body=tr("notify.local_dream.body", date=event.date),
+            action=Action(OPEN_REVIEW, str(event.report)) if event.report else None,
+        )
+    if isinstance(event, SecretFound):
+        if not cfg.get("secrets", True):
+            return None
+        where = event.note + (f":{event.line}" if event.line else "")
+        return Notification(
+            key=f"secret:{event.note}:{event.kind}:{event.line}",
+            title=tr("notify.secret.title"),
+            body=tr("notify.secret.body", where=where, kind=event.kind),
+            action=Action(OPEN_NOTE, event.note),
+            urgent=True,
+        )
+    return None
+
+
+def notifications_for(
+    events: Iterable[EngineEvent], cfg: Mapping[str, Any], now: datetime
+) -> list[Notification]:
+    """The notifications these events call for under the `[notify]` settings `cfg`."""
+    out = []
+    for event in events:
+        n = _one(event, cfg, now)
+        if n is not None:
+            out.append(n)
+    return out

@@ -1,0 +1,640 @@
+"""The settings window: five tabs, every field checked as it is typed.
+
+A field with a bad value shows a red message under it and Save stays disabled until it is
+fixed. Save writes the config through `Config.set` + `Config.save` (secrets never go there:
+passphrase and recovery key go to the callables in `SettingsHooks`, which the sync engine
+provides; until it does, those buttons are disabled and say why).
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from PySide6.QtCore import Qt, QUrl, Signal
+from PySide6.QtWidgets import (
+    QCheckBox,
+    QComboBox,
+    QCompleter,
+    QDialog,
+    QDialogButtonBox,
+    QFileDialog,
+    QFormLayout,
+    QHBoxLayout,
+    QLabel,
+    QLineEdit,
+    QMessageBox,
+    QPlainTextEdit,
+    QPushButton,
+    QSpinBox,
+    QTabWidget,
+    QVBoxLayout,
+    QWidget,
+)
+
+from companion.config import Config
+from companion.errors import CompanionError
+from companion.gui import validate
+from companion.gui.autostart import Autostart, set_start_at_login
+from companion.gui.bridge import TaskRunner
+from companion.gui.i18n import tr
+from companion.logs import get_logger
+
+log = get_logger("gui.settings")
+
+IGNORE_FILE = ".companionignore"
+TABS = ("sync", "keys", "schedule", "memory", "advanced")
+ERROR_STYLE = "color: #cf222e;"
+
+
+@dataclass(frozen=True)
+class JoinRequest:
+    vault: Path
+    relay_url: str
+    invite_code: str
+    device_name: str
+    kind: str
+
+
+@dataclass
+class SettingsHooks:
+    """What only the sync engine can do. None = not available yet (the button says so)."""
+
+    join: Callable[[JoinRequest], None] | None = None
+    set_passphrase: Callable[[str | None, str], None] | None = None  # (current, new)
+    fingerprint: Callable[[], str | None] | None = None
+    export_recovery_key: Callable[[], str] | None = None
+    open_url: Callable[[QUrl], bool] | None = None
+
+
+@dataclass
+class _Field:
+    section: str
+    name: str
+    get: Callable[[], Any]
+    check: Callable[[Any], str | None]
+    error: QLabel
+
+
+class SettingsWindow(QDialog):
+    """Edit the configuration. `saved` fires after a successful save."""
+
+    saved = Signal()
+
+    def __init__(
+        self,
+        config: Config,
+        hooks: SettingsHooks | None = None,
+        *,
+        autostart: Autostart | None = None,
+        runner: TaskRunner | None = None,
+        parent: QWidget | None = None,
+    ) -> None:
+        super().__init__(parent)
+        self.config = config
+        self.hooks = hooks or SettingsHooks()
+        self.autostart = autostart
+        self.runner = runner or TaskRunner(parent=self)
+        self.runner.call_done.connect(self._task_done)
+        self.runner.call_failed.connect(self._task_failed)
+        self.fields: list[_Field] = []
+        self._ignore_loaded_from: Path | None = None
+        self._ignore_original = ""
+        self.setWindowTitle(tr("settings.title"))
+        self.setMinimumWidth(560)
+
+        self.tabs = QTabWidget()
+        self.tabs.addTab(self._sync_tab(), tr("settings.tab.sync"))
+        self.tabs.addTab(self._keys_tab(), tr("settings.tab.keys"))
+        self.tabs.addTab(self._schedule_tab(), tr("settings.tab.schedule"))
+        self.tabs.addTab(self._memory_tab(), tr("settings.tab.memory"))
+        self.tabs.addTab(self._advanced_tab(), tr("settings.tab.advanced"))
+
+        self.status = QLabel()
+        self.status.setWordWrap(True)
+        self.buttons = QDialogButtonBox()
+        self.save_button = self.buttons.addButton(
+            tr("settings.save"), QDialogButtonBox.ButtonRole.AcceptRole
+        )
+        close = self.buttons.addButton(tr("settings.close"), QDialogButtonBox.ButtonRole.RejectRole)
+        self.save_button.clicked.connect(self.save)
+        close.clicked.connect(self.close)
+
+        layout = QVBoxLayout(self)
+        layout.addWidget(self.tabs)
+        layout.addWidget(self.status)
+        layout.addWidget(self.buttons)
+        self.revalidate()
+
+    # ---- building blocks -------------------------------------------------------------------
+
+    def show_tab(self, name: str) -> None:
+        if name in TABS:
+            self.tabs.setCurrentIndex(TABS.index(name))
+
+    def _error_label(self) -> QLabel:
+        label = QLabel()
+        label.setStyleSheet(ERROR_STYLE)
+        label.setWordWrap(True)
+        label.hide()
+        return label
+
+    def _row(self, form: QFormLayout, label: str, widget: QWidget, error: QLabel) -> None:
+        box = QWidget()
+        v = QVBoxLayout(box)
+        v.setContentsMargins(0, 0, 0, 0)
+        v.setSpacing(2)
+        v.addWidget(widget)
+        v.addWidget(error)
+        form.addRow(label, box)
+
+    def _bind(
+        self,
+        form: QFormLayout,
+        label: str,
+        widget: QWidget,
+        section: str,
+        name: str,
+        check: Callable[[Any], str | None] = lambda _v: None,
+        holder: QWidget | None = None,
+    ) -> _Field:
+        """Put `widget` on the form, load its value from the config, check it on every edit."""
+        value = self.config.get(section, name)
+        if isinstance(widget, QLineEdit):
+            widget.setText(str(value))
+            widget.textChanged.connect(self.revalidate)
+            get: Callable[[], Any] = widget.text
+        elif isinstance(widget, QCheckBox):
+            widget.setChecked(bool(value))
+            widget.toggled.connect(self.revalidate)
+            get = widget.isChecked
+        elif isinstance(widget, QSpinBox):
+            widget.setValue(int(value))
+            widget.valueChanged.connect(self.revalidate)
+            get = widget.value
+        elif isinstance(widget, QComboBox):
+            if widget.isEditable():
+                widget.setCurrentText(str(value))
+                widget.currentTextChanged.connect(self.revalidate)
+                get = widget.currentText
+            else:
+                index = widget.findData(value)
+                widget.setCurrentIndex(max(index, 0))
+                widget.currentIndexChanged.connect(self.revalidate)
+                get = widget.currentData
+        else:  # pragma: no cover - a programming error
+            raise TypeError(widget)
+        error = self._error_label()
+        self._row(form, label, holder or widget, error)
+        f = _Field(section, name, get, check, error)
+        self.fields.append(f)
+        return f
+
+    def _folder_picker(self, edit: QLineEdit, title: str) -> QWidget:
+        box = QWidget()
+        h = QHBoxLayout(box)
+        h.setContentsMargins(0, 0, 0, 0)
+        h.addWidget(edit, 1)
+        button = QPushButton(tr("settings.choose"))
+        h.addWidget(button)
+
+        def choose() -> None:
+            folder = QFileDialog.getExistingDirectory(self, title, edit.text() or str(Path.home()))
+            if folder:
+                edit.setText(folder)
+
+        button.clicked.connect(choose)
+        return box
+
+    @staticmethod
+    def _form(tab: QWidget) -> QFormLayout:
+        form = QFormLayout(tab)
+        form.setRowWrapPolicy(QFormLayout.RowWrapPolicy.DontWrapRows)
+        form.setFieldGrowthPolicy(QFormLayout.FieldGrowthPolicy.AllNonFixedFieldsGrow)
+        return form
+
+    @staticmethod
+    def _hint(form: QFormLayout, text: str) -> None:
+        """A short explanation under a tab's fields."""
+        label = QLabel(text)
+        label.setWordWrap(True)
+        label.setStyleSheet("color: #57606a; margin-top: 12px;")
+        form.addRow(label)
+
+    def _unavailable(self, button: QPushButton) -> None:
+        button.setEnabled(False)
+        button.setToolTip(tr("settings.needs_sync"))
+
+    # ---- tabs --------------------------------------------------------------------------------
+
+    def _sync_tab(self) -> QWidget:
+        tab = QWidget()
+        form = self._form(tab)
+        self.relay_url = QLineEdit()
+        self.relay_url.setPlaceholderText("https://relay.example.org")
+        self._bind(
+            form, tr("settings.relay_url"), self.relay_url, "sync", "relay_url", validate.http_url
+        )
+        self.vault_path = QLineEdit()
+        picker = self._folder_picker(self.vault_path, tr("settings.vault"))
+        self._bind(
+            form,
+            tr("settings.vault"),
+            self.vault_path,
+            "vault",
+            "path",
+            validate.existing_folder,
+            holder=picker,
+        )
+        self.vault_path.textChanged.connect(self._load_ignore_rules)
+        self.device_name = QLineEdit()
+        self.device_name.setPlaceholderText(tr("settings.device_name_hint"))
+        self._bind(
+            form,
+            tr("settings.device_name"),
+            self.device_name,
+            "sync",
+            "device_name",
+            validate.device_name,
+        )
+        self.paused = QCheckBox(tr("settings.paused"))
+        self._bind(form, "", self.paused, "sync", "paused")
+
+        self.invite_code = QLineEdit()
+        self.invite_code.setPlaceholderText(tr("settings.invite_hint"))
+        self.join_button = QPushButton(tr("settings.join"))
+        self.join_button.clicked.connect(self._join)
+        box = QWidget()
+        h = QHBoxLayout(box)
+        h.setContentsMargins(0, 0, 0, 0)
+        h.addWidget(self.invite_code, 1)
+        h.addWidget(self.join_button)
+        form.addRow(tr("settings.invite"), box)
+        self.invite_code.textChanged.connect(self._update_buttons)
+        if self.hooks.join is None:
+            self._unavailable(self.join_button)
+        self._hint(form, tr("settings.hint.sync"))
+        return tab
+
+    def _keys_tab(self) -> QWidget:
+        tab = QWidget()
+        form = self._form(tab)
+        note = QLabel(tr("settings.keys_note"))
+        note.setWordWrap(True)
+        form.addRow(note)
+        self.current_pass = QLineEdit()
+        self.new_pass = QLineEdit()
+        self.confirm_pass = QLineEdit()
+        for edit in (self.current_pass, self.new_pass, self.confirm_pass):
+            edit.setEchoMode(QLineEdit.EchoMode.Password)
+            edit.textChanged.connect(self._update_buttons)
+        form.addRow(tr("settings.pass_current"), self.current_pass)
+        form.addRow(tr("settings.pass_new"), self.new_pass)
+        self.pass_error = self._error_label()
+        self._row(form, tr("settings.pass_confirm"), self.confirm_pass, self.pass_error)
+        self.pass_button = QPushButton(tr("settings.pass_set"))
+        self.pass_button.clicked.connect(self._set_passphrase)
+        form.addRow("", self.pass_button)
+
+        fingerprint = None
+        if self.hooks.fingerprint is not None:
+            try:
+                fingerprint = self.hooks.fingerprint()
+            except CompanionError as exc:
+                fingerprint = str(exc)
+        self.fingerprint = QLabel(fingerprint or tr("settings.no_key"))
+        self.fingerprint.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        form.addRow(tr("settings.fingerprint"), self.fingerprint)
+        self.export_button = QPushButton(tr("settings.export_recovery"))
+        self.export_button.clicked.connect(self._export_recovery)
+        form.addRow("", self.export_button)
+        if self.hooks.export_recovery_key is None:
+            self._unavailable(self.export_button)
+        self._hint(form, tr("settings.hint.keys"))
+        return tab
+
+    def _schedule_tab(self) -> QWidget:
+        tab = QWidget()
+        form = self._form(tab)
+        self.dream_time = QLineEdit()
+        self.dream_time.setPlaceholderText("02:00")
+        self._bind(form, tr("settings.dream_time"), self.dream_time, "dream", "time", validate.hhmm)
+        self.timezone = QComboBox()
+        self.timezone.setEditable(True)
+        self.timezone.addItems(list(validate.timezones()))
+        completer = QCompleter(list(validate.timezones()), self.timezone)
+        completer.setCaseSensitivity(Qt.CaseSensitivity.CaseInsensitive)
+        completer.setFilterMode(Qt.MatchFlag.MatchContains)
+        self.timezone.setCompleter(completer)
+        self._bind(
+            form, tr("settings.timezone"), self.timezone, "dream", "timezone", validate.timezone
+        )
+        self.window_hours = QSpinBox()
+        self.window_hours.setRange(1, 168)
+        self.window_hours.setSuffix(" h")
+        self._bind(
+            form,
+            tr("settings.window"),
+            self.window_hours,
+            "dream",
+            "window_hours",
+            validate.window_hours,
+        )
+        self.local_fallback = QCheckBox(tr("settings.local_fallback"))
+        self._bind(form, "", self.local_fallback, "dream", "local_fallback")
+        self.grace = QSpinBox()
+        self.grace.setRange(0, 24 * 60)
+        self.grace.setSuffix(" min")
+        self._bind(form, tr("settings.grace"), self.grace, "dream", "grace_minutes")
+        self.local_fallback.toggled.connect(self.grace.setEnabled)
+        self.grace.setEnabled(self.local_fallback.isChecked())
+        self.morning_time = QLineEdit()
+        self.morning_time.setPlaceholderText("08:00")
+        self._bind(
+            form,
+            tr("settings.morning_time"),
+            self.morning_time,
+            "notify",
+            "morning_time",
+            validate.hhmm,
+        )
+        self._hint(form, tr("settings.hint.schedule"))
+        return tab
+
+    def _memory_tab(self) -> QWidget:
+        tab = QWidget()
+        form = self._form(tab)
+        self.hermes_home = QLineEdit()
+        self.hermes_home.setPlaceholderText(tr("settings.hermes_home_hint"))
+        picker = self._folder_picker(self.hermes_home, tr("settings.hermes_home"))
+        self._bind(
+            form,
+            tr("settings.hermes_home"),
+            self.hermes_home,
+            "memory",
+            "hermes_home",
+            validate.existing_folder,
+            holder=picker,
+        )
+        self.memory_limit = QSpinBox()
+        self.memory_limit.setRange(1, 100_000)
+        self.memory_limit.setSuffix(tr("settings.chars_suffix"))
+        self._bind(
+            form, tr("settings.memory_limit"), self.memory_limit, "memory", "memory_char_limit"
+        )
+        self.user_limit = QSpinBox()
+        self.user_limit.setRange(1, 100_000)
+        self.user_limit.setSuffix(tr("settings.chars_suffix"))
+        self._bind(form, tr("settings.user_limit"), self.user_limit, "memory", "user_char_limit")
+        self.distiller = QComboBox()
+        self.distiller.addItem(tr("settings.distiller_rules"), "rules")
+        self.distiller.addItem(tr("settings.distiller_llm"), "llm")
+        self._bind(form, tr("settings.distiller"), self.distiller, "dream", "distiller")
+        self.llm_url = QLineEdit()
+        self.llm_url.setPlaceholderText("http://127.0.0.1:11434/v1")
+        self._bind(
+            form,
+            tr("settings.llm_url"),
+            self.llm_url,
+            "llm",
+            "base_url",
+            lambda v: validate.http_url(v, required=self._uses_llm()),
+        )
+        self.llm_model = QLineEdit()
+        self.llm_model.setPlaceholderText("llama3.1:8b")
+        self._bind(
+            form,
+            tr("settings.llm_model"),
+            self.llm_model,
+            "llm",
+            "model",
+            lambda v: tr("invalid.required") if self._uses_llm() and not v.strip() else None,
+        )
+        self._hint(form, tr("settings.hint.memory"))
+        return tab
+
+    def _advanced_tab(self) -> QWidget:
+        tab = QWidget()
+        form = self._form(tab)
+        self.language = QComboBox()
+        self.language.addItem(tr("settings.language_auto"), "auto")
+        self.language.addItem("English", "en")
+        self.language.addItem("Español", "es")
+        self._bind(form, tr("settings.language"), self.language, "gui", "language")
+        self.start_at_login = QCheckBox(tr("settings.start_at_login"))
+        self._bind(form, "", self.start_at_login, "gui", "start_at_login")
+        self.ignore_rules = QPlainTextEdit()
+        self.ignore_rules.setPlaceholderText(tr("settings.ignore_hint"))
+        self.ignore_rules.setMinimumHeight(120)
+        self.ignore_rules.textChanged.connect(self.revalidate)
+        self.ignore_error = self._error_label()
+        self._row(form, tr("settings.ignore"), self.ignore_rules, self.ignore_error)
+        self.open_log = QPushButton(tr("settings.open_log"))
+        self.open_log.clicked.connect(self._open_log)
+        form.addRow("", self.open_log)
+        self._load_ignore_rules()
+        return tab
+
+    # ---- behaviour ---------------------------------------------------------------------------
+
+    def _uses_llm(self) -> bool:
+        return (
+            getattr(self, "distiller", None) is not None and self.distiller.currentData() == "llm"
+        )
+
+    def _vault(self) -> Path | None:
+        text = self.vault_path.text().strip()
+        path = Path(text).expanduser() if text else None
+        return path if path is not None and path.is_dir() else None
+
+    def _load_ignore_rules(self) -> None:
+        if not hasattr(self, "ignore_rules"):
+            return
+        vault = self._vault()
+        if vault == self._ignore_loaded_from:
+            return
+        text = ""
+        if vault is not None:
+            try:
+                text = (vault / IGNORE_FILE).read_text(encoding="utf-8")
+            except FileNotFoundError:
+                text = ""
+            except (OSError, UnicodeDecodeError) as exc:
+                log.warning("cannot read %s: %s", vault / IGNORE_FILE, exc)
+        self._ignore_loaded_from = vault
+        self._ignore_original = text
+        self.ignore_rules.setPlainText(text)
+        self.ignore_rules.setEnabled(vault is not None)
+
+    def errors(self) -> dict[str, str]:
+        """Current inline errors by "section.name" (empty: everything can be saved)."""
+        out = {}
+        for f in self.fields:
+            message = f.check(f.get())
+            if message:
+                out[f"{f.section}.{f.name}"] = message
+        if hasattr(self, "ignore_rules"):
+            message = validate.ignore_rules(self.ignore_rules.toPlainText())
+            if message:
+                out["ignore"] = message
+        return out
+
+    def revalidate(self, *_: object) -> None:
+        if not hasattr(self, "save_button"):
+            return  # still building the tabs
+        errors = self.errors()
+        for f in self.fields:
+            message = errors.get(f"{f.section}.{f.name}")
+            f.error.setText(message or "")
+            f.error.setVisible(bool(message))
+        self.ignore_error.setText(errors.get("ignore", ""))
+        self.ignore_error.setVisible("ignore" in errors)
+        self.save_button.setEnabled(not errors)
+        self.status.setText(tr("settings.fix_errors") if errors else "")
+        self.status.setStyleSheet(ERROR_STYLE)
+        self._update_buttons()
+
+    def _update_buttons(self, *_: object) -> None:
+        if not hasattr(self, "pass_button"):
+            return
+        pass_error = validate.passphrase(self.new_pass.text(), self.confirm_pass.text())
+        self.pass_error.setText(pass_error or "")
+        self.pass_error.setVisible(bool(pass_error))
+        if self.hooks.set_passphrase is None:
+            self._unavailable(self.pass_button)
+        else:
+            self.pass_button.setEnabled(bool(self.new_pass.text()) and pass_error is None)
+        if self.hooks.join is not None:
+            ready = (
+                bool(self.invite_code.text().strip())
+                and validate.http_url(self.relay_url.text(), required=True) is None
+                and self._vault() is not None
+                and not self.runner.busy("join")
+            )
+            self.join_button.setEnabled(ready)
+
+    def save(self) -> bool:
+        """Write every field to the config file; False (with messages) if anything is wrong."""
+        self.revalidate()
+        if self.errors():
+            return False
+        old_login = bool(self.config.get("gui", "start_at_login"))
+        try:
+            for f in self.fields:
+                value = f.get()
+                if isinstance(value, str):
+                    value = value.strip()
+                self.config.set(f.section, f.name, value)
+            self.config.save()
+            self._save_ignore_rules()
+            new_login = bool(self.config.get("gui", "start_at_login"))
+            if new_login != old_login or new_login:
+                set_start_at_login(new_login, self.autostart)
+        except (CompanionError, OSError) as exc:
+            self.status.setStyleSheet(ERROR_STYLE)
+            self.status.setText(tr("settings.save_failed", error=exc))
+            return False
+        self.status.setStyleSheet("")
+        self.status.setText(tr("settings.saved"))
+        self.saved.emit()
+        return True
+
+    def _save_ignore_rules(self) -> None:
+        vault = self._vault()
+        text = self.ignore_rules.toPlainText()
+        if vault is None or text == self._ignore_original:
+            return
+        if text and not text.endswith("\n"):
+            text += "\n"
+        target = vault / IGNORE_FILE
+        tmp = target.with_name(target.name + ".tmp")
+        tmp.write_text(text, encoding="utf-8")
+        os.replace(tmp, target)
+        self._ignore_original = text
+
+    def _open_log(self) -> None:
+        log_file = self.config.paths.log_file
+        target = log_file if log_file.exists() else self.config.paths.log_dir
+        opener = self.hooks.open_url
+        if opener is None:
+            from PySide6.QtGui import QDesktopServices
+
+            opener = QDesktopServices.openUrl
+        opener(QUrl.fromLocalFile(str(target)))
+
+    # ---- engine hooks, off the GUI thread ---------------------------------------------------
+
+    def _join(self) -> None:
+        hook, vault = self.hooks.join, self._vault()
+        if hook is None or vault is None:
+            return
+        request = JoinRequest(
+            vault=vault,
+            relay_url=self.relay_url.text().strip(),
+            invite_code=self.invite_code.text().strip(),
+            device_name=self.device_name.text().strip(),
+            kind=str(self.config.get("sync", "kind")),
+        )
+        self.status.setStyleSheet("")
+        self.status.setText(tr("settings.joining"))
+        self.runner.run("join", lambda: hook(request))
+        self._update_buttons()
+
+    def _set_passphrase(self) -> None:
+        hook = self.hooks.set_passphrase
+        if hook is None:
+            return
+        current = self.current_pass.text() or None
+        new = self.new_pass.text()
+        self.runner.run("passphrase", lambda: hook(current, new))
+        for edit in (self.current_pass, self.new_pass, self.confirm_pass):
+            edit.clear()
+
+    def _export_recovery(self) -> None:
+        hook = self.hooks.export_recovery_key
+        if hook is not None:
+            self.runner.run("recovery", hook)
+
+    def _task_done(self, name: str, result: object) -> None:
+        self.status.setStyleSheet("")
+        if name == "join":
+            self.invite_code.clear()
+            self.status.setText(tr("settings.joined"))
+        elif name == "passphrase":
+            self.status.setText(tr("settings.pass_changed"))
+        elif name == "recovery" and isinstance(result, str):
+            self._show_recovery_key(result)
+        self._update_buttons()
+
+    def _task_failed(self, name: str, message: str) -> None:
+        self.status.setStyleSheet(ERROR_STYLE)
+        self.status.setText(message)
+        self._update_buttons()
+
+    def _show_recovery_key(self, key: str) -> None:
+        box = QMessageBox(self)
+        box.setWindowTitle(tr("settings.recovery_title"))
+        box.setText(tr("settings.recovery_text"))
+        box.setInformativeText(key)
+        box.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        save = box.addButton(tr("settings.recovery_save"), QMessageBox.ButtonRole.ActionRole)
+        box.addButton(QMessageBox.StandardButton.Close)
+        box.exec()
+        if box.clickedButton() is save:
+            path, _ = QFileDialog.getSaveFileName(
+                self, tr("settings.recovery_save"), "vault-companion-recovery-key.txt"
+            )
+            if path:
+                write_private(Path(path), key + "\n")
+
+
+def write_private(path: Path, text: str) -> None:
+    """Write a file only its owner can read (a recovery key)."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, stat.S_IRUSR | stat.S_IWUSR)
+    with os.fdopen(fd, "w", encoding="utf-8") as f:
+        f.write(text)
+    os.chmod(path, stat.S_IRUSR | stat.S_IWUSR)

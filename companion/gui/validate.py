@@ -1,0 +1,88 @@
+"""Checks behind the settings window's inline errors. Qt-free: each returns None when the
+value is fine, else the message to show under the field (already translated)."""
+
+from __future__ import annotations
+
+import unicodedata
+from functools import lru_cache
+from pathlib import Path
+from urllib.parse import urlsplit
+from zoneinfo import available_timezones
+
+import pathspec
+
+from companion.gui.i18n import tr
+from companion.gui.notify_policy import parse_hhmm
+
+WINDOW_MIN, WINDOW_MAX = 24, 48
+
+
+def http_url(value: str, *, required: bool = False) -> str | None:
+    """An http(s) URL with a host, e.g. https://relay.example.org or http://127.0.0.1:8080/v1."""
+    value = value.strip()
+    if not value:
+        return tr("invalid.required") if required else None
+    try:
+        parts = urlsplit(value)
+        parts.port  # noqa: B018 - raises ValueError on a bad port
+    except ValueError:
+        return tr("invalid.url")
+    if parts.scheme not in ("http", "https") or not parts.hostname or " " in value:
+        return tr("invalid.url")
+    return None
+
+
+def hhmm(value: str) -> str | None:
+    return None if parse_hhmm(value) is not None else tr("invalid.time")
+
+
+@lru_cache(maxsize=1)
+def timezones() -> tuple[str, ...]:
+    return tuple(sorted(available_timezones()))
+
+
+def timezone(value: str) -> str | None:
+    return None if value in timezones() else tr("invalid.timezone")
+
+
+def window_hours(value: int) -> str | None:
+    if WINDOW_MIN <= value <= WINDOW_MAX:
+        return None
+    return tr("invalid.window", min=WINDOW_MIN, max=WINDOW_MAX)
+
+
+def existing_folder(value: str, *, required: bool = False) -> str | None:
+    value = value.strip()
+    if not value:
+        return tr("invalid.required") if required else None
+    return None if Path(value).expanduser().is_dir() else tr("invalid.folder")
+
+
+def device_name(value: str) -> str | None:
+    value = value.strip()
+    if len(value) > 64:
+        return tr("invalid.device_name")
+    if any(unicodedata.category(ch).startswith("C") for ch in value):
+        return tr("invalid.device_name")
+    return None
+
+
+def passphrase(new: str, confirm: str) -> str | None:
+    """A new passphrase: long enough, typed twice the same."""
+    if not new and not confirm:
+        return None
+    if len(new) < 12:
+        return tr("invalid.passphrase_short", n=12)
+    if new != confirm:
+        return tr("invalid.passphrase_mismatch")
+    return None
+
+
+def ignore_rules(text: str) -> str | None:
+    """gitignore-syntax rules, as `.companionignore` holds them."""
+    for number, line in enumerate(text.splitlines(), start=1):
+        try:
+            pathspec.GitIgnoreSpec.from_lines([line])
+        except (ValueError, TypeError) as exc:
+            return tr("invalid.ignore", line=number, error=exc)
+    return None

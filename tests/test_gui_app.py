@@ -1,0 +1,233 @@
+# ruff: noqa: E402
+"""The app wiring: no-tray fallback, "show", notification clicks, a GUI that never blocks."""
+
+from __future__ import annotations
+
+import os
+
+os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")  # before pytest-qt's session QApplication
+
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from companion.config import load_config
+from companion.errors import CompanionError
+from companion.gui import i18n
+from companion.gui.app import CompanionApp, create_engine
+from companion.gui.bridge import EngineWorker
+from companion.gui.facade import IdleEngine
+from companion.gui.notify_policy import OPEN_REVIEW, Action
+from companion.gui.sample import write_sample_vault
+from companion.gui.status import EngineSnapshot
+from companion.paths import device_paths
+
+
+@pytest.fixture(autouse=True)
+def english():
+    i18n.set_language("en")
+
+
+@pytest.fixture
+def config(tmp_path: Path):
+    vault = tmp_path / "vault"
+    write_sample_vault(vault)
+    cfg = load_config(device_paths())
+    cfg.set("vault", "path", str(vault))
+    cfg.set("notify", "morning_time", "00:00")  # never deferred, whatever the time of day
+    cfg.save()
+    return cfg
+
+
+def make_app(qtbot, config, *, tray: bool) -> CompanionApp:
+    app = CompanionApp(
+        config, create_engine(config), tray_available=tray, use_desktop_notifications=False
+    )
+    app.start()
+    qtbot.waitUntil(lambda: app.worker.last_view is not None, timeout=5000)
+    return app
+
+
+def close(app: CompanionApp) -> None:
+    app.timer.stop()
+    app.worker.shutdown()
+    for w in [app.main, app.settings, *app.reviews.values()]:
+        if w is not None:
+            w.hide()
+            w.deleteLater()
+    if app.tray is not None:
+        app.tray.hide()
+
+
+def test_without_a_tray_the_main_window_says_so(qtbot, config) -> None:
+    app = make_app(qtbot, config, tray=False)
+    try:
+        assert app.tray is None
+        assert app.main is not None and app.main.isVisible()
+        assert not app.main.no_tray.isHidden()
+        assert "no system tray" in app.main.no_tray.text()
+        assert app.main.state_text.text() == "Sync not set up"
+        # the dream notification has nowhere else to go: it shows in the window
+        qtbot.waitUntil(
+            lambda: "Dream of 2025-11-28 landed" in app.main.notice.text(), timeout=5000
+        )
+    finally:
+        close(app)
+
+
+def test_show_message_opens_the_main_window(qtbot, config) -> None:
+    app = make_app(qtbot, config, tray=True)
+    try:
+        assert app.main is None
+        app.handle_message("show")
+        assert app.main is not None and app.main.isVisible()
+        assert app.main.no_tray.isHidden()
+        assert app.main.buttons["last_report"].isEnabled()
+    finally:
+        close(app)
+
+
+def test_first_run_opens_settings(qtbot) -> None:
+    cfg = load_config(device_paths())
+    app = make_app(qtbot, cfg, tray=True)
+    try:
+        assert app.settings is not None and app.settings.isVisible()
+        assert app.tray.view.snapshot.errors  # no vault: the error state, with the reason
+    finally:
+        close(app)
+
+
+def test_clicking_the_dream_notification_opens_the_review(qtbot, config) -> None:
+    app = make_app(qtbot, config, tray=True)
+    try:
+        qtbot.waitUntil(lambda: bool(app.notifier.shown), timeout=5000)
+        backend, note = app.notifier.shown[0]
+        assert note.title == "Dream of 2025-11-28 landed"
+        assert note.action.kind == OPEN_REVIEW
+        app.notifier.clicked.emit(note.action)
+        window = app.reviews[Path(note.action.target)]
+        assert window.isVisible() and window.changes.topLevelItemCount() == 4
+        # the same notification is not shown again after a restart
+        again = make_app(qtbot, config, tray=True)
+        qtbot.wait(200)
+        assert again.notifier.shown == []
+        close(again)
+    finally:
+        close(app)
+
+
+def test_run_action_opens_settings_tab(qtbot, config) -> None:
+    app = make_app(qtbot, config, tray=True)
+    try:
+        app.run_action(Action("open_settings", "keys"))
+        assert app.settings.tabs.currentIndex() == 1
+    finally:
+        close(app)
+
+
+class SlowEngine(IdleEngine):
+    """A real IdleEngine whose sync blocks until released (a slow relay)."""
+
+    def __init__(self, vault: Path) -> None:
+        super().__init__(vault)
+        self.release = threading.Event()
+        self.started = threading.Event()
+
+    def snapshot(self) -> EngineSnapshot:
+        snap = super().snapshot()
+        return EngineSnapshot(online=True, sync_configured=True, last_dream=snap.last_dream)
+
+    def sync_now(self) -> None:
+        self.started.set()
+        if not self.release.wait(10):
+            raise CompanionError("never released")
+        raise CompanionError("relay said no")
+
+
+def test_engine_calls_never_block_the_gui(qtbot, config, tmp_path: Path) -> None:
+    engine = SlowEngine(Path(config.get("vault", "path")))
+    worker = EngineWorker(engine)
+    started = time.monotonic()
+    assert worker.sync_now() is True
+    assert time.monotonic() - started < 0.5  # returned at once
+    assert engine.started.wait(5)
+    assert worker.busy("sync_now")
+    assert worker.sync_now() is False  # a second click does not start a second sync
+    with qtbot.waitSignal(worker.call_failed, timeout=5000) as failed:
+        engine.release.set()
+    assert failed.args == ["sync_now", "relay said no"]
+    qtbot.waitUntil(lambda: not worker.busy("sync_now"), timeout=5000)
+    worker.shutdown()
+
+
+def test_failed_calls_become_notices(qtbot, config) -> None:
+    app = make_app(qtbot, config, tray=False)
+    try:
+        app.actions.sync_now()  # IdleEngine: sync is not set up
+        qtbot.waitUntil(lambda: "Sync failed" in app.main.notice.text(), timeout=5000)
+        assert "not set up" in app.main.notice.text()
+    finally:
+        close(app)
+
+
+def test_pause_is_remembered(qtbot, config) -> None:
+    app = make_app(qtbot, config, tray=True)
+    try:
+        app.actions.set_paused(True)
+        qtbot.waitUntil(lambda: app.worker.last_view.snapshot.paused, timeout=5000)
+        assert load_config(device_paths()).get("sync", "paused") is True
+        assert create_engine(load_config(device_paths())).snapshot().paused is True
+    finally:
+        close(app)
+
+
+def test_companion_runs_once_and_quits_cleanly_on_sigterm(qtbot, config) -> None:
+    """`companion` (a real process) owns the instance lock until it is told to stop."""
+    import signal
+    import subprocess
+    import sys
+
+    from companion.gui.single import SingleInstance, server_name
+
+    paths = device_paths()
+    probe = SingleInstance(server_name(paths), paths.state_dir / "gui.lock")
+    env = dict(os.environ, QT_QPA_PLATFORM="offscreen")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "companion"],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        qtbot.waitUntil(lambda: probe.send("ping", timeout_ms=200), timeout=30_000)
+        assert probe.acquire() is False  # the running app holds the lock
+        proc.send_signal(signal.SIGTERM)
+        out, err = proc.communicate(timeout=30)
+        assert proc.returncode == 0, err
+        assert "Traceback" not in err
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    assert probe.acquire() is True  # released on the way out
+    probe.release()
+
+
+def test_switching_language_rebuilds_the_windows(qtbot, config) -> None:
+    app = make_app(qtbot, config, tray=True)
+    try:
+        app.show_main()
+        settings = app.open_settings("advanced")
+        settings.language.setCurrentIndex(settings.language.findData("es"))
+        assert settings.save()
+        assert app.settings is not settings
+        assert app.settings.windowTitle() == "Ajustes de Vault Companion"
+        assert app.settings.tabs.currentIndex() == 4  # same tab, new language
+        assert app.main.buttons["quit"].text() == "Salir"
+        assert "Salir" in app.tray.action_texts()
+    finally:
+        i18n.set_language("en")
+        close(app)

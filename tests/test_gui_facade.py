@@ -1,0 +1,110 @@
+"""IdleEngine: the engine for a vault with no sync configured yet."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+from urllib.parse import unquote
+
+import pytest
+
+from companion.errors import CompanionError
+from companion.gui.events import ConflictsCreated, DreamLanded
+from companion.gui.facade import EngineFacade, IdleEngine, is_conflict_copy
+from companion.gui.links import obsidian_uri
+from companion.gui.sample import write_sample_vault
+from companion.gui.status import TrayState, tray_state
+
+
+@pytest.mark.parametrize(
+    ("name", "want"),
+    [
+        ("Note (conflict laptop 2025-11-28 1403).md", True),
+        ("Weather station (conflict my pc 2025-01-02 0000).md", True),
+        ("img (conflict server 2025-11-28 1403).png", True),
+        ("Note (conflict laptop 2025-11-28).md", False),
+        ("Note (conflicted 2025-11-28 1403).md", False),
+        ("Note.md", False),
+        ("Note (conflict laptop 2025-11-28 1403)", False),
+    ],
+)
+def test_conflict_copy_names(name: str, want: bool) -> None:
+    assert is_conflict_copy(name) is want
+
+
+def test_idle_engine_is_an_engine_facade(tmp_path: Path) -> None:
+    assert isinstance(IdleEngine(tmp_path), EngineFacade)
+
+
+def test_snapshot_reports_and_conflicts(tmp_path: Path) -> None:
+    vault = tmp_path / "vault"
+    report = write_sample_vault(vault, conflicts=2)
+    hidden = vault / ".trash" / "Old (conflict a 2025-11-28 1403).md"
+    hidden.parent.mkdir()
+    hidden.write_text("x", encoding="utf-8")
+    engine = IdleEngine(vault)
+    snap = engine.snapshot()
+    assert snap.online is False and snap.sync_configured is False and not snap.errors
+    assert snap.conflicts == 2
+    assert snap.last_dream is not None
+    assert tray_state(snap) is TrayState.OFFLINE
+    assert engine.latest_dream_report() == report
+    assert [p.name for p in engine.conflicts()] == [
+        "Weather station (conflict laptop 2025-11-27 1401).md",
+        "Weather station (conflict laptop 2025-11-28 1400).md",
+    ]
+    with pytest.raises(CompanionError, match="not set up"):
+        engine.sync_now()
+    engine.set_paused(True)
+    assert engine.snapshot().paused is True
+
+
+def test_latest_report_is_the_newest_date(tmp_path: Path) -> None:
+    folder = tmp_path / ".companion" / "dreams"
+    folder.mkdir(parents=True)
+    for name in ("2025-11-27.json", "2025-11-28.json", "2025-10-30.json"):
+        (folder / name).write_text("{}", encoding="utf-8")
+    assert IdleEngine(tmp_path).latest_dream_report() == folder / "2025-11-28.json"
+
+
+def test_no_vault_is_an_error_state(tmp_path: Path) -> None:
+    assert tray_state(IdleEngine(None).snapshot()) is TrayState.ERROR
+    missing = IdleEngine(tmp_path / "gone").snapshot()
+    assert "not there" in missing.errors[0]
+    assert IdleEngine(None).drain_events() == []
+    with pytest.raises(CompanionError):
+        IdleEngine(None).dream_now()
+
+
+def test_events_new_reports_and_conflicts_once(tmp_path: Path) -> None:
+    vault = tmp_path / "vault"
+    report = write_sample_vault(vault, conflicts=1)
+    old = report.with_name("2025-11-01.json")
+    old.write_text('{"date": "2025-11-01"}', encoding="utf-8")
+    stale = time.time() - 3 * 86400
+    os.utime(old, (stale, stale))
+    engine = IdleEngine(vault)
+    first = engine.drain_events()
+    # the fresh report counts (the app started after it landed); the old one and the
+    # conflict copies that were already there do not
+    assert first == [DreamLanded(report, "2025-11-28", "server", first[0].counts)]
+    assert first[0].counts["consolidated"] == 1
+    assert engine.drain_events() == []
+    copy = vault / "Home (conflict phone 2025-11-29 0800).md"
+    copy.write_text("x", encoding="utf-8")
+    new_report = report.with_name("2025-11-29.json")
+    new_report.write_text('{"date": "2025-11-29", "ran_on": "local", "changes": []}', "utf-8")
+    events = engine.drain_events()
+    assert DreamLanded(new_report, "2025-11-29", "local", {}) in events
+    assert ConflictsCreated((copy,)) in events
+    assert engine.drain_events() == []
+
+
+def test_obsidian_uri_is_percent_encoded(tmp_path: Path) -> None:
+    note = tmp_path / "my vault" / "Café & notes #1.md"
+    uri = obsidian_uri(note)
+    assert uri.startswith("obsidian://open?path=")
+    encoded = uri.split("=", 1)[1]
+    assert " " not in encoded and "&" not in encoded and "#" not in encoded and "/" not in encoded
+    assert unquote(encoded) == str(note)

@@ -1,0 +1,211 @@
+# ruff: noqa: E402
+"""Notification policy per config, and the center that shows each one once, on time."""
+
+from __future__ import annotations
+
+import os
+
+os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")  # before pytest-qt's session QApplication
+
+from datetime import datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+from companion.config import defaults
+from companion.gui import i18n
+from companion.gui.events import (
+    ConflictsCreated,
+    DreamLanded,
+    KeyringProblem,
+    LocalDreamRan,
+    MassDeleteTripped,
+    RelayUnreachable,
+    SecretFound,
+)
+from companion.gui.notify import NotificationCenter, Notifier
+from companion.gui.notify_policy import (
+    OPEN_CONFLICTS,
+    OPEN_NOTE,
+    OPEN_REVIEW,
+    OPEN_SETTINGS,
+    Action,
+    Notification,
+    notifications_for,
+    parse_hhmm,
+)
+
+NOW = datetime(2025, 11, 28, 9, 0)
+REPORT = Path("/v/.companion/dreams/2025-11-28.json")
+
+
+@pytest.fixture(autouse=True)
+def english():
+    i18n.set_language("en")
+
+
+def cfg(**changes) -> dict:
+    c = defaults()["notify"]
+    c.update(changes)
+    return c
+
+
+ALL_EVENTS = [
+    DreamLanded(REPORT, "2025-11-28", "server", {"consolidated": 2, "promoted": 1}),
+    ConflictsCreated((Path("/v/a (conflict x 2025-11-28 0900).md"),)),
+    MassDeleteTripped(120, 200),
+    RelayUnreachable(NOW - timedelta(minutes=45)),
+    KeyringProblem("The keyring is locked."),
+    LocalDreamRan("2025-11-28", REPORT),
+    SecretFound("knowledge/AWS.md", "AWS access key", 12),
+]
+
+
+def test_everything_on_by_default() -> None:
+    got = notifications_for(ALL_EVENTS, cfg(), NOW)
+    assert len(got) == 7
+    dream = got[0]
+    assert dream.title == "Dream of 2025-11-28 landed"
+    assert dream.body.startswith("2 consolidated, 1 promoted")
+    assert dream.action == Action(OPEN_REVIEW, str(REPORT))
+    assert got[1].title == "1 conflict copy created" and got[1].action.kind == OPEN_CONFLICTS
+    assert "120 of 200" in got[2].body and got[2].urgent
+    assert "45 minutes" in got[3].body
+    assert got[4].action == Action(OPEN_SETTINGS, "keys")
+    assert got[6].action == Action(OPEN_NOTE, "knowledge/AWS.md")
+    assert "knowledge/AWS.md:12" in got[6].body and "AWS access key" in got[6].body
+
+
+@pytest.mark.parametrize(
+    ("switch", "event_index"),
+    [
+        ("dream_landed", 0),
+        ("conflicts", 1),
+        ("mass_delete", 2),
+        ("local_dream", 5),
+        ("secrets", 6),
+    ],
+)
+def test_each_switch_silences_only_its_event(switch: str, event_index: int) -> None:
+    got = notifications_for(ALL_EVENTS, cfg(**{switch: False}), NOW)
+    assert len(got) == 6
+    silenced = notifications_for([ALL_EVENTS[event_index]], cfg(**{switch: False}), NOW)
+    assert silenced == []
+
+
+def test_keyring_problems_are_always_told() -> None:
+    off = cfg(
+        **{k: False for k in ("dream_landed", "conflicts", "mass_delete", "secrets", "local_dream")}
+    )
+    assert [n.title for n in notifications_for(ALL_EVENTS, off, NOW)] == [
+        "Relay unreachable",
+        "Keyring problem",
+    ]
+
+
+def test_offline_waits_for_offline_minutes() -> None:
+    since = NOW - timedelta(minutes=20)
+    assert notifications_for([RelayUnreachable(since)], cfg(offline_minutes=30), NOW) == []
+    got = notifications_for([RelayUnreachable(since)], cfg(offline_minutes=15), NOW)
+    assert len(got) == 1 and "20 minutes" in got[0].body
+
+
+def test_dream_waits_for_the_morning_time() -> None:
+    event = [ALL_EVENTS[0]]
+    early = datetime(2025, 11, 28, 2, 40)
+    (n,) = notifications_for(event, cfg(morning_time="08:00"), early)
+    assert n.not_before == datetime(2025, 11, 28, 8, 0)
+    (n,) = notifications_for(event, cfg(morning_time="08:00"), datetime(2025, 11, 28, 8, 0))
+    assert n.not_before is None
+
+
+def test_no_changes_and_local_titles() -> None:
+    (n,) = notifications_for([DreamLanded(REPORT, "2025-11-28", "local", {})], cfg(), NOW)
+    assert n.title == "Dream of 2025-11-28 landed (ran on this computer)"
+    assert n.body.startswith("No changes")
+
+
+def test_spanish() -> None:
+    i18n.set_language("es")
+    try:
+        got = notifications_for(ALL_EVENTS[:2], cfg(), NOW)
+        assert got[0].title == "Ha llegado el sueño del 2025-11-28"
+        assert got[0].body.startswith("2 consolidadas, 1 promovida")
+        assert got[1].title == "Se creó 1 copia en conflicto"
+    finally:
+        i18n.set_language("en")
+
+
+def test_parse_hhmm() -> None:
+    assert parse_hhmm("08:05").hour == 8
+    for bad in ("8:05", "24:00", "08:60", "0805", "", "aa:bb", "08:05:00"):
+        assert parse_hhmm(bad) is None
+
+
+# ---- showing -------------------------------------------------------------------------------
+
+
+class Clock:
+    def __init__(self, now: datetime) -> None:
+        self.now = now
+
+    def __call__(self) -> datetime:
+        return self.now
+
+
+def test_center_shows_once_and_defers(qtbot, tmp_path: Path) -> None:
+    notifier = Notifier(None, use_desktop=False)
+    window_texts = []
+    notifier.fallback_text.connect(lambda t, b: window_texts.append(t))
+    clock = Clock(datetime(2025, 11, 28, 3, 0))
+    state = tmp_path / "shown.json"
+    center = NotificationCenter(notifier, state, clock=clock)
+    later = Notification("dream:x", "Dream", "b", not_before=datetime(2025, 11, 28, 8, 0))
+    now = Notification("conflicts:y", "Conflict", "b")
+    center.submit([later, now, now])
+    assert window_texts == ["Conflict"]
+    center.submit([later])  # already pending: not queued twice
+    clock.now = datetime(2025, 11, 28, 8, 0)
+    center.flush()
+    assert window_texts == ["Conflict", "Dream"]
+    center.submit([later, now])
+    assert window_texts == ["Conflict", "Dream"]
+    # remembered across restarts
+    again = NotificationCenter(notifier, state, clock=clock)
+    again.submit([now])
+    assert window_texts == ["Conflict", "Dream"]
+
+
+def test_tray_balloon_fallback_and_click(qtbot) -> None:
+    from PySide6.QtWidgets import QSystemTrayIcon
+
+    tray = QSystemTrayIcon()
+    tray.show()
+    notifier = Notifier(tray, use_desktop=False)
+    action = Action(OPEN_REVIEW, str(REPORT))
+    notifier.show(Notification("k", "Dream landed", "2 consolidated", action))
+    assert notifier.shown[-1][0] == "tray"
+    with qtbot.waitSignal(notifier.clicked) as clicked:
+        tray.messageClicked.emit()
+    assert clicked.args == [action]
+    tray.hide()
+
+
+def test_desktop_backend_falls_back_when_not_confirmed(qtbot, monkeypatch) -> None:
+    import companion.gui.notify as notify
+
+    monkeypatch.setattr(notify, "DISPATCH_TIMEOUT_MS", 50)
+    monkeypatch.delenv("DBUS_SESSION_BUS_ADDRESS", raising=False)
+    notifier = Notifier(None, use_desktop=True)  # no bus here: never dispatched
+    with qtbot.waitSignal(notifier.fallback_text, timeout=5000) as shown:
+        notifier.show(Notification("k", "Title", "Body"))
+    assert shown.args == ["Title", "Body"]
+    assert notifier.use_desktop is False
+    notifier.close()
+
+
+def test_backend_detection() -> None:
+    from companion.gui.notify import desktop_backend_available
+
+    assert desktop_backend_available({"DBUS_SESSION_BUS_ADDRESS": "unix:path=/x"}) is True
+    assert desktop_backend_available({"XDG_RUNTIME_DIR": "/nonexistent-dir"}) is False

@@ -8,10 +8,10 @@ errors into a clear message and an exit status.
 from __future__ import annotations
 
 import importlib
-import importlib.util
 import logging
 import sys
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import click
@@ -59,10 +59,18 @@ class AppContext:
 
 class LazyGroup(click.Group):
     def _available(self) -> dict[str, str]:
+        """The registered commands whose module ships in this build.
+
+        Checked by file, not by import, so listing commands stays cheap (importing every
+        package would cost more than a warm `vault check`). A frozen build lists them all.
+        """
+        if getattr(sys, "frozen", False):
+            return dict(LAZY_COMMANDS)
+        base = Path(__file__).resolve().parent.parent
         out = {}
         for name, target in LAZY_COMMANDS.items():
-            module = target.split(":")[0]
-            if importlib.util.find_spec(module) is not None:
+            rel = Path(*target.split(":")[0].split("."))
+            if (base / rel).with_suffix(".py").is_file() or (base / rel / "__init__.py").is_file():
                 out[name] = target
         return out
 

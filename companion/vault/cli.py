@@ -1,0 +1,158 @@
+"""`companion vault init|check|search`: create, check and search a Markdown vault."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import click
+
+from companion.cli import AppContext, pass_app
+from companion.errors import InputError
+from companion.vault.walk import display_name
+
+if TYPE_CHECKING:
+    from companion.vault.vault import Vault
+
+
+def _open_vault(app: AppContext, directory: str) -> Vault:
+    from companion.vault.vault import Vault
+
+    path = Path(directory).expanduser()
+    if not path.exists():
+        raise InputError(f"{display_name(directory)} does not exist")
+    if not path.is_dir():
+        raise InputError(f"{display_name(directory)} is not a folder")
+    return Vault.from_config(path, app.config)
+
+
+def _echo(text: str) -> None:
+    """Print text that may carry undecodable file names without crashing the command."""
+    stream = click.get_text_stream("stdout")
+    encoding = getattr(stream, "encoding", None) or "utf-8"
+    safe = text.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+    click.echo(safe.encode(encoding, "replace").decode(encoding, "replace"))
+
+
+@click.group()
+def vault() -> None:
+    """Create, check and search a Markdown vault (Obsidian-compatible).
+
+    \b
+    Example:
+      companion vault init ~/vault
+      companion vault check ~/vault
+      companion vault search ~/vault "docker compose"
+    """
+
+
+@vault.command("init")
+@click.argument("directory", type=click.Path(file_okay=True, dir_okay=True))
+def init(directory: str) -> None:
+    """Create the vault layout in DIRECTORY: Home.md, knowledge/, projects/, journal/.
+
+    Whatever already exists is left exactly as it is; only missing parts are created.
+
+    \b
+    Example:
+      companion vault init ~/vault
+    """
+    from companion.vault.layout import init_vault
+
+    result = init_vault(directory)
+    for item in result.created:
+        click.echo(f"created  {item}")
+    for item in result.kept:
+        click.echo(f"kept     {item}")
+    click.echo(f"Vault ready at {result.root}")
+
+
+@vault.command("check")
+@click.argument("directory", type=click.Path())
+@click.option("--json", "as_json", is_flag=True, help="Print the report as JSON (shape above).")
+@pass_app
+@click.pass_context
+def check(ctx: click.Context, app: AppContext, directory: str, as_json: bool) -> None:
+    """Check DIRECTORY: broken links, orphans, notes not listed in Home.md, unreadable files.
+
+    Also reported, without failing the check: ambiguous links, links to missing headings or
+    blocks, and warnings (broken frontmatter, non-UTF-8 text, files over vault.max_file_mb,
+    symlinks not followed, odd names). Journal days are never orphans. The vault is only read;
+    a full-text index is kept under the data folder and updated incrementally.
+
+    Exit status: 0 when the vault is clean, 1 when problems were found, 2 for a bad DIRECTORY.
+
+    \b
+    JSON (--json) has "format": 1 and the keys: vault, ok, counts, home, broken_links
+    [{source, line, target, raw, embed}], orphans [path], not_in_home [path], unreadable
+    [{path, reason}], ambiguous_links [{source, line, target, resolved, candidates}],
+    missing_anchors [{source, line, target, anchor}], warnings [{path, message}], index.
+
+    \b
+    Example:
+      companion vault check ~/vault
+      companion vault check ~/vault --json | jq .counts
+    """
+    from companion.vault.check import run_check
+
+    v = _open_vault(app, directory)
+    report = run_check(v, app.paths.data_dir)
+    if as_json:
+        _echo(json.dumps(report.to_dict(), indent=2, ensure_ascii=False))
+    else:
+        _echo(report.render_text())
+    if not report.ok:
+        ctx.exit(1)
+
+
+@vault.command("search")
+@click.argument("directory", type=click.Path())
+@click.argument("query", nargs=-1, required=True)
+@click.option(
+    "--limit",
+    default=20,
+    show_default=True,
+    type=click.IntRange(1, 1000),
+    help="Most results to show.",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print results as JSON.")
+@pass_app
+def search(
+    app: AppContext, directory: str, query: tuple[str, ...], limit: int, as_json: bool
+) -> None:
+    """Full-text search of the notes in DIRECTORY; prints path:line: snippet, best first.
+
+    All words must match, in any order, ignoring case and accents. "quoted words" match a
+    phrase, word* a prefix, `a OR b` either, -word or NOT word excludes (quote a query that
+    starts with -, or put it after --). The index is brought up to date
+    first (only changed notes are read). Exit status 0, also when nothing matches; 2 for a bad
+    DIRECTORY or a query with no word in it.
+
+    \b
+    JSON (--json): {"query": str, "results": [{"path", "line", "snippet", "score"}]}.
+
+    \b
+    Example:
+      companion vault search ~/vault docker compose
+      companion vault search ~/vault '"nightly dream"' --json
+      companion vault search ~/vault "docker -swarm"
+    """
+    from companion.vault.index import VaultIndex
+
+    text = " ".join(query)
+    v = _open_vault(app, directory)
+    with VaultIndex(v, app.paths.data_dir) as index:
+        index.update()
+        hits = index.search(text, limit)
+    if as_json:
+        payload = {"query": text, "results": [h._asdict() for h in hits]}
+        _echo(json.dumps(payload, indent=2, ensure_ascii=False))
+        return
+    if not hits:
+        click.echo("No matches.", err=True)
+        return
+    for h in hits:
+        _echo(f"{h.path}:{h.line}: {h.snippet}")
+    sys.stdout.flush()

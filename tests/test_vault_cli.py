@@ -1,0 +1,191 @@
+"""`companion vault init|check|search` through the real command line entry point."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import pytest
+
+from companion.cli import main
+
+
+@pytest.fixture(autouse=True)
+def home(tmp_path, monkeypatch) -> Path:
+    h = tmp_path / "home"
+    monkeypatch.setenv("COMPANION_HOME", str(h))
+    return h
+
+
+def run(capsys, *args: str) -> tuple[int, str, str]:
+    with pytest.raises(SystemExit) as ei:
+        main(list(args))
+    out, err = capsys.readouterr()
+    code = ei.value.code
+    return (0 if code is None else int(code)), out, err
+
+
+def write(root: Path, rel: str, text: str) -> None:
+    p = root / rel
+    p.parent.mkdir(parents=True, exist_ok=True)
+    p.write_text(text, encoding="utf-8")
+
+
+def test_init_then_check_clean_vault(capsys, tmp_path):
+    v = tmp_path / "vault"
+    code, out, _ = run(capsys, "vault", "init", str(v))
+    assert code == 0 and "created  Home.md" in out and "created  journal/" in out
+    code, out, _ = run(capsys, "vault", "init", str(v))
+    assert code == 0 and "kept     Home.md" in out
+    code, out, _ = run(capsys, "vault", "check", str(v))
+    assert code == 0, out
+    assert out.strip().splitlines()[-1].startswith("OK:")
+
+
+def test_init_on_a_file_is_a_usage_error(capsys, tmp_path):
+    f = tmp_path / "f"
+    f.write_text("x")
+    code, _, err = run(capsys, "vault", "init", str(f))
+    assert code == 2 and err.startswith("error:") and "not a folder" in err
+
+
+def test_check_exit_status_and_text_report(capsys, tmp_path):
+    v = tmp_path / "v"
+    run(capsys, "vault", "init", str(v))
+    write(v, "Home.md", "# Home\n- [[Listed]]\n")
+    write(v, "knowledge/Listed.md", "See [[Nowhere]]\n")
+    write(v, "knowledge/Stray.md", "no one links here\n")
+    write(v, "journal/2024-01-01.md", "## Done\n- [[Listed]]\n")
+    code, out, _ = run(capsys, "vault", "check", str(v))
+    assert code == 1
+    assert "knowledge/Listed.md:1  [[Nowhere]]" in out
+    assert "Orphans (no note links to them) (1):\n  knowledge/Stray.md" in out
+    assert "Not listed in Home.md (1):\n  knowledge/Stray.md" in out
+    assert "journal/2024-01-01.md" not in out  # days are never orphans
+    assert (
+        out.strip()
+        .splitlines()[-1]
+        .startswith("Problems: 1 broken links, 1 orphans, 1 not in Home.md")
+    )
+
+
+def test_check_json_shape(capsys, tmp_path):
+    v = tmp_path / "v"
+    write(v, "Home.md", "[[A]] [[Gone|x]]")
+    write(v, "A.md", "# A\n[[Home#Nope]]")
+    code, out, _ = run(capsys, "vault", "check", str(v), "--json")
+    assert code == 1
+    d = json.loads(out)
+    assert set(d) == {
+        "format",
+        "vault",
+        "ok",
+        "counts",
+        "home",
+        "broken_links",
+        "orphans",
+        "not_in_home",
+        "unreadable",
+        "ambiguous_links",
+        "missing_anchors",
+        "warnings",
+        "index",
+    }
+    assert d["format"] == 1 and d["ok"] is False and d["home"] == "Home.md"
+    assert d["vault"] == str(v)
+    assert d["broken_links"] == [
+        {"source": "Home.md", "line": 1, "target": "Gone", "raw": "[[Gone|x]]", "embed": False}
+    ]
+    assert d["missing_anchors"] == [
+        {"source": "A.md", "line": 2, "target": "Home", "anchor": "Nope"}
+    ]
+    assert (
+        d["counts"]["notes"] == 2 and d["counts"]["links"] == 3 and d["counts"]["broken_links"] == 1
+    )
+    assert set(d["index"]) == {"path", "parsed", "unchanged", "removed", "helper_parsed", "seconds"}
+    assert not Path(d["index"]["path"]).is_relative_to(v)
+
+
+def test_check_missing_dir_is_exit_2(capsys, tmp_path):
+    code, _, err = run(capsys, "vault", "check", str(tmp_path / "nope"))
+    assert code == 2 and "does not exist" in err
+    code, _, err = run(capsys, "vault", "search", str(tmp_path / "nope"), "x")
+    assert code == 2 and "does not exist" in err
+
+
+def test_search_text_and_json(capsys, tmp_path):
+    v = tmp_path / "v"
+    write(v, "knowledge/Relay.md", "# Relay\n\nThe relay stores only ciphertext.\n")
+    write(v, "knowledge/Other.md", "nothing relevant\n")
+    code, out, _ = run(capsys, "vault", "search", str(v), "ciphertext")
+    assert code == 0
+    assert out.strip() == "knowledge/Relay.md:3: The relay stores only ciphertext."
+    code, out, _ = run(
+        capsys, "vault", "search", str(v), "relay", "stores", "--json", "--limit", "5"
+    )
+    d = json.loads(out)
+    assert d["query"] == "relay stores"
+    assert d["results"][0]["path"] == "knowledge/Relay.md" and d["results"][0]["line"] == 3
+    assert set(d["results"][0]) == {"path", "line", "snippet", "score"}
+    code, out, _ = run(capsys, "vault", "search", str(v), "relay -ciphertext")  # -word: excluded
+    assert code == 0 and out == ""
+    code, out, err = run(capsys, "vault", "search", str(v), "unmatched")
+    assert code == 0 and out == "" and "No matches" in err
+    code, _, err = run(capsys, "vault", "search", str(v), "(*)")
+    assert code == 2 and "nothing to search" in err
+
+
+def test_search_sees_edits_without_rebuilding(capsys, tmp_path):
+    v = tmp_path / "v"
+    write(v, "a.md", "alpha\n")
+    run(capsys, "vault", "search", str(v), "alpha")
+    write(v, "a.md", "omega\n")
+    code, out, _ = run(capsys, "vault", "search", str(v), "omega")
+    assert out.startswith("a.md:1:")
+
+
+@pytest.mark.parametrize("sub", ["init", "check", "search"])
+def test_help_has_examples(capsys, sub):
+    code, out, _ = run(capsys, "vault", sub, "--help")
+    assert code == 0 and "Example:" in out and "companion vault " + sub in out
+
+
+def test_check_uses_the_configured_size_cap(capsys, tmp_path, home):
+    (home / "config").mkdir(parents=True)
+    (home / "config" / "config.toml").write_text("[vault]\nmax_file_mb = 0.001\n")
+    v = tmp_path / "v"
+    write(v, "Home.md", "[[Big]]")
+    write(v, "Big.md", "hugeword " * 400)
+    time.sleep(0.01)
+    code, out, _ = run(capsys, "vault", "check", str(v), "--json")
+    d = json.loads(out)
+    assert d["broken_links"] == []  # the note exists; it is only not read
+    assert any(w["path"] == "Big.md" and "cap" in w["message"] for w in d["warnings"])
+    code, out, err = run(capsys, "vault", "search", str(v), "hugeword")
+    assert out == "" and "No matches" in err
+
+
+def test_missing_home_fails_the_check(capsys, tmp_path):
+    v = tmp_path / "v"
+    write(v, "a.md", "[[b]]")
+    write(v, "b.md", "[[a]]")
+    code, out, _ = run(capsys, "vault", "check", str(v))
+    assert code == 1 and "Home.md is missing" in out
+    code, out, _ = run(capsys, "vault", "check", str(v), "--json")
+    assert json.loads(out)["home"] is None and json.loads(out)["ok"] is False
+
+
+def test_exit_statuses_in_a_real_process(tmp_path):
+    from tests.conftest import run_companion
+
+    v = tmp_path / "v"
+    assert run_companion("vault", "init", str(v)).returncode == 0
+    assert run_companion("vault", "check", str(v)).returncode == 0
+    write(v, "knowledge/Orphan.md", "alone")
+    proc = run_companion("vault", "check", str(v), "--json")
+    assert proc.returncode == 1 and json.loads(proc.stdout)["orphans"] == ["knowledge/Orphan.md"]
+    proc = run_companion("vault", "check", str(tmp_path / "missing"))
+    assert (
+        proc.returncode == 2 and proc.stderr.startswith("error:") and "Traceback" not in proc.stderr
+    )

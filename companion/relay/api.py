@@ -1,0 +1,186 @@
+"""What every relay route shares: the refusal type, the app state, authentication of the
+bearer token against the vault in the path, content-type checks and response helpers."""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Annotated, Any, TypeVar
+
+from fastapi import Depends, Path, Request
+from fastapi.responses import Response
+from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+from pydantic import BaseModel
+from starlette.concurrency import run_in_threadpool
+
+from companion.relay import models as m
+from companion.relay.auth import FailureLimiter, check_token
+from companion.relay.limits import Limits
+from companion.relay.longpoll import VaultNotifier
+from companion.relay.storage import Device, RelayStorage, RetentionPolicy, StoredRecord
+
+T = TypeVar("T")
+
+BINARY = "application/octet-stream"
+
+
+class ApiError(Exception):
+    """A refusal with its status, stable code, message and optional extra JSON fields."""
+
+    def __init__(
+        self,
+        status: int,
+        code: str,
+        message: str,
+        *,
+        extra: dict[str, Any] | None = None,
+        headers: dict[str, str] | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.status = status
+        self.code = code
+        self.message = message
+        self.extra = extra or {}
+        self.headers = headers
+
+
+@dataclass
+class RelayState:
+    storage: RelayStorage
+    limits: Limits
+    limiter: FailureLimiter
+    notifier: VaultNotifier = field(default_factory=VaultNotifier)
+    clock: Callable[[], float] = time.time
+    retention: RetentionPolicy | None = None
+    prune_interval: float | None = None
+
+
+def state_of(request: Request) -> RelayState:
+    return request.app.state.relay
+
+
+async def run_sync(fn: Callable[..., T], *args: Any) -> T:
+    return await run_in_threadpool(fn, *args)
+
+
+def json_response(
+    model: BaseModel, status: int = 200, headers: dict[str, str] | None = None
+) -> Response:
+    """Serialise once, without FastAPI re-validating what we just built."""
+    return Response(
+        model.model_dump_json(), status_code=status, media_type="application/json", headers=headers
+    )
+
+
+def record_out(r: StoredRecord) -> m.RecordOut:
+    return m.RecordOut(
+        file_id=r.file_id,
+        rev=r.rev,
+        parent_rev=r.parent_rev,
+        sealed=r.sealed,
+        blobs=list(r.blobs),
+        seq=r.seq,
+        device_id=r.device_id,
+        committed_at=r.committed_at,
+    )
+
+
+def error_responses(
+    *codes: int, special: dict[int, type[BaseModel]] | None = None
+) -> dict[int | str, dict[str, Any]]:
+    """OpenAPI `responses` for the listed error statuses (ErrorOut unless `special` says)."""
+    out: dict[int | str, dict[str, Any]] = {c: {"model": m.ErrorOut} for c in codes}
+    for status, model in (special or {}).items():
+        out[status] = {"model": model}
+    return out
+
+
+AUTH_ERRORS = (401, 403, 404, 422, 429)
+
+# -- dependencies ------------------------------------------------------------------------------
+
+bearer_scheme = HTTPBearer(auto_error=False, description="A device token from POST /v1/join.")
+
+VaultId = Annotated[str, Path(pattern=m.SHORT_ID_PATTERN, description="The vault's id.")]
+FileId = Annotated[str, Path(pattern=m.HEX_ID_PATTERN)]
+BlobId = Annotated[str, Path(pattern=m.HEX_ID_PATTERN)]
+LeaseName = Annotated[str, Path(pattern=m.LEASE_NAME_PATTERN)]
+
+
+def _client_key(request: Request) -> str:
+    return request.client.host if request.client else "unknown"
+
+
+def check_rate(request: Request) -> None:
+    wait = state_of(request).limiter.retry_after(_client_key(request))
+    if wait > 0:
+        raise ApiError(
+            429,
+            "rate_limited",
+            "too many failed authentications from this address; try again later",
+            headers={"Retry-After": str(max(1, math.ceil(wait)))},
+        )
+
+
+def count_failure(request: Request) -> None:
+    state_of(request).limiter.failure(_client_key(request))
+
+
+async def authed_device(
+    request: Request,
+    vault_id: VaultId,
+    creds: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer_scheme)],
+) -> Device:
+    """The device behind the bearer token, which must belong to the vault in the path."""
+    check_rate(request)
+    st = state_of(request)
+    result = check_token(st.storage, creds.credentials if creds else None)
+    if result.device is None:
+        if result.reason == "missing":
+            raise ApiError(
+                401,
+                "unauthorized",
+                "send the device token as 'Authorization: Bearer <token>'",
+                headers={"WWW-Authenticate": "Bearer"},
+            )
+        count_failure(request)
+        message = (
+            "this device was revoked; join again with a new invite"
+            if result.reason == "revoked"
+            else "the device token is not valid"
+        )
+        raise ApiError(401, "unauthorized", message, headers={"WWW-Authenticate": "Bearer"})
+    device = result.device
+    if device.vault_id != vault_id:
+        count_failure(request)
+        if st.storage.get_vault(vault_id) is None:
+            raise ApiError(404, "unknown_vault", f"there is no vault {vault_id} on this relay")
+        raise ApiError(403, "wrong_vault", "this device's token belongs to another vault")
+    return device
+
+
+AuthedDevice = Annotated[Device, Depends(authed_device)]
+
+
+def media_type_of(request: Request) -> str:
+    return request.headers.get("content-type", "").split(";")[0].strip().lower()
+
+
+def require_json(request: Request) -> None:
+    mt = media_type_of(request)
+    if mt != "application/json" and not mt.endswith("+json"):
+        raise ApiError(
+            415, "unsupported_media_type", "send the body as JSON (Content-Type: application/json)"
+        )
+
+
+def require_media_type(request: Request, media_type: str) -> None:
+    if media_type_of(request) != media_type:
+        raise ApiError(
+            415, "unsupported_media_type", f"send the body as {media_type} (Content-Type header)"
+        )
+
+
+JSON_BODY = [Depends(require_json)]

@@ -1,0 +1,194 @@
+"""The relay's HTTP API: a FastAPI app over a `RelayStorage`.
+
+The routes live in `routes_vault.py`, `routes_records.py` and `routes_blobs.py` (shared pieces
+in `api.py`), all under `/v1/`; the OpenAPI description is served at `/openapi.json` (and browsable
+at `/docs`). Every refusal is a JSON `{"error": code, "message": text}` with a 4xx status; a
+5xx means a bug in the relay, is logged as an error with its traceback, and is never used to
+paper over bad input.
+
+The app never logs request bodies, and everything it stores is ciphertext under opaque ids.
+Storage calls run in worker threads so that long-polls, uploads and downloads share the event
+loop without waiting on SQLite or the disk.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections.abc import AsyncIterator, Callable
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse, Response
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from companion import __version__
+from companion.logs import get_logger
+from companion.relay import routes_blobs, routes_records, routes_vault
+from companion.relay.api import ApiError, RelayState, run_sync
+from companion.relay.auth import FailureLimiter
+from companion.relay.bodylimit import BodyLimitMiddleware
+from companion.relay.limits import Limits
+from companion.relay.storage import RelayStorage, RetentionPolicy
+
+log = get_logger("relay.app")
+
+
+def create_app(
+    storage: RelayStorage,
+    *,
+    limits: Limits | None = None,
+    limiter: FailureLimiter | None = None,
+    retention: RetentionPolicy | None = None,
+    prune_interval: float | None = None,
+    clock: Callable[[], float] = time.time,
+) -> FastAPI:
+    """The relay app over `storage`.
+
+    `retention` with `prune_interval` (seconds) prunes history and unreferenced blobs in the
+    background; without them, pruning is left to `companion relay prune`.
+    """
+    limits = limits or Limits()
+    state = RelayState(
+        storage=storage,
+        limits=limits,
+        limiter=limiter or FailureLimiter(),
+        clock=clock,
+        retention=retention,
+        prune_interval=prune_interval,
+    )
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        task = None
+        if retention is not None and prune_interval:
+            task = asyncio.create_task(_prune_loop(state))
+        try:
+            yield
+        finally:
+            state.notifier.close()
+            if task is not None:
+                task.cancel()
+
+    app = FastAPI(
+        title="Vault Companion relay",
+        version=__version__,
+        description=(
+            "Stores end-to-end encrypted vault records and blobs for Vault Companion devices. "
+            "The relay sees only ciphertext under opaque hex ids. See docs/relay.md."
+        ),
+        lifespan=lifespan,
+    )
+    app.state.relay = state
+    app.add_middleware(BodyLimitMiddleware, limit_for=_body_limits(limits))
+    _install_error_handlers(app)
+    for router in (routes_vault.router, routes_records.router, routes_blobs.router):
+        app.include_router(router)
+    return app
+
+
+def _body_limits(limits: Limits) -> Callable[[str, str], int]:
+    def limit_for(method: str, path: str) -> int:
+        if method == "PUT" and "/blobs/" in path:
+            return limits.max_blob_bytes
+        if method == "POST" and path.endswith("/blobs-upload"):
+            return limits.max_batch_bytes
+        return limits.max_json_body
+
+    return limit_for
+
+
+async def _prune_loop(state: RelayState) -> None:
+    assert state.retention is not None and state.prune_interval
+    while True:
+        try:
+            stats = await run_sync(state.storage.prune, state.retention, state.clock())
+            log.info(
+                "pruned %d revisions, %d blobs (%d bytes)",
+                stats.records,
+                stats.blobs,
+                stats.blob_bytes,
+            )
+        except Exception:
+            log.exception("background prune failed")
+        await asyncio.sleep(state.prune_interval)
+
+
+_STATUS_CODES = {
+    400: "bad_request",
+    401: "unauthorized",
+    403: "forbidden",
+    404: "not_found",
+    405: "method_not_allowed",
+    406: "not_acceptable",
+    413: "too_large",
+    415: "unsupported_media_type",
+    422: "invalid_request",
+    429: "rate_limited",
+}
+
+
+def _error_response(status: int, code: str, message: str, **extra: Any) -> Response:
+    return JSONResponse({"error": code, "message": message, **extra}, status_code=status)
+
+
+def _describe_validation(exc: RequestValidationError) -> tuple[int, str, str]:
+    errors = exc.errors()
+    if any(e.get("type") == "json_invalid" for e in errors):
+        return 400, "malformed_json", "the body is not valid JSON"
+    parts = []
+    for e in errors[:3]:
+        loc = ".".join(str(x) for x in e.get("loc", ()) if x != "body") or "body"
+        parts.append(f"{loc}: {e.get('msg', 'invalid')}")
+    more = f" (and {len(errors) - 3} more)" if len(errors) > 3 else ""
+    return 422, "invalid_request", "; ".join(parts) + more
+
+
+def _allowed_methods(request: Request) -> str:
+    """Every method some route serves at this path (Starlette names only the first route's)."""
+    path = request.scope["path"]
+    methods: set[str] = set()
+    for route in request.app.routes:
+        regex = getattr(route, "path_regex", None)
+        if regex is not None and regex.match(path):
+            methods |= set(getattr(route, "methods", None) or ())
+    return ", ".join(sorted(methods))
+
+
+def _install_error_handlers(app: FastAPI) -> None:
+    @app.exception_handler(ApiError)
+    async def api_error(request: Request, exc: ApiError) -> Response:
+        resp = _error_response(exc.status, exc.code, exc.message, **exc.extra)
+        if exc.headers:
+            resp.headers.update(exc.headers)
+        return resp
+
+    @app.exception_handler(RequestValidationError)
+    async def validation_error(request: Request, exc: RequestValidationError) -> Response:
+        status, code, message = _describe_validation(exc)
+        return _error_response(status, code, message)
+
+    @app.exception_handler(StarletteHTTPException)
+    async def http_error(request: Request, exc: StarletteHTTPException) -> Response:
+        code = _STATUS_CODES.get(exc.status_code, "error")
+        if exc.status_code == 413:
+            message = "the request body is larger than this relay accepts"
+        elif exc.status_code == 404:
+            message = "no such endpoint"
+        elif exc.status_code == 405:
+            message = "this endpoint does not accept that method"
+            exc.headers = {**(exc.headers or {}), "Allow": _allowed_methods(request)}
+        else:
+            message = str(exc.detail)
+        resp = _error_response(exc.status_code, code, message)
+        if exc.headers:
+            resp.headers.update(exc.headers)
+        return resp
+
+    @app.exception_handler(Exception)
+    async def internal_error(request: Request, exc: Exception) -> Response:
+        # A bug, not bad input: say so and log it loudly (bad input never gets here).
+        log.error("internal error on %s %s", request.method, request.url.path, exc_info=exc)
+        return _error_response(500, "internal_error", "the relay hit an internal error")

@@ -1,0 +1,292 @@
+"""`companion relay ...`: run a relay and administer its vaults and devices.
+
+The admin commands (`invite`, `revoke`, `devices`, `prune`) open the relay's data directory
+directly, so they work whether or not `serve` is running (SQLite serialises the writers).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+
+import click
+
+from companion.errors import CompanionError, InputError
+from companion.relay.auth import ID_RE, InviteTargetError, issue_invite
+from companion.relay.sqlite_storage import SqliteStorage
+from companion.relay.storage import Device, NotFound, RetentionPolicy
+
+_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhd]?)\s*$", re.IGNORECASE)
+_UNITS = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400}
+
+
+def parse_duration(text: str) -> float:
+    """'90s', '30m', '24h', '7d' or plain seconds."""
+    m = _DURATION.match(text)
+    if m is None or float(m.group(1)) <= 0:
+        raise InputError(f"not a duration: {text!r} (use e.g. 30m, 24h or 7d)")
+    return float(m.group(1)) * _UNITS[m.group(2).lower()]
+
+
+def _when(ts: float | None) -> str:
+    if ts is None:
+        return "-"
+    return datetime.fromtimestamp(ts, UTC).strftime("%Y-%m-%d %H:%M UTC")
+
+
+def _open(data: Path, must_exist: bool = True) -> SqliteStorage:
+    if must_exist and not (data / "relay.db").is_file():
+        raise InputError(f"no relay data in {data} (start one with: companion relay serve --data)")
+    try:
+        return SqliteStorage(data)
+    except OSError as exc:
+        raise InputError(f"cannot open relay data in {data}: {exc.strerror or exc}") from None
+
+
+data_option = click.option(
+    "--data",
+    "data",
+    required=True,
+    type=click.Path(file_okay=False, path_type=Path),
+    help="The relay's data directory (database and blobs).",
+)
+
+
+@click.group()
+def relay() -> None:
+    """Run the relay that stores your vaults' ciphertext, and manage its devices.
+
+    The relay only ever sees encrypted records and blobs under opaque ids; devices reach it
+    with bearer tokens they get by redeeming one-time invite codes.
+
+    \b
+    Example:
+      companion relay serve --data /srv/relay --port 8787
+      companion relay invite --data /srv/relay
+    """
+
+
+@relay.command()
+@data_option
+@click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on.")
+@click.option(
+    "--port", default=8787, show_default=True, type=click.IntRange(0, 65535),
+    help="Port to listen on; 0 picks a free one (printed).",
+)  # fmt: skip
+@click.option(
+    "--port-file", type=click.Path(dir_okay=False, path_type=Path),
+    help="Write the port here once the relay accepts connections.",
+)  # fmt: skip
+@click.option("--certfile", type=click.Path(exists=True, dir_okay=False, path_type=Path),
+              help="TLS certificate chain (PEM); serve HTTPS.")  # fmt: skip
+@click.option("--keyfile", type=click.Path(exists=True, dir_okay=False, path_type=Path),
+              help="TLS private key (PEM) for --certfile.")  # fmt: skip
+@click.option(
+    "--forwarded-allow-ips", metavar="IPS",
+    help="Behind a reverse proxy: trust its X-Forwarded-For from these addresses "
+    "(comma-separated, e.g. 127.0.0.1), so rate limits see the real client.",
+)  # fmt: skip
+@click.option("--keep-days", default=30.0, show_default=True, type=click.FloatRange(0),
+              help="Keep every revision of a file this many days...")  # fmt: skip
+@click.option("--keep-last", default=10, show_default=True, type=click.IntRange(1),
+              help="...and at least this many revisions of each file.")  # fmt: skip
+@click.option(
+    "--log-level", default="info", show_default=True,
+    type=click.Choice(["critical", "error", "warning", "info", "debug"]),
+)  # fmt: skip
+@click.option("--no-access-log", is_flag=True, help="Do not log one line per request.")
+def serve(
+    data: Path,
+    host: str,
+    port: int,
+    port_file: Path | None,
+    certfile: Path | None,
+    keyfile: Path | None,
+    forwarded_allow_ips: str | None,
+    keep_days: float,
+    keep_last: int,
+    log_level: str,
+    no_access_log: bool,
+) -> None:
+    """Serve the relay's HTTP API until interrupted (Ctrl-C / SIGTERM shut down gracefully).
+
+    Prints the URL it listens on. History older than --keep-days beyond the last --keep-last
+    revisions, and blobs nothing references, are pruned every few hours.
+
+    \b
+    Example:
+      companion relay serve --data ~/relay-data
+      companion relay serve --data /srv/relay --host 0.0.0.0 --port 8443 \\
+          --certfile fullchain.pem --keyfile privkey.pem
+      companion relay serve --data /tmp/r --port 0 --port-file /tmp/r/port
+    """
+    from companion.relay.server import ServeOptions
+    from companion.relay.server import serve as run
+
+    if (certfile is None) != (keyfile is None):
+        raise InputError("--certfile and --keyfile go together")
+    opts = ServeOptions(
+        data_dir=data,
+        host=host,
+        port=port,
+        port_file=port_file,
+        certfile=certfile,
+        keyfile=keyfile,
+        forwarded_allow_ips=forwarded_allow_ips,
+        retention=RetentionPolicy(keep_days=keep_days, keep_last=keep_last),
+        log_level=log_level,
+        access_log=not no_access_log,
+    )
+    try:
+        run(opts)
+    except OSError as exc:
+        raise CompanionError(f"cannot serve on {host}:{port}: {exc.strerror or exc}") from None
+
+
+@relay.command()
+@data_option
+@click.option("--vault", "vault_id", metavar="ID", help="The vault to invite to (several vaults).")
+@click.option("--new-vault", is_flag=True, help="Create another vault and invite its first device.")
+@click.option("--expires", default="24h", show_default=True, help="Lifetime: e.g. 30m, 24h, 7d.")
+def invite(data: Path, vault_id: str | None, new_vault: bool, expires: str) -> None:
+    """Print a one-time invite code that admits one device to a vault.
+
+    On a relay with no vault yet, the first invite creates one (the first device to join sets
+    its passphrase); with one vault, invites join it; with several, --vault chooses.
+
+    \b
+    Example:
+      companion relay invite --data /srv/relay
+      companion relay invite --data /srv/relay --vault 3f9a0c1d2e4b5a69 --expires 1h
+    """
+    ttl = parse_duration(expires)
+    store = _open(data, must_exist=False)
+    try:
+        issued = issue_invite(store, vault_id=vault_id, new_vault=new_vault, ttl=ttl)
+    except InviteTargetError as exc:
+        raise InputError(str(exc)) from None
+    finally:
+        store.close()
+    note = f"{'new ' if issued.new_vault else ''}vault {issued.vault_id}"
+    click.echo(issued.code)
+    click.echo(f"one-time invite to {note}, valid until {_when(issued.expires)}", err=True)
+
+
+def _find_device(store: SqliteStorage, ref: str) -> Device:
+    if ID_RE.match(ref):
+        device = store.get_device(ref)
+        if device is not None:
+            return device
+    named = [d for d in store.list_devices() if d.name == ref]
+    if len(named) == 1:
+        return named[0]
+    if len(named) > 1:
+        ids = ", ".join(d.device_id for d in named)
+        raise InputError(f"several devices are named {ref!r}; give the id ({ids})")
+    raise InputError(f"no device {ref!r} on this relay (see: companion relay devices)")
+
+
+@relay.command()
+@data_option
+@click.argument("device")
+def revoke(data: Path, device: str) -> None:
+    """Revoke a device: its token is refused from the next request on.
+
+    DEVICE is a device id or a unique device name (see `companion relay devices`). The device
+    can join again only with a new invite.
+
+    \b
+    Example:
+      companion relay revoke --data /srv/relay 8c1f0e2a9b7d4c36
+      companion relay revoke --data /srv/relay old-laptop
+    """
+    store = _open(data)
+    try:
+        found = _find_device(store, device)
+        try:
+            done = store.revoke_device(found.device_id, time.time())
+        except NotFound:
+            raise InputError(f"no device {device!r} on this relay") from None
+    finally:
+        store.close()
+    click.echo(f"revoked {done.device_id} ({done.name}, vault {done.vault_id})")
+
+
+@relay.command()
+@data_option
+@click.option("--vault", "vault_id", metavar="ID", help="Only this vault's devices.")
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+def devices(data: Path, vault_id: str | None, as_json: bool) -> None:
+    """List the devices that joined this relay (revoked ones too).
+
+    \b
+    Example:
+      companion relay devices --data /srv/relay
+      companion relay devices --data /srv/relay --json
+    """
+    store = _open(data)
+    try:
+        rows = store.list_devices(vault_id)
+    finally:
+        store.close()
+    if as_json:
+        click.echo(
+            json.dumps(
+                [
+                    {
+                        "device_id": d.device_id,
+                        "vault_id": d.vault_id,
+                        "name": d.name,
+                        "kind": d.kind,
+                        "created": d.created,
+                        "revoked": d.revoked,
+                    }
+                    for d in rows
+                ],
+                indent=2,
+            )
+        )
+        return
+    if not rows:
+        click.echo("no devices yet (invite one with: companion relay invite)")
+        return
+    click.echo(f"{'DEVICE':16}  {'VAULT':16}  {'KIND':5}  {'JOINED':20}  {'REVOKED':20}  NAME")
+    for d in rows:
+        click.echo(
+            f"{d.device_id:16}  {d.vault_id:16}  {d.kind:5}  {_when(d.created):20}  "
+            f"{_when(d.revoked):20}  {d.name}"
+        )
+
+
+@relay.command()
+@data_option
+@click.option("--keep-days", default=30.0, show_default=True, type=click.FloatRange(0),
+              help="Keep every revision of a file this many days...")  # fmt: skip
+@click.option("--keep-last", default=10, show_default=True, type=click.IntRange(1),
+              help="...and at least this many revisions of each file.")  # fmt: skip
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+def prune(data: Path, keep_days: float, keep_last: int, as_json: bool) -> None:
+    """Drop old file revisions beyond the retention policy and blobs nothing references.
+
+    The server does this by itself every few hours; run it by hand to reclaim space now.
+
+    \b
+    Example:
+      companion relay prune --data /srv/relay
+      companion relay prune --data /srv/relay --keep-days 7 --keep-last 3
+    """
+    store = _open(data)
+    try:
+        stats = store.prune(RetentionPolicy(keep_days=keep_days, keep_last=keep_last), time.time())
+    finally:
+        store.close()
+    if as_json:
+        click.echo(json.dumps(stats.__dict__))
+    else:
+        click.echo(
+            f"pruned {stats.records} old revisions and {stats.blobs} unreferenced blobs "
+            f"({stats.blob_bytes / 1e6:.1f} MB)"
+        )

@@ -1,0 +1,489 @@
+"""`RelayClient`: the synchronous client the sync engine uses to talk to a relay.
+
+One instance per relay and device; safe to share between threads (httpx pools connections),
+so a long-poll can wait in one thread while another commits. Every failure is a typed
+`RelayError` (see `errors.py`); a conflicting commit is not an error but a `CommitResult`
+listing each conflict with the current head.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import socket
+import ssl
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, NamedTuple
+
+import httpx
+
+from companion.logs import register_secret
+from companion.relay import models as m
+from companion.relay.blobframes import MEDIA_TYPE as FRAMES_TYPE
+from companion.relay.blobframes import FrameError, FrameHeader, FrameParser, encode_frames
+from companion.relay.errors import (
+    AuthError,
+    ConflictError,
+    MissingBlobsError,
+    NotFoundError,
+    RelayError,
+    RelayUnreachable,
+)
+
+__all__ = [
+    "AuthError",
+    "Changes",
+    "ChangesPage",
+    "CommitResult",
+    "ConflictError",
+    "DeviceInfo",
+    "JoinResult",
+    "Lease",
+    "MissingBlobsError",
+    "NotFoundError",
+    "Record",
+    "RecordResult",
+    "RelayClient",
+    "RelayError",
+    "RelayUnreachable",
+]
+
+
+@dataclass(frozen=True)
+class Record:
+    """A record on the wire. `seq`, `device_id` and `committed_at` are set by the relay."""
+
+    file_id: str
+    rev: int
+    parent_rev: int
+    sealed: bytes
+    blobs: tuple[str, ...] = ()
+    seq: int | None = None
+    device_id: str | None = None
+    committed_at: float | None = None
+
+    def to_wire(self) -> dict[str, Any]:
+        return {
+            "file_id": self.file_id,
+            "rev": self.rev,
+            "parent_rev": self.parent_rev,
+            "sealed": m.b64encode(self.sealed),
+            "blobs": list(self.blobs),
+        }
+
+    @classmethod
+    def from_model(cls, r: m.RecordOut) -> Record:
+        return cls(
+            r.file_id, r.rev, r.parent_rev, r.sealed, tuple(r.blobs), r.seq, r.device_id,
+            r.committed_at,
+        )  # fmt: skip
+
+
+@dataclass(frozen=True)
+class RecordResult:
+    file_id: str
+    rev: int
+    status: str  # committed | duplicate | conflict | aborted
+    seq: int | None = None
+    head: Record | None = None  # the current head, on conflict (None: the file does not exist)
+
+    @property
+    def ok(self) -> bool:
+        return self.status in ("committed", "duplicate")
+
+
+@dataclass(frozen=True)
+class CommitResult:
+    """All or nothing: `committed` is True when every record is stored (new or duplicate)."""
+
+    committed: bool
+    seq: int
+    results: list[RecordResult]
+
+    @property
+    def ok(self) -> bool:
+        return self.committed
+
+    @property
+    def conflicts(self) -> list[RecordResult]:
+        return [r for r in self.results if r.status == "conflict"]
+
+
+class JoinResult(NamedTuple):
+    token: str
+    device_id: str
+    vault_id: str
+    is_new_vault: bool
+
+
+class Changes(NamedTuple):
+    records: list[Record]
+    seq: int
+
+
+class ChangesPage(NamedTuple):
+    records: list[Record]
+    seq: int
+    vault_seq: int
+    more: bool
+
+
+class Lease(NamedTuple):
+    name: str
+    holder: str
+    expires: float
+    acquired: bool
+
+
+class DeviceInfo(NamedTuple):
+    device_id: str
+    name: str
+    kind: str
+    created: float
+    revoked: float | None
+
+
+def _sha(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+class RelayClient:
+    """A device's connection to one relay.
+
+    `verify` is True (system CAs), False (no verification: tests only), or a path to a CA
+    bundle / self-signed certificate to trust.
+    """
+
+    def __init__(
+        self,
+        base_url: str,
+        token: str | None = None,
+        vault_id: str | None = None,
+        *,
+        timeout: float = 30.0,
+        verify: bool | str = True,
+    ) -> None:
+        self.base_url = base_url.rstrip("/")
+        self.vault_id = vault_id
+        self._token: str | None = None
+        self._limits: dict[str, float] | None = None
+        tls: bool | ssl.SSLContext = (
+            ssl.create_default_context(cafile=verify) if isinstance(verify, str) else verify
+        )
+        self._http = httpx.Client(
+            base_url=self.base_url,
+            timeout=httpx.Timeout(timeout, connect=min(timeout, 10.0)),
+            # TCP_NODELAY: without it, the last piece of a body waits for a delayed ACK (~40 ms)
+            transport=httpx.HTTPTransport(
+                retries=2,
+                verify=tls,
+                socket_options=[(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)],
+            ),
+            headers={"User-Agent": "vault-companion"},
+        )
+        self.timeout = timeout
+        if token:
+            self.set_token(token)
+
+    # plumbing --------------------------------------------------------------------------------
+    def set_token(self, token: str) -> None:
+        register_secret(token)
+        self._token = token
+        self._http.headers["Authorization"] = f"Bearer {token}"
+
+    def close(self) -> None:
+        self._http.close()
+
+    def __enter__(self) -> RelayClient:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _vault_path(self, suffix: str) -> str:
+        if not self.vault_id or not self._token:
+            raise AuthError("this device has not joined a vault on the relay yet")
+        return f"/v1/vaults/{self.vault_id}{suffix}"
+
+    def _request(
+        self, method: str, path: str, *, accept: tuple[int, ...] = (), **kw: Any
+    ) -> httpx.Response:
+        """Send; raise the matching RelayError for any status >= 400 not in `accept`."""
+        try:
+            resp = self._http.request(method, path, **kw)
+        except httpx.TimeoutException:
+            raise RelayUnreachable(f"the relay at {self.base_url} did not answer in time") from None
+        except httpx.TransportError as exc:
+            raise RelayUnreachable(
+                f"cannot reach the relay at {self.base_url}: {type(exc).__name__}"
+                + (f" ({exc})" if str(exc) else "")
+            ) from None
+        if resp.status_code >= 400 and resp.status_code not in accept:
+            self._raise(resp)
+        return resp
+
+    def _raise(self, resp: httpx.Response, **extra: Any) -> None:
+        status = resp.status_code
+        try:
+            body = resp.json()
+            code, message = str(body.get("error")), str(body.get("message"))
+        except Exception:
+            body, code, message = {}, None, resp.text[:200] or resp.reason_phrase
+        text = f"relay refused the request ({status} {code}): {message}"
+        if status in (502, 503, 504):
+            raise RelayUnreachable(
+                f"the relay at {self.base_url} is unavailable ({status})", status=status
+            )
+        if status in (401, 403, 410, 429):
+            raise AuthError(text, status=status, code=code)
+        if status == 404:
+            raise NotFoundError(text, status=status, code=code)
+        if status == 409:
+            raise ConflictError(text, status=status, code=code)
+        if code == "missing_blobs":
+            raise MissingBlobsError(text, list(body.get("missing", [])), status=status, code=code)
+        raise RelayError(text, status=status, code=code)
+
+    def _parse(self, model: type[Any], resp: httpx.Response) -> Any:
+        try:
+            return model.model_validate_json(resp.content)
+        except ValueError:
+            raise RelayError(
+                f"the relay at {self.base_url} sent an answer this client cannot read"
+            ) from None
+
+    def limits(self) -> dict[str, float]:
+        if self._limits is None:
+            self._limits = self.health()["limits"]
+        return self._limits
+
+    # relay and devices -----------------------------------------------------------------------
+    def health(self) -> dict[str, Any]:
+        return self._parse(m.HealthOut, self._request("GET", "/v1/health")).model_dump()
+
+    def join(self, invite: str, device_name: str, kind: str) -> JoinResult:
+        """Redeem a one-time invite; this client then uses the new device's token."""
+        resp = self._request(
+            "POST", "/v1/join", json={"invite": invite, "device_name": device_name, "kind": kind}
+        )
+        out = self._parse(m.JoinOut, resp)
+        self.set_token(out.token)
+        self.vault_id = out.vault_id
+        return JoinResult(out.token, out.device_id, out.vault_id, out.new_vault)
+
+    def devices(self) -> list[DeviceInfo]:
+        out = self._parse(m.DevicesOut, self._request("GET", self._vault_path("/devices")))
+        return [DeviceInfo(d.device_id, d.name, d.kind, d.created, d.revoked) for d in out.devices]
+
+    # the wrapped vault key -------------------------------------------------------------------
+    def get_key_blob(self) -> bytes | None:
+        """The wrapped vault key, or None when no device has set it yet."""
+        try:
+            resp = self._request("GET", self._vault_path("/key"))
+        except NotFoundError as exc:
+            if exc.code == "key_not_set":
+                return None
+            raise
+        return self._parse(m.KeyOut, resp).key
+
+    def put_key_blob(
+        self, blob: bytes, expected_absent: bool = True, replaces: bytes | None = None
+    ) -> None:
+        """Set the wrapped key (`expected_absent`: only if no device set it first), or replace
+        the blob `replaces` (a rewrap after a passphrase change). ConflictError otherwise."""
+        if expected_absent:
+            if_match = None
+        elif replaces is None:
+            raise ValueError("replacing the vault key needs the blob it replaces")
+        else:
+            if_match = _sha(replaces)
+        self._request(
+            "PUT",
+            self._vault_path("/key"),
+            json={"key": m.b64encode(blob), "if_match": if_match},
+        )
+
+    # records ---------------------------------------------------------------------------------
+    def commit(self, records: Sequence[Record]) -> CommitResult:
+        """Commit records all-or-nothing; conflicts come back in the result, not as errors."""
+        payload = {"records": [r.to_wire() for r in records]}
+        resp = self._request("POST", self._vault_path("/commit"), json=payload, accept=(409,))
+        if resp.status_code == 409:
+            return self._commit_result(self._parse(m.CommitConflictOut, resp))
+        return self._commit_result(self._parse(m.CommitOut, resp))
+
+    def _commit_result(self, out: m.CommitOut) -> CommitResult:
+        return CommitResult(
+            out.committed,
+            out.seq,
+            [
+                RecordResult(
+                    r.file_id, r.rev, r.status, r.seq, Record.from_model(r.head) if r.head else None
+                )
+                for r in out.results
+            ],
+        )
+
+    def changes_page(self, since: int = 0, wait: float = 0, limit: int = 1000) -> ChangesPage:
+        """One page of records committed after `since` (long-polls up to `wait` seconds)."""
+        resp = self._request(
+            "GET",
+            self._vault_path("/changes"),
+            params={"since": since, "wait": wait, "limit": limit},
+            timeout=httpx.Timeout(self.timeout + wait, connect=min(self.timeout, 10.0)),
+        )
+        out = self._parse(m.ChangesOut, resp)
+        return ChangesPage(
+            [Record.from_model(r) for r in out.records], out.seq, out.vault_seq, out.more
+        )
+
+    def changes(self, since: int = 0, wait: float = 0) -> Changes:
+        """Every record committed after `since` (following pages), and the seq to pass next."""
+        page = self.changes_page(since, wait)
+        records = list(page.records)
+        while page.more:
+            page = self.changes_page(page.seq, 0)
+            records.extend(page.records)
+        return Changes(records, page.seq)
+
+    def head(self, file_id: str) -> Record | None:
+        try:
+            resp = self._request("GET", self._vault_path(f"/files/{file_id}"))
+        except NotFoundError:
+            return None
+        return Record.from_model(self._parse(m.RecordOut, resp))
+
+    def history(self, file_id: str, limit: int = 100) -> list[Record]:
+        """Retained revisions of a file, newest first (empty when the file is unknown)."""
+        try:
+            resp = self._request(
+                "GET", self._vault_path(f"/files/{file_id}/history"), params={"limit": limit}
+            )
+        except NotFoundError:
+            return []
+        return [Record.from_model(r) for r in self._parse(m.HistoryOut, resp).records]
+
+    def record(self, file_id: str, rev: int) -> Record | None:
+        try:
+            resp = self._request("GET", self._vault_path(f"/files/{file_id}/revs/{rev}"))
+        except NotFoundError:
+            return None
+        return Record.from_model(self._parse(m.RecordOut, resp))
+
+    # blobs -----------------------------------------------------------------------------------
+    def has_blobs(self, blob_ids: Iterable[str]) -> list[str]:
+        """The ids among `blob_ids` the relay does not have (upload those)."""
+        ids = list(dict.fromkeys(blob_ids))
+        step = int(self.limits()["max_blobs_per_batch"])
+        missing: list[str] = []
+        for i in range(0, len(ids), step):
+            resp = self._request(
+                "POST", self._vault_path("/blobs-missing"), json={"ids": ids[i : i + step]}
+            )
+            missing.extend(self._parse(m.MissingOut, resp).missing)
+        return missing
+
+    def put_blob(self, blob_id: str, data: bytes) -> bool:
+        """Upload one blob; False when the relay already had it (deduplicated)."""
+        resp = self._request(
+            "PUT",
+            self._vault_path(f"/blobs/{blob_id}"),
+            content=data,
+            headers={"Content-Type": "application/octet-stream", "X-Content-SHA256": _sha(data)},
+        )
+        return self._parse(m.BlobPutOut, resp).created
+
+    def get_blob(self, blob_id: str) -> bytes:
+        """Download one blob, checked against the relay's checksum (NotFoundError if absent)."""
+        resp = self._request("GET", self._vault_path(f"/blobs/{blob_id}"))
+        data = resp.content
+        if resp.headers.get("X-Content-SHA256") != _sha(data):
+            raise RelayError(f"blob {blob_id} arrived damaged (checksum mismatch)")
+        return data
+
+    def put_blobs(self, blobs: Mapping[str, bytes] | Iterable[tuple[str, bytes]]) -> list[str]:
+        """Upload many blobs in streamed batches; returns the ids that were new to the relay."""
+        items = list(blobs.items() if isinstance(blobs, Mapping) else blobs)
+        lim = self.limits()
+        max_bytes, max_n = int(lim["max_batch_bytes"]), int(lim["max_blobs_per_batch"])
+        created: list[str] = []
+        batch: list[tuple[str, str, bytes]] = []
+        size = 0
+        for blob_id, data in items:
+            frame = len(data) + len(blob_id) + 41
+            if batch and (size + frame > max_bytes or len(batch) >= max_n):
+                created += self._put_batch(batch, size)
+                batch, size = [], 0
+            batch.append((blob_id, _sha(data), data))
+            size += frame
+        if batch:
+            created += self._put_batch(batch, size)
+        return created
+
+    def _put_batch(self, batch: list[tuple[str, str, bytes]], size: int) -> list[str]:
+        resp = self._request(
+            "POST",
+            self._vault_path("/blobs-upload"),
+            content=encode_frames(batch),
+            headers={"Content-Type": FRAMES_TYPE, "Content-Length": str(size)},
+        )
+        return [b.blob_id for b in self._parse(m.BatchPutOut, resp).blobs if b.created]
+
+    def get_blobs(self, blob_ids: Iterable[str]) -> dict[str, bytes]:
+        """Download many blobs in streamed batches, each checked against its checksum."""
+        return dict(self.iter_blobs(blob_ids))
+
+    def iter_blobs(self, blob_ids: Iterable[str]) -> Iterator[tuple[str, bytes]]:
+        """Like `get_blobs`, yielding each blob as it arrives (bounded memory)."""
+        ids = list(dict.fromkeys(blob_ids))
+        lim = self.limits()
+        step = int(lim["max_blobs_per_batch"])
+        for i in range(0, len(ids), step):
+            yield from self._fetch_batch(ids[i : i + step], int(lim["max_blob_bytes"]))
+
+    def _fetch_batch(self, ids: list[str], max_blob: int) -> Iterator[tuple[str, bytes]]:
+        path = self._vault_path("/blobs-download")
+        try:
+            with self._http.stream("POST", path, json={"ids": ids}) as resp:
+                if resp.status_code >= 400:
+                    resp.read()
+                    self._raise(resp)
+                parser = FrameParser(max_blob)
+                header: FrameHeader | None = None
+                parts: list[bytes | memoryview] = []
+                got = 0
+                for chunk in resp.iter_raw():
+                    for ev in parser.feed(chunk):
+                        if isinstance(ev, FrameHeader):
+                            header, parts = ev, []
+                        elif ev is None:
+                            assert header is not None
+                            data = b"".join(parts)
+                            if _sha(data) != header.sha256:
+                                raise RelayError(f"blob {header.blob_id} arrived damaged")
+                            got += 1
+                            yield header.blob_id, data
+                        else:
+                            parts.append(ev)
+                parser.close()
+        except httpx.TimeoutException:
+            raise RelayUnreachable(f"the relay at {self.base_url} did not answer in time") from None
+        except httpx.TransportError as exc:
+            raise RelayUnreachable(
+                f"lost the relay at {self.base_url} during a download: {type(exc).__name__}"
+            ) from None
+        except FrameError as exc:
+            raise RelayError(f"the relay sent a malformed blob batch: {exc}") from None
+        if got != len(ids):
+            raise RelayError(f"the relay sent {got} of {len(ids)} blobs")
+
+    # leases ----------------------------------------------------------------------------------
+    def lease(self, name: str, ttl: float) -> Lease:
+        """Take or renew the named lease; `acquired` is False when another device holds it."""
+        resp = self._request("POST", self._vault_path(f"/leases/{name}"), json={"ttl": ttl})
+        out = self._parse(m.LeaseOut, resp)
+        return Lease(out.name, out.holder, out.expires, out.acquired)
+
+    def release_lease(self, name: str) -> bool:
+        resp = self._request("DELETE", self._vault_path(f"/leases/{name}"))
+        return self._parse(m.ReleaseOut, resp).released

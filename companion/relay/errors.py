@@ -1,0 +1,44 @@
+"""Errors a relay client raises: all `RelayError`, itself a `CompanionError` (exit status 1).
+
+Catch the specific ones first: `RelayUnreachable` (offline: queue and retry later), `AuthError`
+(the token or invite was refused: the device must join again), `ConflictError` (someone else
+changed it first), `NotFoundError`, `MissingBlobsError`. Messages are for a person and never
+contain the token.
+"""
+
+from __future__ import annotations
+
+from companion.errors import CompanionError
+
+
+class RelayError(CompanionError):
+    """The relay refused a request, or answered something the client cannot use."""
+
+    def __init__(self, message: str, *, status: int | None = None, code: str | None = None):
+        super().__init__(message)
+        self.status = status
+        self.code = code
+
+
+class RelayUnreachable(RelayError):
+    """No answer: connection refused, timeout, TLS failure, or a proxy saying the relay is down."""
+
+
+class AuthError(RelayError):
+    """The token or invite was refused: wrong, expired, used, revoked, other vault, rate limit."""
+
+
+class ConflictError(RelayError):
+    """A compare-and-swap lost: the state changed since it was read."""
+
+
+class NotFoundError(RelayError):
+    """No such file, revision, blob, vault key or vault."""
+
+
+class MissingBlobsError(RelayError):
+    """A commit named blobs the relay does not have; upload them and commit again."""
+
+    def __init__(self, message: str, missing: list[str], **kw: object) -> None:
+        super().__init__(message, **kw)  # type: ignore[arg-type]
+        self.missing = missing

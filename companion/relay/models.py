@@ -1,0 +1,231 @@
+"""The relay's wire format: pydantic models that validate requests and document the API.
+
+They are the single description of the JSON the relay speaks: FastAPI validates bodies with
+them and builds `/openapi.json` from them, and `client.py` parses responses with them.
+Binary fields travel as standard base64 with padding.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+from typing import Annotated, Any, Literal
+
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    PlainSerializer,
+    StringConstraints,
+    WithJsonSchema,
+)
+
+HEX_ID_PATTERN = r"^[0-9a-f]{16,128}$"
+SHORT_ID_PATTERN = r"^[0-9a-f]{16}$"
+SHA256_PATTERN = r"^[0-9a-f]{64}$"
+LEASE_NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$"
+B64_PATTERN = r"^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$"
+
+HexId = Annotated[str, StringConstraints(pattern=HEX_ID_PATTERN)]
+ShortId = Annotated[str, StringConstraints(pattern=SHORT_ID_PATTERN)]
+Sha256Hex = Annotated[str, StringConstraints(pattern=SHA256_PATTERN)]
+
+
+def _b64decode(value: Any) -> bytes:
+    if isinstance(value, bytes | bytearray):
+        return bytes(value)
+    if not isinstance(value, str):
+        raise ValueError("must be a base64 string")
+    try:
+        return base64.b64decode(value, validate=True)
+    except (binascii.Error, ValueError):
+        raise ValueError("is not valid base64") from None
+
+
+def b64encode(data: bytes) -> str:
+    return base64.b64encode(data).decode("ascii")
+
+
+B64Bytes = Annotated[
+    bytes,
+    BeforeValidator(_b64decode),
+    PlainSerializer(b64encode, return_type=str),
+    WithJsonSchema({"type": "string", "pattern": B64_PATTERN, "description": "base64"}),
+]
+
+
+def _non_empty(value: bytes) -> bytes:
+    if not value:
+        raise ValueError("must not be empty")
+    return value
+
+
+NonEmptyB64Bytes = Annotated[
+    bytes,
+    BeforeValidator(_b64decode),
+    AfterValidator(_non_empty),
+    PlainSerializer(b64encode, return_type=str),
+    WithJsonSchema(
+        {"type": "string", "pattern": B64_PATTERN, "minLength": 4, "description": "base64"}
+    ),
+]
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class ErrorOut(BaseModel):
+    """Every refusal: a stable machine code and a sentence for a person."""
+
+    error: str
+    message: str
+
+
+class MissingBlobsOut(ErrorOut):
+    missing: list[str] = Field(default_factory=list)
+
+
+class HealthOut(BaseModel):
+    status: Literal["ok"]
+    version: str
+    time: float
+    limits: dict[str, float]
+
+
+class JoinIn(_Model):
+    invite: Annotated[str, StringConstraints(min_length=1, max_length=200)]
+    # printable only: names end up in `companion relay devices` output on an admin's terminal
+    device_name: Annotated[
+        str, StringConstraints(min_length=1, max_length=100, pattern=r"^[^\x00-\x1f\x7f]+$")
+    ]
+    kind: Literal["human", "agent"]
+
+
+class JoinOut(BaseModel):
+    token: str
+    device_id: str
+    vault_id: str
+    new_vault: bool = Field(description="True when the vault key is not set yet: set it.")
+
+
+class KeyOut(BaseModel):
+    key: B64Bytes
+    sha256: str = Field(description="SHA-256 hex of the key blob: pass it as if_match to rewrap.")
+
+
+class KeyIn(_Model):
+    key: NonEmptyB64Bytes
+    if_match: Sha256Hex | None = Field(
+        None,
+        description="Null: set the key only if absent. The current key's sha256: replace it.",
+    )
+
+
+class KeyPutOut(BaseModel):
+    sha256: str
+
+
+class RecordIn(_Model):
+    file_id: HexId
+    rev: int = Field(ge=1, le=2**62, strict=True)
+    parent_rev: int = Field(ge=0, le=2**62, strict=True)
+    sealed: B64Bytes
+    blobs: list[HexId] = Field(default_factory=list)
+
+
+class RecordOut(BaseModel):
+    file_id: str
+    rev: int
+    parent_rev: int
+    sealed: B64Bytes
+    blobs: list[str]
+    seq: int
+    device_id: str
+    committed_at: float
+
+
+class CommitIn(_Model):
+    records: list[RecordIn] = Field(min_length=1)
+
+
+class RecordResultOut(BaseModel):
+    file_id: str
+    rev: int
+    status: Literal["committed", "duplicate", "conflict", "aborted"]
+    seq: int | None = None
+    head: RecordOut | None = None
+
+
+class CommitOut(BaseModel):
+    committed: bool
+    seq: int
+    results: list[RecordResultOut]
+
+
+class CommitConflictOut(ErrorOut, CommitOut):
+    pass
+
+
+class ChangesOut(BaseModel):
+    records: list[RecordOut]
+    seq: int = Field(description="Pass as `since` next time.")
+    vault_seq: int
+    more: bool
+
+
+class HistoryOut(BaseModel):
+    records: list[RecordOut]
+
+
+class BlobIdsIn(_Model):
+    ids: list[HexId] = Field(min_length=1)
+
+
+class MissingOut(BaseModel):
+    missing: list[str]
+
+
+class BlobPutOut(BaseModel):
+    blob_id: str
+    size: int
+    sha256: str
+    created: bool
+
+
+class BatchPutOut(BaseModel):
+    blobs: list[BlobPutOut]
+
+
+MAX_LEASE_TTL_S = 7 * 24 * 3600
+
+
+class LeaseIn(_Model):
+    ttl: float = Field(
+        gt=0, le=MAX_LEASE_TTL_S, strict=True, description="Seconds held unless renewed."
+    )
+
+
+class LeaseOut(BaseModel):
+    name: str
+    holder: str
+    expires: float
+    acquired: bool
+
+
+class ReleaseOut(BaseModel):
+    released: bool
+
+
+class DeviceOut(BaseModel):
+    device_id: str
+    name: str
+    kind: str
+    created: float
+    revoked: float | None
+
+
+class DevicesOut(BaseModel):
+    devices: list[DeviceOut]

@@ -1,0 +1,701 @@
+"""The embedded relay store: SQLite in WAL mode for state, one file per blob.
+
+Layout under the data directory::
+
+    relay.db                         vaults, invites, devices, records, blobs, leases
+    blobs/<vault>/<ab>/<blob>        ciphertext, written temp + fsync + rename (one level of 256
+                                     folders: few new folders to flush, small enough folders)
+    tmp/                             uploads in progress (same filesystem, so rename is atomic)
+
+Durability: every commit batch is one `BEGIN IMMEDIATE` transaction with `synchronous=FULL`,
+so a crash part-way through leaves the store exactly as before the batch. A blob is fsynced
+and renamed into place before its row is inserted, so a row always names complete bytes.
+
+Concurrency: one connection per thread; writers queue on an in-process lock (cheaper than
+SQLite's busy-wait) and on SQLite's own lock against other processes (the `invite`, `revoke`
+and `prune` commands may run while the server does).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import secrets
+import sqlite3
+import threading
+import time
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+
+from companion.logs import get_logger
+from companion.relay.storage import (
+    BlobCorrupt,
+    BlobIdTaken,
+    BlobInfo,
+    BlobSink,
+    ChangesPage,
+    ChecksumMismatch,
+    CommitOutcome,
+    Device,
+    InviteRefused,
+    KeyBlobConflict,
+    Lease,
+    NewRecord,
+    NotFound,
+    PruneStats,
+    Published,
+    RecordResult,
+    RelayStorage,
+    RetentionPolicy,
+    StoredRecord,
+    UnknownVault,
+    Vault,
+)
+
+log = get_logger("relay.storage")
+
+SCHEMA_VERSION = 1
+_SQL_CHUNK = 500  # ids per IN (...) query, well under SQLite's variable limit
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS vaults (
+    vault_id TEXT PRIMARY KEY,
+    created REAL NOT NULL,
+    seq INTEGER NOT NULL DEFAULT 0,
+    key_blob BLOB,
+    key_updated REAL
+);
+CREATE TABLE IF NOT EXISTS invites (
+    code_hash BLOB PRIMARY KEY,
+    vault_id TEXT NOT NULL,
+    created REAL NOT NULL,
+    expires REAL NOT NULL,
+    used REAL,
+    used_by TEXT
+);
+CREATE TABLE IF NOT EXISTS devices (
+    device_id TEXT PRIMARY KEY,
+    vault_id TEXT NOT NULL,
+    name TEXT NOT NULL,
+    kind TEXT NOT NULL,
+    token_hash BLOB NOT NULL,
+    created REAL NOT NULL,
+    revoked REAL
+);
+CREATE INDEX IF NOT EXISTS devices_vault ON devices (vault_id);
+CREATE TABLE IF NOT EXISTS records (
+    vault_id TEXT NOT NULL,
+    seq INTEGER NOT NULL,
+    file_id TEXT NOT NULL,
+    rev INTEGER NOT NULL,
+    parent_rev INTEGER NOT NULL,
+    sealed BLOB NOT NULL,
+    blobs TEXT NOT NULL,
+    device_id TEXT NOT NULL,
+    committed_at REAL NOT NULL,
+    PRIMARY KEY (vault_id, seq),
+    UNIQUE (vault_id, file_id, rev)
+);
+CREATE TABLE IF NOT EXISTS blobs (
+    vault_id TEXT NOT NULL,
+    blob_id TEXT NOT NULL,
+    size INTEGER NOT NULL,
+    sha256 TEXT NOT NULL,
+    created REAL NOT NULL,
+    PRIMARY KEY (vault_id, blob_id)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS leases (
+    vault_id TEXT NOT NULL,
+    name TEXT NOT NULL,
+    holder TEXT NOT NULL,
+    expires REAL NOT NULL,
+    PRIMARY KEY (vault_id, name)
+) WITHOUT ROWID;
+"""
+
+_RECORD_COLS = "file_id, rev, parent_rev, sealed, blobs, seq, device_id, committed_at"
+
+
+def _record(row: sqlite3.Row | tuple) -> StoredRecord:
+    file_id, rev, parent_rev, sealed, blobs, seq, device_id, committed_at = row
+    return StoredRecord(
+        file_id=file_id,
+        rev=rev,
+        parent_rev=parent_rev,
+        sealed=bytes(sealed),
+        blobs=tuple(blobs.split()) if blobs else (),
+        seq=seq,
+        device_id=device_id,
+        committed_at=committed_at,
+    )
+
+
+def _device(row: tuple) -> Device:
+    device_id, vault_id, name, kind, token_hash, created, revoked = row
+    return Device(device_id, vault_id, name, kind, bytes(token_hash), created, revoked)
+
+
+_DEVICE_COLS = "device_id, vault_id, name, kind, token_hash, created, revoked"
+
+
+def _fsync_dir(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+class SqliteStorage(RelayStorage):
+    """SQLite (WAL) + blob files under `data_dir`; see the module docstring."""
+
+    def __init__(self, data_dir: str | os.PathLike[str], *, synchronous: str = "FULL") -> None:
+        self.data_dir = Path(data_dir)
+        self.data_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+        self.blob_dir = self.data_dir / "blobs"
+        self.tmp_dir = self.data_dir / "tmp"
+        self.blob_dir.mkdir(exist_ok=True, mode=0o700)
+        self.tmp_dir.mkdir(exist_ok=True, mode=0o700)
+        self.db_path = self.data_dir / "relay.db"
+        if synchronous.upper() not in ("FULL", "NORMAL", "EXTRA"):
+            raise ValueError(f"synchronous must be FULL, NORMAL or EXTRA, not {synchronous!r}")
+        self._synchronous = synchronous.upper()
+        self._local = threading.local()
+        self._write_lock = threading.Lock()
+        self._conns: list[sqlite3.Connection] = []
+        self._conns_lock = threading.Lock()
+        self._closed = False
+        self._conn().executescript(_SCHEMA)
+        with self._write() as c:
+            row = c.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
+            if row is None:
+                c.execute("INSERT INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
+            elif int(row[0]) > SCHEMA_VERSION:
+                raise RuntimeError(f"{self.db_path} was written by a newer relay (schema {row[0]})")
+        with contextlib.suppress(OSError):
+            os.chmod(self.db_path, 0o600)
+        self._sweep_tmp(older_than=3600)
+
+    # connections ---------------------------------------------------------------------------
+    def _conn(self) -> sqlite3.Connection:
+        conn = getattr(self._local, "conn", None)
+        if conn is None:
+            if self._closed:
+                raise RuntimeError("storage is closed")
+            conn = sqlite3.connect(
+                self.db_path, isolation_level=None, check_same_thread=False, timeout=30
+            )
+            conn.execute("PRAGMA journal_mode=WAL")
+            conn.execute(f"PRAGMA synchronous={self._synchronous}")
+            conn.execute("PRAGMA busy_timeout=30000")
+            self._local.conn = conn
+            with self._conns_lock:
+                self._conns.append(conn)
+        return conn
+
+    @contextlib.contextmanager
+    def _write(self) -> Iterator[sqlite3.Connection]:
+        """One write transaction: all or nothing, serialised in and across processes."""
+        conn = self._conn()
+        with self._write_lock:
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                yield conn
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+            else:
+                conn.execute("COMMIT")
+
+    @contextlib.contextmanager
+    def _read(self) -> Iterator[sqlite3.Connection]:
+        """A consistent snapshot across several SELECTs."""
+        conn = self._conn()
+        conn.execute("BEGIN")
+        try:
+            yield conn
+        finally:
+            conn.execute("COMMIT")
+
+    def close(self) -> None:
+        self._closed = True
+        with self._conns_lock:
+            for conn in self._conns:
+                with contextlib.suppress(sqlite3.Error):
+                    conn.close()
+            self._conns.clear()
+        self._local = threading.local()
+
+    # vaults ----------------------------------------------------------------------------------
+    def create_vault(self, vault_id: str, now: float) -> Vault:
+        with self._write() as c:
+            c.execute("INSERT INTO vaults (vault_id, created) VALUES (?, ?)", (vault_id, now))
+        return Vault(vault_id, now, 0, False)
+
+    def get_vault(self, vault_id: str) -> Vault | None:
+        row = (
+            self._conn()
+            .execute(
+                "SELECT vault_id, created, seq, key_blob IS NOT NULL FROM vaults WHERE vault_id=?",
+                (vault_id,),
+            )
+            .fetchone()
+        )
+        return Vault(row[0], row[1], row[2], bool(row[3])) if row else None
+
+    def list_vaults(self) -> list[Vault]:
+        rows = self._conn().execute(
+            "SELECT vault_id, created, seq, key_blob IS NOT NULL FROM vaults ORDER BY created"
+        )
+        return [Vault(r[0], r[1], r[2], bool(r[3])) for r in rows]
+
+    def get_key_blob(self, vault_id: str) -> bytes | None:
+        row = (
+            self._conn()
+            .execute("SELECT key_blob FROM vaults WHERE vault_id=?", (vault_id,))
+            .fetchone()
+        )
+        if row is None:
+            raise UnknownVault(vault_id)
+        return bytes(row[0]) if row[0] is not None else None
+
+    def put_key_blob(self, vault_id: str, data: bytes, if_match: str | None, now: float) -> None:
+        with self._write() as c:
+            row = c.execute("SELECT key_blob FROM vaults WHERE vault_id=?", (vault_id,)).fetchone()
+            if row is None:
+                raise UnknownVault(vault_id)
+            current = row[0]
+            if if_match is None:
+                if current is not None:
+                    raise KeyBlobConflict("the vault key is already set")
+            elif current is None:
+                raise KeyBlobConflict("the vault key is not set yet")
+            elif hashlib.sha256(current).hexdigest() != if_match:
+                raise KeyBlobConflict("the vault key changed since it was read")
+            c.execute(
+                "UPDATE vaults SET key_blob=?, key_updated=? WHERE vault_id=?",
+                (data, now, vault_id),
+            )
+
+    # invites and devices -----------------------------------------------------------------------
+    def add_invite(self, vault_id: str, code_hash: bytes, now: float, expires: float) -> None:
+        with self._write() as c:
+            if c.execute("SELECT 1 FROM vaults WHERE vault_id=?", (vault_id,)).fetchone() is None:
+                raise UnknownVault(vault_id)
+            c.execute(
+                "INSERT INTO invites (code_hash, vault_id, created, expires) VALUES (?, ?, ?, ?)",
+                (code_hash, vault_id, now, expires),
+            )
+
+    def redeem_invite(self, vault_id: str, code_hash: bytes, device: Device, now: float) -> Vault:
+        with self._write() as c:
+            row = c.execute(
+                "SELECT vault_id, expires, used FROM invites WHERE code_hash=?", (code_hash,)
+            ).fetchone()
+            if row is None or row[0] != vault_id:
+                raise InviteRefused("unknown")
+            if row[2] is not None:
+                raise InviteRefused("used")
+            if row[1] <= now:
+                raise InviteRefused("expired")
+            c.execute(
+                "UPDATE invites SET used=?, used_by=? WHERE code_hash=?",
+                (now, device.device_id, code_hash),
+            )
+            c.execute(
+                f"INSERT INTO devices ({_DEVICE_COLS}) VALUES (?, ?, ?, ?, ?, ?, NULL)",
+                (
+                    device.device_id,
+                    vault_id,
+                    device.name,
+                    device.kind,
+                    device.token_hash,
+                    device.created,
+                ),
+            )
+            v = c.execute(
+                "SELECT vault_id, created, seq, key_blob IS NOT NULL FROM vaults WHERE vault_id=?",
+                (vault_id,),
+            ).fetchone()
+            if v is None:  # an invite outliving its vault: refuse rather than orphan a device
+                raise InviteRefused("unknown")
+        return Vault(v[0], v[1], v[2], bool(v[3]))
+
+    def get_device(self, device_id: str) -> Device | None:
+        row = (
+            self._conn()
+            .execute(f"SELECT {_DEVICE_COLS} FROM devices WHERE device_id=?", (device_id,))
+            .fetchone()
+        )
+        return _device(row) if row else None
+
+    def list_devices(self, vault_id: str | None = None) -> list[Device]:
+        if vault_id is None:
+            rows = self._conn().execute(f"SELECT {_DEVICE_COLS} FROM devices ORDER BY created")
+        else:
+            rows = self._conn().execute(
+                f"SELECT {_DEVICE_COLS} FROM devices WHERE vault_id=? ORDER BY created",
+                (vault_id,),
+            )
+        return [_device(r) for r in rows]
+
+    def revoke_device(self, device_id: str, now: float) -> Device:
+        with self._write() as c:
+            c.execute(
+                "UPDATE devices SET revoked=? WHERE device_id=? AND revoked IS NULL",
+                (now, device_id),
+            )
+            row = c.execute(
+                f"SELECT {_DEVICE_COLS} FROM devices WHERE device_id=?", (device_id,)
+            ).fetchone()
+            if row is None:
+                raise NotFound(device_id)
+        return _device(row)
+
+    # records ---------------------------------------------------------------------------------
+    def _head(self, c: sqlite3.Connection, vault_id: str, file_id: str) -> StoredRecord | None:
+        row = c.execute(
+            f"SELECT {_RECORD_COLS} FROM records WHERE vault_id=? AND file_id=? "
+            "ORDER BY rev DESC LIMIT 1",
+            (vault_id, file_id),
+        ).fetchone()
+        return _record(row) if row else None
+
+    def _present_blobs(self, c: sqlite3.Connection, vault_id: str, ids: Sequence[str]) -> set[str]:
+        present: set[str] = set()
+        uniq = list(dict.fromkeys(ids))
+        for i in range(0, len(uniq), _SQL_CHUNK):
+            part = uniq[i : i + _SQL_CHUNK]
+            marks = ",".join("?" * len(part))
+            present.update(
+                r[0]
+                for r in c.execute(
+                    f"SELECT blob_id FROM blobs WHERE vault_id=? AND blob_id IN ({marks})",
+                    (vault_id, *part),
+                )
+            )
+        return present
+
+    def commit(
+        self, vault_id: str, device_id: str, records: Sequence[NewRecord], now: float
+    ) -> CommitOutcome:
+        with self._write() as c:
+            row = c.execute("SELECT seq FROM vaults WHERE vault_id=?", (vault_id,)).fetchone()
+            if row is None:
+                raise UnknownVault(vault_id)
+            seq = row[0]
+            results: list[RecordResult | None] = []
+            fresh: list[tuple[int, NewRecord]] = []
+            refused = False
+            for r in records:
+                head_row = c.execute(
+                    "SELECT MAX(rev) FROM records WHERE vault_id=? AND file_id=?",
+                    (vault_id, r.file_id),
+                ).fetchone()
+                head_rev = head_row[0] or 0
+                if head_rev == r.parent_rev:
+                    fresh.append((len(results), r))
+                    results.append(None)  # filled in below
+                    continue
+                if head_rev >= r.rev:
+                    same = c.execute(
+                        "SELECT parent_rev, sealed, blobs, seq FROM records "
+                        "WHERE vault_id=? AND file_id=? AND rev=?",
+                        (vault_id, r.file_id, r.rev),
+                    ).fetchone()
+                    if (
+                        same is not None
+                        and same[0] == r.parent_rev
+                        and bytes(same[1]) == r.sealed
+                        and same[2] == " ".join(r.blobs)
+                    ):
+                        results.append(RecordResult(r.file_id, r.rev, "duplicate", seq=same[3]))
+                        continue
+                refused = True
+                results.append(
+                    RecordResult(
+                        r.file_id, r.rev, "conflict", head=self._head(c, vault_id, r.file_id)
+                    )
+                )
+            wanted = [b for _, r in fresh for b in r.blobs]
+            present = self._present_blobs(c, vault_id, wanted) if wanted else set()
+            missing = list(dict.fromkeys(b for b in wanted if b not in present))
+            if refused or missing:
+                for i, r in fresh:
+                    results[i] = RecordResult(r.file_id, r.rev, "aborted")
+                return CommitOutcome(False, seq, list(results), missing)  # type: ignore[arg-type]
+            rows = []
+            for i, r in fresh:
+                seq += 1
+                rows.append(
+                    (
+                        vault_id,
+                        seq,
+                        r.file_id,
+                        r.rev,
+                        r.parent_rev,
+                        r.sealed,
+                        " ".join(r.blobs),
+                        device_id,
+                        now,
+                    )
+                )
+                results[i] = RecordResult(r.file_id, r.rev, "committed", seq=seq)
+            if rows:
+                c.executemany(
+                    "INSERT INTO records (vault_id, seq, file_id, rev, parent_rev, sealed, blobs, "
+                    "device_id, committed_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    rows,
+                )
+                c.execute("UPDATE vaults SET seq=? WHERE vault_id=?", (seq, vault_id))
+        return CommitOutcome(True, seq, list(results))  # type: ignore[arg-type]
+
+    def changes(self, vault_id: str, since: int, limit: int, max_bytes: int) -> ChangesPage:
+        with self._read() as c:
+            row = c.execute("SELECT seq FROM vaults WHERE vault_id=?", (vault_id,)).fetchone()
+            if row is None:
+                raise UnknownVault(vault_id)
+            vault_seq = row[0]
+            cur = c.execute(
+                f"SELECT {_RECORD_COLS} FROM records WHERE vault_id=? AND seq>? "
+                "ORDER BY seq LIMIT ?",
+                (vault_id, since, limit + 1),
+            )
+            out: list[StoredRecord] = []
+            size = 0
+            more = False
+            for r in cur:
+                rec = _record(r)
+                if len(out) >= limit or (out and size + len(rec.sealed) > max_bytes):
+                    more = True
+                    break
+                out.append(rec)
+                size += len(rec.sealed)
+        seq = out[-1].seq if out else max(since, 0)
+        return ChangesPage(out, seq, vault_seq, more)
+
+    def head(self, vault_id: str, file_id: str) -> StoredRecord | None:
+        return self._head(self._conn(), vault_id, file_id)
+
+    def history(self, vault_id: str, file_id: str, limit: int) -> list[StoredRecord]:
+        rows = self._conn().execute(
+            f"SELECT {_RECORD_COLS} FROM records WHERE vault_id=? AND file_id=? "
+            "ORDER BY rev DESC LIMIT ?",
+            (vault_id, file_id, limit),
+        )
+        return [_record(r) for r in rows]
+
+    def get_record(self, vault_id: str, file_id: str, rev: int) -> StoredRecord | None:
+        row = (
+            self._conn()
+            .execute(
+                f"SELECT {_RECORD_COLS} FROM records WHERE vault_id=? AND file_id=? AND rev=?",
+                (vault_id, file_id, rev),
+            )
+            .fetchone()
+        )
+        return _record(row) if row else None
+
+    # blobs -----------------------------------------------------------------------------------
+    def blob_path(self, vault_id: str, blob_id: str) -> Path:
+        return self.blob_dir / vault_id / blob_id[:2] / blob_id
+
+    def missing_blobs(self, vault_id: str, blob_ids: Sequence[str]) -> list[str]:
+        present = self._present_blobs(self._conn(), vault_id, blob_ids)
+        return [b for b in dict.fromkeys(blob_ids) if b not in present]
+
+    def blob_info(self, vault_id: str, blob_id: str) -> BlobInfo | None:
+        row = (
+            self._conn()
+            .execute(
+                "SELECT size, sha256 FROM blobs WHERE vault_id=? AND blob_id=?",
+                (vault_id, blob_id),
+            )
+            .fetchone()
+        )
+        return BlobInfo(blob_id, row[0], row[1]) if row else None
+
+    def blob_sink(self, vault_id: str, blob_id: str, sha256: str, now: float) -> BlobSink:
+        return _FileBlobSink(self, vault_id, blob_id, sha256, now)
+
+    def publish_blobs(self, vault_id: str, sinks: Sequence[BlobSink]) -> list[Published]:
+        """Renames and rows in one write transaction: the directory flushes and the database
+        commit are paid once per group, not once per blob."""
+        out: list[Published] = []
+        taken: list[str] = []
+        dirs: set[Path] = set()
+        with self._write() as c:
+            for sink in sinks:
+                assert isinstance(sink, _FileBlobSink) and sink.sealed is not None
+                info = sink.sealed
+                row = c.execute(
+                    "SELECT size, sha256 FROM blobs WHERE vault_id=? AND blob_id=?",
+                    (vault_id, info.blob_id),
+                ).fetchone()
+                if row is not None:
+                    sink.abort()
+                    if row[1] != info.sha256:
+                        taken.append(info.blob_id)
+                    out.append(Published(BlobInfo(info.blob_id, row[0], row[1]), False))
+                    continue
+                final = self.blob_path(vault_id, info.blob_id)
+                if not final.parent.is_dir():
+                    final.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+                    dirs.update(final.parents[1:3])  # the new <ab> and <vault> entries
+                os.replace(sink.tmp, final)
+                dirs.add(final.parent)
+                c.execute(
+                    "INSERT OR IGNORE INTO blobs (vault_id, blob_id, size, sha256, created) "
+                    "VALUES (?, ?, ?, ?, ?)",
+                    (vault_id, info.blob_id, info.size, info.sha256, sink.now),
+                )
+                out.append(Published(info, True))
+            for d in sorted(dirs, key=lambda p: len(p.parts), reverse=True):
+                _fsync_dir(d)  # the renames are durable before the rows that announce them
+        if taken:
+            raise BlobIdTaken(taken[0])
+        return out
+
+    def read_blob(self, vault_id: str, blob_id: str) -> tuple[BlobInfo, bytes]:
+        info = self.blob_info(vault_id, blob_id)
+        if info is None:
+            raise NotFound(blob_id)
+        path = self.blob_path(vault_id, blob_id)
+        try:
+            data = path.read_bytes()
+        except FileNotFoundError:
+            data = b""
+        if len(data) != info.size or hashlib.sha256(data).hexdigest() != info.sha256:
+            self._quarantine(vault_id, blob_id, path)
+            raise BlobCorrupt(blob_id)
+        return info, data
+
+    def _quarantine(self, vault_id: str, blob_id: str, path: Path) -> None:
+        """Move damaged bytes aside and forget the blob, so a client can upload it again."""
+        log.error("blob %s/%s failed its checksum; moved to quarantine", vault_id, blob_id)
+        qdir = self.data_dir / "quarantine"
+        qdir.mkdir(exist_ok=True, mode=0o700)
+        with self._write() as c:
+            c.execute("DELETE FROM blobs WHERE vault_id=? AND blob_id=?", (vault_id, blob_id))
+            with contextlib.suppress(FileNotFoundError):
+                os.replace(path, qdir / f"{vault_id}-{blob_id}-{int(time.time())}")
+
+    # leases ----------------------------------------------------------------------------------
+    def acquire_lease(
+        self, vault_id: str, name: str, device_id: str, ttl: float, now: float
+    ) -> Lease:
+        with self._write() as c:
+            row = c.execute(
+                "SELECT holder, expires FROM leases WHERE vault_id=? AND name=?", (vault_id, name)
+            ).fetchone()
+            if row is not None and row[0] != device_id and row[1] > now:
+                return Lease(name, row[0], row[1])
+            c.execute(
+                "INSERT OR REPLACE INTO leases (vault_id, name, holder, expires) VALUES (?,?,?,?)",
+                (vault_id, name, device_id, now + ttl),
+            )
+        return Lease(name, device_id, now + ttl)
+
+    def release_lease(self, vault_id: str, name: str, device_id: str) -> bool:
+        with self._write() as c:
+            cur = c.execute(
+                "DELETE FROM leases WHERE vault_id=? AND name=? AND holder=?",
+                (vault_id, name, device_id),
+            )
+            return cur.rowcount > 0
+
+    # housekeeping ----------------------------------------------------------------------------
+    def prune(self, policy: RetentionPolicy, now: float) -> PruneStats:
+        keep_last = max(1, int(policy.keep_last))  # the head is never pruned
+        cutoff = now - policy.keep_days * 86400
+        blob_cutoff = now - policy.blob_grace_s
+        doomed: list[tuple[str, str, int]] = []
+        with self._write() as c:
+            n_records = c.execute(
+                "DELETE FROM records WHERE committed_at < ? AND rev <= ("
+                " SELECT MAX(r2.rev) FROM records r2"
+                " WHERE r2.vault_id = records.vault_id AND r2.file_id = records.file_id) - ?",
+                (cutoff, keep_last),
+            ).rowcount
+            referenced: set[tuple[str, str]] = set()
+            for vault_id, blobs in c.execute("SELECT vault_id, blobs FROM records WHERE blobs!=''"):
+                referenced.update((vault_id, b) for b in blobs.split())
+            for vault_id, blob_id, size in c.execute(
+                "SELECT vault_id, blob_id, size FROM blobs WHERE created < ?", (blob_cutoff,)
+            ).fetchall():
+                if (vault_id, blob_id) not in referenced:
+                    doomed.append((vault_id, blob_id, size))
+            c.executemany(
+                "DELETE FROM blobs WHERE vault_id=? AND blob_id=?", [d[:2] for d in doomed]
+            )
+            n_invites = c.execute(
+                "DELETE FROM invites WHERE used IS NULL AND expires < ?", (now - 86400,)
+            ).rowcount
+            n_leases = c.execute("DELETE FROM leases WHERE expires < ?", (now,)).rowcount
+        # Unlink under a second write transaction: an upload of the same id (which publishes
+        # under the write lock) cannot slip in between "row absent" and "file removed".
+        with self._write() as c:
+            for vault_id, blob_id, _ in doomed:
+                gone = c.execute(
+                    "SELECT 1 FROM blobs WHERE vault_id=? AND blob_id=?", (vault_id, blob_id)
+                ).fetchone()
+                if gone is None:
+                    self.blob_path(vault_id, blob_id).unlink(missing_ok=True)
+        self._sweep_tmp(older_than=3600)
+        return PruneStats(
+            records=n_records,
+            blobs=len(doomed),
+            blob_bytes=sum(d[2] for d in doomed),
+            invites=n_invites,
+            leases=n_leases,
+        )
+
+    def _sweep_tmp(self, older_than: float) -> None:
+        """Remove uploads abandoned by a crash (old enough that nobody is writing them)."""
+        limit = time.time() - older_than
+        for p in self.tmp_dir.iterdir():
+            with contextlib.suppress(OSError):
+                if p.stat().st_mtime < limit:
+                    p.unlink()
+
+
+class _FileBlobSink(BlobSink):
+    """Streams into tmp/, hashing as it goes; `seal` checks and fsyncs, publishing renames."""
+
+    def __init__(
+        self, store: SqliteStorage, vault_id: str, blob_id: str, sha256: str, now: float
+    ) -> None:
+        self.blob_id = blob_id
+        self.now = now
+        self.sealed: BlobInfo | None = None
+        self._expected = sha256.lower()
+        self._hash = hashlib.sha256()
+        self._size = 0
+        self.tmp = store.tmp_dir / f"{blob_id[:32]}.{secrets.token_hex(8)}.part"
+        self._file = open(self.tmp, "wb")  # noqa: SIM115 - closed in seal/abort
+
+    def write(self, data: bytes | memoryview) -> None:
+        self._file.write(data)
+        self._hash.update(data)
+        self._size += len(data)
+
+    def seal(self) -> BlobInfo:
+        try:
+            digest = self._hash.hexdigest()
+            if digest != self._expected:
+                raise ChecksumMismatch(self.blob_id)
+            self._file.flush()
+            os.fsync(self._file.fileno())
+            self._file.close()
+        except BaseException:
+            self.abort()
+            raise
+        self.sealed = BlobInfo(self.blob_id, self._size, digest)
+        return self.sealed
+
+    def abort(self) -> None:
+        with contextlib.suppress(OSError):
+            self._file.close()
+        self.tmp.unlink(missing_ok=True)

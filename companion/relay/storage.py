@@ -1,0 +1,309 @@
+"""What the relay stores, as an interface the HTTP handlers program against.
+
+The handlers in `app.py` never touch SQL or files: they call a `RelayStorage`. The embedded
+default is `SqliteStorage` (SQLite in WAL mode plus blob files); a PostgreSQL + object-store
+backend implements the same abstract class without touching a handler.
+
+Everything the relay holds is opaque: ids are lowercase hex strings chosen by clients, records
+and blobs are ciphertext. Secrets (invite codes, device tokens) reach the storage only as
+SHA-256 hashes (see `auth.py`).
+
+Methods are synchronous and thread-safe; the app calls them from a worker thread so the event
+loop keeps serving long-polls while SQLite or the disk works.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Literal
+
+RecordStatus = Literal["committed", "duplicate", "conflict", "aborted"]
+
+
+class StorageError(Exception):
+    """Base of the storage's own refusals (each maps to one clear 4xx in the app)."""
+
+
+class UnknownVault(StorageError):
+    pass
+
+
+class NotFound(StorageError):
+    pass
+
+
+class ChecksumMismatch(StorageError):
+    """Uploaded bytes do not hash to the checksum the client announced."""
+
+
+class BlobIdTaken(StorageError):
+    """A blob with this id exists with different content; blobs are never overwritten."""
+
+
+class BlobCorrupt(StorageError):
+    """A stored blob no longer matches its checksum (disk damage or tampering on the server)."""
+
+
+class KeyBlobConflict(StorageError):
+    """The wrapped vault key is not in the state the writer expected (compare-and-swap)."""
+
+
+class InviteRefused(StorageError):
+    """An invite that is unknown, already used or expired."""
+
+    def __init__(self, reason: Literal["unknown", "used", "expired"]) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+@dataclass(frozen=True)
+class Vault:
+    vault_id: str
+    created: float
+    seq: int
+    has_key: bool
+
+
+@dataclass(frozen=True)
+class Device:
+    device_id: str
+    vault_id: str
+    name: str
+    kind: str
+    token_hash: bytes
+    created: float
+    revoked: float | None = None
+
+
+@dataclass(frozen=True)
+class NewRecord:
+    """A record as a client submits it; `rev == parent_rev + 1` is checked by the caller."""
+
+    file_id: str
+    rev: int
+    parent_rev: int
+    sealed: bytes
+    blobs: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class StoredRecord:
+    file_id: str
+    rev: int
+    parent_rev: int
+    sealed: bytes
+    blobs: tuple[str, ...]
+    seq: int
+    device_id: str
+    committed_at: float
+
+
+@dataclass(frozen=True)
+class RecordResult:
+    file_id: str
+    rev: int
+    status: RecordStatus
+    seq: int | None = None  # the record's seq when committed or duplicate
+    head: StoredRecord | None = None  # the current head, on conflict
+
+
+@dataclass(frozen=True)
+class CommitOutcome:
+    """All-or-nothing: `committed` is True only when every record was written or a duplicate."""
+
+    committed: bool
+    seq: int  # the vault's sequence number after the commit (unchanged when refused)
+    results: list[RecordResult]
+    missing_blobs: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class ChangesPage:
+    records: list[StoredRecord]
+    seq: int  # resume point: the last record's seq, or the vault's seq when caught up
+    vault_seq: int
+    more: bool
+
+
+@dataclass(frozen=True)
+class BlobInfo:
+    blob_id: str
+    size: int
+    sha256: str  # hex
+
+
+@dataclass(frozen=True)
+class Lease:
+    name: str
+    holder: str  # device id
+    expires: float
+
+
+@dataclass(frozen=True)
+class RetentionPolicy:
+    """Keep every revision for `keep_days`, and at least the last `keep_last` of each file.
+
+    Blobs that no retained record references are deleted once older than `blob_grace_s`
+    (a fresh upload waits for the commit that will reference it).
+    """
+
+    keep_days: float = 30
+    keep_last: int = 10
+    blob_grace_s: float = 24 * 3600
+
+
+@dataclass(frozen=True)
+class PruneStats:
+    records: int = 0
+    blobs: int = 0
+    blob_bytes: int = 0
+    invites: int = 0
+    leases: int = 0
+
+
+class BlobSink(ABC):
+    """A blob upload in progress: bytes arrive in pieces, `seal` verifies them and makes them
+    durable, `RelayStorage.publish_blobs` makes sealed blobs visible (several in one group, so
+    a batch pays for one metadata flush instead of one per blob).
+
+    Nothing is visible to readers before publishing; `abort` (or an exception) leaves no trace.
+    """
+
+    blob_id: str
+
+    @abstractmethod
+    def write(self, data: bytes | memoryview) -> None: ...
+
+    @abstractmethod
+    def seal(self) -> BlobInfo:
+        """Check size and checksum (ChecksumMismatch) and make the bytes durable."""
+
+    @abstractmethod
+    def abort(self) -> None: ...
+
+
+@dataclass(frozen=True)
+class Published:
+    info: BlobInfo
+    created: bool  # False: the relay already had this blob (deduplicated)
+
+
+class RelayStorage(ABC):
+    """The relay's persistent state. Implementations must be safe to call from many threads."""
+
+    # vaults --------------------------------------------------------------------------------
+    @abstractmethod
+    def create_vault(self, vault_id: str, now: float) -> Vault: ...
+
+    @abstractmethod
+    def get_vault(self, vault_id: str) -> Vault | None: ...
+
+    @abstractmethod
+    def list_vaults(self) -> list[Vault]: ...
+
+    @abstractmethod
+    def get_key_blob(self, vault_id: str) -> bytes | None: ...
+
+    @abstractmethod
+    def put_key_blob(self, vault_id: str, data: bytes, if_match: str | None, now: float) -> None:
+        """Set the wrapped vault key. `if_match` None: only when absent; else the SHA-256 hex
+        of the current blob (a rewrap). Raises KeyBlobConflict otherwise."""
+
+    # invites and devices ---------------------------------------------------------------------
+    @abstractmethod
+    def add_invite(self, vault_id: str, code_hash: bytes, now: float, expires: float) -> None: ...
+
+    @abstractmethod
+    def redeem_invite(self, vault_id: str, code_hash: bytes, device: Device, now: float) -> Vault:
+        """Atomically mark the invite used and add `device`; raises InviteRefused."""
+
+    @abstractmethod
+    def get_device(self, device_id: str) -> Device | None: ...
+
+    @abstractmethod
+    def list_devices(self, vault_id: str | None = None) -> list[Device]: ...
+
+    @abstractmethod
+    def revoke_device(self, device_id: str, now: float) -> Device:
+        """Mark a device revoked (idempotent); raises NotFound."""
+
+    # records -----------------------------------------------------------------------------------
+    @abstractmethod
+    def commit(
+        self, vault_id: str, device_id: str, records: Sequence[NewRecord], now: float
+    ) -> CommitOutcome:
+        """Compare-and-swap every record on its parent revision, in one transaction.
+
+        A record whose (file_id, rev) already holds identical bytes is a `duplicate` (a replay
+        is idempotent). Any conflict or missing blob refuses the whole batch and writes
+        nothing; a crash part-way leaves the store as it was.
+        """
+
+    @abstractmethod
+    def changes(self, vault_id: str, since: int, limit: int, max_bytes: int) -> ChangesPage: ...
+
+    @abstractmethod
+    def head(self, vault_id: str, file_id: str) -> StoredRecord | None: ...
+
+    @abstractmethod
+    def history(self, vault_id: str, file_id: str, limit: int) -> list[StoredRecord]:
+        """Retained revisions, newest first."""
+
+    @abstractmethod
+    def get_record(self, vault_id: str, file_id: str, rev: int) -> StoredRecord | None: ...
+
+    # blobs -------------------------------------------------------------------------------------
+    @abstractmethod
+    def missing_blobs(self, vault_id: str, blob_ids: Sequence[str]) -> list[str]: ...
+
+    @abstractmethod
+    def blob_info(self, vault_id: str, blob_id: str) -> BlobInfo | None: ...
+
+    @abstractmethod
+    def blob_sink(self, vault_id: str, blob_id: str, sha256: str, now: float) -> BlobSink: ...
+
+    @abstractmethod
+    def publish_blobs(self, vault_id: str, sinks: Sequence[BlobSink]) -> list[Published]:
+        """Make sealed blobs visible, in order. An id already stored with the same checksum is
+        deduplicated; with another checksum it is refused with BlobIdTaken after the others
+        are published (blobs are never overwritten)."""
+
+    def put_blob(self, vault_id: str, blob_id: str, data: bytes, now: float) -> Published:
+        """Store one blob from memory (its checksum is computed here)."""
+        import hashlib
+
+        sink = self.blob_sink(vault_id, blob_id, hashlib.sha256(data).hexdigest(), now)
+        try:
+            sink.write(data)
+            sink.seal()
+        except BaseException:
+            sink.abort()
+            raise
+        return self.publish_blobs(vault_id, [sink])[0]
+
+    @abstractmethod
+    def read_blob(self, vault_id: str, blob_id: str) -> tuple[BlobInfo, bytes]:
+        """The verified bytes (blobs are bounded by the relay's limit, so whole reads are fine).
+
+        Raises NotFound, or BlobCorrupt when the bytes fail their checksum: the damaged copy
+        is then set aside and forgotten, so a client that still has the data can upload it.
+        """
+
+    # leases ------------------------------------------------------------------------------------
+    @abstractmethod
+    def acquire_lease(
+        self, vault_id: str, name: str, device_id: str, ttl: float, now: float
+    ) -> Lease:
+        """Take or renew the lease when free, expired or already ours; return the holder."""
+
+    @abstractmethod
+    def release_lease(self, vault_id: str, name: str, device_id: str) -> bool: ...
+
+    # housekeeping ------------------------------------------------------------------------------
+    @abstractmethod
+    def prune(self, policy: RetentionPolicy, now: float) -> PruneStats: ...
+
+    @abstractmethod
+    def close(self) -> None: ...

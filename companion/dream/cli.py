@@ -1,0 +1,303 @@
+"""`companion dream`: the nightly consolidation, on demand, scheduled, verified or undone."""
+
+from __future__ import annotations
+
+import datetime as dt
+import difflib
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import click
+
+from companion.cli import AppContext, pass_app
+from companion.dream.report import DreamReport
+from companion.errors import InputError
+
+_WINDOW = re.compile(r"^\s*(\d+)\s*(h|hours?|d|days?)?\s*$", re.I)
+
+
+def parse_window(text: str) -> int:
+    """`48h`, `36`, `2d` -> hours."""
+    m = _WINDOW.match(text)
+    if not m:
+        raise InputError(f"--window: expected hours such as 48h or 36h, got {text!r}")
+    n = int(m.group(1))
+    unit = (m.group(2) or "h").lower()
+    return n * 24 if unit.startswith("d") else n
+
+
+def parse_now(text: str, tz: Any) -> dt.datetime:
+    try:
+        t = dt.datetime.fromisoformat(text.strip().replace("Z", "+00:00"))
+    except ValueError:
+        raise InputError(f"--now: not an ISO-8601 time: {text!r}") from None
+    return t if t.tzinfo is not None else t.replace(tzinfo=tz)
+
+
+def _vault(app: AppContext, vault: Path | None) -> Path:
+    if vault is None:
+        configured = app.config.get("vault", "path")
+        if not configured:
+            raise InputError("no vault given and no [vault] path configured")
+        vault = Path(configured)
+    vault = vault.expanduser()
+    if not vault.is_dir():
+        raise InputError(f"{vault} is not a vault folder")
+    return vault
+
+
+def _diff(rep: DreamReport) -> list[str]:
+    out: list[str] = []
+    for c in rep.run_changes:
+        out.extend(
+            difflib.unified_diff(
+                (c.before or "").splitlines(),
+                (c.after or "").splitlines(),
+                fromfile=f"a/{c.note}" if c.before is not None else "/dev/null",
+                tofile=f"b/{c.note}",
+                lineterm="",
+            )
+        )
+    return out
+
+
+def _print_report(rep: DreamReport, *, dry_run: bool) -> None:
+    w = rep.window or {}
+    head = f"Dream of {rep.date} ({rep.distiller} distiller, {rep.ran_on})"
+    if w:
+        head += f", window {w.get('start', '?')[:16]} to {w.get('end', '?')[:16]}"
+    click.echo(head)
+    if rep.distiller_note:
+        click.echo(f"  note: {rep.distiller_note}")
+    if rep.status == "skipped":
+        for line in rep.warnings:
+            click.echo(f"  {line}")
+        return
+    if rep.nothing_changed:
+        click.echo("  Nothing changed." + (" (dry run)" if dry_run else ""))
+    for c in rep.run_changes:
+        click.echo(f"  {c.kind:<12} {c.note}: {c.summary}")
+    if rep.skipped:
+        by: dict[str, int] = {}
+        for s in rep.skipped:
+            by[s.code] = by.get(s.code, 0) + 1
+        click.echo(
+            "  skipped: "
+            + ", ".join(f"{n} {code}" for code, n in sorted(by.items()))
+            + " (--explain says why)"
+        )
+    if rep.orphans:
+        click.echo(
+            f"  orphan notes: {', '.join(rep.orphans[:5])}"
+            + (f" and {len(rep.orphans) - 5} more" if len(rep.orphans) > 5 else "")
+        )
+    for line in rep.warnings:
+        click.echo(f"  warning: {line}")
+    v = rep.verify or {}
+    if v.get("status") and v.get("status") != "not a sync copy":
+        click.echo(f"  sync: {v.get('status')}")
+    if dry_run:
+        click.echo("Dry run: nothing was written.")
+    elif rep.path is not None:
+        click.echo(f"Report: {rep.path}")
+
+
+def _print_explain(rep: DreamReport) -> None:
+    if not rep.explanations and not rep.skipped:
+        click.echo("No candidates in the window.")
+        return
+    click.echo("Candidates:")
+    for e in rep.explanations:
+        text = e["text"] if e["text"] is not None else "[withheld: it holds a secret]"
+        where = f" -> {e['note']}" if e.get("note") else ""
+        click.echo(f"  [{e['decision']}] {text}\n      {e['why']}{where} (from {e['source']})")
+    for s in rep.skipped:
+        text = s.text if s.text is not None else "[withheld: it holds a secret]"
+        click.echo(f"  [skipped: {s.code}] {text}\n      {s.reason} (from {s.where()})")
+
+
+@click.command("dream")
+@click.argument("vault", required=False, type=click.Path(path_type=Path, file_okay=False))
+@click.option(
+    "--now",
+    "now_text",
+    metavar="ISO-8601",
+    help="Dream as of this time (a time without offset is in [dream] timezone).",
+)
+@click.option(
+    "--window",
+    "window_text",
+    metavar="HOURS",
+    help="Transcript window, 24h to 48h (default [dream] window_hours).",
+)
+@click.option("--dry-run", is_flag=True, help="Print the diff the dream would make; write nothing.")
+@click.option(
+    "--explain",
+    is_flag=True,
+    help="Say for each candidate why it was or was not consolidated or promoted.",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
+@click.option(
+    "--verify",
+    is_flag=True,
+    help="Check that every dream-written line still resolves to its source.",
+)
+@click.option(
+    "--undo",
+    "undo_date",
+    metavar="DATE",
+    help="Restore, byte for byte, every file the dreams of DATE changed.",
+)
+@click.option(
+    "--distiller",
+    type=click.Choice(["rules", "llm"]),
+    help="rules (offline, default) or llm ([llm] endpoint, falls back to rules).",
+)
+@click.option(
+    "--schedule",
+    is_flag=True,
+    help="Stay running and dream nightly at [dream] time (catches up a missed night).",
+)
+@pass_app
+def dream(
+    app: AppContext,
+    vault: Path | None,
+    now_text: str | None,
+    window_text: str | None,
+    dry_run: bool,
+    explain: bool,
+    as_json: bool,
+    verify: bool,
+    undo_date: str | None,
+    distiller: str | None,
+    schedule: bool,
+) -> None:
+    """Consolidate what the agent learned into the vault and its injected memory.
+
+    Reads the transcripts since the last dream (at most the window), the journal and the
+    notes; adds lessons to knowledge/, decisions and state to projects/, keeps Home.md's
+    index, promotes every-session facts to MEMORY.md / USER.md within their budgets, and
+    records what it did under "## Dreaming" in today's journal and in
+    .companion/dreams/YYYY-MM-DD.json. Every line it writes names its source.
+
+    \b
+    Examples:
+      companion dream ~/vault                       dream now
+      companion dream ~/vault --dry-run --explain   show what it would do, and why
+      companion dream ~/vault --now 2026-11-28T02:00 --window 36h
+      companion dream ~/vault --verify              every dream line still has its source
+      companion dream ~/vault --undo 2026-11-28     put back what that night changed
+      companion dream ~/vault --schedule            nightly at 02:00 Europe/Madrid
+    """
+    modes = [
+        name
+        for name, on in (
+            ("--verify", verify),
+            ("--undo", undo_date is not None),
+            ("--schedule", schedule),
+        )
+        if on
+    ]
+    if len(modes) > 1:
+        raise InputError(f"{' and '.join(modes)} cannot be combined")
+    if modes and dry_run:
+        raise InputError(f"--dry-run cannot be combined with {modes[0]}")
+    root = _vault(app, vault)
+    config = app.config
+    if verify:
+        from companion.dream.verify import verify_vault  # noqa: PLC0415
+
+        result = verify_vault(root)
+        if as_json:
+            click.echo(json.dumps(result.to_dict(), indent=2, ensure_ascii=False))
+        else:
+            c = result.counts
+            click.echo(
+                f"{sum(c.values())} dream-written lines: {c['ok']} ok, {c['moved']} "
+                f"moved, {c['unreachable']} with an unreachable source, "
+                f"{c['unresolved']} unresolved"
+            )
+            for chk in result.checks:
+                if chk.status != "ok":
+                    click.echo(f"  {chk.status}: {chk.note}:{chk.line}: {chk.text}  ({chk.detail})")
+        if not result.ok:
+            click.get_current_context().exit(1)
+        return
+    if undo_date is not None:
+        from companion.dream.undo import undo_dream  # noqa: PLC0415
+        from companion.memory import resolve_home  # noqa: PLC0415
+
+        home = resolve_home(None, config_home=config.get("memory", "hermes_home") or None)
+        res = undo_dream(root, undo_date, home / "memories")
+        if as_json:
+            click.echo(
+                json.dumps(
+                    {
+                        "date": res.date,
+                        "restored": res.restored,
+                        "removed": res.removed,
+                        "elsewhere": res.elsewhere,
+                    },
+                    indent=2,
+                )
+            )
+        else:
+            click.echo(
+                f"Undid the dream of {res.date}: restored {len(res.restored)} file(s), "
+                f"removed {len(res.removed)} the dream had created."
+            )
+            for p in res.restored:
+                click.echo(f"  restored {p}")
+            for p in res.removed:
+                click.echo(f"  removed  {p}")
+            for p in res.elsewhere:
+                click.echo(f"  {p} is not on this device: run the same undo where the agent runs")
+        return
+    if schedule:
+        from companion.dream.schedule import build_scheduler, parse_hhmm  # noqa: PLC0415
+
+        sched = build_scheduler(root.resolve(), config, app.paths, blocking=True)
+        hour, minute = parse_hhmm(config.get("dream", "time"))
+        click.echo(
+            f"Dreaming {root} nightly at {hour:02d}:{minute:02d} "
+            f"{config.get('dream', 'timezone')}; Ctrl+C stops."
+        )
+        try:
+            sched.start()
+        except (KeyboardInterrupt, SystemExit):
+            pass
+        return
+    from companion.dream.engine import DreamSyncError, dream_timezone, run_dream  # noqa: PLC0415
+
+    tz = dream_timezone(config)
+    now = parse_now(now_text, tz) if now_text else None
+    hours = parse_window(window_text) if window_text else None
+    try:
+        rep = run_dream(
+            root,
+            config,
+            now,
+            paths=app.paths,
+            window_hours=hours,
+            distiller=distiller,
+            dry_run=dry_run,
+            explain=explain,
+        )
+    except DreamSyncError as exc:
+        _print_report(exc.report, dry_run=False)
+        raise
+    if as_json:
+        data = rep.to_dict(explain=explain)
+        data["run_changes"] = [c.id for c in rep.run_changes]
+        if dry_run:
+            data["changes"] = [c.to_dict() for c in rep.run_changes]
+        click.echo(json.dumps(data, indent=2, ensure_ascii=False))
+        return
+    if dry_run:
+        for line in _diff(rep):
+            click.echo(line)
+    _print_report(rep, dry_run=dry_run)
+    if explain:
+        _print_explain(rep)

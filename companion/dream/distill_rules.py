@@ -1,0 +1,215 @@
+"""The `rules` distiller: deterministic and offline, from conventions people and agents follow.
+
+Sources of candidates:
+- journal sections: items of `## Learned` / `## Aprendido` become lessons; items of
+  `## Decided` / `## Decidido` become decisions of the project they link to;
+- explicit markers (see `companion.dream.markers`) at the start of a journal line or of a line
+  of a user or assistant message: lessons, always/siempre lessons (also promoted), decisions,
+  status lines;
+- the agent's own `memory` tool calls: what it added and did not remove or replace later in
+  the window. Adds to `memory` become lessons and are promoted; adds to `user` are promoted to
+  USER.md only.
+
+Every candidate carries its provenance and the verbatim text it came from. Candidates saying
+the same thing (same normalised text, or word overlap of 85% or more) are merged, keeping
+every source. Text the secret gate flags becomes a "secret" skip that names only the location.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+
+from companion.dream.markers import match_marker
+from companion.dream.model import Candidate, JournalEntry, Message, Provenance
+from companion.dream.quality import junk_reason
+from companion.dream.report import Skipped
+from companion.dream.text import collapse, jaccard, sentence, words
+
+SIMILAR_STATEMENT = 0.85
+_PROMOTE_RANK = {None: 0, "recurrence": 1, "marker": 2, "memory-tool": 3}
+
+
+@dataclass
+class Distilled:
+    candidates: list[Candidate] = field(default_factory=list)
+    skipped: list[Skipped] = field(default_factory=list)
+
+
+def _journal_time(entry: JournalEntry) -> dt.datetime:
+    # Journal items carry only their day: order them by day, then by line.
+    base = dt.datetime.combine(entry.day, dt.time(12), dt.UTC)
+    return base + dt.timedelta(seconds=entry.line)
+
+
+def first_link(text: str) -> str | None:
+    """The target of the first wikilink in `text`."""
+    from companion.vault.note import extract_links, mask_code  # noqa: PLC0415
+
+    for link in extract_links(mask_code(text)):
+        if not link.markdown and link.target:
+            return link.target
+    return None
+
+
+def _from_journal(entry: JournalEntry) -> Candidate | None:
+    mk = match_marker(entry.text)
+    promote = None
+    if mk is not None:
+        kind, text = mk.kind, mk.text
+        if kind == "always":
+            kind, promote = "knowledge", "marker"
+    elif entry.section == "learned":
+        kind, text = "knowledge", entry.text
+    elif entry.section == "decided":
+        kind, text = "decision", entry.text
+    else:
+        return None  # a Done item: what was done is not a lesson
+    text = sentence(text)
+    prov = Provenance(
+        entry.ref(), collapse(entry.text), _journal_time(entry), f"day:{entry.day.isoformat()}"
+    )
+    cand = Candidate(kind, text, [prov], "journal", promote=promote, day=entry.day, time=prov.time)
+    if kind in ("decision", "status"):
+        cand.topic = first_link(text)
+    cand.days.add(entry.day.isoformat())
+    return cand
+
+
+def _from_message_lines(msg: Message) -> Iterable[Candidate]:
+    if msg.role not in ("user", "assistant") or ":" not in msg.text:
+        return
+    for raw in msg.text.split("\n"):
+        mk = match_marker(raw)
+        if mk is None:
+            continue
+        kind, promote = mk.kind, None
+        if kind == "always":
+            kind, promote = "knowledge", "marker"
+        text = sentence(mk.text)
+        prov = Provenance(msg.ref(), collapse(raw), msg.time, f"{msg.source}#{msg.session}")
+        cand = Candidate(
+            kind, text, [prov], "marker", promote=promote, day=msg.time.date(), time=msg.time
+        )
+        if kind in ("decision", "status"):
+            cand.topic = first_link(text)
+        cand.sessions.add(prov.session or "")
+        cand.days.add(msg.time.date().isoformat())
+        yield cand
+
+
+def _memory_calls(messages: Sequence[Message]) -> list[Candidate]:
+    """Net effect of the agent's memory-tool calls in the window, per target."""
+    live: dict[str, list[tuple[str, Message]]] = {"memory": [], "user": []}
+    for msg in messages:
+        if msg.role != "assistant":
+            continue
+        for call in msg.tool_calls:
+            if call.name != "memory":
+                continue
+            args = call.arguments
+            action = str(args.get("action") or "")
+            target = str(args.get("target") or "memory")
+            if target not in live:
+                continue
+            content = collapse(str(args.get("content") or ""))
+            old = collapse(str(args.get("old_text") or ""))
+            if action in ("remove", "replace") and old:
+                live[target] = [(c, m) for c, m in live[target] if old not in c]
+            if action in ("add", "replace") and content:
+                live[target].append((content, msg))
+    out = []
+    for target, adds in live.items():
+        for content, msg in adds:
+            prov = Provenance(msg.ref(), content, msg.time, f"{msg.source}#{msg.session}")
+            kind = "knowledge" if target == "memory" else "fact"
+            cand = Candidate(
+                kind,
+                content,
+                [prov],
+                "memory-tool",
+                promote="memory-tool",
+                target=target,
+                consolidate=kind == "knowledge",
+                day=msg.time.date(),
+                time=msg.time,
+            )
+            cand.sessions.add(prov.session or "")
+            cand.days.add(msg.time.date().isoformat())
+            out.append(cand)
+    return out
+
+
+def merge_candidates(cands: Iterable[Candidate]) -> list[Candidate]:
+    """Merge candidates that say the same thing (same kind and target project)."""
+    merged: list[Candidate] = []
+    by_key: dict[tuple[str, str, str], Candidate] = {}
+    word_sets: list[tuple[Candidate, set[str]]] = []
+    for c in cands:
+        k = (c.kind, c.target, c.key)
+        same = by_key.get(k)
+        if same is None and c.kind in ("knowledge", "fact"):
+            ws = words(c.text)
+            if len(ws) >= 3:
+                for other, ows in word_sets:
+                    if (
+                        other.kind == c.kind
+                        and other.target == c.target
+                        and jaccard(ws, ows) >= SIMILAR_STATEMENT
+                    ):
+                        same = other
+                        break
+        if same is None or (c.kind in ("decision", "status") and same.topic != c.topic):
+            by_key[k] = c
+            merged.append(c)
+            if c.kind in ("knowledge", "fact"):
+                word_sets.append((c, words(c.text)))
+            continue
+        for p in c.provenance:
+            if p.ref not in [q.ref for q in same.provenance]:
+                same.provenance.append(p)
+        same.sessions |= c.sessions
+        same.days |= c.days
+        same.secret = same.secret or c.secret
+        if _PROMOTE_RANK[c.promote] > _PROMOTE_RANK[same.promote]:
+            same.promote = c.promote
+            same.target = c.target
+        same.consolidate = same.consolidate or c.consolidate
+        if c.time and same.time and c.time > same.time:
+            same.time = c.time
+    return merged
+
+
+def distill_rules(
+    entries: Sequence[JournalEntry],
+    messages: Sequence[Message],
+    is_secret: Callable[[str], bool],
+) -> Distilled:
+    """Candidates from journal entries and transcript messages (see the module docstring)."""
+    raw: list[Candidate] = []
+    for e in entries:
+        c = _from_journal(e)
+        if c is not None:
+            raw.append(c)
+    for m in messages:
+        raw.extend(_from_message_lines(m))
+    raw.extend(_memory_calls(messages))
+    return screen(raw, is_secret)
+
+
+def screen(raw: Iterable[Candidate], is_secret: Callable[[str], bool]) -> Distilled:
+    """Drop secrets (location only) and junk, then merge what remains."""
+    out = Distilled()
+    kept: list[Candidate] = []
+    for c in raw:
+        if is_secret(c.text) or any(is_secret(p.quote) for p in c.provenance):
+            out.skipped.append(Skipped.secret(c))
+            continue
+        why = junk_reason(c.text)
+        if why is not None:
+            out.skipped.append(Skipped.of(c, "junk", why))
+            continue
+        kept.append(c)
+    out.candidates = merge_candidates(kept)
+    return out

@@ -1,0 +1,117 @@
+"""The records the dream's steps pass along: messages, journal entries, candidates."""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass, field
+from typing import Any
+
+from companion.dream.blocks import Ref
+from companion.dream.text import norm_key
+
+KINDS = ("knowledge", "decision", "status", "fact")
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    name: str
+    arguments: dict[str, Any]
+    call_id: str | None = None
+
+
+@dataclass
+class Message:
+    """One transcript message, from any source, in one shape.
+
+    `source` is the provenance name of the transcript (`hermes:~/.hermes/state.db`,
+    `claude:~/.claude/projects/p/s.jsonl`, ...), `id` the message's own id there (stable across
+    runs), `line` its line in a JSONL file (None for SQLite).
+    """
+
+    source: str
+    kind: str
+    session: str
+    id: str
+    role: str
+    time: dt.datetime
+    text: str
+    line: int | None = None
+    tool_calls: tuple[ToolCall, ...] = ()
+    tool_call_id: str | None = None
+
+    def ref(self) -> Ref:
+        return Ref(self.source, self.line, self.id)
+
+
+@dataclass(frozen=True)
+class JournalEntry:
+    """One item of a journal day (an item of a known section, or a marked line elsewhere)."""
+
+    path: str  # vault-relative
+    day: dt.date
+    section: str | None  # done, decided, learned, or None outside known sections
+    text: str
+    line: int
+
+    def ref(self) -> Ref:
+        return Ref(self.path, self.line)
+
+
+@dataclass
+class Provenance:
+    """Where a candidate comes from: the reference and the exact text quoted from it."""
+
+    ref: Ref
+    quote: str
+    time: dt.datetime | None = None
+    session: str | None = None  # a transcript session, or "day:YYYY-MM-DD" for the journal
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "source": self.ref.source,
+            "line": self.ref.line,
+            "message_id": self.ref.message_id,
+            "quote": self.quote,
+        }
+
+
+@dataclass
+class Candidate:
+    """Something the distillers propose to consolidate or promote.
+
+    kind: knowledge (a lesson for `knowledge/`), decision or status (for a note in
+    `projects/`), fact (only for the injected memory: the agent's memory-tool adds to USER.md).
+    `text` is exactly what would be written (one line). `promote` says why it may go to the
+    injected memory: "memory-tool", "marker" (always/siempre) or "recurrence" (set later).
+    """
+
+    kind: str
+    text: str
+    provenance: list[Provenance]
+    origin: str  # journal, marker, memory-tool, llm
+    topic: str | None = None  # an explicit topic or project link target
+    promote: str | None = None
+    target: str = "memory"  # memory or user, for promotion
+    consolidate: bool = True
+    day: dt.date | None = None
+    time: dt.datetime | None = None
+    secret: bool = False  # flagged by the secret scanner: never written, never shown
+    sessions: set[str] = field(default_factory=set)
+    days: set[str] = field(default_factory=set)
+    seen: int = 0  # distinct sessions or days so far (the ledger's count), for recurrence
+
+    @property
+    def key(self) -> str:
+        return norm_key(self.text)
+
+    def refs(self) -> list[Ref]:
+        seen: list[Ref] = []
+        for p in self.provenance:
+            if p.ref not in seen:
+                seen.append(p.ref)
+        return seen
+
+    def where(self) -> str:
+        """A short location for reports and --explain: the first reference."""
+        r = self.provenance[0].ref if self.provenance else None
+        return r.format() if r else "?"

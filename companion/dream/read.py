@@ -1,0 +1,621 @@
+"""Step 1, Read: transcripts in the window, the journal days, nothing the dream wrote itself.
+
+Transcript sources (each read-only; formats in docs/dream.md and HERMES-MEMORY.md):
+- `hermes`: Hermes Agent's SQLite `state.db`, opened read-only (`mode=ro`, `query_only`; never
+  locked). Columns are read by name, so newer schemas with extra columns work. Rows the agent
+  itself hides are skipped: rewound messages (`active = 0` and not `compacted`),
+  `display_kind = 'hidden'` scaffolding, compression summaries, background-review prompts.
+- `claude`: Claude Code session JSONL files (a file, or a folder searched for `*.jsonl`).
+- `openclaw`: OpenClaw session JSONL files.
+- `jsonl`: the documented generic format, one message per line.
+
+Only what the person and the agent said counts: user and assistant text, and the assistant's
+tool calls. Tool results and system text are never sources (they may echo files of the vault,
+including the dream's own output), and any line carrying a dream provenance comment or marker is
+dropped from a message before it is used.
+
+Journal: the days the window touches, each read with the dream's blocks blanked out and without
+its `## Dreaming` section.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+import sqlite3
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+from companion.dream import blocks
+from companion.dream.markers import match_marker
+from companion.dream.model import JournalEntry, Message, ToolCall
+from companion.errors import ConfigError
+from companion.logs import get_logger
+from companion.vault.journal import SECTION_NAMES, parse_journal
+from companion.vault.layout import journal_path
+from companion.vault.note import mask_code, normalise_newlines, split_frontmatter
+from companion.vault.reader import read_note_text
+
+log = get_logger("dream.read")
+
+SOURCE_KINDS = ("hermes", "claude", "openclaw", "jsonl")
+_HARNESS_PREFIXES = (
+    "Review the conversation above and update the skill library",
+    "Review the conversation above and consider saving to memory",
+)
+_JSON_PREFIX = "\x00json:"
+
+
+@dataclass(frozen=True)
+class SourceSpec:
+    """A configured transcript source: its kind and its path as written in the config."""
+
+    kind: str
+    path: str
+
+    @property
+    def name(self) -> str:
+        """The provenance name, e.g. `hermes:~/.hermes/state.db`."""
+        return f"{self.kind}:{self.path}"
+
+    @property
+    def real_path(self) -> Path:
+        return Path(os.path.expandvars(self.path)).expanduser()
+
+
+@dataclass(frozen=True)
+class Window:
+    start: dt.datetime  # aware
+    end: dt.datetime  # aware
+
+    def __contains__(self, t: dt.datetime) -> bool:
+        return self.start <= t <= self.end
+
+    def to_dict(self) -> dict[str, str]:
+        return {"start": self.start.isoformat(), "end": self.end.isoformat()}
+
+
+@dataclass
+class ReadResult:
+    messages: list[Message] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+    counts: dict[str, int] = field(default_factory=dict)
+
+
+def _contract_home(path: Path) -> str:
+    home = str(Path.home())
+    s = str(path)
+    if s == home or s.startswith(home.rstrip(os.sep) + os.sep):
+        return "~" + s[len(home) :]
+    return s
+
+
+def sources_from_config(
+    config: Any, hermes_home: Path | None
+) -> tuple[list[SourceSpec], list[str]]:
+    """The transcript sources of `[dream] sources`; with none configured, Hermes's
+    `state.db` in the Hermes home when it exists. Returns (sources, notes)."""
+    raw = config.get("dream", "sources") if config is not None else []
+    specs: list[SourceSpec] = []
+    notes: list[str] = []
+    for i, item in enumerate(raw or []):
+        if not isinstance(item, Mapping):
+            raise ConfigError(f"[dream] sources item {i + 1}: expected a table {{kind, path}}")
+        kind, path = item.get("kind"), item.get("path")
+        if kind not in SOURCE_KINDS:
+            raise ConfigError(
+                f"[dream] sources item {i + 1}: kind {kind!r} is not one of "
+                f"{', '.join(SOURCE_KINDS)}"
+            )
+        if not isinstance(path, str) or not path.strip():
+            raise ConfigError(f"[dream] sources item {i + 1}: path must be a non-empty string")
+        specs.append(SourceSpec(kind, path.strip()))
+    if not specs and hermes_home is not None:
+        db = Path(hermes_home).expanduser() / "state.db"
+        if db.is_file():
+            specs.append(SourceSpec("hermes", _contract_home(db)))
+            notes.append(f"no [dream] sources configured: reading {db}")
+        else:
+            notes.append("no transcript sources configured and no Hermes state.db found")
+    return specs, notes
+
+
+# --- time --------------------------------------------------------------------------------
+
+
+def parse_time(value: Any) -> dt.datetime | None:
+    """An aware UTC datetime from Unix seconds/milliseconds or an ISO-8601 string."""
+    if value is None or isinstance(value, bool):
+        return None
+    if isinstance(value, int | float):
+        secs = float(value)
+        if secs > 1e11:  # milliseconds
+            secs /= 1000.0
+        try:
+            return dt.datetime.fromtimestamp(secs, dt.UTC)
+        except (OverflowError, OSError, ValueError):
+            return None
+    if isinstance(value, str):
+        s = value.strip()
+        if not s:
+            return None
+        try:
+            return parse_time(float(s))
+        except ValueError:
+            pass
+        if s.endswith(("Z", "z")):
+            s = s[:-1] + "+00:00"
+        try:
+            t = dt.datetime.fromisoformat(s)
+        except ValueError:
+            return None
+        if t.tzinfo is None:
+            t = t.replace(tzinfo=dt.UTC)
+        return t.astimezone(dt.UTC)
+    return None
+
+
+# --- text of a message ---------------------------------------------------------------------
+
+
+def _own_output_free(text: str) -> str:
+    """`text` without the dream's blocks and without lines carrying its provenance comments."""
+    if not blocks.has_marker(text) and "<!-- src:" not in text:
+        return text
+    text = blocks.blank_blocks(text)
+    return "\n".join(
+        "" if (blocks.SRC_RE.search(ln) or "<!-- dream:" in ln) else ln for ln in text.split("\n")
+    )
+
+
+def _args(raw: Any) -> dict[str, Any]:
+    if isinstance(raw, dict):
+        return raw
+    if isinstance(raw, str) and raw.strip():
+        try:
+            val = json.loads(raw)
+        except json.JSONDecodeError:
+            return {}
+        return val if isinstance(val, dict) else {}
+    return {}
+
+
+def _tool_call(obj: Any) -> ToolCall | None:
+    """A tool call in any of the shapes transcripts use: OpenAI `{id, function: {name,
+    arguments}}`, Anthropic `tool_use` `{name, input}`, OpenClaw `toolCall` `{name, arguments}`
+    or a flat `{name, arguments}`."""
+    if not isinstance(obj, dict):
+        return None
+    fn = obj.get("function")
+    if isinstance(fn, dict):
+        name, args = fn.get("name"), fn.get("arguments")
+    else:
+        name = obj.get("name") or obj.get("toolName")
+        args = obj.get("arguments", obj.get("input", obj.get("args")))
+    if not isinstance(name, str) or not name:
+        return None
+    cid = obj.get("id") or obj.get("toolCallId")
+    return ToolCall(name, _args(args), str(cid) if cid is not None else None)
+
+
+def _parts(content: Any) -> tuple[str, list[ToolCall], bool]:
+    """(text, tool calls, only tool results) of a content string or list of parts."""
+    if content is None:
+        return "", [], False
+    if isinstance(content, str):
+        if content.startswith(_JSON_PREFIX):
+            try:
+                return _parts(json.loads(content[len(_JSON_PREFIX) :]))
+            except json.JSONDecodeError:
+                return "", [], False
+        return content, [], False
+    if isinstance(content, dict):
+        content = [content]
+    if not isinstance(content, list):
+        return "", [], False
+    texts: list[str] = []
+    calls: list[ToolCall] = []
+    results = 0
+    for part in content:
+        if isinstance(part, str):
+            texts.append(part)
+            continue
+        if not isinstance(part, dict):
+            continue
+        ptype = part.get("type")
+        if ptype in ("text", "input_text", "output_text") and isinstance(part.get("text"), str):
+            texts.append(part["text"])
+        elif ptype in ("tool_use", "toolCall", "tool_call", "function_call"):
+            call = _tool_call(part)
+            if call:
+                calls.append(call)
+        elif ptype in ("tool_result", "toolResult", "function_call_output"):
+            results += 1
+    only_results = results > 0 and not texts and not calls
+    return "\n".join(texts), calls, only_results
+
+
+def _message(
+    spec: SourceSpec,
+    session: str,
+    mid: str,
+    role: str,
+    t: dt.datetime,
+    content: Any,
+    line: int | None,
+    extra_calls: Sequence[ToolCall] = (),
+    tool_call_id: str | None = None,
+) -> Message | None:
+    role = (role or "").lower()
+    if role in ("toolresult", "tool_result", "function"):
+        role = "tool"
+    text, calls, only_results = _parts(content)
+    if only_results:
+        role = "tool"
+    calls = [*calls, *extra_calls]
+    if role in ("user", "system") and text.lstrip().startswith(_HARNESS_PREFIXES):
+        return None
+    if role not in ("user", "assistant"):
+        text = ""  # tool results and system text are never sources
+    text = _own_output_free(normalise_newlines(text))
+    if not text.strip() and not calls:
+        return None
+    return Message(
+        spec.name, spec.kind, session, mid, role, t, text, line, tuple(calls), tool_call_id
+    )
+
+
+# --- Hermes state.db ----------------------------------------------------------------------
+
+
+def _connect_ro(path: Path) -> sqlite3.Connection:
+    uri = "file:" + quote(str(path.resolve()), safe="/:") + "?mode=ro"
+    try:
+        db = sqlite3.connect(uri, uri=True, timeout=5)
+        db.execute("PRAGMA query_only = 1")
+        db.execute("SELECT 1 FROM sqlite_master LIMIT 1").fetchall()
+        return db
+    except sqlite3.OperationalError:
+        # A WAL database in a folder we cannot write (no -shm yet): read the file as is.
+        db = sqlite3.connect(uri.replace("mode=ro", "mode=ro&immutable=1"), uri=True, timeout=5)
+        db.execute("PRAGMA query_only = 1")
+        return db
+
+
+def _columns(db: sqlite3.Connection, table: str) -> set[str]:
+    return {row[1] for row in db.execute(f"PRAGMA table_info({table})")}
+
+
+_HERMES_REQUIRED = ("id", "session_id", "role", "content", "timestamp")
+_HERMES_OPTIONAL = (
+    "tool_calls",
+    "tool_call_id",
+    "tool_name",
+    "active",
+    "compacted",
+    "display_kind",
+    "_compressed_summary",
+)
+
+
+def _hermes_rows(spec: SourceSpec, where: str, params: Sequence[Any]) -> Iterator[sqlite3.Row]:
+    path = spec.real_path
+    if not path.is_file():
+        raise FileNotFoundError(f"{spec.name}: {path} does not exist")
+    db = _connect_ro(path)
+    try:
+        db.row_factory = sqlite3.Row
+        cols = _columns(db, "messages")
+        missing = [c for c in _HERMES_REQUIRED if c not in cols]
+        if missing:
+            raise ValueError(f"{spec.name}: table messages lacks {', '.join(missing)}")
+        chosen = [*_HERMES_REQUIRED, *(c for c in _HERMES_OPTIONAL if c in cols)]
+        sql = f"SELECT {', '.join(chosen)} FROM messages WHERE {where} ORDER BY timestamp, id"
+        yield from db.execute(sql, params)
+    finally:
+        db.close()
+
+
+def _hermes_message(spec: SourceSpec, row: sqlite3.Row) -> Message | None:
+    keys = row.keys()
+
+    def get(name: str) -> Any:
+        return row[name] if name in keys else None
+
+    if get("active") == 0 and not get("compacted"):
+        return None  # rewound: the agent no longer considers it said
+    if get("display_kind") == "hidden" or get("_compressed_summary"):
+        return None
+    t = parse_time(get("timestamp"))
+    if t is None:
+        return None
+    calls: list[ToolCall] = []
+    raw_calls = get("tool_calls")
+    if raw_calls:
+        try:
+            parsed = json.loads(raw_calls) if isinstance(raw_calls, str) else raw_calls
+        except json.JSONDecodeError:
+            parsed = []
+        for obj in parsed if isinstance(parsed, list) else []:
+            call = _tool_call(obj)
+            if call:
+                calls.append(call)
+    return _message(
+        spec,
+        str(get("session_id")),
+        str(get("id")),
+        str(get("role") or ""),
+        t,
+        get("content"),
+        None,
+        calls,
+        get("tool_call_id"),
+    )
+
+
+def read_hermes(spec: SourceSpec, window: Window) -> list[Message]:
+    out = []
+    params = (window.start.timestamp(), window.end.timestamp())
+    for row in _hermes_rows(spec, "timestamp >= ? AND timestamp <= ?", params):
+        msg = _hermes_message(spec, row)
+        if msg is not None:
+            out.append(msg)
+    return out
+
+
+# --- JSONL sources ---------------------------------------------------------------------------
+
+
+def _jsonl_files(spec: SourceSpec, since: dt.datetime | None) -> list[Path]:
+    root = spec.real_path
+    if root.is_file():
+        return [root]
+    if not root.is_dir():
+        raise FileNotFoundError(f"{spec.name}: {root} does not exist")
+    files = []
+    for p in sorted(root.rglob("*.jsonl")):
+        try:
+            if since is not None and p.stat().st_mtime < since.timestamp() - 1:
+                continue  # untouched since before the window: nothing new in it
+        except OSError:
+            continue
+        files.append(p)
+    return files
+
+
+def _file_source(spec: SourceSpec, file: Path) -> SourceSpec:
+    """The per-file provenance name: the configured folder, plus the file inside it."""
+    root = spec.real_path
+    if file == root:
+        return spec
+    rel = file.relative_to(root).as_posix()
+    return SourceSpec(spec.kind, spec.path.rstrip("/") + "/" + rel)
+
+
+def _iter_jsonl(path: Path, problems: list[str]) -> Iterator[tuple[int, dict[str, Any]]]:
+    bad = 0
+    with open(path, encoding="utf-8", errors="replace") as fh:
+        for n, line in enumerate(fh, 1):
+            line = line.strip()
+            if not line:
+                continue
+            try:
+                obj = json.loads(line)
+            except json.JSONDecodeError:
+                bad += 1
+                continue
+            if isinstance(obj, dict):
+                yield n, obj
+    if bad:
+        problems.append(f"{path}: {bad} line(s) are not JSON and were skipped")
+
+
+def _claude_message(spec: SourceSpec, n: int, obj: dict[str, Any]) -> Message | None:
+    if obj.get("type") not in ("user", "assistant") or obj.get("isMeta"):
+        return None
+    msg = obj.get("message")
+    if not isinstance(msg, dict):
+        return None
+    t = parse_time(obj.get("timestamp"))
+    if t is None:
+        return None
+    mid = str(obj.get("uuid") or f"L{n}")
+    session = str(obj.get("sessionId") or spec.path)
+    return _message(
+        spec, session, mid, str(msg.get("role") or obj["type"]), t, msg.get("content"), n
+    )
+
+
+def _openclaw_message(
+    spec: SourceSpec, n: int, obj: dict[str, Any], session: str
+) -> Message | None:
+    if obj.get("type") != "message":
+        return None
+    msg = obj.get("message")
+    if not isinstance(msg, dict):
+        return None
+    t = parse_time(obj.get("timestamp") or msg.get("timestamp"))
+    if t is None:
+        return None
+    mid = str(obj.get("id") or f"L{n}")
+    return _message(spec, session, mid, str(msg.get("role") or ""), t, msg.get("content"), n)
+
+
+def _generic_message(spec: SourceSpec, n: int, obj: dict[str, Any]) -> Message | None:
+    t = parse_time(obj.get("timestamp", obj.get("time")))
+    if t is None:
+        return None
+    calls = [c for c in (_tool_call(x) for x in obj.get("tool_calls") or []) if c]
+    mid = str(obj.get("id") or f"L{n}")
+    session = str(obj.get("session") or obj.get("session_id") or spec.path)
+    return _message(
+        spec,
+        session,
+        mid,
+        str(obj.get("role") or ""),
+        t,
+        obj.get("content"),
+        n,
+        calls,
+        obj.get("tool_call_id"),
+    )
+
+
+def _read_jsonl_file(spec: SourceSpec, file: Path, problems: list[str]) -> Iterator[Message]:
+    fspec = _file_source(spec, file)
+    session = file.stem
+    for n, obj in _iter_jsonl(file, problems):
+        if spec.kind == "claude":
+            msg = _claude_message(fspec, n, obj)
+        elif spec.kind == "openclaw":
+            if obj.get("type") == "session":
+                session = str(obj.get("id") or session)
+                continue
+            msg = _openclaw_message(fspec, n, obj, session)
+        else:
+            msg = _generic_message(fspec, n, obj)
+        if msg is not None:
+            yield msg
+
+
+def read_jsonl_source(spec: SourceSpec, window: Window, problems: list[str]) -> list[Message]:
+    out = []
+    for file in _jsonl_files(spec, window.start):
+        try:
+            out.extend(m for m in _read_jsonl_file(spec, file, problems) if m.time in window)
+        except OSError as exc:
+            problems.append(f"{spec.name}: cannot read {file}: {exc.strerror or exc}")
+    return out
+
+
+def read_transcripts(specs: Iterable[SourceSpec], window: Window) -> ReadResult:
+    """Every message of every source inside the window, in time order. A source that cannot
+    be read is reported in `problems`, never fatal."""
+    result = ReadResult()
+    for spec in specs:
+        try:
+            if spec.kind == "hermes":
+                msgs = read_hermes(spec, window)
+            else:
+                msgs = read_jsonl_source(spec, window, result.problems)
+        except (OSError, sqlite3.Error, ValueError) as exc:
+            result.problems.append(f"{spec.name}: cannot read ({exc})")
+            log.warning("transcript source %s unreadable: %s", spec.name, exc)
+            continue
+        result.counts[spec.name] = len(msgs)
+        result.messages.extend(msgs)
+    result.messages.sort(key=lambda m: (m.time, m.source, m.id))
+    return result
+
+
+def find_messages(spec_name: str, ids: set[str]) -> dict[str, Message] | None:
+    """Messages with these ids in the source named `spec_name` (any time), or None when the
+    source is not reachable from here. Used by `dream --verify`."""
+    kind, _, path = spec_name.partition(":")
+    if kind not in SOURCE_KINDS or not path:
+        return None
+    spec = SourceSpec(kind, path)
+    found: dict[str, Message] = {}
+    try:
+        if kind == "hermes":
+            wanted = [i for i in ids if i.isdigit()]
+            if not wanted:
+                return found
+            marks = ",".join("?" * len(wanted))
+            for row in _hermes_rows(spec, f"id IN ({marks})", [int(i) for i in wanted]):
+                msg = _hermes_message(spec, row)
+                if msg is not None:
+                    found[msg.id] = msg
+            return found
+        if not spec.real_path.exists():
+            return None
+        for file in _jsonl_files(spec, None):
+            for msg in _read_jsonl_file(spec, file, []):
+                if msg.id in ids:
+                    found[msg.id] = msg
+        return found
+    except (OSError, sqlite3.Error, ValueError):
+        return None
+
+
+# --- journal -------------------------------------------------------------------------------
+
+
+def journal_days(start: dt.date, end: dt.date) -> list[dt.date]:
+    days = []
+    d = start
+    while d <= end:
+        days.append(d)
+        d += dt.timedelta(days=1)
+    return days
+
+
+def read_journal_text(root: Path, day: dt.date) -> str | None:
+    path = journal_path(root, day)
+    if not path.is_file():
+        return None
+    rr = read_note_text(path, f"journal/{day.isoformat()}.md")
+    if rr.text is None:
+        return None
+    text = normalise_newlines(rr.text)
+    return text[1:] if text.startswith("\ufeff") else text
+
+
+def journal_entries(
+    rel: str, day: dt.date, text: str, names: Mapping[str, Sequence[str]] = SECTION_NAMES
+) -> list[JournalEntry]:
+    """Items of the Done/Decided/Learned sections, and marked lines anywhere else (outside
+    code, the dream's blocks and the `## Dreaming` section)."""
+    clean = blocks.blank_blocks(text)
+    sections = parse_journal(clean, names)
+    out: list[JournalEntry] = []
+    taken: set[int] = set()
+    dreaming = sections.get("dreaming")
+    skip_lines: set[int] = set()
+    if dreaming is not None:
+        skip_lines = {item.line for item in dreaming.items}
+    for key, sec in sections.items():
+        if key == "dreaming":
+            continue
+        for item in sec.items:
+            if item.text:
+                out.append(JournalEntry(rel, day, key, item.text, item.line))
+                taken.add(item.line)
+    _yaml, body_start, body_line, _w = split_frontmatter(clean)
+    masked = mask_code(clean[body_start:]).split("\n")
+    lines = clean[body_start:].split("\n")
+    in_dreaming = False
+    for i, (raw, m_line) in enumerate(zip(lines, masked, strict=False)):
+        n = body_line + i
+        stripped = m_line.strip()
+        if stripped.startswith("#"):
+            heading = stripped.lstrip("#").strip()
+            in_dreaming = heading.casefold() in {x.casefold() for x in names.get("dreaming", ())}
+            continue
+        if in_dreaming or n in taken or n in skip_lines or not stripped:
+            continue
+        mk = match_marker(raw)
+        if mk is not None:
+            out.append(JournalEntry(rel, day, None, raw.strip(), n))
+    out.sort(key=lambda e: e.line)
+    return out
+
+
+def read_journal(
+    root: Path, days: Sequence[dt.date], names: Mapping[str, Sequence[str]] = SECTION_NAMES
+) -> tuple[list[JournalEntry], dict[str, str]]:
+    """(entries, {path: text}) of the journal days that exist."""
+    entries: list[JournalEntry] = []
+    texts: dict[str, str] = {}
+    for day in days:
+        text = read_journal_text(root, day)
+        if text is None:
+            continue
+        rel = f"journal/{day.isoformat()}.md"
+        texts[rel] = text
+        entries.extend(journal_entries(rel, day, text, names))
+    return entries, texts

@@ -1,0 +1,300 @@
+"""Step 5, Record: two or three lines under `## Dreaming` in today's journal.
+
+The lines sit in a `<!-- dream:begin log -->` block (with the `## Dreaming` heading inside it
+unless the journal's last section already is `## Dreaming`), in the vault's language (English
+or Spanish), each pointing to the day's report. A dream that changed nothing writes "Nothing
+changed." -- once: a later dream the same day that again changes nothing leaves the journal as
+it is, so a repeated dream over the same inputs changes no file at all. A dream that changed
+something adds its lines to the day's block; lines already there are never rewritten.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+
+from companion.dream import blocks
+from companion.dream.blocks import Ref
+from companion.dream.plan import Plan
+from companion.dream.report import DREAMS_DIR
+from companion.vault.journal import section_key
+
+_ES = frozenset(
+    [
+        "el",
+        "la",
+        "los",
+        "las",
+        "que",
+        "de",
+        "y",
+        "en",
+        "por",
+        "para",
+        "con",
+        "una",
+        "del",
+        "se",
+        "lo",
+        "como",
+        "pero",
+        "más",
+    ]
+)
+_EN = frozenset(
+    [
+        "the",
+        "and",
+        "of",
+        "to",
+        "in",
+        "is",
+        "for",
+        "with",
+        "that",
+        "it",
+        "was",
+        "on",
+        "this",
+        "but",
+        "be",
+        "are",
+    ]
+)
+_HEADING = re.compile(r"^#{1,6}[ \t]+(.*?)[ \t#]*$")
+
+
+def detect_language(texts: Iterable[str], configured: str = "auto") -> str:
+    """en or es: the configured language, else the journal's section names, else its words."""
+    if configured in ("en", "es"):
+        return configured
+    es = en = 0
+    es_w = en_w = 0
+    for text in texts:
+        for line in text.split("\n"):
+            m = _HEADING.match(line.strip())
+            if m:
+                h = m.group(1).casefold()
+                if any(x in h for x in ("hecho", "decidido", "aprendido")):
+                    es += 1
+                if any(x in h for x in ("done", "decided", "learned")):
+                    en += 1
+                continue
+            for w in re.findall(r"\w+", line.casefold()):
+                if w in _ES:
+                    es_w += 1
+                elif w in _EN:
+                    en_w += 1
+    if es != en:
+        return "es" if es > en else "en"
+    return "es" if es_w > en_w else "en"
+
+
+@dataclass
+class RunSummary:
+    lessons: dict[str, int] = field(default_factory=dict)  # note -> lessons added
+    decisions: dict[str, int] = field(default_factory=dict)
+    status: list[str] = field(default_factory=list)
+    created: list[str] = field(default_factory=list)
+    appended_recent: list[str] = field(default_factory=list)
+    promoted: dict[str, int] = field(default_factory=dict)  # MEMORY.md -> facts
+    replaced: int = 0
+    not_fit: int = 0
+    listed: int = 0
+    repaired: int = 0
+    orphans: int = 0
+    secrets: int = 0
+
+    @property
+    def empty(self) -> bool:
+        return not (
+            self.lessons
+            or self.decisions
+            or self.status
+            or self.promoted
+            or self.listed
+            or self.repaired
+        )
+
+
+def _link(rel: str) -> str:
+    return f"[[{rel.rsplit('/', 1)[-1][:-3]}]]"
+
+
+def _join(items: Sequence[str], lang: str, limit: int = 3) -> str:
+    shown = list(items[:limit])
+    rest = len(items) - len(shown)
+    if rest:
+        shown.append(f"{rest} more" if lang == "en" else f"{rest} más")
+    if len(shown) == 1:
+        return shown[0]
+    conj = " and " if lang == "en" else " y "
+    return ", ".join(shown[:-1]) + conj + shown[-1]
+
+
+def _n(n: int, one: str, many: str) -> str:
+    return f"{n} {one if n == 1 else many}"
+
+
+def dreaming_lines(s: RunSummary, lang: str) -> list[str]:
+    """The journal lines (without provenance) for one run."""
+    es = lang == "es"
+    if s.empty:
+        line = "Nada cambió." if es else "Nothing changed."
+        extra = []
+        if s.not_fit:
+            extra.append(
+                _n(s.not_fit, "hecho no cabía", "hechos no cabían") + " en la memoria"
+                if es
+                else _n(s.not_fit, "fact", "facts") + " did not fit in memory"
+            )
+        if s.secrets:
+            extra.append(
+                _n(s.secrets, "candidato retenido", "candidatos retenidos")
+                + " por contener un secreto"
+                if es
+                else _n(s.secrets, "candidate", "candidates") + " withheld (secrets)"
+            )
+        if extra:
+            line = line[:-1] + " (" + "; ".join(extra) + ")."
+        return [line]
+    out = []
+    parts = []
+    if s.lessons:
+        n = sum(s.lessons.values())
+        notes = _join([_link(p) for p in s.lessons], lang)
+        parts.append(
+            ("se consolidó " if n == 1 else "se consolidaron ")
+            + f"{_n(n, 'lección', 'lecciones')} en {notes}"
+            if es
+            else f"consolidated {_n(n, 'lesson', 'lessons')} into {notes}"
+        )
+    if s.created:
+        parts.append(
+            _n(len(s.created), "nota nueva", "notas nuevas")
+            if es
+            else _n(len(s.created), "new note", "new notes")
+        )
+    if s.decisions:
+        n = sum(s.decisions.values())
+        notes = _join([_link(p) for p in s.decisions], lang)
+        parts.append(
+            f"{_n(n, 'decisión', 'decisiones')} en {notes}"
+            if es
+            else f"{_n(n, 'decision', 'decisions')} into {notes}"
+        )
+    if s.status:
+        notes = _join([_link(p) for p in s.status], lang)
+        parts.append(f"estado actualizado de {notes}" if es else f"updated the status of {notes}")
+    if parts:
+        if s.appended_recent:
+            n = len(s.appended_recent)
+            parts.append(
+                _n(n, "nota editada hace poco", "notas editadas hace poco")
+                + " con las líneas al final"
+                if es
+                else _n(n, "note", "notes") + " edited recently got the lines at the end"
+            )
+        line = "; ".join(parts)
+        out.append(line[:1].upper() + line[1:] + ".")
+    if s.promoted or s.not_fit:
+        bits = []
+        for name, n in s.promoted.items():
+            bits.append(
+                ("se promovió " if n == 1 else "se promovieron ")
+                + f"{_n(n, 'hecho', 'hechos')} a {name}"
+                if es
+                else f"promoted {_n(n, 'fact', 'facts')} to {name}"
+            )
+        if s.replaced:
+            bits.append(
+                _n(s.replaced, "entrada obsoleta sustituida", "entradas obsoletas sustituidas")
+                if es
+                else _n(s.replaced, "stale entry replaced", "stale entries replaced")
+            )
+        if s.not_fit:
+            bits.append(
+                (_n(s.not_fit, "hecho no cabía", "hechos no cabían") + " (ver el informe)")
+                if es
+                else (_n(s.not_fit, "fact", "facts") + " did not fit (see the report)")
+            )
+        line = "; ".join(bits)
+        out.append(line[:1].upper() + line[1:] + ".")
+    bits = []
+    if s.listed:
+        bits.append(
+            f"{_n(s.listed, 'nota añadida', 'notas añadidas')} al índice de [[Home]]"
+            if es
+            else f"listed {_n(s.listed, 'note', 'notes')} in [[Home]]"
+        )
+    if s.repaired:
+        bits.append(
+            _n(s.repaired, "enlace roto reparado", "enlaces rotos reparados")
+            if es
+            else "repaired " + _n(s.repaired, "broken link", "broken links")
+        )
+    if s.orphans:
+        bits.append(
+            _n(s.orphans, "nota huérfana", "notas huérfanas") + " en el informe"
+            if es
+            else _n(s.orphans, "orphan note", "orphan notes") + " in the report"
+        )
+    if s.secrets:
+        bits.append(
+            _n(s.secrets, "candidato retenido", "candidatos retenidos") + " por contener un secreto"
+            if es
+            else _n(s.secrets, "candidate", "candidates") + " withheld (secrets)"
+        )
+    if bits:
+        line = "; ".join(bits)
+        out.append(line[:1].upper() + line[1:] + ".")
+    return out[:3]
+
+
+def _last_section_is_dreaming(text: str) -> bool:
+    last = None
+    for line in blocks.split_lines(blocks.blank_blocks(text)):
+        m = _HEADING.match(line.strip())
+        if m and line.lstrip().startswith("#"):
+            last = m.group(1)
+    return last is not None and section_key(last) == "dreaming"
+
+
+def _log_blocks(text: str) -> int:
+    return sum(1 for b in blocks.find_blocks(blocks.split_lines(text)) if b.kind == "log")
+
+
+def record_journal(plan: Plan, today: dt.date, s: RunSummary, lang: str) -> bool:
+    """Add this run's lines to today's journal. Returns False when nothing was written."""
+    rel = f"journal/{today.isoformat()}.md"
+    text = plan.read(rel)
+    if plan.exists(rel) and text is None:
+        plan.warnings.append(f"{rel}: not plain UTF-8 text; the Dreaming lines were not written")
+        return False
+    has_block = text is not None and blocks.block_body(text, "log") is not None
+    if s.empty and has_block:
+        return False  # this day already says what the dream did; nothing new to add
+    ref = Ref((DREAMS_DIR / f"{today.isoformat()}.json").as_posix())
+    lines = [blocks.render_line(x, [ref]) for x in dreaming_lines(s, lang)]
+    recent = text is not None and plan.is_recent(rel)
+    base = text if text is not None else f"---\ntags: [journal]\ndate: {today.isoformat()}\n---\n"
+    if has_block:
+        after = blocks.add_lines(base, lines, kind="log", tail_only=recent)
+        if _log_blocks(after) > _log_blocks(base):  # appended a fresh block: give it a heading
+            after = blocks.append_block(base, "log", ["## Dreaming", "", *lines])
+    else:
+        heading = [] if _last_section_is_dreaming(base) else ["## Dreaming", ""]
+        after = blocks.append_block(base, "log", [*heading, *lines])
+    summary = "what the dream did, in today's journal"
+    change = plan.write(
+        rel,
+        after,
+        kind="recorded",
+        summary=summary,
+        provenance=[
+            {"source": ref.source, "line": None, "message_id": None, "quote": "## Dreaming"}
+        ],
+    )
+    return change is not None

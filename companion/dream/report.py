@@ -1,0 +1,327 @@
+"""The dream report: `.companion/dreams/YYYY-MM-DD.json`, one file per dream day.
+
+The desktop app's notification and review window read it, and `companion dream --undo DATE`
+restores from it: each change holds the whole file before and after (with their SHA-256), so
+the report is also the snapshot of everything the dream replaced. Several dreams on the same
+day add to the same report (`runs` lists them); the top-level fields describe the latest run.
+The shape is documented in docs/dream.md.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import json
+import os
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from companion.dream.model import Candidate
+
+REPORT_VERSION = 1
+KINDS = ("consolidated", "corrected", "promoted", "represented", "recorded")
+DREAMS_DIR = Path(".companion") / "dreams"
+MEMORY_NOTES = ("MEMORY.md", "USER.md")
+
+
+def sha256_text(text: str | None) -> str | None:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest() if text is not None else None
+
+
+@dataclass
+class Change:
+    """One change to one file: `before`/`after` are the whole file (None: absent)."""
+
+    id: str
+    kind: str
+    note: str  # vault-relative path, or MEMORY.md / USER.md
+    before: str | None
+    after: str | None
+    provenance: list[dict[str, Any]] = field(default_factory=list)
+    summary: str = ""
+    keys: list[str] = field(default_factory=list)  # normalised texts of the candidates
+    removed: int = 0  # lines or entries this change removed or replaced
+
+    @property
+    def before_sha256(self) -> str | None:
+        return sha256_text(self.before)
+
+    @property
+    def after_sha256(self) -> str | None:
+        return sha256_text(self.after)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "kind": self.kind,
+            "note": self.note,
+            "before_sha256": self.before_sha256,
+            "after_sha256": self.after_sha256,
+            "before": self.before,
+            "after": self.after,
+            "provenance": self.provenance,
+            "summary": self.summary,
+            "keys": self.keys,
+            "removed": self.removed,
+        }
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> Change:
+        return cls(
+            id=str(d.get("id") or ""),
+            kind=str(d.get("kind") or ""),
+            note=str(d.get("note") or ""),
+            before=d.get("before") if isinstance(d.get("before"), str) else None,
+            after=d.get("after") if isinstance(d.get("after"), str) else None,
+            provenance=[p for p in d.get("provenance") or [] if isinstance(p, dict)],
+            summary=str(d.get("summary") or ""),
+            keys=[str(k) for k in d.get("keys") or []],
+            removed=int(d.get("removed") or 0),
+        )
+
+
+@dataclass
+class Skipped:
+    """A candidate the dream did not write, and why. `text` is None when it held a secret:
+    then only its location is reported."""
+
+    code: str
+    reason: str
+    text: str | None = None
+    kind: str | None = None
+    refs: list[dict[str, Any]] = field(default_factory=list)
+
+    @staticmethod
+    def _refs(c: Candidate) -> list[dict[str, Any]]:
+        return [{"source": r.source, "line": r.line, "message_id": r.message_id} for r in c.refs()]
+
+    @classmethod
+    def of(cls, c: Candidate, code: str, reason: str) -> Skipped:
+        return cls(code, reason, None if c.secret else c.text, c.kind, cls._refs(c))
+
+    @classmethod
+    def secret(cls, c: Candidate) -> Skipped:
+        c.secret = True
+        return cls(
+            "secret", "the secret scanner flagged it: never written", None, c.kind, cls._refs(c)
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "code": self.code,
+            "reason": self.reason,
+            "text": self.text,
+            "kind": self.kind,
+            "refs": self.refs,
+        }
+
+    def where(self) -> str:
+        if not self.refs:
+            return "?"
+        r = self.refs[0]
+        out = str(r.get("source"))
+        if r.get("line") is not None:
+            out += f":{r['line']}"
+        if r.get("message_id"):
+            out += f" #{r['message_id']}"
+        return out
+
+
+@dataclass
+class DreamReport:
+    """What one dream did (and, in `changes`, everything dreamt that day)."""
+
+    date: str
+    ran_on: str = "local"
+    distiller: str = "rules"
+    distiller_note: str | None = None
+    window: dict[str, str] | None = None
+    started_at: str = ""
+    finished_at: str = ""
+    status: str = "ok"  # ok, skipped (another dreamer has the night), failed
+    changes: list[Change] = field(default_factory=list)  # the whole day
+    run_changes: list[Change] = field(default_factory=list)  # this run only
+    skipped: list[Skipped] = field(default_factory=list)
+    orphans: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    memory: dict[str, Any] = field(default_factory=dict)
+    verify: dict[str, Any] = field(default_factory=dict)
+    candidates: int = 0
+    dry_run: bool = False
+    runs: list[dict[str, Any]] = field(default_factory=list)
+    undone_at: str | None = None
+    explanations: list[dict[str, Any]] = field(default_factory=list)
+    path: Path | None = None
+
+    loaded_nothing_changed: bool | None = None  # from a report read back from disk
+    timings: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def nothing_changed(self) -> bool:
+        """True when this run changed nothing but (at most) its "Nothing changed" line."""
+        if not self.run_changes and self.loaded_nothing_changed is not None:
+            return self.loaded_nothing_changed
+        return all(c.kind == "recorded" for c in self.run_changes)
+
+    @property
+    def counts(self) -> dict[str, int]:
+        out = {k: 0 for k in KINDS}
+        for c in self.changes:
+            out[c.kind] = out.get(c.kind, 0) + 1
+        out["skipped"] = len(self.skipped)
+        out["candidates"] = self.candidates
+        return out
+
+    def run_counts(self) -> dict[str, int]:
+        out = {k: 0 for k in KINDS}
+        for c in self.run_changes:
+            out[c.kind] = out.get(c.kind, 0) + 1
+        return out
+
+    def run_record(self) -> dict[str, Any]:
+        return {
+            "started_at": self.started_at,
+            "finished_at": self.finished_at,
+            "ran_on": self.ran_on,
+            "distiller": self.distiller,
+            "distiller_note": self.distiller_note,
+            "window": self.window,
+            "status": self.status,
+            "changes": [c.id for c in self.run_changes],
+            "nothing_changed": self.nothing_changed,
+            "timings": self.timings,
+        }
+
+    def to_dict(self, *, explain: bool = False) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "version": REPORT_VERSION,
+            "date": self.date,
+            "ran_on": self.ran_on,
+            "distiller": self.distiller,
+            "distiller_note": self.distiller_note,
+            "status": self.status,
+            "window": self.window,
+            "started_at": self.started_at,
+            "finished_at": self.finished_at,
+            "nothing_changed": self.nothing_changed,
+            "dry_run": self.dry_run,
+            "counts": self.counts,
+            "changes": [c.to_dict() for c in self.changes],
+            "skipped": [s.to_dict() for s in self.skipped],
+            "orphans": self.orphans,
+            "warnings": self.warnings,
+            "memory": self.memory,
+            "verify": self.verify,
+            "runs": self.runs,
+            "undone_at": self.undone_at,
+        }
+        if explain:
+            out["explanations"] = self.explanations
+        return out
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any], path: Path | None = None) -> DreamReport:
+        rep = cls(date=str(d.get("date") or (path.stem if path else "")))
+        rep.ran_on = str(d.get("ran_on") or "local")
+        rep.distiller = str(d.get("distiller") or "rules")
+        rep.distiller_note = d.get("distiller_note")
+        rep.window = d.get("window") if isinstance(d.get("window"), dict) else None
+        rep.started_at = str(d.get("started_at") or "")
+        rep.finished_at = str(d.get("finished_at") or "")
+        rep.status = str(d.get("status") or "ok")
+        rep.changes = [Change.from_dict(c) for c in d.get("changes") or [] if isinstance(c, dict)]
+        rep.skipped = [
+            Skipped(
+                str(s.get("code") or ""),
+                str(s.get("reason") or ""),
+                s.get("text"),
+                s.get("kind"),
+                list(s.get("refs") or []),
+            )
+            for s in d.get("skipped") or []
+            if isinstance(s, dict)
+        ]
+        rep.orphans = [str(o) for o in d.get("orphans") or []]
+        rep.warnings = [str(w) for w in d.get("warnings") or []]
+        rep.memory = d.get("memory") if isinstance(d.get("memory"), dict) else {}
+        rep.verify = d.get("verify") if isinstance(d.get("verify"), dict) else {}
+        rep.runs = [r for r in d.get("runs") or [] if isinstance(r, dict)]
+        rep.undone_at = d.get("undone_at")
+        rep.loaded_nothing_changed = bool(d.get("nothing_changed", False))
+        counts = d.get("counts") if isinstance(d.get("counts"), dict) else {}
+        rep.candidates = int(counts.get("candidates") or 0)
+        rep.path = path
+        return rep
+
+
+def report_path(vault: Path, date: str) -> Path:
+    return Path(vault) / DREAMS_DIR / f"{date}.json"
+
+
+def load_report(vault: Path, date: str) -> DreamReport | None:
+    path = report_path(vault, date)
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return None
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        from companion.errors import CompanionError  # noqa: PLC0415
+
+        raise CompanionError(f"the dream report {path} cannot be read: {exc}") from None
+    if not isinstance(data, dict):
+        return None
+    return DreamReport.from_dict(data, path)
+
+
+def list_reports(vault: Path) -> list[Path]:
+    folder = Path(vault) / DREAMS_DIR
+    if not folder.is_dir():
+        return []
+    return sorted(p for p in folder.glob("????-??-??.json") if p.is_file())
+
+
+def last_dream_end(vault: Path) -> dt.datetime | None:
+    """End of the window of the newest real (not dry-run, not undone) dream in the vault."""
+    for path in reversed(list_reports(vault)):
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+            continue
+        if not isinstance(data, dict) or data.get("undone_at"):
+            continue
+        ends = [
+            r.get("window", {}).get("end")
+            for r in data.get("runs") or []
+            if isinstance(r, dict)
+            and isinstance(r.get("window"), dict)
+            and r.get("status", "ok") == "ok"
+        ]
+        best = None
+        for e in ends:
+            try:
+                t = dt.datetime.fromisoformat(str(e))
+            except ValueError:
+                continue
+            if best is None or t > best:
+                best = t
+        if best is not None:
+            return best
+    return None
+
+
+def write_json_atomic(path: Path, data: Any) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    text = json.dumps(data, indent=2, ensure_ascii=False) + "\n"
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as fh:
+            fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise

@@ -15,6 +15,10 @@ def test_demo_runs_twice_and_cleans_up(companion_home: Path) -> None:
         assert "broken: knowledge/Backups.md:8  [[Restore drill]]" in out
         assert "MEMORY (your personal notes) [" in out
         assert "USER PROFILE (who the user is) [" in out
+        assert "== 3. The nightly dream" in out
+        assert "promoted     MEMORY.md" in out
+        assert "A second dream over the same night: nothing changed (idempotent)." in out
+        assert "The station's logs are capped with journald SystemMaxUse=200M." in out
         assert "Traceback" not in res.stderr
     assert not (companion_home / "data" / "demo").exists()
 

@@ -17,6 +17,7 @@ import click
 
 from companion.cli import AppContext, pass_app
 from companion.demo.sample import MEMORY_ENTRIES, USER_ENTRIES, write_sample_vault
+from companion.paths import DevicePaths, device_paths
 
 
 @dataclass
@@ -28,10 +29,12 @@ class DemoWorld:
     app: AppContext
     server_vault: Path = field(init=False)
     hermes_home: Path = field(init=False)
+    server_paths: DevicePaths = field(init=False)
 
     def __post_init__(self) -> None:
         self.server_vault = self.root / "server" / "vault"
         self.hermes_home = self.root / "server" / "hermes"
+        self.server_paths = device_paths(self.root / "server" / "home").ensure()
 
 
 def say(title: str) -> None:
@@ -70,7 +73,52 @@ def chapter_memory(world: DemoWorld) -> None:
     click.echo(Snapshot.capture(world.hermes_home).text())
 
 
-CHAPTERS = [chapter_vault, chapter_memory]
+def chapter_dream(world: DemoWorld) -> None:
+    from zoneinfo import ZoneInfo
+
+    from companion.demo.sample import write_hermes_state
+    from companion.dream import run_dream
+    from companion.memory import Snapshot
+
+    say("3. The nightly dream (02:00 Europe/Madrid)")
+    dream_at = datetime.combine(world.today, datetime.min.time().replace(hour=2)).replace(
+        tzinfo=ZoneInfo("Europe/Madrid")
+    )
+    write_hermes_state(world.hermes_home / "state.db", dream_at)
+    click.echo("The agent had two sessions yesterday (Hermes state.db) and kept its journal.")
+    report = run_dream(
+        world.server_vault,
+        world.app.config,
+        dream_at,
+        paths=world.server_paths,
+        hermes_home=world.hermes_home,
+        ran_on="server",
+    )
+    counts = report.counts
+    summary = ", ".join(f"{v} {k}" for k, v in counts.items() if v and k != "candidates")
+    click.echo(f"Dream report: {summary or 'nothing changed'}")
+    for c in report.changes:
+        click.echo(f"  {c.kind:<12} {c.note}: {c.summary}")
+    if report.path is not None:
+        click.echo(f"Machine-readable report: {report.path.relative_to(world.server_vault)}")
+    again = run_dream(
+        world.server_vault,
+        world.app.config,
+        dream_at,
+        paths=world.server_paths,
+        hermes_home=world.hermes_home,
+        ran_on="server",
+    )
+    click.echo(
+        "A second dream over the same night: "
+        + ("nothing changed (idempotent)." if again.nothing_changed else "CHANGED (bug!)")
+    )
+    click.echo("")
+    click.echo("The injected memory after the dream:")
+    click.echo(Snapshot.capture(world.hermes_home).text())
+
+
+CHAPTERS = [chapter_vault, chapter_memory, chapter_dream]
 
 
 def _fresh_dir(root: Path) -> None:

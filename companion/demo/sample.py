@@ -7,7 +7,7 @@ to consolidate. Everything is written relative to a given day so the demo works 
 
 from __future__ import annotations
 
-from datetime import date, timedelta
+from datetime import date, datetime, timedelta
 from pathlib import Path
 
 KNOWLEDGE = {
@@ -170,3 +170,67 @@ def write_sample_vault(root: Path, today: date) -> list[Path]:
         day = start + timedelta(days=i)
         put(f"journal/{day.isoformat()}.md", journal_text(day, en, done, decided, learned))
     return written
+
+
+# Hermes Agent's state.db: the columns the dream reads (Hermes adds more; readers take extras).
+HERMES_SCHEMA = """
+CREATE TABLE sessions (id TEXT PRIMARY KEY, source TEXT NOT NULL, model TEXT,
+                       started_at REAL NOT NULL, ended_at REAL, title TEXT);
+CREATE TABLE messages (id INTEGER PRIMARY KEY AUTOINCREMENT, session_id TEXT NOT NULL,
+                       role TEXT NOT NULL, content TEXT, tool_call_id TEXT, tool_calls TEXT,
+                       tool_name TEXT, timestamp REAL NOT NULL);
+"""
+
+
+def _memory_call(call_id: str, content: str, target: str = "memory") -> str:
+    import json
+
+    args = {"action": "add", "target": target, "content": content}
+    fn = {"name": "memory", "arguments": json.dumps(args)}
+    return json.dumps([{"id": call_id, "type": "function", "function": fn}])
+
+
+def write_hermes_state(db_path: Path, dream_at: datetime) -> Path:
+    """Two sessions from the day before `dream_at`: explicit lessons and a memory-tool call."""
+    import sqlite3
+
+    t0 = (dream_at - timedelta(hours=16)).timestamp()
+    rows = [
+        ("s1", "user", "The station stopped reporting at 14:00, can you look?", None),
+        (
+            "s1",
+            "assistant",
+            "lesson: the station's SD card filled up with logs; "
+            "journald needs SystemMaxUse=200M on the Pi.",
+            None,
+        ),
+        (
+            "s1",
+            "assistant",
+            "Saved it.",
+            _memory_call("c1", "The station's logs are capped with journald SystemMaxUse=200M."),
+        ),
+        ("s2", "user", "remember: the NAS is called atlas and wakes up at 01:30.", None),
+        ("s2", "assistant", "Noted. I'll keep backups after 01:30.", None),
+    ]
+    db_path.parent.mkdir(parents=True, exist_ok=True)
+    con = sqlite3.connect(db_path)
+    try:
+        con.executescript(HERMES_SCHEMA)
+        con.execute(
+            "INSERT INTO sessions VALUES ('s1','cli','demo-model',?,?, 'station')", (t0, t0 + 600)
+        )
+        con.execute(
+            "INSERT INTO sessions VALUES ('s2','cli','demo-model',?,?, 'nas')",
+            (t0 + 3600, t0 + 4200),
+        )
+        for i, (sid, role, content, calls) in enumerate(rows):
+            con.execute(
+                "INSERT INTO messages (session_id, role, content, tool_calls, timestamp)"
+                " VALUES (?,?,?,?,?)",
+                (sid, role, content, calls, t0 + 60 * i + (3600 if sid == "s2" else 0)),
+            )
+        con.commit()
+    finally:
+        con.close()
+    return db_path

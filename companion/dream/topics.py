@@ -59,7 +59,7 @@ def derive_title(text: str) -> str:
     `.`, `(` or `,`) when that is 2-10 words, else its first 7 words; trailing small words
     ("as", "the", "de"...) are dropped."""
     plain = unwrap_links(text).strip()
-    head = re.split(r":|\s[-–—]\s|;|\.\s|\.$|\(|,\s", plain, maxsplit=1)[0].strip()
+    head = re.split(r":(?=\s|$)|\s[-–—]\s|;|\.\s|\.$|\(|,\s", plain, maxsplit=1)[0].strip()
     ws = head.split()
     if not 2 <= len(ws) <= MAX_TITLE_WORDS:
         ws = plain.split()[:7]

@@ -113,7 +113,7 @@ def cli(ctx: click.Context, verbose: int) -> None:
         "companion %s: %s", __version__, ctx.invoked_subcommand or "tray"
     )
     ctx.obj = AppContext(paths=paths, verbose=verbose)
-    if ctx.invoked_subcommand != "config" and not ctx.resilient_parsing:
+    if ctx.invoked_subcommand not in ("config", "doctor") and not ctx.resilient_parsing:
         _ = ctx.obj.config  # a bad config file stops every command with a clear error (exit 2)
     if ctx.invoked_subcommand is None:
         try:

@@ -1,0 +1,557 @@
+"""`companion install-service`: systemd user units for the relay, the watch daemon and the dream.
+
+Four units, written for the current user into `$XDG_CONFIG_HOME/systemd/user/`:
+
+- `companion-relay.service`: `companion relay serve` on localhost (behind a TLS reverse proxy);
+- `companion-watch@.service`: `companion watch VAULT`, one instance per vault, the instance
+  being the vault's path escaped the way `systemd-escape --path` does (`%f` gives it back);
+- `companion-dream@.service` + `companion-dream@.timer`: `companion dream VAULT` once a night at
+  `[dream] time` in `[dream] timezone`; `Persistent=true` runs a night missed while the machine
+  was off at the next boot.
+
+`ExecStart` runs the interpreter this command runs under (`python -m companion`), or the frozen
+binary itself, so a virtualenv or pipx install keeps working under systemd, where `PATH` is
+short. Variables that choose this device's state (`COMPANION_HOME`, `HERMES_HOME`,
+`COMPANION_PASSPHRASE_FILE`) are carried into the units when set.
+
+Hardening: only options that work in a user manager without user namespaces (the seccomp-based
+ones and `NoNewPrivileges`); `ProtectSystem=`, `PrivateTmp=` and friends need namespaces that
+many servers do not give unprivileged users, and a unit that fails to start protects nothing.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+import click
+
+from companion.cli import AppContext, pass_app
+from companion.errors import CompanionError, InputError
+
+RELAY_UNIT = "companion-relay.service"
+WATCH_TEMPLATE = "companion-watch@.service"
+DREAM_TEMPLATE = "companion-dream@.service"
+DREAM_TIMER = "companion-dream@.timer"
+MARKER = "# Written by `companion install-service`"
+CARRIED_ENV = ("COMPANION_HOME", "HERMES_HOME", "COMPANION_PASSPHRASE_FILE")
+KINDS = ("relay", "watch", "dream")
+
+HARDENING = """\
+# hardening that works in a user manager (seccomp, no namespaces needed)
+NoNewPrivileges=yes
+LockPersonality=yes
+RestrictRealtime=yes
+RestrictSUIDSGID=yes
+RestrictNamespaces=yes
+RestrictAddressFamilies=AF_UNIX AF_INET AF_INET6 AF_NETLINK
+SystemCallArchitectures=native
+SystemCallFilter=@system-service
+SystemCallErrorNumber=EPERM
+# files the service creates are owner-only; a drop-in with UMask=0027 shares them with a group
+UMask=0077
+"""
+
+_SAFE_WORD = re.compile(r"^[A-Za-z0-9_./:@=+,%$-]+$")
+_UNIT_NAME_CHARS = re.compile(rb"[A-Za-z0-9:_.]")
+_HHMM = re.compile(r"^([01]\d|2[0-3]):([0-5]\d)$")
+
+
+class Specifier(str):
+    """A word written into a unit as it is, so systemd expands it (`%h/.local/bin/companion`)."""
+
+
+@dataclass(frozen=True)
+class UnitFile:
+    name: str
+    text: str
+
+
+# ----------------------------------------------------------------------------------------------
+# Escaping: unit names, command lines, environment assignments
+# ----------------------------------------------------------------------------------------------
+
+
+def systemd_escape_path(path: str | os.PathLike[str]) -> str:
+    """What `systemd-escape --path PATH` prints: the instance name that `%f` turns back into
+    PATH (slashes become `-`; bytes outside `[A-Za-z0-9:_.]` and a leading `.` become `\\xNN`)."""
+    text = os.fspath(path)
+    parts = [p for p in text.split("/") if p not in ("", ".")]
+    if ".." in parts:
+        raise InputError(f"{text!r}: use a path without '..'")
+    if not parts:
+        return "-"
+    raw = "/".join(parts).encode("utf-8", "surrogateescape")
+    out: list[str] = []
+    for i, b in enumerate(raw):
+        ch = bytes([b])
+        if ch == b"/":
+            out.append("-")
+        elif (i == 0 and ch == b".") or not _UNIT_NAME_CHARS.match(ch):
+            out.append(f"\\x{b:02x}")
+        else:
+            out.append(ch.decode("ascii"))
+    return "".join(out)
+
+
+def instance_unit(template: str, vault: Path) -> str:
+    """`companion-watch@.service` + `/srv/vault` -> `companion-watch@srv-vault.service`."""
+    prefix, suffix = template.split("@", 1)
+    name = f"{prefix}@{systemd_escape_path(vault)}{suffix}"
+    if len(name) > 255:
+        raise InputError(
+            f"the vault path {vault} is too long for a systemd unit name; use a shorter path "
+            "(a symlink works: ln -s LONG/PATH ~/vault)"
+        )
+    return name
+
+
+def _check_printable(value: str, what: str) -> None:
+    if any(c in value for c in "\n\r\0"):
+        raise InputError(f"{what} {value!r} contains a line break or NUL; systemd cannot use it")
+
+
+def exec_word(arg: str, *, first: bool = False) -> str:
+    """One word of an `ExecStart=` line: `%` doubled (specifiers), `$` doubled in arguments
+    (variable expansion; systemd does not expand the executable itself), quoted when needed."""
+    _check_printable(arg, "the argument")
+    if isinstance(arg, Specifier):
+        return str(arg)
+    if first and any(c in arg for c in "\"'\\"):
+        raise CompanionError(
+            f"systemd cannot start a program whose path has quotes or backslashes: {arg}; "
+            "install the companion in a plainer folder (pipx does)"
+        )
+    text = arg.replace("%", "%%")
+    if not first:
+        text = text.replace("$", "$$")
+    if text == ";":
+        return "\\;"
+    if _SAFE_WORD.match(text):
+        return text
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def exec_line(argv: Sequence[str]) -> str:
+    return " ".join(exec_word(a, first=i == 0) for i, a in enumerate(argv))
+
+
+def env_assignment(name: str, value: str) -> str:
+    """An `Environment=` line (specifiers are expanded there, variables are not)."""
+    _check_printable(value, f"${name}")
+    text = f"{name}={value}".replace("%", "%%").replace("\\", "\\\\").replace('"', '\\"')
+    return f'Environment="{text}"'
+
+
+# ----------------------------------------------------------------------------------------------
+# The units
+# ----------------------------------------------------------------------------------------------
+
+
+def companion_command() -> list[str]:
+    """How a unit starts this companion: the frozen binary, or this interpreter with `-m`."""
+    if getattr(sys, "frozen", False):
+        return [sys.executable]
+    return [sys.executable, "-m", "companion"]
+
+
+def carried_environment(environ: Mapping[str, str] | None = None) -> dict[str, str]:
+    env = os.environ if environ is None else environ
+    return {k: env[k] for k in CARRIED_ENV if env.get(k)}
+
+
+def _header(summary: str) -> str:
+    return (
+        f"{MARKER}: {summary}\n"
+        "# Running install-service again rewrites this file; keep local changes in a drop-in\n"
+        "# (systemctl --user edit UNIT). Guide: docs/server-setup.md\n"
+    )
+
+
+def _environment(env: Mapping[str, str]) -> str:
+    lines = ["Environment=PYTHONUNBUFFERED=1"]
+    lines += [env_assignment(k, v) for k, v in sorted(env.items())]
+    return "\n".join(lines) + "\n"
+
+
+def relay_units(
+    command: Sequence[str],
+    data_dir: Path | Specifier,
+    host: str = "127.0.0.1",
+    port: int = 8787,
+    forwarded_allow_ips: str | None = None,
+    env: Mapping[str, str] | None = None,
+) -> list[UnitFile]:
+    data = data_dir if isinstance(data_dir, Specifier) else str(data_dir)
+    argv = [*command, "-v", "relay", "serve", "--data", data]
+    argv += ["--host", host, "--port", str(port)]
+    if forwarded_allow_ips:
+        argv += ["--forwarded-allow-ips", forwarded_allow_ips]
+    text = (
+        _header("the relay (ciphertext only), on localhost behind a TLS reverse proxy") + "[Unit]\n"
+        "Description=Vault Companion relay\n"
+        "StartLimitIntervalSec=10min\n"
+        "StartLimitBurst=5\n"
+        "\n"
+        "[Service]\n"
+        "Type=exec\n"
+        f"ExecStart={exec_line(argv)}\n" + _environment(env or {}) + "Restart=on-failure\n"
+        "RestartSec=3s\n"
+        "# exit status 2 is a configuration or input error: restarting cannot fix it\n"
+        "RestartPreventExitStatus=2\n"
+        "# long-polls are closed gracefully on SIGTERM\n"
+        "TimeoutStopSec=30s\n" + HARDENING + "\n"
+        "[Install]\n"
+        "WantedBy=default.target\n"
+    )
+    return [UnitFile(RELAY_UNIT, text)]
+
+
+def watch_units(command: Sequence[str], env: Mapping[str, str] | None = None) -> list[UnitFile]:
+    # %f (the unescaped instance path) must reach systemd as a specifier, not escaped
+    line = exec_line([*command, "-v", "watch"]) + " %f"
+    text = (
+        _header("keeps the vault at the instance path (%f) in sync") + "[Unit]\n"
+        "Description=Vault Companion sync daemon for %f\n"
+        "# when the relay runs on this machine too, start it first\n"
+        "After=companion-relay.service\n"
+        "StartLimitIntervalSec=10min\n"
+        "StartLimitBurst=5\n"
+        "\n"
+        "[Service]\n"
+        "Type=exec\n"
+        f"ExecStart={line}\n" + _environment(env or {}) + "Restart=on-failure\n"
+        "RestartSec=10s\n"
+        "RestartPreventExitStatus=2\n"
+        "TimeoutStopSec=30s\n" + HARDENING + "\n"
+        "[Install]\n"
+        "WantedBy=default.target\n"
+    )
+    return [UnitFile(WATCH_TEMPLATE, text)]
+
+
+def calendar_spec(at: str, timezone: str) -> str:
+    """`02:00` + `Europe/Madrid` -> `*-*-* 02:00:00 Europe/Madrid` (an OnCalendar= value)."""
+    m = _HHMM.match(at)
+    if m is None:
+        raise InputError(f"the dream time must be HH:MM (00:00-23:59), got {at!r}")
+    try:
+        ZoneInfo(timezone)
+    except (ZoneInfoNotFoundError, ValueError):
+        raise InputError(
+            f"unknown time zone {timezone!r}: use an IANA name such as Europe/Madrid"
+        ) from None
+    return f"*-*-* {m[1]}:{m[2]}:00 {timezone}"
+
+
+def dream_units(
+    command: Sequence[str],
+    at: str = "02:00",
+    timezone: str = "Europe/Madrid",
+    env: Mapping[str, str] | None = None,
+) -> list[UnitFile]:
+    spec = calendar_spec(at, timezone)
+    line = exec_line([*command, "-v", "dream"]) + " %f"
+    service = (
+        _header("one nightly dream of the vault at the instance path (%f); started by the timer")
+        + "[Unit]\n"
+        "Description=Vault Companion nightly dream for %f\n"
+        "After=companion-relay.service companion-watch@%i.service\n"
+        "\n"
+        "[Service]\n"
+        "Type=oneshot\n"
+        f"ExecStart={line}\n"
+        + _environment(env or {})
+        + "# below the relay lease (2 h), so a stuck night never overlaps another dreamer\n"
+        "TimeoutStartSec=100min\n"
+        "Nice=10\n"
+        "IOSchedulingClass=idle\n" + HARDENING
+    )
+    timer = (
+        _header(f"runs companion-dream@%i.service every night at {at} {timezone}") + "[Unit]\n"
+        "Description=Vault Companion nightly dream for %f\n"
+        "\n"
+        "[Timer]\n"
+        f"OnCalendar={spec}\n"
+        "# a night missed while the machine was off runs at the next boot\n"
+        "Persistent=true\n"
+        "AccuracySec=1min\n"
+        "\n"
+        "[Install]\n"
+        "WantedBy=timers.target\n"
+    )
+    return [UnitFile(DREAM_TEMPLATE, service), UnitFile(DREAM_TIMER, timer)]
+
+
+# ----------------------------------------------------------------------------------------------
+# Writing
+# ----------------------------------------------------------------------------------------------
+
+
+def user_unit_dir(environ: Mapping[str, str] | None = None) -> Path:
+    """`$XDG_CONFIG_HOME/systemd/user` (default `~/.config/systemd/user`)."""
+    env = os.environ if environ is None else environ
+    base = env.get("XDG_CONFIG_HOME") or str(Path(env.get("HOME") or Path.home()) / ".config")
+    return Path(base).expanduser() / "systemd" / "user"
+
+
+def write_units(units: Sequence[UnitFile], unit_dir: Path, force: bool = False) -> list[str]:
+    """Write each unit atomically; 'created', 'updated' or 'unchanged' per unit.
+
+    A file of the same name that install-service did not write is left alone unless `force`.
+    """
+    for u in units:
+        path = unit_dir / u.name
+        if path.exists() and not force:
+            try:
+                head = path.read_text(encoding="utf-8", errors="replace")[:200]
+            except OSError as exc:
+                raise CompanionError(f"cannot read {path}: {exc.strerror or exc}") from None
+            if not head.startswith(MARKER):
+                raise CompanionError(
+                    f"{path} exists and was not written by install-service; "
+                    "move it aside or pass --force to replace it"
+                )
+    outcomes: list[str] = []
+    try:
+        unit_dir.mkdir(parents=True, exist_ok=True)
+        for u in units:
+            path = unit_dir / u.name
+            old = path.read_text(encoding="utf-8") if path.is_file() else None
+            if old == u.text:
+                outcomes.append("unchanged")
+                continue
+            tmp = path.with_name(f".{u.name}.tmp")
+            tmp.write_text(u.text, encoding="utf-8")
+            os.chmod(tmp, 0o644)
+            os.replace(tmp, path)
+            outcomes.append("created" if old is None else "updated")
+    except OSError as exc:
+        raise CompanionError(f"cannot write units to {unit_dir}: {exc.strerror or exc}") from None
+    return outcomes
+
+
+def linger_enabled(user: str | None = None) -> bool | None:
+    """Whether systemd keeps this user's services running after logout (None: cannot tell)."""
+    linger_dir = Path("/var/lib/systemd/linger")
+    if not linger_dir.is_dir():
+        return None
+    name = user or _user_name()
+    return (linger_dir / name).exists() if name else None
+
+
+def _user_name() -> str | None:
+    try:
+        import pwd
+
+        return pwd.getpwuid(os.getuid()).pw_name
+    except (ImportError, KeyError):
+        return os.environ.get("USER")
+
+
+def next_elapse(spec: str) -> str | None:
+    """systemd's own reading of an OnCalendar= value ('Next elapse: ...'), when it is here."""
+    tool = shutil.which("systemd-analyze")
+    if tool is None:
+        return None
+    try:
+        out = subprocess.run(
+            [tool, "calendar", spec], capture_output=True, text=True, timeout=10, check=True
+        ).stdout
+    except (OSError, subprocess.SubprocessError):
+        return None
+    for line in out.splitlines():
+        key, _, value = line.strip().partition(":")
+        if key == "Next elapse":
+            return value.strip()
+    return None
+
+
+# ----------------------------------------------------------------------------------------------
+# The command
+# ----------------------------------------------------------------------------------------------
+
+
+def _vault_arg(app: AppContext, vault: Path | None) -> Path:
+    configured = app.config.get("vault", "path")
+    chosen = vault or (Path(configured) if configured else None)
+    if chosen is None:
+        raise InputError("name the vault: --vault DIR (or set [vault] path in the config)")
+    root = chosen.expanduser().resolve()
+    if not root.is_dir():
+        raise InputError(f"the vault {root} is not a folder")
+    return root
+
+
+def _sync_ready(app: AppContext, vault: Path) -> bool | None:
+    try:
+        from companion.sync.device import DeviceState
+    except ImportError:
+        return None
+    return DeviceState.exists(app.paths, vault)
+
+
+@click.command("install-service")
+@click.argument("kind", type=click.Choice(KINDS))
+@click.option(
+    "--vault",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="watch, dream: the vault folder (default [vault] path).",
+)
+@click.option(
+    "--data",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="relay: its data directory (default: DATA_DIR/relay of this device).",
+)
+@click.option("--host", help="relay: address to listen on (default 127.0.0.1).")
+@click.option("--port", type=click.IntRange(1, 65535), help="relay: port (default 8787).")
+@click.option(
+    "--forwarded-allow-ips",
+    metavar="IPS",
+    help="relay: trust X-Forwarded-For from these proxies (default 127.0.0.1 on localhost).",
+)
+@click.option("--at", "at", metavar="HH:MM", help="dream: time of night (default [dream] time).")
+@click.option("--timezone", metavar="TZ", help="dream: IANA time zone (default [dream] timezone).")
+@click.option(
+    "--unit-dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Write here instead of ~/.config/systemd/user (tests, packaging).",
+)
+@click.option("--dry-run", is_flag=True, help="Print the units and commands; write nothing.")
+@click.option("--force", is_flag=True, help="Replace unit files install-service did not write.")
+@pass_app
+def install_service(
+    app: AppContext,
+    kind: str,
+    vault: Path | None,
+    data: Path | None,
+    host: str | None,
+    port: int | None,
+    forwarded_allow_ips: str | None,
+    at: str | None,
+    timezone: str | None,
+    unit_dir: Path | None,
+    dry_run: bool,
+    force: bool,
+) -> None:
+    """Write systemd user units that run the relay, the sync daemon or the nightly dream.
+
+    KIND is relay (`companion relay serve` on localhost, for a reverse proxy to publish),
+    watch (`companion watch VAULT`, one instance per vault) or dream (`companion dream VAULT`
+    every night at [dream] time in [dream] timezone; a night missed while the machine was off
+    runs at the next boot). The units start this same installation of the companion, and
+    carry COMPANION_HOME, HERMES_HOME and COMPANION_PASSPHRASE_FILE when they are set.
+    Prints the systemctl lines that enable them; nothing is started for you.
+
+    \b
+    Example:
+      companion install-service relay --data /srv/relay
+      companion install-service watch --vault ~/vault
+      companion install-service dream --vault ~/vault --at 02:00 --timezone Europe/Madrid
+      companion install-service watch --vault ~/vault --dry-run
+    """
+    _refuse_foreign_options(kind, vault, data, host, port, forwarded_allow_ips, at, timezone)
+    if not sys.platform.startswith("linux") and unit_dir is None and not dry_run:
+        raise CompanionError(
+            "systemd user units are for Linux; on macOS and Windows the desktop app starts at "
+            "login (Settings > Start at login). Use --dry-run to see the units anyway"
+        )
+    command = companion_command()
+    env = carried_environment()
+    target_dir = (unit_dir or user_unit_dir()).expanduser()
+    enable: list[str] = []
+    notes: list[str] = []
+    if kind == "relay":
+        data_dir = (data or app.paths.data_dir / "relay").expanduser().resolve()
+        h = host or "127.0.0.1"
+        fwd = forwarded_allow_ips
+        if fwd is None and h in ("127.0.0.1", "::1", "localhost"):
+            fwd = "127.0.0.1"
+        units = relay_units(command, data_dir, h, port or 8787, fwd, env)
+        enable = [RELAY_UNIT]
+        notes.append(
+            f"Invite a device:  companion relay invite --data {shlex.quote(str(data_dir))}"
+        )
+        if h not in ("127.0.0.1", "::1", "localhost"):
+            notes.append(
+                f"The relay listens on {h} without TLS: publish it through a reverse proxy "
+                "with TLS (docs/server-setup.md), or pass --certfile/--keyfile in a drop-in."
+            )
+    else:
+        root = _vault_arg(app, vault)
+        if kind == "watch":
+            units = watch_units(command, env)
+            enable = [instance_unit(WATCH_TEMPLATE, root)]
+        else:
+            t = at or app.config.get("dream", "time")
+            tz = timezone or app.config.get("dream", "timezone")
+            units = dream_units(command, t, tz, env)
+            enable = [instance_unit(DREAM_TIMER, root)]
+            when = next_elapse(calendar_spec(t, tz))
+            notes.append(
+                f"The dream runs every night at {t} {tz}" + (f" (next: {when})." if when else ".")
+            )
+            once = shlex.quote(instance_unit(DREAM_TEMPLATE, root))
+            notes.append(f"Run it once now:  systemctl --user start {once}")
+        if _sync_ready(app, root) is False:
+            notes.append(
+                f"{root} is not set up for sync on this device yet: run `companion init` "
+                "(docs/server-setup.md) before enabling the unit."
+            )
+
+    if dry_run:
+        for u in units:
+            click.echo(f"# --- {target_dir / u.name}")
+            click.echo(u.text)
+    else:
+        for u, outcome in zip(units, write_units(units, target_dir, force), strict=True):
+            click.echo(f"{outcome}: {target_dir / u.name}")
+    quoted = " ".join(shlex.quote(n) for n in enable)
+    click.echo("")
+    click.echo("Enable and start:" if not dry_run else "To enable and start (after writing):")
+    click.echo("  systemctl --user daemon-reload")
+    click.echo(f"  systemctl --user enable --now {quoted}")
+    service = enable[0].replace(".timer", ".service")
+    click.echo("Follow its log:")
+    click.echo(f"  journalctl --user -u {shlex.quote(service)} -f")
+    for n in notes:
+        click.echo(n)
+    lingering = linger_enabled()
+    if lingering is not True:
+        user = _user_name() or "$USER"
+        click.echo(
+            "On a server, keep your services running after you log out (once, as root):\n"
+            f"  sudo loginctl enable-linger {user}"
+        )
+
+
+def _refuse_foreign_options(
+    kind: str,
+    vault: Path | None,
+    data: Path | None,
+    host: str | None,
+    port: int | None,
+    forwarded: str | None,
+    at: str | None,
+    timezone: str | None,
+) -> None:
+    given = {
+        "--vault": (vault, ("watch", "dream")),
+        "--data": (data, ("relay",)),
+        "--host": (host, ("relay",)),
+        "--port": (port, ("relay",)),
+        "--forwarded-allow-ips": (forwarded, ("relay",)),
+        "--at": (at, ("dream",)),
+        "--timezone": (timezone, ("dream",)),
+    }
+    for opt, (value, kinds) in given.items():
+        if value is not None and kind not in kinds:
+            raise InputError(f"{opt} is for {' and '.join(kinds)}, not {kind}")

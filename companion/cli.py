@@ -140,6 +140,15 @@ def main(argv: list[str] | None = None) -> None:
     except KeyboardInterrupt:
         click.echo("Interrupted.", err=True)
         sys.exit(130)
+    except Exception as exc:  # a bug: one line for the person, the traceback in the log
+        logging.getLogger("companion").exception("internal error")
+        log_file = device_paths().log_file
+        click.echo(
+            f"internal error: {redact(type(exc).__name__ + ': ' + str(exc))}\n"
+            f"(this is a bug; the details are in {log_file})",
+            err=True,
+        )
+        sys.exit(70)
     sys.exit(rv if isinstance(rv, int) else 0)
 
 

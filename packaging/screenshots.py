@@ -21,12 +21,15 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from PySide6.QtWidgets import QApplication
+
+    from companion.config import Config
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -133,15 +136,8 @@ def take(out: Path, lang: str) -> list[Path]:
 
 
 def _shoot(app: QApplication, out: Path, lang: str, pump: Callable[[float], None]) -> list[Path]:
-    from PySide6.QtCore import QPoint, QRect, Qt
-    from PySide6.QtWidgets import QWidget
-
     from companion.config import load_config
     from companion.gui import i18n
-    from companion.gui.app import CompanionApp, create_engine
-    from companion.gui.events import DreamLanded
-    from companion.gui.notify_policy import notifications_for
-    from companion.gui.report import load_report
     from companion.gui.sample import write_sample_vault
     from companion.paths import device_paths
 
@@ -158,9 +154,57 @@ def _shoot(app: QApplication, out: Path, lang: str, pump: Callable[[float], None
     config.set("sync", "device_name", "Laptop" if lang == "en" else "Portátil")
     config.set("memory", "hermes_home", str(hermes))
     config.set("notify", "dream_landed", False)  # the balloon is shown on purpose below
+    config.set("secrets", "backend", "file")  # the demo device keeps its keys in a temp folder
     config.save()
     (vault / ".companionignore").write_text("drafts/\n*.tmp\n.obsidian/workspace*.json\n", "utf-8")
+    relay = join_demo_relay(work, config, "Laptop" if lang == "en" else "Portátil")
+    try:
+        return _shoot_app(app, out, lang, pump, config, report_path)
+    finally:
+        relay.__exit__(None, None, None)
 
+
+def join_demo_relay(work: Path, config: Config, device: str) -> AbstractContextManager[Any]:
+    """A real relay on 127.0.0.1 with the demo vault joined to it, so the app shows a synced
+    copy (the settings still show the example relay address)."""
+    from companion.relay.testing import running_relay
+    from companion.secrets.store import FileStore
+    from companion.sync.join import TEST_KDF_PARAMS, join_vault
+
+    relay = running_relay(work / "relay")
+    live = relay.__enter__()
+    join_vault(
+        config.paths,
+        FileStore(config.paths.secrets_file),
+        Path(config.get("vault", "path")),
+        relay_url=live.url,
+        invite=live.invite(),
+        device_name=device,
+        kind="human",
+        passphrase=lambda _vault_id, _creating: "a demo passphrase, long enough",
+        kdf=TEST_KDF_PARAMS,
+    )
+    return relay
+
+
+def _shoot_app(
+    app: QApplication,
+    out: Path,
+    lang: str,
+    pump: Callable[[float], None],
+    config: Config,
+    report_path: Path,
+) -> list[Path]:
+    from PySide6.QtCore import QPoint, QRect, Qt
+    from PySide6.QtWidgets import QWidget
+
+    from companion.gui.app import CompanionApp, create_engine
+    from companion.gui.events import DreamLanded
+    from companion.gui.notify_policy import notifications_for
+    from companion.gui.report import load_report
+
+    vault = Path(config.get("vault", "path"))
+    work = vault.parent
     shots: list[Path] = []
     out.mkdir(parents=True, exist_ok=True)
     screen = app.primaryScreen()
@@ -178,11 +222,17 @@ def _shoot(app: QApplication, out: Path, lang: str, pump: Callable[[float], None
         shots.append(path)
 
     companion = CompanionApp(
-        config, create_engine(config), tray_available=True, use_desktop_notifications=False
+        config,
+        create_engine(config),
+        tray_available=True,
+        use_desktop_notifications=False,
+        dream_clock=False,  # no local fallback dream over the sample vault
     )
     companion.start()
-    deadline = time.monotonic() + 10
-    while companion.worker.last_view is None and time.monotonic() < deadline:
+    deadline = time.monotonic() + 15
+    while time.monotonic() < deadline and (
+        companion.worker.last_view is None or companion.worker.last_view.snapshot.syncing
+    ):
         pump(0.1)
     pump(1.0)
     tray = companion.tray

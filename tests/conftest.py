@@ -42,3 +42,23 @@ def run_companion(
         cwd=cwd,
         timeout=timeout,
     )
+
+
+@pytest.fixture(autouse=True)
+def _settle_qt_after_gui_tests(request: pytest.FixtureRequest):
+    """After a GUI test: let pool threads finish and collect Qt wrappers now, on the GUI thread,
+    so no queued signal or late deletion from this test reaches a later one."""
+    yield
+    if not request.module.__name__.split(".")[-1].startswith("test_gui_"):
+        return
+    import gc
+
+    from PySide6.QtCore import QCoreApplication, QEvent, QThreadPool
+
+    QThreadPool.globalInstance().waitForDone(5000)
+    app = QCoreApplication.instance()
+    if app is not None:
+        for _ in range(3):
+            app.processEvents()
+            app.sendPostedEvents(None, QEvent.Type.DeferredDelete.value)  # deleteLater
+    gc.collect()

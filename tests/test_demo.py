@@ -15,7 +15,17 @@ def test_demo_runs_twice_and_cleans_up(companion_home: Path) -> None:
         assert "broken: knowledge/Backups.md:8  [[Restore drill]]" in out
         assert "MEMORY (your personal notes) [" in out
         assert "USER PROFILE (who the user is) [" in out
-        assert "== 3. The nightly dream" in out
+        assert "== 6. The nightly dream on the server" in out
+        assert "Both copies byte-identical: True" in out
+        assert "Names or words from the notes found in the relay's files: none" in out
+        assert "laptop: added a line to projects/Weather station.md -> on the server: True" in out
+        assert "server: the agent wrote knowledge/Chrony.md -> on the laptop: True" in out
+        assert "The note keeps the person's line: True" in out
+        assert "The agent's version is kept in: Blog (conflict server " in out
+        assert "Verify: sync synced (pending: 0)" in out
+        assert "[notification] Dream of " in out
+        assert "Both copies byte-identical after the dream: True" in out
+        assert "bug!" not in out and "False" not in out
         assert "promoted     MEMORY.md" in out
         assert "A second dream over the same night: nothing changed (idempotent)." in out
         assert "The station's logs are capped with journald SystemMaxUse=200M." in out

@@ -37,13 +37,18 @@ def config(tmp_path: Path):
     cfg = load_config(device_paths())
     cfg.set("vault", "path", str(vault))
     cfg.set("notify", "morning_time", "00:00")  # never deferred, whatever the time of day
+    cfg.set("dream", "local_fallback", False)  # no dream of its own unless a test asks
     cfg.save()
     return cfg
 
 
 def make_app(qtbot, config, *, tray: bool) -> CompanionApp:
     app = CompanionApp(
-        config, create_engine(config), tray_available=tray, use_desktop_notifications=False
+        config,
+        create_engine(config),
+        tray_available=tray,
+        use_desktop_notifications=False,
+        dream_clock=False,
     )
     app.start()
     qtbot.waitUntil(lambda: app.worker.last_view is not None, timeout=5000)
@@ -230,4 +235,39 @@ def test_switching_language_rebuilds_the_windows(qtbot, config) -> None:
         assert "Salir" in app.tray.action_texts()
     finally:
         i18n.set_language("en")
+        close(app)
+
+
+def test_local_fallback_dreams_once_off_the_gui_thread(qtbot, config) -> None:
+    """No relay for this vault: at start, past the dream time, the app dreams here, once."""
+    from datetime import UTC, datetime
+    from zoneinfo import ZoneInfo
+
+    from companion.dream.report import report_path
+
+    config.set("dream", "local_fallback", True)
+    config.set("dream", "time", "00:00")
+    config.save()
+    now = datetime.now(UTC)
+    today = now.astimezone(ZoneInfo(config.get("dream", "timezone"))).date().isoformat()
+    vault = Path(config.get("vault", "path"))
+    app = CompanionApp(
+        config,
+        create_engine(config),
+        tray_available=True,
+        use_desktop_notifications=False,
+        now=lambda: now,
+    )
+    app.start()
+    try:
+        qtbot.waitUntil(lambda: app.dreamclock.last_local_run is not None, timeout=20_000)
+        assert report_path(vault, today).is_file()
+        assert app.dreamclock.scheduler is not None and app.dreamclock.scheduler.running
+        qtbot.waitUntil(
+            lambda: any(n.key == f"dream:{today}" for _, n in app.notifier.shown), timeout=5000
+        )
+        assert not app.dreamclock.check("resume").run  # the night is done
+        assert not app.worker.busy("dream_now")
+    finally:
+        app.dreamclock.stop()
         close(app)

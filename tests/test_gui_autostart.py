@@ -74,3 +74,30 @@ def test_toggle_carries_companion_home(tmp_path: Path, monkeypatch: pytest.Monke
     assert "companion" in text
     set_start_at_login(False, entry)
     assert not entry.path.exists()
+
+
+def test_launch_command_of_a_frozen_app_is_its_binary(monkeypatch, tmp_path: Path) -> None:
+    import sys
+
+    from companion.gui.autostart import launch_command
+
+    exe = tmp_path / "Vault Companion" / "companion"
+    monkeypatch.setattr(sys, "frozen", True, raising=False)
+    monkeypatch.setattr(sys, "executable", str(exe))
+    assert launch_command() == [str(exe)]
+
+
+def test_launch_command_uses_this_environments_script(monkeypatch, tmp_path: Path) -> None:
+    import sys
+
+    from companion.gui.autostart import launch_command
+
+    python = tmp_path / "venv" / "bin" / "python"
+    python.parent.mkdir(parents=True)
+    monkeypatch.setattr(sys, "executable", str(python))
+    monkeypatch.setattr(sys, "platform", "linux")
+    assert launch_command() == [str(python), "-m", "companion"]  # no script: -m
+    script = python.parent / "companion"
+    script.write_text("#!/bin/sh\n", encoding="utf-8")
+    script.chmod(0o755)
+    assert launch_command() == [str(script)]

@@ -11,7 +11,7 @@ import pytest
 
 from companion.errors import CompanionError
 from companion.gui.events import ConflictsCreated, DreamLanded
-from companion.gui.facade import EngineFacade, IdleEngine, is_conflict_copy
+from companion.gui.facade import ConflictScanner, EngineFacade, IdleEngine, is_conflict_copy
 from companion.gui.links import obsidian_uri
 from companion.gui.sample import write_sample_vault
 from companion.gui.status import TrayState, tray_state
@@ -26,7 +26,10 @@ from companion.gui.status import TrayState, tray_state
         ("Note (conflict laptop 2025-11-28).md", False),
         ("Note (conflicted 2025-11-28 1403).md", False),
         ("Note.md", False),
-        ("Note (conflict laptop 2025-11-28 1403)", False),
+        ("Makefile (conflict laptop 2025-11-28 1403)", True),  # no extension
+        ("Note (conflict laptop 2025-11-28 1403 2).md", True),  # the second that minute
+        ("Note (conflict laptop 2025-11-28 1403) draft.md", False),
+        ("(conflict laptop 2025-11-28 1403).md", False),
     ],
 )
 def test_conflict_copy_names(name: str, want: bool) -> None:
@@ -108,3 +111,39 @@ def test_obsidian_uri_is_percent_encoded(tmp_path: Path) -> None:
     encoded = uri.split("=", 1)[1]
     assert " " not in encoded and "&" not in encoded and "#" not in encoded and "/" not in encoded
     assert unquote(encoded) == str(note)
+
+
+def test_conflict_names_match_the_sync_engines() -> None:
+    from datetime import datetime
+
+    from companion.sync.conflicts import conflict_copy_name
+
+    when = datetime(2025, 11, 28, 14, 3)
+    taken = {"notes/a (conflict my laptop 2025-11-28 1403).md"}
+    for path in ("notes/a.md", "Makefile", "notes/x.tar.gz"):
+        assert is_conflict_copy(Path(conflict_copy_name(path, "my laptop", when)).name)
+    second = conflict_copy_name("notes/a.md", "my laptop", when, taken.__contains__)
+    assert second.endswith(" 2).md") and is_conflict_copy(Path(second).name)
+
+
+def test_conflicts_are_walked_only_when_a_folder_changed(tmp_path: Path) -> None:
+    vault = tmp_path / "vault"
+    (vault / "a" / "b").mkdir(parents=True)
+    (vault / "a" / "b" / "n.md").write_text("x", encoding="utf-8")
+    scanner = ConflictScanner(vault)
+    assert scanner.scan() == [] and scanner.walks == 1
+    for _ in range(5):
+        assert scanner.scan() == []
+    assert scanner.walks == 1  # nothing changed: folders stat'ed, not listed
+    (vault / "a" / "b" / "n.md").write_text("edited", encoding="utf-8")
+    scanner.scan()
+    assert scanner.walks == 1  # an edit inside a file is not a new name
+    copy = vault / "a" / "b" / "n (conflict phone 2025-11-29 0800).md"
+    copy.write_text("x", encoding="utf-8")
+    assert scanner.scan() == [copy] and scanner.walks == 2
+    (vault / "a" / "c").mkdir()
+    other = vault / "a" / "c" / "m (conflict phone 2025-11-29 0801).md"
+    other.write_text("x", encoding="utf-8")
+    assert scanner.scan() == [copy, other]
+    copy.unlink()
+    assert scanner.scan() == [other]

@@ -209,3 +209,19 @@ def test_backend_detection() -> None:
 
     assert desktop_backend_available({"DBUS_SESSION_BUS_ADDRESS": "unix:path=/x"}) is True
     assert desktop_backend_available({"XDG_RUNTIME_DIR": "/nonexistent-dir"}) is False
+
+
+def test_a_local_dream_is_one_notification_for_the_night() -> None:
+    """The local fallback says why it dreamed; the report's own DreamLanded is not shown too."""
+    late = LocalDreamRan("2025-11-28", REPORT, {"consolidated": 2})
+    offline = LocalDreamRan("2025-11-28", REPORT, {}, offline=True)
+    (n_late,) = notifications_for([late], cfg(), NOW)
+    (n_off,) = notifications_for([offline], cfg(), NOW)
+    assert n_late.title == "Dreamed on this computer"
+    assert "by the grace time" in n_late.body and "2 consolidated" in n_late.body
+    assert "could not be reached" in n_off.body and "No changes" in n_off.body
+    landed = notifications_for([DreamLanded(REPORT, "2025-11-28", "local", {})], cfg(), NOW)
+    assert n_late.key == landed[0].key == "dream:2025-11-28"
+    early = datetime(2025, 11, 28, 4, 1)  # landed at 04:01: told at the morning time
+    (deferred,) = notifications_for([late], cfg(morning_time="08:00"), early)
+    assert deferred.not_before == datetime(2025, 11, 28, 8, 0)

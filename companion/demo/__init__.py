@@ -7,11 +7,15 @@ removed at the end unless `--keep` is given, so it can run twice in a row.
 
 from __future__ import annotations
 
+import contextlib
+import json
+import secrets
 import shutil
 import time
 from dataclasses import dataclass, field
 from datetime import date, datetime
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -30,11 +34,21 @@ class DemoWorld:
     server_vault: Path = field(init=False)
     hermes_home: Path = field(init=False)
     server_paths: DevicePaths = field(init=False)
+    laptop_vault: Path = field(init=False)
+    laptop_paths: DevicePaths = field(init=False)
+    engines: dict[str, Any] = field(default_factory=dict)
+    stack: contextlib.ExitStack = field(default_factory=contextlib.ExitStack)
 
     def __post_init__(self) -> None:
         self.server_vault = self.root / "server" / "vault"
         self.hermes_home = self.root / "server" / "hermes"
         self.server_paths = device_paths(self.root / "server" / "home").ensure()
+        self.laptop_vault = self.root / "laptop" / "vault"
+        self.laptop_paths = device_paths(self.root / "laptop" / "home").ensure()
+
+    def sync(self, device: str) -> Any:
+        """One sync round on `device` ("server" or "laptop") until converged."""
+        return self.engines[device].round()
 
 
 def say(title: str) -> None:
@@ -80,12 +94,14 @@ def chapter_dream(world: DemoWorld) -> None:
     from companion.dream import run_dream
     from companion.memory import Snapshot
 
-    say("3. The nightly dream (02:00 Europe/Madrid)")
+    say("6. The nightly dream on the server (02:00 Europe/Madrid)")
     dream_at = datetime.combine(world.today, datetime.min.time().replace(hour=2)).replace(
         tzinfo=ZoneInfo("Europe/Madrid")
     )
     write_hermes_state(world.hermes_home / "state.db", dream_at)
     click.echo("The agent had two sessions yesterday (Hermes state.db) and kept its journal.")
+    from companion.sync.dreamhook import EngineSyncHook
+
     report = run_dream(
         world.server_vault,
         world.app.config,
@@ -93,6 +109,7 @@ def chapter_dream(world: DemoWorld) -> None:
         paths=world.server_paths,
         hermes_home=world.hermes_home,
         ran_on="server",
+        sync=EngineSyncHook(world.engines["server"]),
     )
     counts = report.counts
     summary = ", ".join(f"{v} {k}" for k, v in counts.items() if v and k != "candidates")
@@ -101,6 +118,8 @@ def chapter_dream(world: DemoWorld) -> None:
         click.echo(f"  {c.kind:<12} {c.note}: {c.summary}")
     if report.path is not None:
         click.echo(f"Machine-readable report: {report.path.relative_to(world.server_vault)}")
+    verify = report.to_dict().get("verify") or {}
+    click.echo(f"Verify: sync {verify.get('status', 'not run')} (pending: {verify.get('pending')})")
     again = run_dream(
         world.server_vault,
         world.app.config,
@@ -108,6 +127,7 @@ def chapter_dream(world: DemoWorld) -> None:
         paths=world.server_paths,
         hermes_home=world.hermes_home,
         ran_on="server",
+        sync=EngineSyncHook(world.engines["server"]),
     )
     click.echo(
         "A second dream over the same night: "
@@ -118,7 +138,147 @@ def chapter_dream(world: DemoWorld) -> None:
     click.echo(Snapshot.capture(world.hermes_home).text())
 
 
-CHAPTERS = [chapter_vault, chapter_memory, chapter_dream]
+def _device_config(paths: DevicePaths, kind: str, name: str) -> Any:
+    """Each demo device keeps its secrets in an owner-only file (no desktop keyring needed)."""
+    from companion.config import load_config
+
+    paths.config_file.parent.mkdir(parents=True, exist_ok=True)
+    paths.config_file.write_text(
+        f'[secrets]\nbackend = "file"\n\n[sync]\nkind = "{kind}"\ndevice_name = "{name}"\n',
+        encoding="utf-8",
+    )
+    return load_config(paths)
+
+
+def chapter_relay(world: DemoWorld) -> None:
+    from companion.relay.testing import running_relay
+    from companion.secrets.store import open_store
+    from companion.sync.engine import SyncEngine
+    from companion.sync.join import join_vault
+
+    say("3. An end-to-end encrypted relay, a server copy and a laptop copy")
+    relay = world.stack.enter_context(running_relay(world.root / "relay"))
+    click.echo(f"Relay listening on {relay.url} (loopback; it stores ciphertext only).")
+    passphrase = secrets.token_urlsafe(18)  # the demo's passphrase lives only in memory
+    world.laptop_vault.mkdir(parents=True, exist_ok=True)
+    for device, kind, vault, paths in (
+        ("server", "agent", world.server_vault, world.server_paths),
+        ("laptop", "human", world.laptop_vault, world.laptop_paths),
+    ):
+        config = _device_config(paths, kind, device)
+        store = open_store(config)
+        res = join_vault(
+            paths,
+            store,
+            vault,
+            relay_url=relay.url,
+            invite=relay.invite(),
+            device_name=device,
+            kind=kind,
+            passphrase=lambda _vid, _new: passphrase,
+        )
+        verb = "created the vault and set its passphrase" if res.created_vault else "joined with it"
+        click.echo(f"  {device} ({kind}) {verb}")
+        world.engines[device] = world.stack.enter_context(
+            contextlib.closing(SyncEngine(vault, paths, config, store=store))
+        )
+        rep = world.sync(device)
+        moved = len(rep.uploaded) or len(rep.downloaded)
+        what = "uploaded" if rep.uploaded else "downloaded"
+        click.echo(f"  {device} synced: {moved} files {what}, converged={rep.converged}")
+    same = _tree(world.server_vault) == _tree(world.laptop_vault)
+    click.echo(f"Both copies byte-identical: {same}")
+    blob_bytes = b"".join(p.read_bytes() for p in (world.root / "relay").rglob("*") if p.is_file())
+    leaked = [w for w in (b"Weather station", b"restic", b"Raspberry") if w in blob_bytes]
+    click.echo(f"Names or words from the notes found in the relay's files: {leaked or 'none'}")
+
+
+def _tree(root: Path) -> dict[str, bytes]:
+    return {
+        p.relative_to(root).as_posix(): p.read_bytes()
+        for p in sorted(root.rglob("*"))
+        if p.is_file() and ".companion-tmp" not in p.name
+    }
+
+
+def chapter_edits(world: DemoWorld) -> None:
+    say("4. Edits travel both ways")
+    note = world.laptop_vault / "projects" / "Weather station.md"
+    with note.open("a", encoding="utf-8") as f:
+        f.write("- Add a rain gauge in spring.\n")
+    world.sync("laptop")
+    world.sync("server")
+    arrived = "rain gauge" in (world.server_vault / "projects" / "Weather station.md").read_text()
+    click.echo(f"laptop: added a line to projects/Weather station.md -> on the server: {arrived}")
+    new = world.server_vault / "knowledge" / "Chrony.md"
+    new.write_text("# Chrony\n\nThe Pi keeps time with chrony.\n", encoding="utf-8")
+    world.sync("server")
+    world.sync("laptop")
+    arrived = (world.laptop_vault / "knowledge" / "Chrony.md").is_file()
+    click.echo(f"server: the agent wrote knowledge/Chrony.md -> on the laptop: {arrived}")
+
+
+def chapter_conflict(world: DemoWorld) -> None:
+    say("5. A conflict: the person and the agent edit the same line")
+    rel = "projects/Blog.md"
+    for _device, vault, status in (
+        ("server", world.server_vault, "Status: the agent thinks two drafts are ready."),
+        ("laptop", world.laptop_vault, "Status: I published the sensors post."),
+    ):
+        p = vault / rel
+        p.write_text(
+            p.read_text(encoding="utf-8").replace("Status: three drafts in progress.", status),
+            encoding="utf-8",
+        )
+    world.sync("server")  # the agent's edit reaches the relay first
+    rep = world.sync("laptop")
+    world.sync("server")
+    for c in rep.conflicts:
+        click.echo(f"  {c.message}")
+    kept = (world.laptop_vault / rel).read_text(encoding="utf-8")
+    click.echo(f"The note keeps the person's line: {'I published' in kept}")
+    copies = sorted(p.name for p in (world.laptop_vault / "projects").glob("Blog (conflict*"))
+    click.echo(f"The agent's version is kept in: {', '.join(copies) or 'NOTHING (bug!)'}")
+    same = _tree(world.server_vault) == _tree(world.laptop_vault)
+    click.echo(f"Both copies byte-identical again: {same}")
+
+
+def chapter_morning(world: DemoWorld) -> None:
+    from companion.gui.events import DreamLanded
+    from companion.gui.notify_policy import notifications_for
+
+    say("7. The morning on the laptop")
+    rep = world.sync("laptop")
+    reports = sorted((world.laptop_vault / ".companion" / "dreams").glob("????-??-??.json"))
+    click.echo(
+        f"The laptop received {len(rep.downloaded)} files by sync, the dream report among them."
+    )
+    if not reports:
+        click.echo("No dream report arrived (bug!)")
+        return
+    data = json.loads(reports[-1].read_text(encoding="utf-8"))
+    event = DreamLanded(
+        reports[-1],
+        data.get("date", ""),
+        data.get("ran_on", "server"),
+        dict(data.get("counts") or {}),
+    )
+    cfg = dict(world.app.config.values["notify"], morning_time="00:00")
+    for n in notifications_for([event], cfg, datetime.now()):
+        click.echo(f"  [notification] {n.title}: {n.body}")
+    same = _tree(world.server_vault) == _tree(world.laptop_vault)
+    click.echo(f"Both copies byte-identical after the dream: {same}")
+
+
+CHAPTERS = [
+    chapter_vault,
+    chapter_memory,
+    chapter_relay,
+    chapter_edits,
+    chapter_conflict,
+    chapter_dream,
+    chapter_morning,
+]
 
 
 def _fresh_dir(root: Path) -> None:
@@ -155,8 +315,9 @@ def demo(app: AppContext, keep: bool, headless: bool, today: datetime | None) ->
     _fresh_dir(world.root)
     started = time.monotonic()
     try:
-        for chapter in CHAPTERS:
-            chapter(world)
+        with world.stack:
+            for chapter in CHAPTERS:
+                chapter(world)
     finally:
         if not keep:
             shutil.rmtree(world.root, ignore_errors=True)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import difflib
 import json
@@ -274,17 +275,23 @@ def dream(
     tz = dream_timezone(config)
     now = parse_now(now_text, tz) if now_text else None
     hours = parse_window(window_text) if window_text else None
+    from companion.sync.dreamhook import dream_sync_hook  # noqa: PLC0415
+
+    # a sync copy: Verify syncs until quiet and the per-night lease keeps one dreamer
+    hook_ctx = contextlib.nullcontext(None) if dry_run else dream_sync_hook(root, app.paths, config)
     try:
-        rep = run_dream(
-            root,
-            config,
-            now,
-            paths=app.paths,
-            window_hours=hours,
-            distiller=distiller,
-            dry_run=dry_run,
-            explain=explain,
-        )
+        with hook_ctx as hook:
+            rep = run_dream(
+                root,
+                config,
+                now,
+                paths=app.paths,
+                window_hours=hours,
+                distiller=distiller,
+                dry_run=dry_run,
+                explain=explain,
+                sync=hook,
+            )
     except DreamSyncError as exc:
         _print_report(exc.report, dry_run=False)
         raise

@@ -436,6 +436,11 @@ def _distill_and_write(
         report.runs = [*(existing.runs if existing else []), report.run_record()]
         write_json_atomic(report_path(root, report.date), report.to_dict())
         report.path = report_path(root, report.date)
+        if sync is not None and report.verify.get("status") == "synced":
+            # Verify covered the notes; the report that records it is pushed right after
+            pushed = settle(sync, attempts=1)
+            if pushed.get("status") != "synced":
+                report.verify = {**pushed, "error": f"the report itself: {pushed.get('error')}"}
         if report.verify.get("status") == "failed":
             raise DreamSyncError(
                 f"the dream landed on this copy but sync did not settle: "

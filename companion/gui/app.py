@@ -6,21 +6,25 @@ tray (or the main window where the desktop has no tray), notifications, and the 
 
 from __future__ import annotations
 
+import os
 import signal
+import socket
 import sys
+import threading
+from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from PySide6.QtCore import QLocale, QObject, QTimer
+from PySide6.QtCore import QLocale, QObject, QSocketNotifier, QTimer
 from PySide6.QtWidgets import QApplication, QSystemTrayIcon
 
 from companion.config import Config
 from companion.gui.actions import AppActions
 from companion.gui.bridge import EngineFacade, EngineWorker, IdleEngine
-from companion.gui.events import EngineEvent, RelayUnreachable
+from companion.gui.dreamclock import NO_RELAY, OFFLINE, Decision, DreamClock, utc_now
+from companion.gui.events import EngineEvent, LocalDreamRan, RelayUnreachable
 from companion.gui.i18n import current_language, set_language, tr
-from companion.gui.main_window import MainWindow
 from companion.gui.notify import NotificationCenter, Notifier
 from companion.gui.notify_policy import (
     OPEN_CONFLICTS,
@@ -31,12 +35,15 @@ from companion.gui.notify_policy import (
     Action,
     notifications_for,
 )
-from companion.gui.report import NoteLocator
-from companion.gui.review import ReviewWindow
-from companion.gui.settings import TABS, SettingsHooks, SettingsWindow
+from companion.gui.report import NoteLocator, ReportError, load_report
 from companion.gui.single import SingleInstance, server_name
 from companion.gui.tray import TrayController, app_icon
 from companion.logs import get_logger
+
+if TYPE_CHECKING:  # the windows are imported when first opened: a tray at rest needs none
+    from companion.gui.main_window import MainWindow
+    from companion.gui.review import ReviewWindow
+    from companion.gui.settings import SettingsHooks, SettingsWindow
 
 log = get_logger("gui.app")
 
@@ -44,11 +51,31 @@ POLL_MS = 3000
 
 
 def create_engine(config: Config) -> EngineFacade:
-    """The engine for this device. Until the sync engine is wired in, `IdleEngine`."""
+    """The engine for this device: `SyncFacade` (the sync daemon in this process) when the
+    vault folder is a sync copy on this device, else `IdleEngine` (reports, no syncing)."""
     vault = str(config.get("vault", "path") or "")
-    engine = IdleEngine(Path(vault) if vault else None)
-    engine.set_paused(bool(config.get("sync", "paused")))
+    paused = bool(config.get("sync", "paused"))
+    folder = Path(vault).expanduser() if vault else None
+    if folder is not None and folder.is_dir():
+        from companion.sync.device import DeviceState  # noqa: PLC0415 - light; the rest is lazy
+
+        if DeviceState.exists(config.paths, os.path.realpath(folder)):
+            from companion.gui.sync_facade import SyncFacade  # noqa: PLC0415
+
+            return SyncFacade(folder, config, paused=paused)
+    engine = IdleEngine(folder)
+    engine.set_paused(paused)
     return engine
+
+
+def close_engine(engine: EngineFacade) -> None:
+    """Stop what an engine runs (the sync daemon); engines without threads have no `close`."""
+    close = getattr(engine, "close", None)
+    if callable(close):
+        try:
+            close()
+        except Exception:  # noqa: BLE001 - quitting must not fail
+            log.exception("closing the engine failed")
 
 
 def memories_dir(config: Config) -> Path:
@@ -69,11 +96,13 @@ class CompanionApp(QObject):
         tray_available: bool | None = None,
         hooks: SettingsHooks | None = None,
         use_desktop_notifications: bool | None = None,
+        dream_clock: bool = True,
+        now: Callable[[], datetime] = utc_now,
         parent: QObject | None = None,
     ) -> None:
         super().__init__(parent)
         self.config = config
-        self.hooks = hooks or SettingsHooks()
+        self.hooks = hooks
         if tray_available is None:
             tray_available = QSystemTrayIcon.isSystemTrayAvailable()
         self.tray_available = tray_available
@@ -92,6 +121,18 @@ class CompanionApp(QObject):
             self.notifier, config.paths.state_dir / "gui-notified.json", parent=self
         )
         self._offline_since: datetime | None = None
+        # The local fallback dream: checked once the first engine view says whether the relay
+        # answers, then at the dream and grace times and after a resume.
+        self.dreamclock = DreamClock(
+            config,
+            config.paths.state_dir / "dream-clock.json",
+            vault=lambda: self.worker.engine.vault_path(),
+            relay_reachable=self._relay_reachable,
+            launch=self._launch_local_dream,
+            now=now,
+        )
+        self._dream_clock_wanted = dream_clock
+        self._local_dream: Decision | None = None
 
         a = self.actions
         a.settings_requested.connect(self.open_settings)
@@ -103,6 +144,9 @@ class CompanionApp(QObject):
         self.notifier.fallback_text.connect(self._show_in_main)
         self.worker.events_ready.connect(self.on_events)
         self.worker.view_ready.connect(self._track_offline)
+        self.worker.view_ready.connect(self._start_dream_clock)
+        self.worker.call_done.connect(self._call_done)
+        self.worker.call_failed.connect(self._call_failed)
 
         self.timer = QTimer(self)
         self.timer.setInterval(POLL_MS)
@@ -122,6 +166,8 @@ class CompanionApp(QObject):
 
     def show_main(self) -> MainWindow:
         if self.main is None:
+            from companion.gui.main_window import MainWindow  # noqa: PLC0415
+
             self.main = MainWindow(self.worker, self.actions, tray_available=self.tray_available)
         self.main.show()
         self.main.raise_()
@@ -130,6 +176,9 @@ class CompanionApp(QObject):
 
     def open_settings(self, tab: str = "") -> SettingsWindow:
         if self.settings is None:
+            from companion.gui.settings import SettingsHooks, SettingsWindow  # noqa: PLC0415
+
+            self.hooks = self.hooks or SettingsHooks()
             self.settings = SettingsWindow(self.config, self.hooks)
             self.settings.setWindowIcon(app_icon())
             self.settings.saved.connect(self._settings_saved)
@@ -155,6 +204,8 @@ class CompanionApp(QObject):
         report = Path(report)
         window = self.reviews.get(report)
         if window is None:
+            from companion.gui.review import ReviewWindow  # noqa: PLC0415
+
             window = ReviewWindow(report, locator, open_url=self.actions.open_url)
             window.setWindowIcon(app_icon())
             window.reverted.connect(lambda _paths: self.worker.refresh())
@@ -170,6 +221,8 @@ class CompanionApp(QObject):
         before = current_language()
         after = set_language(self.config.get("gui", "language"), QLocale.system().name())
         self.worker.set_paused(bool(self.config.get("sync", "paused")))
+        if self.dreamclock.scheduler is not None:
+            self.dreamclock.reschedule()
         if after != before:  # windows are rebuilt so the new language shows everywhere
             if self.main is not None:
                 visible = self.main.isVisible()
@@ -178,6 +231,8 @@ class CompanionApp(QObject):
                 if visible:
                     self.show_main()
             if self.settings is not None:
+                from companion.gui.settings import TABS  # noqa: PLC0415
+
                 tab = TABS[self.settings.tabs.currentIndex()]
                 self.settings.hide()
                 self.settings.deleteLater()
@@ -212,6 +267,46 @@ class CompanionApp(QObject):
         self._offline_since = self._offline_since or now
         self.on_events([RelayUnreachable(self._offline_since)])
 
+    # ---- the local fallback dream ------------------------------------------------------------
+
+    def _start_dream_clock(self, _view: Any) -> None:
+        if self._dream_clock_wanted and self.dreamclock.scheduler is None:
+            self.dreamclock.start()
+
+    def _relay_reachable(self) -> bool | None:
+        view = self.worker.last_view
+        if view is None or not view.snapshot.sync_configured:
+            return None
+        return view.snapshot.online
+
+    def _launch_local_dream(self, decision: Decision) -> bool:
+        """Called by the dream clock (any thread): the dream runs on the worker's pool."""
+        self._local_dream = decision
+        if not self.worker.dream_now():  # a dream started by hand is running already
+            self._local_dream = None
+            return False
+        return True
+
+    def _call_done(self, name: str, result: object) -> None:
+        if name != "dream_now" or self._local_dream is None:
+            return
+        decision, self._local_dream = self._local_dream, None
+        self.dreamclock.finished(True)
+        if decision.cause == NO_RELAY or not isinstance(result, Path):
+            return  # the only dreamer (its report's own notification says it) / skipped
+        try:
+            rep = load_report(result)
+        except ReportError as exc:
+            log.warning("cannot read the local dream's report: %s", exc)
+            return
+        event = LocalDreamRan(rep.date, result, dict(rep.counts), decision.cause == OFFLINE)
+        self.on_events([event])
+
+    def _call_failed(self, name: str, _message: str) -> None:
+        if name == "dream_now" and self._local_dream is not None:
+            self._local_dream = None
+            self.dreamclock.finished(False)
+
     def run_action(self, action: Action) -> None:
         """What clicking a notification does."""
         if action.kind == OPEN_REVIEW and action.target:
@@ -232,27 +327,53 @@ class CompanionApp(QObject):
         if message == "show":
             self.show_main()
 
-    def quit(self) -> None:
+    def shutdown(self) -> None:
+        """Stop timers, the dream clock, running calls (bounded) and the engine; idempotent."""
         self.timer.stop()
+        self.dreamclock.stop()
         if self.tray is not None:
             self.tray.hide()
         self.notifier.close()
         self.worker.shutdown()
+        close_engine(self.worker.engine)
+
+    def quit(self) -> None:
+        self.shutdown()
         app = QApplication.instance()
         if app is not None:
             app.quit()
 
 
-def _quit_on_signals(app: QApplication) -> None:
-    """SIGTERM / Ctrl+C end the app cleanly (lock released, worker drained).
+class SignalQuit:
+    """SIGTERM / Ctrl+C end the app cleanly (lock released, worker drained, sync stopped).
 
-    Python runs signal handlers only between bytecodes, so a timer lets it in now and then.
+    Python runs a signal handler only when the interpreter gets control; the C-level handler
+    writes to a socket (`signal.set_wakeup_fd`) that Qt watches, so the event loop wakes for
+    it at once with no polling timer. `stop` is set once a signal came (also before the event
+    loop started). Keep the object alive as long as the app runs.
     """
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(sig, lambda *_: app.quit())
-    heartbeat = QTimer(app)
-    heartbeat.timeout.connect(lambda: None)
-    heartbeat.start(300)
+
+    def __init__(self, app: QApplication) -> None:
+        self.app = app
+        self.stop = threading.Event()
+        self._rsock, self._wsock = socket.socketpair()
+        self._rsock.setblocking(False)
+        self._wsock.setblocking(False)
+        signal.set_wakeup_fd(self._wsock.fileno(), warn_on_full_buffer=False)
+        self._notifier = QSocketNotifier(self._rsock.fileno(), QSocketNotifier.Type.Read, app)
+        self._notifier.activated.connect(self._drain)
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(sig, self._handler)
+
+    def _handler(self, *_: object) -> None:
+        self.stop.set()
+        self.app.quit()
+
+    def _drain(self) -> None:
+        try:
+            self._rsock.recv(64)
+        except OSError:
+            pass
 
 
 def run_tray(app_ctx: Any, argv: list[str] | None = None) -> int:
@@ -264,6 +385,7 @@ def run_tray(app_ctx: Any, argv: list[str] | None = None) -> int:
     app.setWindowIcon(app_icon())
     config: Config = app_ctx.config
     set_language(config.get("gui", "language"), QLocale.system().name())
+    signals = SignalQuit(app)
 
     instance = SingleInstance(server_name(app_ctx.paths), app_ctx.paths.state_dir / "gui.lock")
     if not instance.acquire():
@@ -278,13 +400,8 @@ def run_tray(app_ctx: Any, argv: list[str] | None = None) -> int:
     instance.message.connect(companion.handle_message)
     companion.start()
     log.info("tray app started (tray available: %s)", companion.tray_available)
-    _quit_on_signals(app)
     try:
-        return int(app.exec())
+        return 0 if signals.stop.is_set() else int(app.exec())
     finally:
-        companion.timer.stop()
-        if companion.tray is not None:
-            companion.tray.hide()
-        companion.notifier.close()
-        companion.worker.shutdown()
+        companion.shutdown()
         instance.release()

@@ -10,11 +10,12 @@ from __future__ import annotations
 import os
 import plistlib
 import re
-import shutil
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Protocol
+
+from companion.services import companion_command
 
 APP_ID = "vault-companion"
 LABEL = "org.vaultcompanion.companion"
@@ -23,9 +24,23 @@ RUN_VALUE = "VaultCompanion"
 
 
 def launch_command() -> list[str]:
-    """The command that starts the tray app: the `companion` script, else this Python."""
-    script = shutil.which("companion")
-    return [script] if script else [sys.executable, "-m", "companion"]
+    """The command that starts the tray app on this installation.
+
+    The frozen app is its own binary; otherwise the `companion` script of this same Python
+    environment (never one found elsewhere on PATH, which may be another installation), else
+    this Python with `-m companion`.
+    """
+    if getattr(sys, "frozen", False):
+        return companion_command()
+    folder = Path(sys.executable).parent
+    if sys.platform == "win32":
+        candidates = [folder / "companion.exe", folder / "Scripts" / "companion.exe"]
+    else:
+        candidates = [folder / "companion"]
+    for script in candidates:
+        if script.is_file() and os.access(script, os.X_OK):
+            return [str(script)]
+    return companion_command()
 
 
 class Autostart(Protocol):

@@ -53,10 +53,13 @@ class KeyringProblem:
 
 @dataclass(frozen=True)
 class LocalDreamRan:
-    """The server had not dreamed by the grace time, so this computer dreamed instead."""
+    """This computer dreamed because the server's report had not arrived by the grace time
+    (`offline` False) or the relay could not be reached (`offline` True)."""
 
     date: str
     report: Path | None = None
+    counts: dict[str, int] = field(default_factory=dict)
+    offline: bool = False
 
 
 @dataclass(frozen=True)

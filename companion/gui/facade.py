@@ -10,12 +10,12 @@ Qt-free, so the engine can import these types without pulling in Qt.
 
 from __future__ import annotations
 
-import fnmatch
 import importlib.util
 import os
+import re
 import subprocess
-import sys
 import threading
+import time
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Protocol, runtime_checkable
@@ -26,11 +26,12 @@ from companion.gui.i18n import tr
 from companion.gui.report import ReportError, load_report
 from companion.gui.status import EngineSnapshot
 from companion.logs import get_logger
+from companion.services import companion_command
 
 log = get_logger("gui.facade")
 
 DREAMS_DIR = Path(".companion") / "dreams"
-CONFLICT_PATTERN = "* (conflict * ????-??-?? ????).*"
+CONFLICT_NAME = re.compile(r"^.+ \(conflict .+ \d{4}-\d{2}-\d{2} \d{4}(?: \d+)?\)(?:\.[^.]*)?$")
 
 
 @runtime_checkable
@@ -57,8 +58,9 @@ class EngineFacade(Protocol):
         """Pause or resume syncing (the GUI also stores `sync.paused` in the config)."""
         ...
 
-    def dream_now(self) -> None:
-        """Dream now, locally (blocks until the report is written)."""
+    def dream_now(self) -> Path | None:
+        """Dream now, on this computer (blocks until the report is written); returns the
+        report written, or None when no dream ran (another device holds tonight's lease)."""
         ...
 
     def vault_path(self) -> Path | None:
@@ -79,17 +81,78 @@ class EngineFacade(Protocol):
 
 
 def is_conflict_copy(name: str) -> bool:
-    """True for a conflict copy's file name, e.g. "Note (conflict laptop 2025-11-28 1403).md"."""
-    return fnmatch.fnmatchcase(name, CONFLICT_PATTERN)
+    """True for a conflict copy's file name as the sync engine writes it
+    (`companion.sync.conflicts.conflict_copy_name`): "Note (conflict laptop 2025-11-28 1403).md",
+    a second one the same minute "Note (conflict laptop 2025-11-28 1403 2).md", and a file with
+    no extension "Makefile (conflict laptop 2025-11-28 1403)"."""
+    return CONFLICT_NAME.match(name) is not None
 
 
 def find_conflicts(vault: Path) -> list[Path]:
     """Conflict copies under `vault`, skipping hidden folders (.obsidian, .trash, .companion)."""
+    return _walk_conflicts(vault)[0]
+
+
+def _walk_conflicts(vault: Path) -> tuple[list[Path], dict[str, int]]:
+    """(conflict copies, {folder: mtime_ns}); each folder's time is read before it is listed,
+    so a change while walking shows as a changed time at the next look."""
     found: list[Path] = []
-    for root, dirs, files in os.walk(vault):
-        dirs[:] = [d for d in dirs if not d.startswith(".")]
-        found.extend(Path(root) / f for f in files if is_conflict_copy(f))
-    return sorted(found)
+    folders: dict[str, int] = {}
+    stack = [str(vault)]
+    while stack:
+        folder = stack.pop()
+        try:
+            folders[folder] = os.stat(folder).st_mtime_ns
+            with os.scandir(folder) as entries:
+                for entry in entries:
+                    if entry.name.startswith("."):
+                        continue
+                    if entry.is_dir(follow_symlinks=False):
+                        stack.append(entry.path)
+                    elif is_conflict_copy(entry.name):
+                        found.append(Path(entry.path))
+        except OSError:  # gone meanwhile, or unreadable: the next look sees the change
+            folders[folder] = -1
+    return sorted(found), folders
+
+
+class ConflictScanner:
+    """The conflict copies of one vault, cheap to ask for every few seconds.
+
+    A walk lists every folder; a look in between only stats the folders the last walk saw. A
+    copy appearing, leaving or being renamed changes its folder's mtime, and so does a new
+    subfolder, so the vault is walked again only then (and after `max_age_s`, for file
+    systems with coarse folder times).
+    """
+
+    def __init__(self, vault: Path, max_age_s: float = 300.0) -> None:
+        self.vault = vault
+        self.max_age_s = max_age_s
+        self._lock = threading.Lock()
+        self._folders: dict[str, int] | None = None
+        self._found: list[Path] = []
+        self._at = 0.0
+        self.walks = 0
+
+    def _unchanged(self) -> bool:
+        assert self._folders is not None
+        for folder, mtime in self._folders.items():
+            try:
+                if os.stat(folder).st_mtime_ns != mtime:
+                    return False
+            except OSError:
+                return False
+        return True
+
+    def scan(self) -> list[Path]:
+        with self._lock:
+            now = time.monotonic()
+            if self._folders is not None and now - self._at < self.max_age_s and self._unchanged():
+                return list(self._found)
+            self._found, self._folders = _walk_conflicts(self.vault)
+            self._at = now
+            self.walks += 1
+            return list(self._found)
 
 
 def dream_reports(vault: Path) -> list[Path]:
@@ -117,6 +180,7 @@ class IdleEngine:
         self._seen_reports: set[Path] | None = None
         self._seen_conflicts: set[Path] | None = None
         self._fresh = timedelta(hours=fresh_hours)
+        self._scanner = ConflictScanner(self._vault) if self._vault is not None else None
 
     def vault_path(self) -> Path | None:
         return self._vault
@@ -158,7 +222,7 @@ class IdleEngine:
     def dream_available() -> bool:
         return importlib.util.find_spec("companion.dream.cli") is not None
 
-    def dream_now(self) -> None:
+    def dream_now(self) -> Path | None:
         errors = self._vault_errors()
         if errors:
             raise CompanionError(errors[0])
@@ -170,7 +234,7 @@ class IdleEngine:
             self._dreaming = True
         try:
             proc = subprocess.run(
-                [sys.executable, "-m", "companion", "dream", str(self._vault)],
+                [*companion_command(), "dream", str(self._vault)],
                 capture_output=True,
                 text=True,
                 timeout=3600,
@@ -182,6 +246,7 @@ class IdleEngine:
             lines = (proc.stderr or proc.stdout or "").strip().splitlines()
             detail = lines[-1] if lines else f"exit status {proc.returncode}"
             raise CompanionError(tr("engine.dream_failed", error=detail))
+        return self.latest_dream_report()
 
     def latest_dream_report(self) -> Path | None:
         if self._vault is None:
@@ -190,9 +255,9 @@ class IdleEngine:
         return reports[-1] if reports else None
 
     def conflicts(self) -> list[Path]:
-        if self._vault is None or not self._vault.is_dir():
+        if self._scanner is None or not self._scanner.vault.is_dir():
             return []
-        return find_conflicts(self._vault)
+        return self._scanner.scan()
 
     def drain_events(self) -> list[EngineEvent]:
         """New dream reports and conflict copies since the last call.

@@ -140,11 +140,18 @@ def _one(event: EngineEvent, cfg: Mapping[str, Any], now: datetime) -> Notificat
     if isinstance(event, LocalDreamRan):
         if not cfg.get("local_dream", True):
             return None
+        why = (
+            N_("notify.local_dream.body_offline")
+            if event.offline
+            else N_("notify.local_dream.body")
+        )
+        # The same key as the report's own DreamLanded: one notification for the night.
         return Notification(
-            key=f"local_dream:{event.date}",
+            key=f"dream:{event.date}",
             title=tr("notify.local_dream.title"),
-            body=tr("notify.local_dream.body", date=event.date),
+            body=tr(why, date=event.date) + "\n" + dream_counts_text(event.counts),
             action=Action(OPEN_REVIEW, str(event.report)) if event.report else None,
+            not_before=_morning(now, cfg),
         )
     if isinstance(event, SecretFound):
         if not cfg.get("secrets", True):

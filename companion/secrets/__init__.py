@@ -8,15 +8,10 @@ For other parts of the product:
 - `companion.secrets.move.move_secret`: take a secret out of a note, leaving `keyring:NAME`.
 """
 
-from companion.secrets.detect import (
-    Finding,
-    compile_allowlist,
-    contains_secret,
-    mask,
-    scan_file,
-    scan_text,
-    scan_vault,
-)
+from __future__ import annotations
+
+import importlib
+from typing import Any
 
 __all__ = [
     "Finding",
@@ -27,3 +22,13 @@ __all__ = [
     "scan_text",
     "scan_vault",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    """Load the detector (and detect-secrets) only when asked: the secret store, which the sync
+    engine uses for its key and token, must not pull it in."""
+    if name in __all__:
+        value = getattr(importlib.import_module("companion.secrets.detect"), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'companion.secrets' has no attribute {name!r}")

@@ -110,10 +110,13 @@ def atomic_write(
     mtime_ns: int | None = None,
     executable: bool | None = None,
     verify_hash: bool = True,
+    sync_dir: bool = True,
 ) -> FileState:
     """Replace (or create) `rel` in the vault with `data` (bytes or a binary stream).
 
     `expected` is the state scanned before deciding to write (None: the file must not exist).
+    With ``sync_dir=False`` the folder is not fsynced: a caller writing many files fsyncs each
+    folder once afterwards (`fsync_dir`) before it relies on the renames being durable.
     Returns the new file's state (stat of the written file, SHA-256 of `data`) for the index and
     the watcher's echo suppression. Raises `ChangedSinceScan` (temp file removed, target
     untouched) if the target moved on, and `UnsafePath` for a path outside the vault.
@@ -155,7 +158,8 @@ def atomic_write(
         except OSError:
             pass
         raise
-    fsync_dir(folder)
+    if sync_dir:
+        fsync_dir(folder)
     return FileState(st.st_size, st.st_mtime_ns, inode_key(st.st_ino), h.hexdigest())
 
 

@@ -1,0 +1,422 @@
+"""The engine for a vault copy set up for sync: the sync daemon, in this process, as an
+`EngineFacade`.
+
+`SyncFacade` runs `companion.sync.daemon.Daemon` (watcher + relay long-poll + rounds) on a
+background thread, exactly what `companion watch` runs, and answers the tray from memory: the
+daemon's online flag, the round in progress, the status file the engine writes after each round.
+"Sync now" asks the daemon for a round and waits for its outcome; "Pause" stops the daemon (no
+threads, no network) and releases the vault lock; "Dream now" runs the dream here with the sync
+hook, so it takes the relay's per-night lease and syncs until quiet (offline, it dreams anyway
+and sync reconciles later).
+
+When another process already syncs this copy (a `companion watch` service), the facade only
+watches its status file, and takes over when that process stops.
+
+Events (`drain_events`): new dream reports and conflict copies (as `IdleEngine`), a mass
+deletion held back, a keyring that cannot give the vault key, and a secret in a note that a
+round just carried. "Relay unreachable" is the app's own rule over `snapshot().online`.
+
+Qt-free, like the engine it hosts.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from collections.abc import Callable
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from companion.config import Config
+from companion.errors import CompanionError
+from companion.gui.events import (
+    EngineEvent,
+    KeyringProblem,
+    MassDeleteTripped,
+    SecretFound,
+)
+from companion.gui.facade import IdleEngine
+from companion.gui.i18n import tr
+from companion.gui.status import EngineSnapshot
+from companion.logs import get_logger, redact
+from companion.paths import DevicePaths
+from companion.relay.errors import RelayUnreachable
+from companion.sync.daemon import Daemon
+from companion.sync.device import DeviceState, SecretMissing, status_file, vault_dir
+from companion.sync.engine import RoundReport, SyncEngine
+from companion.sync.guard import MassDeleteRefused
+from companion.sync.lock import LockHeld, VaultLock
+from companion.sync.status import StatusStore
+
+log = get_logger("gui.sync")
+
+SYNC_NOW_TIMEOUT_S = 600.0
+SECRET_SCAN_SUFFIXES = (".md", ".txt")
+
+
+def is_sync_copy(paths: DevicePaths, vault: Path) -> bool:
+    """True when `companion init` set this folder up for sync on this device."""
+    return DeviceState.exists(paths, os.path.realpath(vault))
+
+
+class _Outcome:
+    """What one round ended with: its report, or the exception it raised."""
+
+    def __init__(self, report: RoundReport | None, error: BaseException | None) -> None:
+        self.report = report
+        self.error = error
+
+
+class _RecordingEngine(SyncEngine):
+    """A `SyncEngine` that hands every round's outcome to `on_outcome` (from the daemon
+    thread) before returning or raising as usual."""
+
+    on_outcome: Callable[[_Outcome], None] | None = None
+
+    def round(self, paths: Any = None, **kw: Any) -> RoundReport:  # type: ignore[override]
+        try:
+            report = super().round(paths, **kw)
+        except BaseException as exc:
+            if self.on_outcome is not None:
+                self.on_outcome(_Outcome(None, exc))
+            raise
+        if self.on_outcome is not None:
+            self.on_outcome(_Outcome(report, None))
+        return report
+
+
+class _GuiDaemon(Daemon):
+    """The daemon, plus rounds on request: `request()` returns a ticket; `wait(ticket)`
+    returns the outcome of a round that started after the request."""
+
+    def __init__(self, engine: _RecordingEngine, **kw: Any) -> None:
+        super().__init__(engine, **kw)
+        self.requested = 0
+        self.serving = 0
+        self.served = 0
+        self.in_round = False
+        self.last: _Outcome | None = None  # set by the engine's on_outcome (SyncFacade)
+
+    def request(self) -> int:
+        with self._cond:
+            self.requested += 1
+            self._full = True
+            self._retry_at = None  # asked for now: do not wait out a backoff
+            self._cond.notify_all()
+            return self.requested
+
+    def wait(self, ticket: int, timeout: float) -> _Outcome | None:
+        deadline = time.monotonic() + timeout
+        with self._cond:
+            while self.served < ticket and not self.stopping:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return None
+                self._cond.wait(min(left, 1.0))
+            return self.last if self.served >= ticket else None
+
+    def _take(self) -> tuple[bool, set[str]] | None:
+        with self._cond:  # re-entrant: the tickets served are those asked for before the take
+            work = super()._take()
+            self.serving = self.requested
+            self.in_round = work is not None
+            return work
+
+    def _round(self, full: bool, paths: set[str]) -> None:
+        try:
+            super()._round(full, paths)
+        finally:
+            with self._cond:
+                self.served = max(self.served, self.serving)
+                self.in_round = False
+                self._cond.notify_all()
+
+
+class _DaemonSyncHook:
+    """The dream's `SyncHook` over the running daemon (rounds on its thread, lease on its
+    relay client)."""
+
+    def __init__(self, facade: SyncFacade) -> None:
+        self.facade = facade
+
+    def sync_until_quiet(self, max_rounds: int) -> int:
+        pending = -1
+        for _ in range(max(1, max_rounds)):
+            report = self.facade._round_now()
+            pending = report.pending_upload + report.pending_download
+            if report.converged and pending == 0:
+                return 0
+        return max(pending, 1)
+
+    def acquire_lease(self, name: str, ttl: float) -> bool:
+        engine = self.facade._engine
+        if engine is None:
+            return True  # not syncing (paused): nobody to coordinate with from here
+        try:
+            return bool(engine.client.lease(name, ttl).acquired)
+        except RelayUnreachable:
+            return True  # offline: dream here; sync reconciles afterwards
+
+
+class SyncFacade(IdleEngine):
+    """`EngineFacade` for a sync copy; `close()` stops the daemon and releases the lock."""
+
+    START_RETRY_S = 30.0  # after a failed start (keyring locked, secret missing)
+    TAKEOVER_RETRY_S = 5.0  # while another process syncs this copy (a lock probe is cheap)
+
+    def __init__(
+        self,
+        vault: Path,
+        config: Config,
+        *,
+        paused: bool = False,
+        engine_options: dict[str, Any] | None = None,
+        daemon_options: dict[str, Any] | None = None,
+    ) -> None:
+        super().__init__(vault)
+        assert self._vault is not None
+        self.config = config
+        self.paths: DevicePaths = config.paths
+        self.root = Path(os.path.realpath(self._vault))
+        self.engine_options = dict(engine_options or {})
+        self.daemon_options = dict(daemon_options or {})
+        self.status = StatusStore(status_file(self.paths, self.root))
+        self.lock = VaultLock(vault_dir(self.paths, self.root), command="companion (desktop app)")
+        self._state_lock = threading.RLock()  # start/stop/pause transitions
+        self._events: list[EngineEvent] = []
+        self._events_lock = threading.Lock()
+        self._engine: _RecordingEngine | None = None
+        self._daemon: _GuiDaemon | None = None
+        self._thread: threading.Thread | None = None
+        self._start_error: str | None = None
+        self._elsewhere: str | None = None  # who holds the lock when another process syncs
+        self._round_error: str | None = None
+        self._allowlist: Any = None
+        self._paused = bool(paused)
+        self._next_start = 0.0  # monotonic time of the next start attempt
+
+    # The daemon starts on the first call from the worker (never on the GUI thread: opening
+    # the keyring may hang), and again after a failure, at most every START_RETRY_S.
+
+    # ---- the daemon's life -------------------------------------------------------------------
+
+    def _ensure_started(self) -> None:
+        if self._daemon is None and not self._paused and time.monotonic() >= self._next_start:
+            self._start()
+
+    def _start(self) -> None:
+        with self._state_lock:
+            if self._daemon is not None or self._paused:
+                return
+            self._next_start = time.monotonic() + self.START_RETRY_S
+            self._start_error = None
+            try:
+                self.lock.acquire()
+            except LockHeld:
+                holder = self.lock.holder() or {}
+                self._elsewhere = str(holder.get("command") or f"pid {holder.get('pid', '?')}")
+                self._next_start = time.monotonic() + self.TAKEOVER_RETRY_S
+                return
+            self._elsewhere = None
+            try:
+                engine = _RecordingEngine(self.root, self.paths, self.config, **self.engine_options)
+            except CompanionError as exc:
+                self.lock.release()
+                self._start_error = redact(str(exc))
+                log.error("cannot start syncing %s: %s", self.root, self._start_error)
+                if isinstance(exc, SecretMissing) or "keyring" in str(exc).lower():
+                    self._push(KeyringProblem(self._start_error))
+                return
+            except Exception as exc:
+                self.lock.release()
+                self._start_error = redact(f"{type(exc).__name__}: {exc}")
+                log.exception("cannot start syncing %s", self.root)
+                return
+            daemon = _GuiDaemon(engine, **self.daemon_options)
+            engine.on_outcome = self._outcome_recorder(daemon)
+            self._engine, self._daemon = engine, daemon
+            self._thread = threading.Thread(
+                target=self._serve, args=(engine, daemon), name="companion-sync", daemon=True
+            )
+            self._thread.start()
+            log.info("syncing %s as %r", self.root, engine.name)
+
+    def _serve(self, engine: _RecordingEngine, daemon: _GuiDaemon) -> None:
+        try:
+            daemon.run()
+        except Exception:  # never silent: the tray shows it
+            log.exception("the sync daemon crashed")
+            daemon.fatal = daemon.fatal or tr("engine.sync_crashed")
+        finally:
+            try:
+                engine.close()
+            except Exception:  # noqa: BLE001 - closing is best effort
+                log.debug("closing the sync engine failed", exc_info=True)
+            self.lock.release()
+
+    def _stop(self, timeout: float = 10.0) -> None:
+        with self._state_lock:
+            daemon, thread = self._daemon, self._thread
+            self._daemon, self._engine, self._thread = None, None, None
+        if daemon is not None:
+            daemon.stop()
+        if thread is not None:
+            thread.join(timeout)
+
+    def close(self) -> None:
+        """Stop syncing (the current write finishes), release the vault lock."""
+        self._stop()
+
+    def ready(self, timeout: float) -> bool:
+        """Start if needed and wait for the first round (tests, the benchmark)."""
+        self._ensure_started()
+        daemon = self._daemon
+        return daemon is not None and daemon.ready.wait(timeout)
+
+    # ---- round outcomes -> state and events --------------------------------------------------
+
+    def _outcome_recorder(self, daemon: _GuiDaemon) -> Callable[[_Outcome], None]:
+        def record(outcome: _Outcome) -> None:
+            daemon.last = outcome
+            self._after_round(outcome)
+
+        return record
+
+    def _after_round(self, outcome: _Outcome) -> None:
+        exc = outcome.error
+        if exc is None:
+            self._round_error = None
+            if outcome.report is not None:
+                self._scan_for_secrets(outcome.report)
+            return
+        if isinstance(exc, RelayUnreachable):
+            return  # offline is a state (snapshot.online), not an error
+        if isinstance(exc, MassDeleteRefused):
+            self._push(MassDeleteTripped(exc.n_deletes, exc.n_total))
+        self._round_error = redact(str(exc))
+
+    def _push(self, event: EngineEvent) -> None:
+        with self._events_lock:
+            self._events.append(event)
+
+    def _scan_for_secrets(self, report: RoundReport) -> None:
+        """A note this round carried (either way) holding a credential is told once per round."""
+        changed = {*report.uploaded, *report.downloaded}
+        notes = sorted(p for p in changed if p.lower().endswith(SECRET_SCAN_SUFFIXES))
+        if not notes:
+            return
+        from companion.secrets.detect import compile_allowlist, scan_file  # noqa: PLC0415
+
+        if self._allowlist is None:
+            try:
+                self._allowlist = compile_allowlist(self.config.get("secrets", "allowlist"))
+            except CompanionError as exc:
+                log.warning("secret allowlist ignored: %s", exc)
+                self._allowlist = ()
+        for rel in notes:
+            try:
+                findings = scan_file(self.root / rel, allowlist=self._allowlist, display_path=rel)
+            except (OSError, CompanionError) as exc:
+                log.debug("secret scan of %s failed: %s", rel, exc)
+                continue
+            for f in findings:
+                self._push(SecretFound(rel, f.kind, f.line))
+
+    # ---- EngineFacade ------------------------------------------------------------------------
+
+    def snapshot(self) -> EngineSnapshot:
+        base = super().snapshot()
+        self._ensure_started()  # also takes over when another process stopped syncing
+        daemon = self._daemon
+        saved = self.status.read()
+        errors = list(base.errors)
+        for problem in (self._start_error, self._round_error, daemon and daemon.fatal):
+            if problem:
+                errors.append(problem)
+        if daemon is not None:
+            online = daemon.online is not False
+            syncing = daemon.in_round or not daemon.ready.is_set()
+        else:
+            online = bool(saved.get("online")) if self._elsewhere else True
+            syncing = self._elsewhere is not None and saved.get("state") == "syncing"
+        pending = saved.get("pending") or {}
+        last = saved.get("last_sync")
+        return EngineSnapshot(
+            errors=errors,
+            online=online,
+            conflicts=base.conflicts,
+            syncing=syncing,
+            dreaming=base.dreaming,
+            paused=self._paused,
+            last_sync=datetime.fromtimestamp(last).astimezone() if last else None,
+            last_dream=base.last_dream,
+            pending=int(pending.get("upload") or 0) + int(pending.get("download") or 0),
+            sync_configured=True,
+        )
+
+    def _round_now(self, timeout: float = SYNC_NOW_TIMEOUT_S) -> RoundReport:
+        """One round on the daemon's thread, started after this call; its report, or the
+        error a person can read."""
+        if self._paused:
+            raise CompanionError(tr("engine.sync_paused"))
+        self._ensure_started()
+        daemon = self._daemon
+        if daemon is None:
+            if self._elsewhere:
+                raise CompanionError(tr("engine.sync_elsewhere", who=self._elsewhere))
+            raise CompanionError(self._start_error or tr("engine.sync_stopped"))
+        outcome = daemon.wait(daemon.request(), timeout)
+        if outcome is None:
+            raise CompanionError(daemon.fatal or tr("engine.sync_timeout"))
+        if isinstance(outcome.error, RelayUnreachable):
+            raise CompanionError(tr("engine.offline"))
+        if outcome.error is not None:
+            raise CompanionError(redact(str(outcome.error)))
+        assert outcome.report is not None
+        return outcome.report
+
+    def sync_now(self) -> None:
+        self._round_now()
+
+    def set_paused(self, paused: bool) -> None:
+        with self._state_lock:
+            self._paused = bool(paused)
+        if paused:
+            self._stop()
+        else:
+            self._next_start = 0.0
+            self._start()
+
+    def dream_now(self) -> Path | None:
+        from companion.dream.engine import DreamSyncError, run_dream  # noqa: PLC0415
+
+        errors = self._vault_errors()
+        if errors:
+            raise CompanionError(errors[0])
+        with self._lock:
+            if self._dreaming:
+                raise CompanionError(tr("engine.dream_running"))
+            self._dreaming = True
+        if not self._paused:
+            self._ensure_started()
+        hook = _DaemonSyncHook(self) if self._daemon is not None else None
+        try:
+            report = run_dream(self.root, self.config, paths=self.paths, ran_on="local", sync=hook)
+        except DreamSyncError as exc:  # landed here; sync settles once the relay answers
+            log.warning("%s", exc)
+            report = exc.report
+        finally:
+            with self._lock:
+                self._dreaming = False
+        if report.status == "skipped":
+            log.info("no dream here: %s", "; ".join(report.warnings))
+            return None
+        return report.path
+
+    def drain_events(self) -> list[EngineEvent]:
+        events = super().drain_events()
+        with self._events_lock:
+            mine, self._events = self._events, []
+        return mine + events

@@ -1,0 +1,410 @@
+"""`companion init | sync | watch | status | history | restore`: encrypted sync from the shell.
+
+Exit status (a contract for scripts): 0 done; 1 failed (relay refused, token revoked, data from
+the relay failed verification, changes still pending); 2 bad input or configuration; 3 a mass
+deletion was held back (run again with --allow-mass-delete if intended); 4 another companion
+holds this vault copy's lock; 5 the relay is unreachable (changes stay queued locally).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+import click
+
+from companion.cli import AppContext, pass_app
+from companion.errors import CompanionError, InputError
+from companion.relay.errors import RelayUnreachable
+from companion.sync.guard import MassDeleteRefused
+
+EXIT_MASS_DELETE = 3
+EXIT_LOCKED = 4
+EXIT_OFFLINE = 5
+
+
+class MassDeleteHeld(CompanionError):
+    exit_code = EXIT_MASS_DELETE
+
+
+class Offline(CompanionError):
+    exit_code = EXIT_OFFLINE
+
+
+def _vault(app: AppContext, vault: Path | None) -> Path:
+    if vault is None:
+        configured = app.config.get("vault", "path")
+        if not configured:
+            raise InputError("give the vault folder (or set [vault] path in the config)")
+        vault = Path(configured).expanduser()
+    return vault
+
+
+def _when(ts: float | None) -> str:
+    if not ts:
+        return "never"
+    ago = time.time() - ts
+    stamp = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(ts))
+    if ago < 90:
+        return f"{stamp} ({int(ago)} s ago)"
+    if ago < 5400:
+        return f"{stamp} ({int(ago // 60)} min ago)"
+    return stamp
+
+
+def _open_engine(app: AppContext, vault: Path, **kw: Any) -> Any:
+    from companion.sync.engine import SyncEngine
+
+    return SyncEngine(vault, app.paths, app.config, **kw)
+
+
+def _locked(app: AppContext, vault: Path) -> Any:
+    from companion.sync.device import vault_dir
+    from companion.sync.lock import VaultLock
+
+    return VaultLock(vault_dir(app.paths, os.path.realpath(vault)))
+
+
+def _round_errors(exc: BaseException) -> None:
+    """Map engine errors to the documented exit statuses."""
+    if isinstance(exc, MassDeleteRefused):
+        raise MassDeleteHeld(str(exc)) from None
+    if isinstance(exc, RelayUnreachable):
+        raise Offline(f"{exc}; local changes stay queued and go out on the next sync") from None
+    raise exc
+
+
+def _print_report(report: Any) -> None:
+    parts = []
+    for label, items in (
+        ("downloaded", report.downloaded),
+        ("deleted here", report.deleted_local),
+        ("renamed here", report.renamed_local),
+        ("uploaded", report.uploaded),
+        ("deleted on other devices", report.deleted_remote),
+        ("merged", report.merged),
+    ):
+        if items:
+            parts.append(f"{len(items)} {label}")
+    click.echo("synced: " + (", ".join(parts) if parts else "no changes"))
+    for c in report.conflicts:
+        click.echo(f"conflict: {c.message}")
+    for path in report.kept_edits:
+        click.echo(f"kept edit: {path} was deleted elsewhere but edited here or there; kept")
+    for msg in report.skipped:
+        click.echo(f"skipped: {msg}", err=True)
+
+
+# ------------------------------------------------------------------------------------ init
+
+
+@click.command()
+@click.argument("vault", type=click.Path(file_okay=False, path_type=Path))
+@click.option(
+    "--relay", "relay_url", metavar="URL", help="Relay base URL (default: [sync] relay_url)."
+)
+@click.option(
+    "--invite", metavar="CODE", help="One-time invite code from `companion relay invite`."
+)
+@click.option(
+    "--device-name",
+    metavar="NAME",
+    help="How other devices see this one (default: [sync] device_name or the host name).",
+)
+@click.option(
+    "--kind",
+    type=click.Choice(["human", "agent"]),
+    help="Who edits this copy: a person (human) or an AI agent (agent). A person's edit wins "
+    "a true conflict. Default: [sync] kind.",
+)
+@click.option(
+    "--ca-cert",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="Trust this CA bundle or self-signed certificate for an https relay.",
+)
+@pass_app
+def init(
+    app: AppContext,
+    vault: Path,
+    relay_url: str | None,
+    invite: str | None,
+    device_name: str | None,
+    kind: str | None,
+    ca_cert: Path | None,
+) -> None:
+    """Set up VAULT (a folder, created if missing) to sync through an encrypted relay.
+
+    Redeems the invite, then either creates the vault's encryption key (first device: choose a
+    passphrase) or unlocks it with the passphrase. The passphrase comes from
+    COMPANION_PASSPHRASE_FILE (an owner-only file; refused if others can read it), the secret
+    store entry `vault-passphrase`, or a prompt. The relay token and the vault key are kept in
+    the OS keyring (or the owner-only secrets file on a headless server), never in the vault.
+    If the passphrase is wrong, run the same command again: no new invite is needed.
+
+    \b
+    Example:
+      companion init ~/vault --relay https://relay.example.org \\
+          --invite 3f9a0c1d2e4b5a69-... --device-name laptop --kind human
+      COMPANION_PASSPHRASE_FILE=~/.vault-pass companion init /srv/agent-vault \\
+          --relay http://127.0.0.1:8787 --invite ... --device-name server --kind agent
+    """
+    import socket
+
+    from companion.secrets.store import open_store
+    from companion.sync.join import join_vault, passphrase_source
+
+    store = open_store(app.config)
+    result = join_vault(
+        app.paths,
+        store,
+        vault,
+        relay_url=relay_url or app.config.get("sync", "relay_url"),
+        invite=invite,
+        device_name=device_name or app.config.get("sync", "device_name") or socket.gethostname(),
+        kind=kind or app.config.get("sync", "kind"),
+        passphrase=passphrase_source(store),
+        ca_cert=str(ca_cert.resolve()) if ca_cert else "",
+    )
+    s = result.state
+    what = "created" if result.created_vault else "joined"
+    click.echo(f"{what} vault {s.vault_id} as {s.device_name!r} ({s.kind})")
+    click.echo(f"key fingerprint: {s.key_fingerprint} (the same on every device of this vault)")
+    click.echo(f"next: companion sync {s.vault_root}")
+
+
+# ------------------------------------------------------------------------------------ sync
+
+
+@click.command()
+@click.argument("vault", required=False, type=click.Path(file_okay=False, path_type=Path))
+@click.option(
+    "--allow-mass-delete",
+    is_flag=True,
+    help="Confirm a round that deletes a large share of the vault on other devices.",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print the round's report as JSON.")
+@pass_app
+def sync(app: AppContext, vault: Path | None, allow_mass_delete: bool, as_json: bool) -> None:
+    """Sync VAULT once: pull, merge, push, until nothing is pending.
+
+    Exit status: 0 synced; 1 failed (or changes still pending); 3 a mass deletion was held
+    back; 4 another companion is syncing this folder; 5 the relay is unreachable (local
+    changes stay queued).
+
+    \b
+    Example:
+      companion sync ~/vault
+      companion sync ~/vault --allow-mass-delete
+      companion sync ~/vault --json
+    """
+    from companion.sync.engine import NotConverged
+
+    vault = _vault(app, vault)
+    with _locked(app, vault), _open_engine(app, vault) as engine:
+        try:
+            report = engine.round(allow_mass_delete=allow_mass_delete)
+        except Exception as exc:
+            _round_errors(exc)
+            raise
+    if as_json:
+        click.echo(json.dumps(report.summary(), indent=2, sort_keys=True))
+    else:
+        _print_report(report)
+    if not report.converged:
+        raise NotConverged(
+            f"changes still pending after {report.passes} passes "
+            f"({report.pending_upload} to upload, {report.pending_download} to apply); "
+            "run `companion sync` again"
+        )
+
+
+# ------------------------------------------------------------------------------------ watch
+
+
+@click.command()
+@click.argument("vault", required=False, type=click.Path(file_okay=False, path_type=Path))
+@click.option(
+    "--rescan-minutes",
+    default=10.0,
+    show_default=True,
+    type=click.FloatRange(0.1),
+    help="Full safety rescan interval.",
+)
+@click.option(
+    "--allow-mass-delete", is_flag=True, help="Do not hold back large deletions (dangerous)."
+)
+@pass_app
+def watch(
+    app: AppContext, vault: Path | None, rescan_minutes: float, allow_mass_delete: bool
+) -> None:
+    """Keep VAULT in sync continuously (the headless daemon; runs until stopped).
+
+    Watches the folder and long-polls the relay: a saved note goes out at once, a remote
+    change is applied the moment it lands. Offline, edits queue and the daemon reconnects
+    with backoff. SIGTERM or Ctrl-C stop it cleanly (the current write finishes first).
+
+    \b
+    Example:
+      companion watch /srv/agent-vault
+      nohup companion watch ~/vault >/dev/null 2>&1 &
+    """
+    from companion.sync.daemon import Daemon
+
+    vault = _vault(app, vault)
+    with _locked(app, vault), _open_engine(app, vault) as engine:
+        daemon = Daemon(
+            engine, rescan_interval_s=rescan_minutes * 60, allow_mass_delete=allow_mass_delete
+        )
+        click.echo(f"watching {engine.root} (device {engine.name!r}); Ctrl-C to stop", err=True)
+        code = daemon.run()
+    if code:
+        raise CompanionError(daemon.fatal or "the sync daemon stopped on an error")
+
+
+# ------------------------------------------------------------------------------------ status
+
+
+@click.command()
+@click.argument("vault", required=False, type=click.Path(file_okay=False, path_type=Path))
+@click.option(
+    "--json", "as_json", is_flag=True, help="Machine-readable output (shape in docs/sync.md)."
+)
+@click.option("--offline", is_flag=True, help="Do not contact the relay (faster; no online check).")
+@pass_app
+def status(app: AppContext, vault: Path | None, as_json: bool, offline: bool) -> None:
+    """Show VAULT's sync state: device, last sync, pending changes, conflicts, errors.
+
+    \b
+    Example:
+      companion status ~/vault
+      companion status ~/vault --json | jq .pending
+    """
+    from companion.sync.statusview import collect_status
+
+    vault = _vault(app, vault)
+    data = collect_status(app.paths, app.config, vault, probe=not offline)
+    if as_json:
+        click.echo(json.dumps(data, indent=2, sort_keys=True))
+        return
+    dev = data["device"]
+    online = {True: "online", False: "offline", None: "not checked"}[data["online"]]
+    click.echo(f"vault:      {data['vault']}")
+    click.echo(f"device:     {dev['name']} ({dev['kind']}), id {dev['id']}")
+    click.echo(f"vault id:   {data['vault_id']}  key fingerprint {data['key_fingerprint']}")
+    click.echo(f"relay:      {data['relay']} ({online})")
+    click.echo(f"state:      {data['state']}")
+    click.echo(f"last sync:  {_when(data['last_sync_ts'])}")
+    pend = data["pending"]
+    click.echo(f"pending:    {pend['upload']} to upload, {pend['download']} to download")
+    daemon = data["daemon"]
+    running = f"running (pid {daemon.get('pid')}: {daemon.get('command')})" if daemon else ""
+    click.echo("daemon:     " + (running or "not running"))
+    if data["conflicts"]:
+        click.echo(f"conflicts ({len(data['conflicts'])} recent):")
+        for c in data["conflicts"][-10:]:
+            click.echo(f"  {c.get('message') or c.get('path')}")
+    if data["errors"]:
+        last = data["errors"][-1]
+        click.echo(f"last error: {_when(last.get('time'))}: {last.get('message')}")
+
+
+# ------------------------------------------------------------------------------------ history
+
+
+@click.command()
+@click.argument("vault", type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.argument("path")
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+@pass_app
+def history(app: AppContext, vault: Path, path: str, as_json: bool) -> None:
+    """List the revisions of PATH (relative to VAULT) the relay keeps, newest first.
+
+    \b
+    Example:
+      companion history ~/vault knowledge/git.md
+      companion restore ~/vault knowledge/git.md --rev 3
+    """
+    rel = _relative(vault, path)
+    with _open_engine(app, vault) as engine:
+        revs = engine.history(rel)
+    rows = [_history_row(ch) for ch in revs]
+    if as_json:
+        click.echo(json.dumps(rows, indent=2, sort_keys=True))
+        return
+    if not rows:
+        raise InputError(f"the relay has no revisions of {rel!r}")
+    for r in rows:
+        what = "deleted" if r["deleted"] else f"{r['size']} bytes"
+        if r["rename_from"]:
+            what += f", renamed from {r['rename_from']}"
+        when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(r["time"])) if r["time"] else "?"
+        click.echo(f"rev {r['rev']:>4}  {when}  {r['device']} ({r['kind']})  {what}")
+
+
+def _history_row(ch: Any) -> dict[str, Any]:
+    m = ch.meta
+    ts = ch.committed_at or ((m.recorded_ns or 0) / 1e9) or None
+    return {
+        "rev": ch.rev,
+        "time": ts,
+        "device": m.device_name,
+        "kind": m.device_kind,
+        "size": m.size,
+        "deleted": m.deleted,
+        "sha256": m.sha256,
+        "rename_from": m.rename_from,
+    }
+
+
+def _relative(vault: Path, path: str) -> str:
+    from companion.sync.pathsafe import normalize
+
+    p = Path(path)
+    if p.is_absolute():
+        try:
+            path = os.path.relpath(os.path.realpath(p), os.path.realpath(vault))
+        except ValueError:
+            raise InputError(f"{path!r} is not inside the vault {vault}") from None
+        if path.startswith(".."):
+            raise InputError(f"{p} is not inside the vault {vault}")
+    try:
+        return normalize(path.replace(os.sep, "/"))
+    except CompanionError as exc:
+        raise InputError(str(exc)) from None
+
+
+# ------------------------------------------------------------------------------------ restore
+
+
+@click.command()
+@click.argument("vault", type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.argument("path")
+@click.option(
+    "--rev",
+    required=True,
+    type=click.IntRange(1),
+    help="The revision to bring back (see `companion history`).",
+)
+@pass_app
+def restore(app: AppContext, vault: Path, path: str, rev: int) -> None:
+    """Bring back revision REV of PATH as a new edit, synced at once.
+
+    The current version is synced first and stays in the history, so a restore never
+    destroys anything (restore it back the same way).
+
+    \b
+    Example:
+      companion history ~/vault projects/site.md
+      companion restore ~/vault projects/site.md --rev 4
+    """
+    rel = _relative(vault, path)
+    with _locked(app, vault), _open_engine(app, vault) as engine:
+        try:
+            engine.restore(rel, rev)
+        except Exception as exc:
+            _round_errors(exc)
+            raise
+    click.echo(f"restored {rel} to revision {rev} (synced as a new revision)")

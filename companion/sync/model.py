@@ -1,0 +1,100 @@
+"""What a sync round reports, and the engine's view of one local change."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from companion.sync.conflicts import AGENT, KINDS
+from companion.sync.filestate import FileState
+from companion.sync.index import Entry
+from companion.sync.remote import Outgoing
+from companion.sync.scanner import ChangeKind
+
+
+@dataclass
+class ConflictInfo:
+    """One conflict this device resolved: where the losing version went."""
+
+    path: str
+    copy: str
+    kept: str  # device whose version stayed in the note
+    moved: str  # device whose version went to the copy
+    outcome: str
+    message: str
+    time: float = field(default_factory=time.time)
+
+
+@dataclass
+class RoundReport:
+    """What one round did. `converged`: nothing left to pull, apply or push."""
+
+    passes: int = 0
+    converged: bool = False
+    stopped: bool = False
+    downloaded: list[str] = field(default_factory=list)
+    deleted_local: list[str] = field(default_factory=list)
+    renamed_local: list[tuple[str, str]] = field(default_factory=list)
+    uploaded: list[str] = field(default_factory=list)
+    deleted_remote: list[str] = field(default_factory=list)
+    conflicts: list[ConflictInfo] = field(default_factory=list)
+    merged: list[str] = field(default_factory=list)
+    kept_edits: list[str] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)
+    deferred: int = 0
+    held_deletes: int = 0
+    held_of: int = 0  # live files when the deletions were held
+    live_files: int = 0
+    pending_upload: int = 0
+    pending_download: int = 0
+    elapsed_s: float = 0.0
+
+    @property
+    def changed(self) -> bool:
+        return bool(
+            self.downloaded
+            or self.deleted_local
+            or self.renamed_local
+            or self.uploaded
+            or self.deleted_remote
+            or self.conflicts
+        )
+
+    def summary(self) -> dict[str, Any]:
+        """Counts and short lists, JSON-able (for status and --json output)."""
+        d = asdict(self)
+        d["conflicts"] = [asdict(c) for c in self.conflicts]
+        return d
+
+
+@dataclass(frozen=True)
+class Local:
+    """A local change as the engine pushes it (a rename is split into its two halves)."""
+
+    kind: ChangeKind  # CREATED, MODIFIED or DELETED
+    path: str
+    state: FileState | None = None
+    is_text: bool = False
+    rename_from: str | None = None  # on the new path of a rename
+    rename_to: str | None = None  # on the old path of a rename
+
+
+@dataclass
+class Prepared:
+    """A live file read for upload: its record, and what the index records once committed."""
+
+    out: Outgoing
+    state: FileState
+    is_text: bool
+    content: bytes | None  # kept for small text files (merge base)
+
+
+def entry_state(entry: Entry | None) -> FileState | None:
+    if entry is None or entry.deleted:
+        return None
+    return FileState(entry.size, entry.mtime_ns, entry.inode, entry.sha256)
+
+
+def device_kind(value: str) -> str:
+    return value if value in KINDS else AGENT

@@ -1,0 +1,89 @@
+"""The engine's last known state, kept as JSON for `companion status` and the desktop app.
+
+Written atomically after every round (and by the daemon when it goes online or offline), read
+without taking the engine lock, so `status` answers instantly while a daemon runs. Conflicts and
+errors are kept as short rolling lists (newest last).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+MAX_CONFLICTS = 50
+MAX_ERRORS = 20
+
+# state values, in the order the tray shows them
+SYNCED = "synced"
+SYNCING = "syncing"
+OFFLINE = "offline"
+ERROR = "error"
+CONFLICT = "conflict"
+PENDING = "pending"
+NEVER = "never_synced"
+
+
+def _empty() -> dict[str, Any]:
+    return {
+        "state": NEVER,
+        "online": None,
+        "last_sync": None,
+        "last_attempt": None,
+        "last_round": None,
+        "pending": {"upload": 0, "download": 0},
+        "conflicts": [],
+        "errors": [],
+        "daemon": None,
+    }
+
+
+class StatusStore:
+    """Read-modify-write of one status file (thread-safe within a process)."""
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        self.path = Path(path)
+        self._lock = threading.Lock()
+
+    def read(self) -> dict[str, Any]:
+        data = _empty()
+        try:
+            loaded = json.loads(self.path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return data
+        if isinstance(loaded, dict):
+            data.update(loaded)
+        return data
+
+    def update(self, **changes: Any) -> dict[str, Any]:
+        with self._lock:
+            data = self.read()
+            data.update(changes)
+            self._write(data)
+            return data
+
+    def add_conflicts(self, items: list[dict[str, Any]]) -> None:
+        if not items:
+            return
+        with self._lock:
+            data = self.read()
+            data["conflicts"] = (list(data.get("conflicts") or []) + items)[-MAX_CONFLICTS:]
+            self._write(data)
+
+    def add_error(self, kind: str, message: str) -> None:
+        with self._lock:
+            data = self.read()
+            entry = {"time": time.time(), "kind": kind, "message": message}
+            data["errors"] = (list(data.get("errors") or []) + [entry])[-MAX_ERRORS:]
+            self._write(data)
+
+    def _write(self, data: dict[str, Any]) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8") as out:
+            json.dump(data, out, indent=2, sort_keys=True)
+        os.replace(tmp, self.path)

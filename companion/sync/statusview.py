@@ -1,0 +1,130 @@
+"""`companion status`: the saved status plus a live look (pending changes, relay reachable).
+
+Read-only and lock-free, so it works while a daemon syncs the same folder: the local scan does
+not write the index or rename anything, and the relay is asked one cheap question (how many
+records are newer than this device's cursor), with a short timeout.
+"""
+
+from __future__ import annotations
+
+import os
+from datetime import UTC, datetime
+from typing import Any
+
+from companion.errors import CompanionError
+from companion.logs import get_logger
+from companion.paths import DevicePaths
+from companion.sync.device import DeviceState, status_file, sync_index_path, vault_dir
+from companion.sync.lock import VaultLock
+from companion.sync.status import StatusStore
+
+log = get_logger("sync.status")
+PROBE_TIMEOUT_S = 3.0
+PROBE_LIMIT = 1000
+
+
+def _iso(ts: float | None) -> str | None:
+    if not ts:
+        return None
+    return datetime.fromtimestamp(ts, UTC).isoformat(timespec="seconds")
+
+
+def collect_status(
+    paths: DevicePaths, config: Any, vault: str | os.PathLike[str], *, probe: bool = True
+) -> dict[str, Any]:
+    """The documented `status --json` shape (see docs/sync.md)."""
+    root = os.path.realpath(vault)
+    state = DeviceState.load(paths, root)
+    saved = StatusStore(status_file(paths, root)).read()
+    lock = VaultLock(vault_dir(paths, root))
+    holder = lock.holder()
+    if holder is not None and not _alive(holder.get("pid")):
+        holder = None
+    upload, inbox, cursor = _local_pending(paths, config, root)
+    download: int | None = inbox
+    online: bool | None = None
+    if probe:
+        online, remote_new = _probe(paths, config, state, cursor)
+        if remote_new is not None:
+            download = inbox + remote_new
+    return {
+        "vault": root,
+        "device": {"id": state.device_id, "name": state.device_name, "kind": state.kind},
+        "vault_id": state.vault_id,
+        "key_fingerprint": state.key_fingerprint,
+        "relay": state.relay_url,
+        "online": online,
+        "state": saved.get("state"),
+        "last_sync": _iso(saved.get("last_sync")),
+        "last_sync_ts": saved.get("last_sync"),
+        "last_attempt": _iso(saved.get("last_attempt")),
+        "pending": {"upload": upload, "download": download},
+        "conflicts": saved.get("conflicts") or [],
+        "errors": saved.get("errors") or [],
+        "last_round": saved.get("last_round"),
+        "daemon": holder,
+    }
+
+
+def _alive(pid: object) -> bool:
+    if not isinstance(pid, int) or pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _local_pending(paths: DevicePaths, config: Any, root: str) -> tuple[int, int, int]:
+    """(local changes not pushed yet, remote changes queued, cursor) without writing anything."""
+    from companion.sync.ignore import IgnoreRules
+    from companion.sync.index import SyncIndex
+    from companion.sync.scanner import scan
+
+    db = sync_index_path(paths, root)
+    if not db.exists():
+        return 0, 0, 0
+    with SyncIndex(db) as index:
+        inbox = sum(1 for op in index.pending() if op.kind == "remote")
+        cursor = int(index.get_meta("cursor") or 0)
+        try:
+            res = scan(
+                root,
+                index,
+                IgnoreRules(root, config.get("sync", "ignore")),
+                fix_names=False,
+                refresh_touched=False,
+                settle_ns=0,
+            )
+        except CompanionError as exc:
+            log.debug("status scan failed: %s", exc)
+            return 0, inbox, cursor
+        changed = len(res.changed) + len(res.unstable)
+    return changed, inbox, cursor
+
+
+def _probe(
+    paths: DevicePaths, config: Any, state: DeviceState, cursor: int
+) -> tuple[bool, int | None]:
+    from companion.relay.client import RelayClient
+    from companion.relay.errors import RelayError, RelayUnreachable
+    from companion.secrets.store import open_store
+
+    try:
+        token = state.load_token(open_store(config))
+    except CompanionError:
+        return False, None
+    with RelayClient(
+        state.relay_url, token, state.vault_id, timeout=PROBE_TIMEOUT_S, verify=state.verify
+    ) as client:
+        try:
+            page = client.changes_page(cursor, 0, limit=PROBE_LIMIT)
+        except RelayUnreachable:
+            return False, None
+        except RelayError as exc:
+            log.debug("status probe refused: %s", exc)
+            return True, None
+    return True, len(page.records)

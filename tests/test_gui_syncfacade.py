@@ -1,0 +1,286 @@
+# ruff: noqa: E402
+"""SyncFacade: the desktop app's engine for a sync copy, against a real relay on 127.0.0.1."""
+
+from __future__ import annotations
+
+import os
+
+os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")  # before pytest-qt's session QApplication
+
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from companion.config import load_config
+from companion.dream.report import load_report
+from companion.errors import CompanionError
+from companion.gui import i18n
+from companion.gui.app import CompanionApp, create_engine
+from companion.gui.events import ConflictsCreated, MassDeleteTripped, SecretFound
+from companion.gui.facade import EngineFacade, IdleEngine
+from companion.gui.status import TrayState, tray_state
+from companion.gui.sync_facade import SyncFacade
+from companion.sync.device import vault_dir
+from companion.sync.lock import VaultLock
+from tests.syncharness import Device, SyncCluster
+
+FAST = {"rescan_interval_s": None, "poll_wait_s": 2.0}
+
+
+@pytest.fixture(autouse=True)
+def english():
+    i18n.set_language("en")
+
+
+@pytest.fixture
+def cluster(tmp_path: Path):
+    with SyncCluster(tmp_path) as c:
+        yield c
+
+
+def wait_for(cond: Callable[[], bool], timeout: float = 15.0, what: str = "condition") -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if cond():
+            return
+        time.sleep(0.02)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def facade(dev: Device, *, paused: bool = False) -> SyncFacade:
+    f = SyncFacade(
+        dev.vault,
+        dev.config,
+        paused=paused,
+        engine_options={"settle_ns": 0},
+        daemon_options=FAST,
+    )
+    if not paused:
+        assert f.ready(15), "the first round did not finish"
+    return f
+
+
+def test_synced_after_a_round(cluster: SyncCluster) -> None:
+    laptop = cluster.add_device("laptop", "human")
+    server = cluster.add_device("server", "agent")
+    f = facade(laptop)
+    try:
+        assert isinstance(f, EngineFacade)
+        server.write("knowledge/git.md", "# Git\nrebase often\n")
+        server.sync()
+        f.sync_now()
+        assert laptop.read("knowledge/git.md") == b"# Git\nrebase often\n"
+        time.sleep(0.5)  # the long-poll's and the watcher's own rounds (a new folder) end
+        wait_for(lambda: not f.snapshot().syncing, what="quiet")
+        rounds = f._daemon.rounds
+        time.sleep(1.0)
+        assert f._daemon.rounds == rounds  # quiet means no rounds
+        snap = f.snapshot()
+        assert snap.sync_configured and snap.online and not snap.syncing
+        assert snap.errors == [] and snap.pending == 0 and snap.conflicts == 0
+        assert snap.last_sync is not None and tray_state(snap) is TrayState.SYNCED
+        # a note saved here goes out on its own (the watcher), no "sync now" needed
+        laptop.write("journal/today.md", "- wrote this\n")
+        wait_for(lambda: server.sync() and server.read("journal/today.md") is not None)
+    finally:
+        f.close()
+
+
+def test_conflicts_are_counted_and_told(cluster: SyncCluster) -> None:
+    laptop = cluster.add_device("laptop", "human")
+    server = cluster.add_device("server", "agent")
+    laptop.write("projects/plan.md", "status: draft\n")
+    laptop.sync()
+    server.sync()
+    f = facade(laptop, paused=True)
+    try:
+        assert f.drain_events() == []
+        server.write("projects/plan.md", "status: agent says done\n")
+        server.sync()
+        laptop.write("projects/plan.md", "status: human says blocked\n")
+        f.set_paused(False)
+        assert f.ready(15)
+        f.sync_now()
+        # human precedence: the person's words stay in the note, the agent's go to a copy
+        assert laptop.read("projects/plan.md") == b"status: human says blocked\n"
+        snap = f.snapshot()
+        assert snap.conflicts == 1 and tray_state(snap) is TrayState.CONFLICT
+        copy = f.conflicts()[0]
+        assert copy.name.startswith("plan (conflict server ")
+        assert copy.read_bytes() == b"status: agent says done\n"
+        events = f.drain_events()
+        assert ConflictsCreated((copy,)) in events
+        assert f.drain_events() == []  # told once
+    finally:
+        f.close()
+
+
+def test_mass_delete_is_held_and_told(cluster: SyncCluster) -> None:
+    laptop = cluster.add_device("laptop", "human")
+    for i in range(12):
+        laptop.write(f"notes/n{i}.md", f"note {i}\n")
+    laptop.sync()
+    f = facade(laptop, paused=True)
+    try:
+        for i in range(11):
+            laptop.delete(f"notes/n{i}.md")
+        f.set_paused(False)
+        assert f.ready(15)
+        with pytest.raises(CompanionError, match="would delete 11"):
+            f.sync_now()
+        assert MassDeleteTripped(11, 12) in f.drain_events()
+        snap = f.snapshot()
+        assert tray_state(snap) is TrayState.ERROR and "would delete 11" in snap.errors[0]
+    finally:
+        f.close()
+
+
+def test_a_secret_carried_by_a_round_is_told(cluster: SyncCluster) -> None:
+    laptop = cluster.add_device("laptop", "human")
+    server = cluster.add_device("server", "agent")
+    f = facade(laptop)
+    try:
+        server.write("knowledge/aws.md", "# AWS\nkey AKIAIOSFODNN7EXAMPLF for the backups\n")
+        server.write("knowledge/plain.md", "nothing to see\n")
+        server.sync()
+        f.sync_now()
+        found = [e for e in f.drain_events() if isinstance(e, SecretFound)]
+        assert [(e.note, e.line) for e in found] == [("knowledge/aws.md", 2)]
+        assert "AKIA" not in repr(found)  # the kind of secret, never its value
+    finally:
+        f.close()
+
+
+def test_offline_then_local_dream(cluster: SyncCluster) -> None:
+    laptop = cluster.add_device("laptop", "human")
+    f = facade(laptop)
+    try:
+        cluster.relay.close()
+        with pytest.raises(CompanionError, match="cannot be reached"):
+            f.sync_now()
+        snap = f.snapshot()
+        assert not snap.online and snap.errors == [] and tray_state(snap) is TrayState.OFFLINE
+        report = f.dream_now()  # offline: dreams here anyway; sync reconciles afterwards
+        assert report is not None and report.is_file()
+        rep = load_report(laptop.vault, report.stem)
+        assert rep.ran_on == "local" and rep.verify["status"] == "failed"
+        assert not f.snapshot().dreaming
+    finally:
+        f.close()
+
+
+def test_another_process_syncing_is_watched_then_taken_over(cluster: SyncCluster) -> None:
+    laptop = cluster.add_device("laptop", "human")
+    other = VaultLock(vault_dir(laptop.paths, os.path.realpath(laptop.vault)), command="watch")
+    other.acquire()
+    f = SyncFacade(laptop.vault, laptop.config, daemon_options=FAST)
+    f.TAKEOVER_RETRY_S = 0.05
+    try:
+        with pytest.raises(CompanionError, match=r"Another companion .*watch"):
+            f.sync_now()
+        snap = f.snapshot()
+        assert snap.errors == [] and not snap.syncing
+        other.release()
+        time.sleep(0.1)
+        f.snapshot()  # the next poll takes over
+        assert f._daemon is not None and f.ready(15)
+        f.sync_now()
+    finally:
+        f.close()
+        other.release()
+
+
+def test_engine_choice_and_pause_persist(qtbot, cluster: SyncCluster, monkeypatch) -> None:
+    laptop = cluster.add_device("laptop", "human")
+    monkeypatch.setenv("COMPANION_HOME", str(laptop.home))
+    config = load_config(laptop.paths)
+    assert isinstance(create_engine(config), IdleEngine)  # no vault chosen yet
+    config.set("vault", "path", str(laptop.vault))
+    config.set("dream", "local_fallback", False)
+    config.save()
+    engine = create_engine(config)
+    assert isinstance(engine, SyncFacade)
+    app = CompanionApp(config, engine, tray_available=True, use_desktop_notifications=False)
+    app.start()
+    try:
+        assert engine.ready(15)
+        qtbot.waitUntil(lambda: app.worker.last_view is not None, timeout=5000)
+        app.actions.set_paused(True)
+        qtbot.waitUntil(lambda: app.worker.last_view.snapshot.paused, timeout=5000)
+        assert engine._daemon is None  # paused: no threads, no network
+    finally:
+        app.shutdown()
+    assert load_config(laptop.paths).get("sync", "paused") is True
+    again = create_engine(load_config(laptop.paths))
+    try:
+        assert isinstance(again, SyncFacade) and again.snapshot().paused
+        assert again._daemon is None
+    finally:
+        again.close()
+
+
+def test_no_server_report_by_grace_dreams_here_and_syncs(
+    qtbot, cluster: SyncCluster, monkeypatch
+) -> None:
+    """The server has not dreamed by the grace time: the app dreams here, says so, and the
+    report reaches the other copies."""
+    from datetime import UTC, datetime
+    from zoneinfo import ZoneInfo
+
+    laptop = cluster.add_device("laptop", "human")
+    server = cluster.add_device("server", "agent")
+    monkeypatch.setenv("COMPANION_HOME", str(laptop.home))
+    config = load_config(laptop.paths)
+    config.set("vault", "path", str(laptop.vault))
+    config.set("dream", "time", "00:00")
+    config.set("dream", "grace_minutes", 0)
+    config.set("notify", "morning_time", "00:00")
+    config.save()
+    now = datetime.now(UTC)
+    today = now.astimezone(ZoneInfo(config.get("dream", "timezone"))).date().isoformat()
+    engine = create_engine(config)
+    app = CompanionApp(
+        config, engine, tray_available=True, use_desktop_notifications=False, now=lambda: now
+    )
+    app.start()
+    try:
+        qtbot.waitUntil(lambda: app.dreamclock.last_local_run is not None, timeout=30_000)
+        qtbot.waitUntil(lambda: bool(app.notifier.shown), timeout=5000)
+        note = app.notifier.shown[0][1]
+        assert note.key == f"dream:{today}" and note.title == "Dreamed on this computer"
+        assert "by the grace time" in note.body
+        wait_for(
+            lambda: (
+                server.sync() is not None
+                and server.read(f".companion/dreams/{today}.json") is not None
+            ),
+            what="the local report on the server's copy",
+        )
+        assert load_report(server.vault, today).ran_on == "local"
+    finally:
+        app.shutdown()
+
+
+def test_a_missing_vault_key_is_an_error_and_a_keyring_event(cluster: SyncCluster) -> None:
+    from companion.gui.events import KeyringProblem
+    from companion.secrets.store import FileStore
+    from companion.sync.device import DeviceState
+
+    laptop = cluster.add_device("laptop", "human")
+    state = DeviceState.load(laptop.paths, os.path.realpath(laptop.vault))
+    assert FileStore(laptop.paths.secrets_file).delete(state.key_name)
+    f = SyncFacade(laptop.vault, laptop.config, daemon_options=FAST)
+    try:
+        snap = f.snapshot()  # the first poll tries to start, off the GUI thread
+        assert tray_state(snap) is TrayState.ERROR and "vault key" in snap.errors[0]
+        (event,) = f.drain_events()
+        assert isinstance(event, KeyringProblem) and "vault key" in event.message
+        assert f._daemon is None
+        f.snapshot()
+        assert f.drain_events() == []  # not retried at every poll
+        with pytest.raises(CompanionError, match="vault key"):
+            f.sync_now()
+    finally:
+        f.close()

@@ -1,0 +1,121 @@
+"""`companion sync | status | history | restore` and their exit statuses."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from companion.paths import device_paths
+from companion.sync.device import vault_dir
+from companion.sync.lock import VaultLock
+from tests.syncharness import CliRunnerInProcess, SyncCluster
+
+
+@pytest.fixture
+def cluster(tmp_path: Path):
+    with SyncCluster(tmp_path, relay="process") as c:
+        yield c
+
+
+@pytest.fixture
+def pair(cluster, monkeypatch, capsys):
+    laptop = CliRunnerInProcess(cluster, "laptop", monkeypatch, capsys)
+    server = CliRunnerInProcess(cluster, "server", monkeypatch, capsys)
+    assert laptop.init()[0] == 0
+    assert server.init(kind="agent")[0] == 0
+    return laptop, server
+
+
+def test_sync_status_history_restore(pair) -> None:
+    laptop, server = pair
+    note = laptop.vault / "knowledge" / "git.md"
+    note.parent.mkdir(parents=True)
+    note.write_text("v1: rebase often\n")
+    code, out, err = laptop("sync", str(laptop.vault))
+    assert code == 0, err
+    assert "1 uploaded" in out
+    note.write_text("v2: merge instead\n")
+    assert laptop("sync", str(laptop.vault))[0] == 0
+    code, out, err = server("sync", str(server.vault))
+    assert code == 0 and "1 downloaded" in out
+    assert (server.vault / "knowledge" / "git.md").read_text() == "v2: merge instead\n"
+
+    note.write_text("v3: not synced yet\n")
+    code, out, _ = laptop("status", str(laptop.vault), "--json")
+    assert code == 0
+    data = json.loads(out)
+    assert set(data) >= {
+        "vault", "device", "vault_id", "key_fingerprint", "relay", "online", "state",
+        "last_sync", "pending", "conflicts", "errors", "daemon",
+    }  # fmt: skip
+    assert data["device"]["name"] == "laptop" and data["device"]["kind"] == "human"
+    assert data["online"] is True and data["state"] == "synced" and data["last_sync"]
+    assert data["pending"] == {"upload": 1, "download": 0}
+    code, out, _ = laptop("status", str(laptop.vault))
+    assert "1 to upload" in out and "online" in out
+
+    assert laptop("sync", str(laptop.vault))[0] == 0
+    code, out, _ = server("history", str(server.vault), "knowledge/git.md")
+    assert code == 0
+    lines = out.splitlines()
+    assert len(lines) == 3 and lines[0].startswith("rev    3") and "laptop (human)" in lines[0]
+    code, out, err = server("restore", str(server.vault), "knowledge/git.md", "--rev", "1")
+    assert code == 0, err
+    assert (server.vault / "knowledge" / "git.md").read_text() == "v1: rebase often\n"
+    code, out, _ = server("history", str(server.vault), "knowledge/git.md", "--json")
+    revs = json.loads(out)
+    assert [r["rev"] for r in revs] == [4, 3, 2, 1] and revs[0]["device"] == "server"
+    laptop("sync", str(laptop.vault))
+    assert note.read_text() == "v1: rebase often\n"  # and v3 is still in the history
+
+
+def test_exit_status_when_offline_locked_or_mass_deleting(pair, cluster) -> None:
+    laptop, server = pair
+    for i in range(12):
+        (laptop.vault / f"n{i}.md").write_text(f"{i}\n")
+    assert laptop("sync", str(laptop.vault))[0] == 0
+
+    with VaultLock(vault_dir(device_paths(laptop.home), laptop.vault), command="companion watch"):
+        code, _out, err = laptop("sync", str(laptop.vault))
+    assert code == 4 and "companion watch" in err and "pid" in err
+
+    for i in range(12):
+        (laptop.vault / f"n{i}.md").unlink()
+    code, _out, err = laptop("sync", str(laptop.vault))
+    assert code == 3 and "--allow-mass-delete" in err
+    code, out, err = laptop("sync", str(laptop.vault), "--allow-mass-delete", "--json")
+    assert code == 0, err
+    assert len(json.loads(out)["deleted_remote"]) == 12
+
+    cluster.relay.stop()
+    (laptop.vault / "late.md").write_text("written offline\n")
+    code, _out, err = laptop("sync", str(laptop.vault))
+    assert code == 5 and "stay queued" in err
+    code, out, _ = laptop("status", str(laptop.vault), "--json")
+    data = json.loads(out)
+    assert data["online"] is False and data["state"] == "offline"
+    assert data["pending"]["upload"] == 1
+    assert "reach" in data["errors"][-1]["message"] or "answer" in data["errors"][-1]["message"]
+
+
+def test_not_initialised_folder_is_a_usage_error(pair, tmp_path: Path) -> None:
+    laptop, _ = pair
+    other = tmp_path / "plain-folder"
+    other.mkdir()
+    code, _out, err = laptop("sync", str(other))
+    assert code == 2 and "companion init" in err
+    code, _out, err = laptop("status", str(other))
+    assert code == 2
+
+
+@pytest.mark.parametrize("command", ["init", "sync", "watch", "status", "history", "restore"])
+def test_every_command_has_help_with_an_example(command: str) -> None:
+    from click.testing import CliRunner
+
+    from companion.cli import cli
+
+    result = CliRunner().invoke(cli, [command, "--help"])
+    assert result.exit_code == 0
+    assert "Example:" in result.output and f"companion {command}" in result.output

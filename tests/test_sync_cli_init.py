@@ -1,0 +1,145 @@
+"""`companion init`: create or join a vault from the command line, passphrase sources, errors."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from companion.paths import device_paths
+from companion.sync.device import DeviceState
+from tests.syncharness import CliRunnerInProcess as Cli
+from tests.syncharness import SyncCluster
+
+
+@pytest.fixture
+def cluster(tmp_path: Path):
+    with SyncCluster(tmp_path) as c:
+        yield c
+
+
+@pytest.fixture
+def cli(cluster, monkeypatch, capsys):
+    return lambda name: Cli(cluster, name, monkeypatch, capsys)
+
+
+def _secret_file(path: Path, text: str, mode: int) -> Path:
+    path.write_text(text + "\n")
+    path.chmod(mode)
+    return path
+
+
+def test_first_device_creates_the_vault_and_the_second_joins(cli, cluster) -> None:
+    laptop, server = cli("laptop"), cli("server")
+    code, out, err = laptop.init()
+    assert code == 0, err
+    assert "created vault" in out and "key fingerprint" in out
+    code, out2, err = server.init(kind="agent")
+    assert code == 0, err
+    assert "joined vault" in out2
+    fp = [line for line in out.splitlines() if "fingerprint" in line]
+    assert fp == [line for line in out2.splitlines() if "fingerprint" in line]
+    state = DeviceState.load(device_paths(server.home), server.vault)
+    assert state.kind == "agent" and state.key_ready
+    # nothing secret in the state file, which is owner-only anyway
+    f = DeviceState.file(device_paths(server.home), server.vault)
+    assert f.stat().st_mode & 0o077 == 0
+    secrets = (server.home / "config" / "secrets.toml").read_text()
+    token = secrets.split(f"relay-token-{state.device_id} = ")[1].split()[0].strip('"')
+    assert token not in f.read_text()
+
+
+def test_passphrase_file_readable_by_others_is_refused(cli, cluster, tmp_path: Path) -> None:
+    laptop = cli("laptop")
+    laptop.passphrase_file = _secret_file(tmp_path / "loose.txt", "some passphrase", 0o644)
+    code, _out, err = laptop.init()
+    assert code == 2
+    assert "can be read by other users" in err and "chmod 600" in err
+
+
+def test_wrong_passphrase_then_retry_without_a_new_invite(cli, cluster, tmp_path: Path) -> None:
+    assert cli("laptop").init()[0] == 0
+    server = cli("server")
+    server.passphrase_file = _secret_file(tmp_path / "wrong.txt", "not the passphrase", 0o600)
+    code, _out, err = server.init()
+    assert code == 1
+    assert "wrong passphrase" in err and "no new invite" in err
+    server.passphrase_file = cluster.passphrase_file
+    code, out, err = server(
+        "init", str(server.vault), "--device-name", "server", "--kind", "human"
+    )  # no --invite, no --relay: the saved join is resumed
+    assert code == 0, err
+    assert "joined vault" in out
+
+
+def test_no_passphrase_source_is_a_clear_error(cli) -> None:
+    laptop = cli("laptop")
+    laptop.passphrase_file = None
+    code, _out, err = laptop.init()
+    assert code == 1
+    assert "COMPANION_PASSPHRASE_FILE" in err
+
+
+def test_used_invite_and_second_init_are_refused(cli, cluster) -> None:
+    invite = cluster.invite()
+    laptop, server = cli("laptop"), cli("server")
+    assert laptop.init(invite=invite)[0] == 0
+    code, _out, err = server.init(invite=invite)
+    assert code == 1 and "invite" in err.lower()
+    code, _out, err = laptop.init()
+    assert code == 2 and "already set up" in err
+
+
+def test_unreachable_relay_at_init(cli, cluster) -> None:
+    laptop = cli("laptop")
+    code, _out, err = laptop(
+        "init", str(laptop.vault), "--relay", "http://127.0.0.1:9", "--invite", "x" * 40,
+        "--device-name", "laptop", "--kind", "human",
+    )  # fmt: skip
+    assert code == 1 and "cannot reach the relay" in err
+    assert not os.path.exists(DeviceState.file(device_paths(laptop.home), laptop.vault))
+
+
+@pytest.fixture(scope="module")
+def keyring_service(tmp_path_factory: pytest.TempPathFactory):
+    from tests.keyring_service import start_keyring_service
+
+    yield from start_keyring_service(tmp_path_factory)
+
+
+def test_token_and_key_live_in_the_os_keyring(keyring_service, cluster, tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    home = tmp_path / "keyring-device"
+    vault = tmp_path / "keyring-vault"
+    env = dict(
+        keyring_service.env,
+        COMPANION_HOME=str(home),
+        COMPANION_PASSPHRASE_FILE=str(cluster.passphrase_file),
+        COMPANION_TEST_WEAK_KDF="1",
+    )
+
+    def companion(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "companion", *args], env=env, capture_output=True, text=True
+        )
+
+    r = companion(
+        "init", str(vault), "--relay", cluster.relay.url, "--invite", cluster.invite(),
+        "--device-name", "desk", "--kind", "human",
+    )  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    (vault / "n.md").write_text("hello\n")
+    r = companion("sync", str(vault))
+    assert r.returncode == 0, r.stderr
+    assert not (home / "config" / "secrets.toml").exists()  # nothing secret on disk
+    state = DeviceState.load(device_paths(home), vault)
+    probe = (
+        "import keyring; "
+        f"print(bool(keyring.get_password('vault-companion', '{state.token_name}')), "
+        f"bool(keyring.get_password('vault-companion', '{state.key_name}')))"
+    )
+    out = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True)
+    assert out.stdout.split() == ["True", "True"], out.stderr

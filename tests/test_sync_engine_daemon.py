@@ -1,0 +1,152 @@
+"""`companion watch`: near-real-time propagation, echo suppression, reconnect, clean shutdown."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from companion.sync.daemon import Backoff, Daemon
+from tests.syncharness import Device, SyncCluster
+
+
+def wait_for(cond: Callable[[], bool], timeout: float = 10.0, what: str = "condition") -> float:
+    t0 = time.monotonic()
+    while time.monotonic() - t0 < timeout:
+        if cond():
+            return time.monotonic() - t0
+        time.sleep(0.01)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+class Running:
+    """A device's daemon on a background thread."""
+
+    def __init__(self, dev: Device, **kw) -> None:
+        self.daemon = Daemon(dev.engine(), rescan_interval_s=None, **kw)
+        self.thread = threading.Thread(target=self.daemon.run, daemon=True)
+        self.thread.start()
+        assert self.daemon.ready.wait(15), "first round did not finish"
+
+    def stop(self) -> None:
+        self.daemon.stop()
+        self.thread.join(10)
+        assert not self.thread.is_alive()
+
+
+@pytest.fixture
+def cluster(tmp_path: Path):
+    with SyncCluster(tmp_path) as c:
+        yield c
+
+
+def test_changes_propagate_both_ways_without_echo(cluster: SyncCluster) -> None:
+    a = cluster.add_device("laptop", "human")
+    b = cluster.add_device("server", "agent")
+    ra, rb = Running(a), Running(b)
+    try:
+        a.write("journal/today.md", "# Done\n- started\n")
+        wait_for(lambda: b.read("journal/today.md") == b"# Done\n- started\n", what="a -> b")
+        b.write("knowledge/new.md", "agent learned this\n")
+        wait_for(lambda: a.read("knowledge/new.md") == b"agent learned this\n", what="b -> a")
+        for i in range(5):
+            a.write("journal/today.md", f"# Done\n- started\n- step {i}\n")
+            time.sleep(0.05)
+        final = b"# Done\n- started\n- step 4\n"
+        wait_for(lambda: b.read("journal/today.md") == final, what="burst")
+        time.sleep(1.0)  # quiet: any echo would have been committed by now
+        heads = {
+            p: ch.rev
+            for p in ("journal/today.md", "knowledge/new.md")
+            for ch in a.engine().remote.history(p)[:1]
+        }
+        assert heads["knowledge/new.md"] == 1  # a applied it and did not push it back
+        hist = a.engine().remote.history("journal/today.md")
+        assert all(ch.meta.device_name == "laptop" for ch in hist)  # b never re-committed
+        assert rb.daemon.engine.status.read()["state"] == "synced"
+    finally:
+        ra.stop()
+        rb.stop()
+    cluster.assert_converged()
+
+
+def test_daemon_reconnects_and_sends_queued_edits(tmp_path: Path) -> None:
+    with SyncCluster(tmp_path, relay="process") as c:
+        a = c.add_device("laptop", "human")
+        b = c.add_device("server", "agent")
+        a.write("a.md", "before\n")
+        a.sync()
+        c.relay.stop()
+        run = Daemon(a.engine(), rescan_interval_s=None, max_backoff_s=0.5)
+        t = threading.Thread(target=run.run, daemon=True)
+        t.start()
+        try:
+            assert run.ready.wait(15)
+            assert run.online is False
+            a.write("a.md", "written while the relay was down\n")
+            time.sleep(0.3)
+            c.relay.restart()
+            wait_for(lambda: run.online is True and run.rounds > 0, 20, "reconnect")
+            wait_for(
+                lambda: (
+                    a.engine().status.read()["pending"]["upload"] == 0
+                    and a.engine().status.read()["state"] == "synced"
+                ),
+                10,
+                "queued edit pushed",
+            )
+        finally:
+            run.stop()
+            t.join(10)
+        b.sync()
+        assert b.read("a.md") == b"written while the relay was down\n"
+
+
+def test_watch_command_stops_cleanly_on_sigterm(cluster: SyncCluster) -> None:
+    a = cluster.add_device("laptop", "human")
+    b = cluster.add_device("server", "agent")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "companion", "watch", str(a.vault)],
+        env=a.env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        status = a.paths.state_dir
+        wait_for(lambda: any(status.rglob("status.json")), 20, "daemon started")
+        a.write("from-daemon.md", "pushed by watch\n")
+
+        def arrived() -> bool:
+            b.sync()
+            return b.read("from-daemon.md") == b"pushed by watch\n"
+
+        wait_for(arrived, 20, "daemon pushed the note")
+        from companion.sync.statusview import collect_status
+
+        info = collect_status(a.paths, a.config, a.vault)  # lock-free while the daemon runs
+        assert info["daemon"]["pid"] == proc.pid and "watch" in info["daemon"]["command"]
+        assert info["state"] == "synced" and info["online"] is True
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(15) == 0, proc.stderr.read().decode() if proc.stderr else ""
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    # the lock went with it: a one-off sync works at once
+    a.write("after.md", "x\n")
+    assert a.sync().uploaded == ["after.md"]
+
+
+def test_backoff_grows_to_its_cap_and_resets() -> None:
+    b = Backoff(first=0.5, maximum=8)
+    delays = [b.next_delay() for _ in range(8)]
+    assert 0.25 <= delays[0] <= 0.5
+    assert all(d <= 8 for d in delays) and delays[-1] >= 4
+    b.reset()
+    assert b.next_delay() <= 0.5

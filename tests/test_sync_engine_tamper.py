@@ -1,0 +1,234 @@
+"""Tamper evidence: a relay that lies is caught, refused with a clear error, and writes nothing.
+
+Device `b` talks to the relay through `WireProxy`, which rewrites the relay's answers the way a
+malicious relay could (with valid transport checksums, so only end-to-end checks can notice).
+After each lie: `b`'s vault is untouched (no file, no temp file) and, once the relay behaves
+again, the next round converges.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from companion.crypto import RolledBack, TamperedBlob, TamperedRecord, WrongPassphrase
+from companion.secrets.store import FileStore
+from companion.sync.device import DeviceState
+from tests.syncharness import (
+    Device,
+    Exchange,
+    SyncCluster,
+    WireProxy,
+    encode_blob_frames,
+    parse_frames,
+)
+
+
+@pytest.fixture
+def setup(tmp_path: Path):
+    with SyncCluster(tmp_path) as c:
+        proxy = WireProxy(c.relay.url)
+        a = c.add_device("laptop", "human")
+        b = c.add_device("server", "agent", relay_url=proxy.url)
+        try:
+            yield c, proxy, a, b
+        finally:
+            proxy.close()
+
+
+def _on_changes(mutate: Callable[[list[dict[str, Any]]], list[dict[str, Any]]]):
+    def hook(ex: Exchange) -> Exchange:
+        if ex.method == "GET" and "/changes" in ex.path and ex.status == 200:
+            body = json.loads(ex.response_body)
+            if body["records"]:
+                body["records"] = mutate(body["records"])
+                ex.response_body = json.dumps(body).encode()
+        return ex
+
+    return hook
+
+
+def _on_blobs(mutate: Callable[[list[tuple[str, bytes]]], list[tuple[str, bytes]]]):
+    def hook(ex: Exchange) -> Exchange:
+        if ex.method == "POST" and ex.path.endswith("/blobs-download") and ex.status == 200:
+            ex.response_body = encode_blob_frames(mutate(parse_frames(ex.response_body)))
+        return ex
+
+    return hook
+
+
+def _sealed(rec: dict[str, Any], fn: Callable[[bytes], bytes]) -> None:
+    rec["sealed"] = base64.b64encode(fn(base64.b64decode(rec["sealed"]))).decode()
+
+
+def _flip(data: bytes, at: int | None = None) -> bytes:
+    i = len(data) // 2 if at is None else at
+    return data[:i] + bytes([data[i] ^ 0x04]) + data[i + 1 :]
+
+
+def _records_bitflip(recs):
+    _sealed(recs[0], _flip)
+    return recs
+
+
+def _records_truncate(recs):
+    _sealed(recs[0], lambda d: d[: len(d) - 20])
+    return recs
+
+
+def _records_moved(recs):
+    recs[0]["file_id"], recs[1]["file_id"] = recs[1]["file_id"], recs[0]["file_id"]
+    return recs
+
+
+def _records_other_rev(recs):
+    recs[0]["rev"] += 1
+    recs[0]["parent_rev"] += 1
+    return recs
+
+
+def _blobs_bitflip(items):
+    bid, data = items[0]
+    return [(bid, _flip(data)), *items[1:]]
+
+
+def _blobs_truncate(items):
+    bid, data = items[0]
+    return [(bid, data[:-16]), *items[1:]]
+
+
+def _blobs_swap(items):
+    (id0, d0), (id1, d1) = items[0], items[1]
+    return [(id0, d1), (id1, d0), *items[2:]]
+
+
+LIES = {
+    "record bit flip": (_on_changes(_records_bitflip), TamperedRecord),
+    "record truncated": (_on_changes(_records_truncate), TamperedRecord),
+    "record moved to another file id": (_on_changes(_records_moved), TamperedRecord),
+    "record served as another revision": (_on_changes(_records_other_rev), TamperedRecord),
+    "blob bit flip": (_on_blobs(_blobs_bitflip), TamperedBlob),
+    "blob truncated": (_on_blobs(_blobs_truncate), TamperedBlob),
+    "two blobs swapped": (_on_blobs(_blobs_swap), TamperedBlob),
+}
+
+
+def _two_notes(a: Device) -> None:
+    a.write("projects/alpha.md", "# Alpha\nthe first plan, with some words\n")
+    a.write("projects/beta.md", "# Beta\nanother plan entirely, other words\n")
+    a.sync()
+
+
+def _assert_untouched(b: Device, before: dict[str, bytes]) -> None:
+    assert b.files() == before
+    assert b.temp_files() == []
+
+
+@pytest.mark.parametrize("lie", sorted(LIES))
+def test_a_lying_relay_is_refused_and_nothing_is_written(setup, lie: str) -> None:
+    cluster, proxy, a, b = setup
+    _two_notes(a)
+    hook, error = LIES[lie]
+    proxy.tamper = hook
+    with pytest.raises(error) as err:
+        b.sync()
+    msg = str(err.value)
+    assert "refused data from the relay" in msg and "Nothing from it was written" in msg
+    _assert_untouched(b, {})
+    assert b.engine().status.read()["errors"][-1]["kind"] == "tamper"
+    proxy.tamper = None
+    assert b.sync().converged
+    cluster.assert_converged()
+
+
+def test_replayed_older_revision_is_refused(setup) -> None:
+    cluster, proxy, a, b = setup
+    for i in (1, 2):
+        a.write("projects/alpha.md", f"version {i}\n")
+        a.sync()
+        b.sync()
+    a.write("projects/alpha.md", "version 3\n")
+    a.sync()
+    old: dict[str, Any] = {}
+
+    def replay(ex: Exchange) -> Exchange:
+        if ex.method == "GET" and "/changes" in ex.path and ex.status == 200:
+            body = json.loads(ex.response_body)
+            if body["records"]:
+                rec = body["records"][0]
+                auth = {"Authorization": ex.request_headers["Authorization"]}
+                base = ex.path.split("/changes")[0]
+                url = f"{proxy.upstream}{base}/files/{rec['file_id']}/revs/1"
+                old.update(httpx.get(url, headers=auth).json())
+                old["seq"] = rec["seq"]
+                body["records"] = [old]  # genuine, correctly sealed, but an old revision
+                ex.response_body = json.dumps(body).encode()
+        return ex
+
+    proxy.tamper = replay
+    with pytest.raises(RolledBack) as err:
+        b.sync()
+    assert "revision 1" in str(err.value) and "revision 2" in str(err.value)
+    assert b.read("projects/alpha.md") == b"version 2\n"
+    proxy.tamper = None
+    b.sync()
+    assert b.read("projects/alpha.md") == b"version 3\n"
+
+
+def test_another_vaults_data_is_refused(setup) -> None:
+    cluster, proxy, a, b = setup
+    _two_notes(a)
+    other = cluster.add_device(
+        "stranger", "human", invite=cluster.relay.invite(new_vault=True), passphrase="other one"
+    )
+    other.write("projects/alpha.md", "# Alpha\nfrom another vault\n")
+    other.sync()
+    state = DeviceState.load(other.paths, other.vault)
+    token = state.load_token(FileStore(other.paths.secrets_file))
+
+    def other_vault(ex: Exchange) -> Exchange:
+        if b.vault_id in ex.path and ("/changes" in ex.path or "/blobs" in ex.path):
+            resp = httpx.request(
+                ex.method,
+                proxy.upstream + ex.path.replace(b.vault_id, other.vault_id),
+                headers={"Authorization": f"Bearer {token}"},
+                content=ex.request_body,
+            )
+            ex.status, ex.response_body = resp.status_code, resp.content
+        return ex
+
+    proxy.tamper = other_vault
+    with pytest.raises(TamperedRecord):
+        b.sync()
+    _assert_untouched(b, {})
+    proxy.tamper = None
+    b.sync()
+    assert b.read("projects/alpha.md") == a.read("projects/alpha.md")
+
+
+def test_another_vaults_wrapped_key_is_refused_at_join(setup, tmp_path: Path) -> None:
+    cluster, proxy, a, b = setup
+    other = cluster.add_device(
+        "stranger", "human", invite=cluster.relay.invite(new_vault=True), passphrase="other one"
+    )
+    state = DeviceState.load(other.paths, other.vault)
+    token = state.load_token(FileStore(other.paths.secrets_file))
+
+    def other_key(ex: Exchange) -> Exchange:
+        if ex.method == "GET" and ex.path.endswith("/key"):
+            resp = httpx.get(
+                proxy.upstream + ex.path.replace(cluster.vault_id, other.vault_id),
+                headers={"Authorization": f"Bearer {token}"},
+            )
+            ex.status, ex.response_body = resp.status_code, resp.content
+        return ex
+
+    proxy.tamper = other_key
+    with pytest.raises(WrongPassphrase):
+        cluster.add_device("newcomer", "human", relay_url=proxy.url)

@@ -19,7 +19,6 @@ import contextlib
 import json
 import os
 import re
-import stat
 import tomllib
 from collections.abc import Iterator
 from pathlib import Path
@@ -29,7 +28,7 @@ import tomli_w
 
 from companion.errors import CompanionError, InputError
 from companion.logs import get_logger, register_secret
-from companion.secrets.fsutil import atomic_write
+from companion.secrets.fsutil import atomic_write, read_owner_only
 
 SERVICE = "vault-companion"
 NAME_RE = re.compile(r"^[A-Za-z0-9_.\-]{1,64}$")
@@ -218,26 +217,13 @@ class FileStore:
 
     def _load(self) -> dict[str, str]:
         try:
-            fd = os.open(self.path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+            data = read_owner_only(self.path, "secrets file")
         except FileNotFoundError:
             return {}
         except OSError as exc:
             raise CompanionError(
                 f"cannot open the secrets file {self.path}: {exc.strerror}"
             ) from None
-        with os.fdopen(fd, "rb") as f:
-            st = os.fstat(f.fileno())
-            if os.name != "nt":
-                if st.st_mode & 0o077:
-                    raise CompanionError(
-                        f"the secrets file {self.path} can be read or written by other users "
-                        f"(mode {stat.filemode(st.st_mode)}); fix it with: chmod 600 {self.path}"
-                    )
-                if st.st_uid != os.getuid():
-                    raise CompanionError(
-                        f"the secrets file {self.path} belongs to another user; refusing to use it"
-                    )
-            data = f.read()
         try:
             doc = tomllib.loads(data.decode("utf-8"))
         except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:

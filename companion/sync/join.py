@@ -19,7 +19,6 @@ attached.
 from __future__ import annotations
 
 import os
-import stat
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -40,6 +39,7 @@ from companion.logs import get_logger, register_secret
 from companion.paths import DevicePaths
 from companion.relay.client import RelayClient
 from companion.relay.errors import ConflictError
+from companion.secrets.fsutil import read_owner_only
 from companion.secrets.store import SecretStore
 from companion.sync.conflicts import KINDS
 from companion.sync.device import DeviceState
@@ -75,22 +75,11 @@ def read_passphrase_file(path: str | os.PathLike[str]) -> str:
     """The passphrase in `path` (trailing newline removed); refused unless owner-only."""
     p = Path(path)
     try:
-        fd = os.open(p, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+        raw = read_owner_only(p, "passphrase file", InputError, max_bytes=64 * 1024)
     except OSError as exc:
         raise InputError(
             f"cannot open the passphrase file {p} ({PASSPHRASE_ENV}): {exc.strerror}"
         ) from None
-    with os.fdopen(fd, "rb") as f:
-        st = os.fstat(f.fileno())
-        if os.name != "nt":
-            if st.st_mode & 0o077:
-                raise InputError(
-                    f"the passphrase file {p} can be read by other users "
-                    f"(mode {stat.filemode(st.st_mode)}); refusing it. Fix it with: chmod 600 {p}"
-                )
-            if st.st_uid != os.getuid():
-                raise InputError(f"the passphrase file {p} belongs to another user; refusing it")
-        raw = f.read(64 * 1024)
     text = raw.decode("utf-8", errors="strict").rstrip("\r\n")
     if not text:
         raise InputError(f"the passphrase file {p} is empty")

@@ -53,7 +53,6 @@ from companion.sync.status import StatusStore
 log = get_logger("gui.sync")
 
 SYNC_NOW_TIMEOUT_S = 600.0
-SECRET_SCAN_SUFFIXES = (".md", ".txt")
 
 
 def is_sync_copy(paths: DevicePaths, vault: Path) -> bool:
@@ -193,7 +192,7 @@ class SyncFacade(IdleEngine):
         self._start_error: str | None = None
         self._elsewhere: str | None = None  # who holds the lock when another process syncs
         self._round_error: str | None = None
-        self._allowlist: Any = None
+        self._secret_scanner: Any = None
         self._paused = bool(paused)
         self._next_start = 0.0  # monotonic time of the next start attempt
 
@@ -302,27 +301,15 @@ class SyncFacade(IdleEngine):
             self._events.append(event)
 
     def _scan_for_secrets(self, report: RoundReport) -> None:
-        """A note this round carried (either way) holding a credential is told once per round."""
-        changed = {*report.uploaded, *report.downloaded}
-        notes = sorted(p for p in changed if p.lower().endswith(SECRET_SCAN_SUFFIXES))
-        if not notes:
-            return
-        from companion.secrets.detect import compile_allowlist, scan_file  # noqa: PLC0415
+        """A credential in a note this round carried (either way) is told once, ever."""
+        if self._secret_scanner is None:
+            from companion.secrets.watch import ChangeScanner  # noqa: PLC0415
 
-        if self._allowlist is None:
-            try:
-                self._allowlist = compile_allowlist(self.config.get("secrets", "allowlist"))
-            except CompanionError as exc:
-                log.warning("secret allowlist ignored: %s", exc)
-                self._allowlist = ()
-        for rel in notes:
-            try:
-                findings = scan_file(self.root / rel, allowlist=self._allowlist, display_path=rel)
-            except (OSError, CompanionError) as exc:
-                log.debug("secret scan of %s failed: %s", rel, exc)
-                continue
-            for f in findings:
-                self._push(SecretFound(rel, f.kind, f.line))
+            self._secret_scanner = ChangeScanner(
+                self.root, self.paths.state_dir, self.config.get("secrets", "allowlist")
+            )
+        for f in self._secret_scanner.scan([*report.uploaded, *report.downloaded]):
+            self._push(SecretFound(f.path, f.kind, f.line))
 
     # ---- EngineFacade ------------------------------------------------------------------------
 

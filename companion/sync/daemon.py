@@ -28,8 +28,10 @@ from companion.crypto import TamperDetected
 from companion.errors import CompanionError
 from companion.logs import get_logger
 from companion.relay.errors import AuthError, RelayError, RelayUnreachable
+from companion.secrets.watch import ChangeScanner
 from companion.sync.engine import SyncEngine
 from companion.sync.guard import MassDeleteRefused
+from companion.sync.model import RoundReport
 from companion.sync.watcher import Batch, Watcher
 
 log = get_logger("sync.daemon")
@@ -86,6 +88,9 @@ class Daemon:
         self.rounds = 0
         self.fatal: str | None = None
         self.ready = threading.Event()  # set after the first round (tests, the desktop app)
+        self.secret_scanner = ChangeScanner(
+            engine.root, engine.paths.state_dir, engine.config.get("secrets", "allowlist")
+        )
 
     # ---------------------------------------------------------------- wake-ups
 
@@ -185,6 +190,7 @@ class Daemon:
                 log.warning("%s", c.message)
             for msg in report.skipped:
                 log.warning("skipped: %s", msg)
+            self._warn_secrets(report)
             if self.online is not True:
                 log.info("connected to the relay")
             self.online = True
@@ -213,6 +219,26 @@ class Daemon:
         finally:
             self._after_round()
             self.ready.set()
+
+    def _warn_secrets(self, report: RoundReport) -> None:
+        """The secret guard on the change stream: warn once per finding, never block sync."""
+        try:
+            found = self.secret_scanner.scan([*report.uploaded, *report.downloaded])
+        except Exception:  # the guard must never stop the person's data from flowing
+            log.exception("secret scan failed")
+            return
+        for f in found:
+            log.warning(
+                "a credential (%s, %s) is in %s line %d; move it to the keyring with: "
+                "companion secrets move %s %s:%d --name NAME",
+                f.kind,
+                f.masked,
+                f.path,
+                f.line,
+                self.engine.root,
+                f.path,
+                f.line,
+            )
 
     def _schedule_retry(self, delay: float, *, full: bool, paths: set[str] | None = None) -> None:
         with self._cond:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import secrets
 import shutil
 import time
@@ -38,6 +39,7 @@ class DemoWorld:
     laptop_paths: DevicePaths = field(init=False)
     engines: dict[str, Any] = field(default_factory=dict)
     stack: contextlib.ExitStack = field(default_factory=contextlib.ExitStack)
+    gui: str = "auto"  # "auto": windows when a display is present; "never"; "always"
 
     def __post_init__(self) -> None:
         self.server_vault = self.root / "server" / "vault"
@@ -264,10 +266,81 @@ def chapter_morning(world: DemoWorld) -> None:
         dict(data.get("counts") or {}),
     )
     cfg = dict(world.app.config.values["notify"], morning_time="00:00")
-    for n in notifications_for([event], cfg, datetime.now()):
+    notes = notifications_for([event], cfg, datetime.now())
+    for n in notes:
         click.echo(f"  [notification] {n.title}: {n.body}")
     same = _tree(world.server_vault) == _tree(world.laptop_vault)
     click.echo(f"Both copies byte-identical after the dream: {same}")
+    why_not = _no_gui_reason(world.gui)
+    if why_not is None:
+        _morning_gui(world, reports[-1], notes)
+    elif world.gui != "never":
+        click.echo(f"(No window: {why_not}; the summary above is what it would show.)")
+
+
+REVIEW_SECONDS = 4
+
+
+def _no_gui_reason(mode: str, environ: Any = None) -> str | None:
+    """Why the morning is printed only (None: show the real windows)."""
+    if mode == "never":
+        return "--headless"
+    if mode == "always":
+        return None
+    env = os.environ if environ is None else environ
+    if env.get("QT_QPA_PLATFORM", "") == "offscreen":
+        return "QT_QPA_PLATFORM is offscreen"
+    if not (env.get("DISPLAY") or env.get("WAYLAND_DISPLAY")):
+        return "no display (neither DISPLAY nor WAYLAND_DISPLAY is set)"
+    return None
+
+
+def _morning_gui(world: DemoWorld, report: Path, notes: list[Any]) -> None:
+    """The real notification and the review window on the laptop's report, for a few seconds.
+
+    Every Qt import and call is guarded: whatever goes wrong, one line says why and the demo
+    goes on with the printed summary it already showed.
+    """
+    try:
+        from PySide6.QtCore import QLocale, QTimer
+        from PySide6.QtWidgets import QApplication, QSystemTrayIcon
+
+        from companion.gui.i18n import set_language
+        from companion.gui.notify import Notifier
+        from companion.gui.report import NoteLocator
+        from companion.gui.review import ReviewWindow
+        from companion.gui.tray import app_icon
+    except Exception as exc:  # noqa: BLE001 - no Qt here: the printed summary is enough
+        click.echo(f"(No window: the desktop GUI cannot load: {exc})")
+        return
+    try:
+        qapp = QApplication.instance() or QApplication(["companion-demo"])
+        set_language(str(world.app.config.get("gui", "language")), QLocale.system().name())
+        tray = None
+        if QSystemTrayIcon.isSystemTrayAvailable():  # a balloon when the desktop has no daemon
+            tray = QSystemTrayIcon(app_icon())
+            tray.show()
+        notifier = Notifier(tray)
+        notifier.fallback_text.connect(
+            lambda title, _body: click.echo(f"  (no notification service here: {title!r})")
+        )
+        for n in notes:
+            notifier.show(n)
+        window = ReviewWindow(report, NoteLocator(world.laptop_vault, None))
+        window.show()
+        click.echo(f"The review window shown for {REVIEW_SECONDS} s on {report.name}.")
+        click.echo("review window shown")
+        QTimer.singleShot(REVIEW_SECONDS * 1000, window.close)
+        QTimer.singleShot(REVIEW_SECONDS * 1000 + 100, qapp.quit)
+        qapp.exec()
+        notifier.close()
+        if tray is not None:
+            tray.hide()
+        window.deleteLater()
+        shown = ", ".join(sorted({backend for backend, _n in notifier.shown})) or "none"
+        click.echo(f"Notification shown by: {shown}")
+    except Exception as exc:  # noqa: BLE001 - a Qt problem must not end the demo
+        click.echo(f"(No window: the desktop GUI failed: {type(exc).__name__}: {exc})")
 
 
 CHAPTERS = [
@@ -294,17 +367,23 @@ def _fresh_dir(root: Path) -> None:
 @click.option("--keep", is_flag=True, help="Keep the demo's files instead of removing them.")
 @click.option("--headless", is_flag=True, help="Never open a window; print everything.")
 @click.option(
+    "--gui",
+    is_flag=True,
+    help="Open the morning's windows even when no display is detected (tests, offscreen Qt).",
+)
+@click.option(
     "--today",
     type=click.DateTime(["%Y-%m-%d"]),
     default=None,
     help="Pretend today is this date (YYYY-MM-DD).",
 )
 @pass_app
-def demo(app: AppContext, keep: bool, headless: bool, today: datetime | None) -> None:
+def demo(app: AppContext, keep: bool, headless: bool, gui: bool, today: datetime | None) -> None:
     """Run the whole story on embedded defaults: no configuration, no network.
 
     Builds a sample agent vault with a week of journal, checks it, shows the agent's injected
-    memory, and cleans up after itself (unless --keep).
+    memory, and cleans up after itself (unless --keep). With a display (and without
+    --headless) the morning notification and the review window are shown for a few seconds.
 
     \b
     Example:
@@ -312,6 +391,9 @@ def demo(app: AppContext, keep: bool, headless: bool, today: datetime | None) ->
       companion demo --keep --headless
     """
     world = DemoWorld(app.paths.data_dir / "demo", (today or datetime.now()).date(), app)
+    if headless and gui:
+        raise click.UsageError("--headless and --gui contradict each other; choose one")
+    world.gui = "never" if headless else "always" if gui else "auto"
     _fresh_dir(world.root)
     started = time.monotonic()
     try:

@@ -78,6 +78,42 @@ def close_engine(engine: EngineFacade) -> None:
             log.exception("closing the engine failed")
 
 
+def settings_hooks(config: Config) -> SettingsHooks:
+    """The Keys and Sync tabs' engine calls (`companion.gui.keys`) for the configured vault.
+
+    Join is always offered; the key buttons only when the vault folder is a sync copy on this
+    device (the vault is read from the config when a button is pressed).
+    """
+    from companion.gui import keys  # noqa: PLC0415
+    from companion.gui.settings import JoinRequest, SettingsHooks  # noqa: PLC0415
+
+    paths = config.paths
+
+    def vault() -> Path:
+        return Path(str(config.get("vault", "path"))).expanduser()
+
+    def join(req: JoinRequest) -> None:
+        keys.join(
+            paths,
+            config,
+            req.vault,
+            req.relay_url,
+            req.invite_code,
+            req.device_name,
+            req.kind,
+            req.passphrase,
+        )
+
+    hooks = SettingsHooks(join=join)
+    if keys.is_sync_copy(paths, str(config.get("vault", "path") or "")):
+        hooks.fingerprint = lambda: keys.fingerprint(paths, config, vault())
+        hooks.export_recovery_key = lambda: keys.export_recovery_key(paths, config, vault())
+        hooks.set_passphrase = lambda old, new: keys.change_passphrase(
+            paths, config, vault(), old, new
+        )
+    return hooks
+
+
 def memories_dir(config: Config) -> Path:
     from companion.memory.home import memories_dir as _memories
     from companion.memory.home import resolve_home
@@ -176,12 +212,13 @@ class CompanionApp(QObject):
 
     def open_settings(self, tab: str = "") -> SettingsWindow:
         if self.settings is None:
-            from companion.gui.settings import SettingsHooks, SettingsWindow  # noqa: PLC0415
+            from companion.gui.settings import SettingsWindow  # noqa: PLC0415
 
-            self.hooks = self.hooks or SettingsHooks()
-            self.settings = SettingsWindow(self.config, self.hooks)
+            hooks = self.hooks or settings_hooks(self.config)
+            self.settings = SettingsWindow(self.config, hooks)
             self.settings.setWindowIcon(app_icon())
             self.settings.saved.connect(self._settings_saved)
+            self.settings.runner.call_done.connect(self._settings_task_done)
         if tab:
             self.settings.show_tab(tab)
         self.settings.show()
@@ -216,6 +253,19 @@ class CompanionApp(QObject):
         window.raise_()
         window.activateWindow()
         return window
+
+    def _settings_task_done(self, name: str, _result: object) -> None:
+        """After a join the folder is a sync copy: sync it, and offer the key buttons."""
+        if name != "join":
+            return
+        old, self.worker.engine = self.worker.engine, create_engine(self.config)
+        close_engine(old)
+        if self.settings is not None and self.hooks is None:
+            window, self.settings = self.settings, None
+            window.hide()
+            window.deleteLater()
+            self.open_settings("keys").status.setText(tr("settings.joined"))
+        self.worker.refresh()
 
     def _settings_saved(self) -> None:
         before = current_language()

@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import stat
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -58,6 +58,8 @@ class JoinRequest:
     invite_code: str
     device_name: str
     kind: str
+    # Empty: the engine asks the passphrase file / secret store. Never shown in a repr.
+    passphrase: str = field(default="", repr=False)
 
 
 @dataclass
@@ -275,6 +277,12 @@ class SettingsWindow(QDialog):
         h.addWidget(self.join_button)
         form.addRow(tr("settings.invite"), box)
         self.invite_code.textChanged.connect(self._update_buttons)
+        self.join_pass = QLineEdit()
+        self.join_pass.setEchoMode(QLineEdit.EchoMode.Password)
+        self.join_pass.setPlaceholderText(tr("settings.join_pass_hint"))
+        self.join_pass.textChanged.connect(self._update_buttons)
+        self.join_pass_error = self._error_label()
+        self._row(form, tr("settings.join_pass"), self.join_pass, self.join_pass_error)
         if self.hooks.join is None:
             self._unavailable(self.join_button)
         self._hint(form, tr("settings.hint.sync"))
@@ -508,9 +516,13 @@ class SettingsWindow(QDialog):
             self._unavailable(self.pass_button)
         else:
             self.pass_button.setEnabled(bool(self.new_pass.text()) and pass_error is None)
+        join_pass_error = validate.join_passphrase(self.join_pass.text())
+        self.join_pass_error.setText(join_pass_error or "")
+        self.join_pass_error.setVisible(bool(join_pass_error))
         if self.hooks.join is not None:
             ready = (
                 bool(self.invite_code.text().strip())
+                and join_pass_error is None
                 and validate.http_url(self.relay_url.text(), required=True) is None
                 and self._vault() is not None
                 and not self.runner.busy("join")
@@ -578,7 +590,9 @@ class SettingsWindow(QDialog):
             invite_code=self.invite_code.text().strip(),
             device_name=self.device_name.text().strip(),
             kind=str(self.config.get("sync", "kind")),
+            passphrase=self.join_pass.text(),
         )
+        self.join_pass.clear()
         self.status.setStyleSheet("")
         self.status.setText(tr("settings.joining"))
         self.runner.run("join", lambda: hook(request))

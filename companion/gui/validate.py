@@ -78,6 +78,13 @@ def passphrase(new: str, confirm: str) -> str | None:
     return None
 
 
+def join_passphrase(text: str) -> str | None:
+    """The passphrase typed to join: empty (the passphrase file or keyring is used) or long."""
+    if text and len(text) < 12:
+        return tr("invalid.passphrase_short", n=12)
+    return None
+
+
 def ignore_rules(text: str) -> str | None:
     """gitignore-syntax rules, as `.companionignore` holds them."""
     for number, line in enumerate(text.splitlines(), start=1):

@@ -1,0 +1,175 @@
+# ruff: noqa: E402
+"""The Keys and Sync tab hooks (`companion.gui.keys`) against a real relay on loopback."""
+
+from __future__ import annotations
+
+import os
+
+os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")  # before pytest-qt's session QApplication
+
+from pathlib import Path
+
+import pytest
+
+from companion.config import load_config
+from companion.crypto import WrongPassphrase, import_recovery_key
+from companion.errors import CompanionError, InputError
+from companion.gui import i18n, keys
+from companion.gui.app import CompanionApp, create_engine
+from companion.paths import device_paths
+from companion.secrets.store import FileStore
+from companion.sync.device import DeviceState
+from companion.sync.join import TEST_KDF_PARAMS, join_vault
+from tests.syncharness import PASSPHRASE, SyncCluster, cluster
+
+NEW_PASSPHRASE = "a brand new passphrase, long enough"
+
+
+@pytest.fixture(autouse=True)
+def weak_kdf(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("COMPANION_TEST_WEAK_KDF", "1")
+    monkeypatch.delenv("COMPANION_PASSPHRASE_FILE", raising=False)
+
+
+def stored_key(dev):
+    state = DeviceState.load(dev.paths, dev.vault.resolve())
+    return state.load_key(FileStore(dev.paths.secrets_file))
+
+
+def join_new(c: SyncCluster, name: str, passphrase: str) -> None:
+    home = c.new_home(name)
+    paths = device_paths(home)
+    join_vault(
+        paths,
+        FileStore(paths.secrets_file),
+        c.base / "vaults" / name,
+        relay_url=c.relay.url,
+        invite=c.invite(),
+        device_name=name,
+        kind="human",
+        passphrase=lambda _vid, _creating: passphrase,
+        kdf=TEST_KDF_PARAMS,
+    )
+
+
+def test_fingerprint_and_recovery_key_round_trip(tmp_path: Path) -> None:
+    with cluster(tmp_path / "c") as c:
+        laptop = c.add_device("laptop")
+        key = stored_key(laptop)
+        fp = keys.fingerprint(laptop.paths, laptop.config, laptop.vault)
+        assert fp == key.fingerprint()
+        assert keys.is_sync_copy(laptop.paths, laptop.vault)
+        assert not keys.is_sync_copy(laptop.paths, tmp_path)
+        text = keys.export_recovery_key(laptop.paths, laptop.config, laptop.vault)
+        assert len(text.split("-")) == 16
+        assert import_recovery_key(text) == key
+
+
+def test_change_passphrase_then_join_with_the_new_one(tmp_path: Path) -> None:
+    with cluster(tmp_path / "c") as c:
+        laptop = c.add_device("laptop")
+        before = stored_key(laptop)
+        with pytest.raises(keys.WrongCurrentPassphrase) as err:
+            keys.change_passphrase(
+                laptop.paths, laptop.config, laptop.vault, "not the passphrase", NEW_PASSPHRASE
+            )
+        assert "current passphrase is wrong" in str(err.value)
+        assert NEW_PASSPHRASE not in str(err.value)
+        with pytest.raises(InputError):
+            keys.change_passphrase(laptop.paths, laptop.config, laptop.vault, None, NEW_PASSPHRASE)
+        keys.change_passphrase(
+            laptop.paths, laptop.config, laptop.vault, PASSPHRASE, NEW_PASSPHRASE
+        )
+        with pytest.raises(WrongPassphrase):
+            join_new(c, "old-pass", PASSPHRASE)
+        join_new(c, "new-pass", NEW_PASSPHRASE)
+        home = c.base / "devices" / "new-pass"
+        paths = device_paths(home)
+        state = DeviceState.load(paths, (c.base / "vaults" / "new-pass").resolve())
+        assert state.load_key(FileStore(paths.secrets_file)) == before
+        # the key did not change: the laptop still syncs with the new device
+        laptop.write("a.md", "hello\n")
+        laptop.sync()
+
+
+def test_join_creates_device_state_and_saves_the_config(tmp_path: Path) -> None:
+    with cluster(tmp_path / "c") as c:
+        c.add_device("server", "agent")
+        home = c.new_home("desk")
+        paths = device_paths(home)
+        config = load_config(paths)
+        vault = tmp_path / "desk-vault"
+        with pytest.raises(CompanionError):
+            keys.join(paths, config, vault, c.relay.url, c.invite(), "desk", "human", "wrong one!")
+        # the invite was redeemed; the same folder resumes with the right passphrase
+        result = keys.join(paths, config, vault, c.relay.url, "", "desk", "human", PASSPHRASE)
+        assert result.resumed and not result.created_vault
+        assert keys.is_sync_copy(paths, vault)
+        saved = load_config(paths)
+        assert saved.get("vault", "path") == str(vault.resolve())
+        assert saved.get("sync", "relay_url") == c.relay.url
+        assert saved.get("sync", "device_name") == "desk"
+        assert saved.get("sync", "kind") == "human"
+        text = saved.file.read_text(encoding="utf-8")
+        assert PASSPHRASE not in text and "wrong one!" not in text
+        assert keys.fingerprint(paths, config, vault) == stored_key(c.devices[0]).fingerprint()
+
+
+def test_join_creates_a_new_vault(tmp_path: Path) -> None:
+    with cluster(tmp_path / "c") as c:
+        home = c.new_home("first")
+        paths = device_paths(home)
+        config = load_config(paths)
+        invite = c.relay.invite(new_vault=True)
+        result = keys.join(
+            paths, config, tmp_path / "v", c.relay.url, invite, "first", "human", PASSPHRASE
+        )
+        assert result.created_vault
+        assert DeviceState.exists(paths, (tmp_path / "v").resolve())
+
+
+def test_the_settings_window_joins_then_offers_the_key_buttons(qtbot, tmp_path: Path) -> None:
+    i18n.set_language("en")
+    with cluster(tmp_path / "c") as c:
+        server = c.add_device("server", "agent")
+        paths = device_paths(c.new_home("desk"))
+        config = load_config(paths)
+        vault = tmp_path / "desk-vault"
+        vault.mkdir()
+        app = CompanionApp(
+            config,
+            create_engine(config),
+            tray_available=False,
+            use_desktop_notifications=False,
+            dream_clock=False,
+        )
+        try:
+            w = app.open_settings("sync")
+            assert not w.export_button.isEnabled() and not w.pass_button.isEnabled()
+            w.relay_url.setText(c.relay.url)
+            w.vault_path.setText(str(vault))
+            w.device_name.setText("desk")
+            w.invite_code.setText(c.invite())
+            w.join_pass.setText("short")
+            assert w.join_pass.echoMode() == w.join_pass.EchoMode.Password
+            assert "At least 12" in w.join_pass_error.text() and not w.join_button.isEnabled()
+            w.join_pass.setText(PASSPHRASE)
+            assert w.join_pass_error.isHidden() and w.join_button.isEnabled()
+            w.join_button.click()
+            qtbot.waitUntil(
+                lambda: app.settings is not None and app.settings is not w, timeout=30000
+            )
+            keys_tab = app.settings
+            assert keys_tab.status.text() == "Joined. This vault now syncs."
+            assert keys_tab.export_button.isEnabled()
+            assert keys_tab.fingerprint.text() == stored_key(server).fingerprint()
+            assert PASSPHRASE not in config.file.read_text(encoding="utf-8")
+            assert type(app.worker.engine).__name__ == "SyncFacade"
+            keys_tab.current_pass.setText("wrong passphrase!!")
+            keys_tab.new_pass.setText(NEW_PASSPHRASE)
+            keys_tab.confirm_pass.setText(NEW_PASSPHRASE)
+            with qtbot.waitSignal(keys_tab.runner.call_failed, timeout=30000):
+                keys_tab.pass_button.click()
+            assert "current passphrase is wrong" in keys_tab.status.text()
+        finally:
+            app.shutdown()

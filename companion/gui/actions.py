@@ -11,6 +11,7 @@ from PySide6.QtGui import QDesktopServices
 from companion.config import Config
 from companion.errors import CompanionError
 from companion.gui.bridge import EngineWorker
+from companion.gui.events import SecretFound
 from companion.gui.i18n import tr
 from companion.gui.links import obsidian_uri
 from companion.logs import get_logger
@@ -28,6 +29,7 @@ class AppActions(QObject):
     settings_requested = Signal(str)  # tab name ("" = first)
     review_requested = Signal(object)  # Path of a dream report
     main_requested = Signal()
+    secret_move_requested = Signal(object)  # SecretFound: ask for a name, move it to the store
     quit_requested = Signal()
 
     def __init__(
@@ -41,6 +43,8 @@ class AppActions(QObject):
         self.worker = worker
         self.config = config
         self._open_url = open_url or QDesktopServices.openUrl
+        # the newest secret finding that can be moved (has a line): the tray offers "Move secret…"
+        self.last_secret: SecretFound | None = None
         worker.call_failed.connect(self._failed)
 
     def _failed(self, name: str, message: str) -> None:
@@ -100,6 +104,10 @@ class AppActions(QObject):
             report = self.worker.engine.latest_dream_report()
         if report is not None:
             self.review_requested.emit(report)
+
+    def move_last_secret(self) -> None:
+        if self.last_secret is not None:
+            self.secret_move_requested.emit(self.last_secret)
 
     def open_settings(self, tab: str = "") -> None:
         self.settings_requested.emit(tab)

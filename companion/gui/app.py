@@ -23,10 +23,11 @@ from companion.config import Config
 from companion.gui.actions import AppActions
 from companion.gui.bridge import EngineFacade, EngineWorker, IdleEngine
 from companion.gui.dreamclock import NO_RELAY, OFFLINE, Decision, DreamClock, utc_now
-from companion.gui.events import EngineEvent, LocalDreamRan, RelayUnreachable
+from companion.gui.events import EngineEvent, LocalDreamRan, RelayUnreachable, SecretFound
 from companion.gui.i18n import current_language, set_language, tr
 from companion.gui.notify import NotificationCenter, Notifier
 from companion.gui.notify_policy import (
+    MOVE_SECRET,
     OPEN_CONFLICTS,
     OPEN_NOTE,
     OPEN_REVIEW,
@@ -36,6 +37,7 @@ from companion.gui.notify_policy import (
     notifications_for,
 )
 from companion.gui.report import NoteLocator, ReportError, load_report
+from companion.gui.secretmove import NameAsker, SecretMover, ask_name_dialog
 from companion.gui.single import SingleInstance, server_name
 from companion.gui.tray import TrayController, app_icon
 from companion.logs import get_logger
@@ -134,6 +136,7 @@ class CompanionApp(QObject):
         use_desktop_notifications: bool | None = None,
         dream_clock: bool = True,
         now: Callable[[], datetime] = utc_now,
+        ask_secret_name: NameAsker = ask_name_dialog,
         parent: QObject | None = None,
     ) -> None:
         super().__init__(parent)
@@ -156,6 +159,9 @@ class CompanionApp(QObject):
         self.notifications = NotificationCenter(
             self.notifier, config.paths.state_dir / "gui-notified.json", parent=self
         )
+        self.secrets = SecretMover(
+            config, self.actions.vault, ask_name=ask_secret_name, parent=self
+        )
         self._offline_since: datetime | None = None
         # The local fallback dream: checked once the first engine view says whether the relay
         # answers, then at the dream and grace times and after a resume.
@@ -176,6 +182,9 @@ class CompanionApp(QObject):
         a.main_requested.connect(self.show_main)
         a.quit_requested.connect(self.quit)
         a.notice.connect(self.notice)
+        a.secret_move_requested.connect(self.move_secret)
+        self.secrets.notice.connect(self.notice)
+        self.secrets.moved.connect(self._secret_moved)
         self.notifier.clicked.connect(self.run_action)
         self.notifier.fallback_text.connect(self._show_in_main)
         self.worker.events_ready.connect(self.on_events)
@@ -305,6 +314,9 @@ class CompanionApp(QObject):
             self.show_main().show_notice(title, text)
 
     def on_events(self, events: list[EngineEvent]) -> None:
+        for event in events:
+            if isinstance(event, SecretFound) and event.line:
+                self.actions.last_secret = event
         now = datetime.now().astimezone()
         self.notifications.submit(notifications_for(events, self.config.values["notify"], now))
 
@@ -357,6 +369,16 @@ class CompanionApp(QObject):
             self._local_dream = None
             self.dreamclock.finished(False)
 
+    def move_secret(self, finding: SecretFound) -> bool:
+        """Ask for a name and move the flagged secret into the keyring (or the secrets file)."""
+        return self.secrets.request(finding.note, finding.line, finding.kind, self.main)
+
+    def _secret_moved(self, result: Any) -> None:
+        last = self.actions.last_secret
+        if last is not None and (last.note, last.line) == (result.path, result.line):
+            self.actions.last_secret = None
+        self.worker.refresh()  # the note's edit syncs like any other
+
     def run_action(self, action: Action) -> None:
         """What clicking a notification does."""
         if action.kind == OPEN_REVIEW and action.target:
@@ -371,6 +393,8 @@ class CompanionApp(QObject):
             self.open_settings(action.target or "")
         elif action.kind == SHOW_MAIN:
             self.show_main()
+        elif action.kind == MOVE_SECRET and action.target:
+            self.move_secret(SecretFound(action.target, action.detail, action.line))
 
     def handle_message(self, message: str) -> None:
         """A request from a second start ("show")."""

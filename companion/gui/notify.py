@@ -74,6 +74,7 @@ class Notifier(QObject):
     fallback_text = Signal(str, str)  # title, body: no tray, no desktop notifications
     _dispatched = Signal(str)  # notification key, from the asyncio thread
     _desktop_clicked = Signal(str)
+    _button_pressed = Signal(object)  # Action of a notification's button, from the asyncio thread
 
     def __init__(
         self,
@@ -93,6 +94,7 @@ class Notifier(QObject):
         self.shown: list[tuple[str, Notification]] = []  # (backend, notification), newest last
         self._dispatched.connect(self._on_dispatched)
         self._desktop_clicked.connect(self._on_desktop_clicked)
+        self._button_pressed.connect(self.clicked.emit)
         if tray is not None:
             tray.messageClicked.connect(self._on_balloon_clicked)
 
@@ -113,15 +115,20 @@ class Notifier(QObject):
                     app_name=tr("app.name"), app_icon=Icon(path=icon_path("app.svg"))
                 )
                 self._loop = _AsyncLoop()
-            from desktop_notifier import Urgency
+            from desktop_notifier import Button, Urgency
 
             key = n.key
+            buttons = [
+                Button(title=label, on_pressed=lambda a=action: self._button_pressed.emit(a))
+                for label, action in n.buttons
+            ]
             assert self._loop is not None
             self._loop.submit(
                 self._desktop.send(
                     title=n.title,
                     message=n.body,
                     urgency=Urgency.Critical if n.urgent else Urgency.Normal,
+                    buttons=buttons,
                     on_dispatched=lambda: self._dispatched.emit(key),
                     on_clicked=lambda: self._desktop_clicked.emit(key),
                 )

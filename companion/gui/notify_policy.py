@@ -30,12 +30,15 @@ OPEN_CONFLICTS = "open_conflicts"  # target: the first conflict copy
 OPEN_NOTE = "open_note"  # target: vault-relative note
 OPEN_SETTINGS = "open_settings"  # target: settings tab name
 SHOW_MAIN = "show_main"
+MOVE_SECRET = "move_secret"  # target: vault-relative note; line; detail: the detector's kind
 
 
 @dataclass(frozen=True)
 class Action:
     kind: str
     target: str | None = None
+    line: int | None = None
+    detail: str = ""
 
 
 @dataclass(frozen=True)
@@ -48,6 +51,8 @@ class Notification:
     action: Action | None = None
     not_before: datetime | None = None
     urgent: bool = False
+    # extra choices offered as buttons where the backend can (label, action)
+    buttons: tuple[tuple[str, Action], ...] = ()
 
 
 def parse_hhmm(value: str) -> time | None:
@@ -163,6 +168,16 @@ def _one(event: EngineEvent, cfg: Mapping[str, Any], now: datetime) -> Notificat
             body=tr("notify.secret.body", where=where, kind=event.kind),
             action=Action(OPEN_NOTE, event.note),
             urgent=True,
+            buttons=(
+                (
+                    (
+                        tr("notify.secret.move"),
+                        Action(MOVE_SECRET, event.note, event.line, event.kind),
+                    ),
+                )
+                if event.line
+                else ()
+            ),
         )
     return None
 

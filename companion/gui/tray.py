@@ -125,6 +125,8 @@ class TrayController(QObject):
         dream_text = tr("menu.dreaming") if dreaming else tr("menu.dream_now")
         self._add(menu, dream_text, a.dream_now, vault_ok and not dreaming)
         self._add(menu, tr("menu.last_report"), a.open_last_report, view.latest_report is not None)
+        if a.last_secret is not None:
+            self._add(menu, tr("menu.move_secret"), a.move_last_secret)
 
         conflicts = self.conflicts_menu
         old_sub = list(conflicts.actions())

@@ -45,6 +45,7 @@ from companion.paths import DevicePaths
 from companion.relay.errors import RelayUnreachable
 from companion.sync.daemon import Daemon
 from companion.sync.device import DeviceState, SecretMissing, status_file, vault_dir
+from companion.sync.dreamhook import rounds_until_quiet
 from companion.sync.engine import RoundReport, SyncEngine
 from companion.sync.guard import MassDeleteRefused
 from companion.sync.lock import LockHeld, VaultLock
@@ -141,13 +142,7 @@ class _DaemonSyncHook:
         self.facade = facade
 
     def sync_until_quiet(self, max_rounds: int) -> int:
-        pending = -1
-        for _ in range(max(1, max_rounds)):
-            report = self.facade._round_now()
-            pending = report.pending_upload + report.pending_download
-            if report.converged and pending == 0:
-                return 0
-        return max(pending, 1)
+        return rounds_until_quiet(self.facade._round_now, max_rounds)
 
     def acquire_lease(self, name: str, ttl: float) -> bool:
         engine = self.facade._engine

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +30,18 @@ log = get_logger("sync.dreamhook")
 DAEMON_ROUND_WAIT_S = 10.0
 
 
+def rounds_until_quiet(round_once: Callable[[], Any], max_rounds: int) -> int:
+    """Run `round_once` (returns a RoundReport) until a round converges with nothing pending,
+    at most `max_rounds` times; what is still pending (at least 1 when not converged)."""
+    pending = 0
+    for _ in range(max(1, max_rounds)):
+        rep = round_once()
+        pending = rep.pending_upload + rep.pending_download
+        if rep.converged and pending == 0:
+            return 0
+    return max(pending, 1)
+
+
 class EngineSyncHook:
     """Runs rounds on an engine this process owns."""
 
@@ -37,13 +49,7 @@ class EngineSyncHook:
         self.engine = engine
 
     def sync_until_quiet(self, max_rounds: int) -> int:
-        pending = 0
-        for _ in range(max(1, max_rounds)):
-            rep = self.engine.round()
-            pending = rep.pending_upload + rep.pending_download
-            if rep.converged:
-                return 0
-        return pending or 1
+        return rounds_until_quiet(self.engine.round, max_rounds)
 
     def acquire_lease(self, name: str, ttl: float) -> bool:
         return bool(self.engine.client.lease(name, ttl).acquired)

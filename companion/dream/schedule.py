@@ -15,7 +15,6 @@ prefer systemd to a long-running process.
 from __future__ import annotations
 
 import datetime as dt
-import json
 import re
 from collections.abc import Callable
 from pathlib import Path
@@ -28,11 +27,12 @@ from apscheduler.schedulers.blocking import BlockingScheduler
 from apscheduler.triggers.cron import CronTrigger
 
 from companion.config import Config
-from companion.dream.report import load_report, write_json_atomic
+from companion.dream.report import load_report
 from companion.dream.state import vault_key
 from companion.errors import CompanionError, ConfigError
 from companion.logs import get_logger
 from companion.paths import DevicePaths
+from companion.statefile import JsonStateFile
 
 log = get_logger("dream.schedule")
 _TIME = re.compile(r"^([01]?\d|2[0-3]):([0-5]\d)$")
@@ -63,16 +63,8 @@ def last_scheduled(trig: CronTrigger, now: dt.datetime) -> dt.datetime | None:
     return last
 
 
-class ScheduleState:
+class ScheduleState(JsonStateFile):
     """`<state_dir>/dream/schedule-<vault>.json`: when the schedule began, the last success."""
-
-    def __init__(self, path: Path) -> None:
-        self.path = path
-        try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            data = {}
-        self.data: dict[str, Any] = data if isinstance(data, dict) else {}
 
     @classmethod
     def for_vault(cls, paths: DevicePaths, vault: Path) -> ScheduleState:
@@ -105,9 +97,6 @@ class ScheduleState:
     def failed(self, when: dt.datetime, error: str) -> None:
         self.data["last_error"] = {"at": when.isoformat(), "error": error}
         self.save()
-
-    def save(self) -> None:
-        write_json_atomic(self.path, self.data)
 
 
 def needs_catch_up(state: ScheduleState, trig: CronTrigger, now: dt.datetime) -> bool:

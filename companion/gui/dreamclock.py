@@ -20,14 +20,11 @@ when it ends. The clock (`now`) is injected so tests can move it.
 from __future__ import annotations
 
 import datetime as dt
-import json
-import os
 import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from apscheduler.schedulers.background import BackgroundScheduler
 from apscheduler.triggers.cron import CronTrigger
@@ -38,6 +35,7 @@ from companion.dream.report import report_path
 from companion.dream.schedule import last_scheduled, parse_hhmm, trigger
 from companion.errors import CompanionError
 from companion.logs import get_logger
+from companion.statefile import JsonStateFile
 
 log = get_logger("gui.dreamclock")
 
@@ -117,16 +115,8 @@ def fallback_decision(
     return Decision(True, f"no report from the server by {due:%H:%M}: dreaming here", night, LATE)
 
 
-class ClockState:
+class ClockState(JsonStateFile):
     """`dream-clock.json`: the last local run (and the last decision, for people reading it)."""
-
-    def __init__(self, path: Path) -> None:
-        self.path = path
-        try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            data = {}
-        self.data: dict[str, Any] = data if isinstance(data, dict) else {}
 
     @property
     def last_local_run(self) -> dt.datetime | None:
@@ -152,10 +142,7 @@ class ClockState:
 
     def save(self) -> None:
         try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")
-            tmp.write_text(json.dumps(self.data, indent=2, sort_keys=True), encoding="utf-8")
-            os.replace(tmp, self.path)
+            super().save()
         except OSError as exc:
             log.warning("cannot save %s: %s", self.path, exc)
 

@@ -298,47 +298,18 @@ def _no_gui_reason(mode: str, environ: Any = None) -> str | None:
 def _morning_gui(world: DemoWorld, report: Path, notes: list[Any]) -> None:
     """The real notification and the review window on the laptop's report, for a few seconds.
 
-    Every Qt import and call is guarded: whatever goes wrong, one line says why and the demo
-    goes on with the printed summary it already showed.
+    The Qt part lives in `companion.gui.demo_morning`; whatever goes wrong (no Qt, no display),
+    one line says why and the demo goes on with the printed summary it already showed.
     """
     try:
-        from PySide6.QtCore import QLocale, QTimer
-        from PySide6.QtWidgets import QApplication, QSystemTrayIcon
-
-        from companion.gui.i18n import set_language
-        from companion.gui.notify import Notifier
-        from companion.gui.report import NoteLocator
-        from companion.gui.review import ReviewWindow
-        from companion.gui.tray import app_icon
+        from companion.gui.demo_morning import show_morning
     except Exception as exc:  # noqa: BLE001 - no Qt here: the printed summary is enough
         click.echo(f"(No window: the desktop GUI cannot load: {exc})")
         return
     try:
-        qapp = QApplication.instance() or QApplication(["companion-demo"])
-        set_language(str(world.app.config.get("gui", "language")), QLocale.system().name())
-        tray = None
-        if QSystemTrayIcon.isSystemTrayAvailable():  # a balloon when the desktop has no daemon
-            tray = QSystemTrayIcon(app_icon())
-            tray.show()
-        notifier = Notifier(tray)
-        notifier.fallback_text.connect(
-            lambda title, _body: click.echo(f"  (no notification service here: {title!r})")
+        show_morning(
+            world.app.config, world.laptop_vault, report, notes, click.echo, REVIEW_SECONDS
         )
-        for n in notes:
-            notifier.show(n)
-        window = ReviewWindow(report, NoteLocator(world.laptop_vault, None))
-        window.show()
-        click.echo(f"The review window shown for {REVIEW_SECONDS} s on {report.name}.")
-        click.echo("review window shown")
-        QTimer.singleShot(REVIEW_SECONDS * 1000, window.close)
-        QTimer.singleShot(REVIEW_SECONDS * 1000 + 100, qapp.quit)
-        qapp.exec()
-        notifier.close()
-        if tray is not None:
-            tray.hide()
-        window.deleteLater()
-        shown = ", ".join(sorted({backend for backend, _n in notifier.shown})) or "none"
-        click.echo(f"Notification shown by: {shown}")
     except Exception as exc:  # noqa: BLE001 - a Qt problem must not end the demo
         click.echo(f"(No window: the desktop GUI failed: {type(exc).__name__}: {exc})")
 

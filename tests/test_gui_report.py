@@ -10,6 +10,7 @@ import pytest
 
 from companion.gui import i18n
 from companion.gui.report import (
+    DreamChange,
     NoteLocator,
     RevertRefused,
     load_report,
@@ -214,3 +215,12 @@ def test_a_snapshot_that_does_not_match_its_checksum_is_not_written(vault: Path)
     with pytest.raises(RevertRefused, match="checksum"):
         revert_change(rep, "c1", NoteLocator(vault))
     assert note.read_bytes() == current
+
+
+def test_memory_files_on_another_machine_are_not_called_edited(tmp_path: Path) -> None:
+    change = DreamChange("m1", "promoted", "MEMORY.md", before="a", after="a\n§\nb")
+    assert note_status(change, NoteLocator(tmp_path)) == "elsewhere"
+    mem = tmp_path / "memories"
+    mem.mkdir()
+    (mem / "MEMORY.md").write_text("a\n§\nb", encoding="utf-8")
+    assert note_status(change, NoteLocator(tmp_path, mem)) == "applied"

@@ -280,7 +280,10 @@ def _apply(plan: _Plan) -> Path:
 
 def note_status(change: DreamChange, locator: NoteLocator) -> str:
     """ "applied" (the note holds what the dream wrote), "reverted" (it holds the earlier text)
-    or "edited" (anything else: the person or a later change edited it)."""
+    "edited" (anything else: the person or a later change edited it), or "elsewhere" (the
+    agent's memory files, which live on the agent's machine, not on this one)."""
+    if change.note in MEMORY_FILES and locator.memories is None:
+        return "elsewhere"
     try:
         current = _read(locator.resolve(change.note))
     except (RevertRefused, OSError):

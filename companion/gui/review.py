@@ -53,6 +53,7 @@ STATUS_LABELS = {
     "applied": N_("review.status.applied"),
     "reverted": N_("review.status.reverted"),
     "edited": N_("review.status.edited"),
+    "elsewhere": N_("review.status.elsewhere"),
 }
 RAN_ON_LABELS = {"server": N_("review.ran_on.server"), "local": N_("review.ran_on.local")}
 

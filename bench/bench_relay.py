@@ -10,8 +10,11 @@ SQLite WAL with synchronous=FULL, blobs fsynced), then measures through the real
 
 and, for scale, the floors: raw SQLite inserts in 100-row transactions with the same pragmas,
 AES-GCM encryption of 1 MB with `cryptography`, SHA-256 of 1 MB (the relay verifies every blob
-on upload and on read), and writing 1 MB files with fsync (what a durable upload costs at
-least on this disk). Prints one Markdown table.
+on upload and on read), writing 1 MB files with fsync (what a durable upload costs at least on
+this disk), and two transport floors between two Python processes on loopback: a bare TCP
+socket (sendall / recv_into, no protocol at all) and bare HTTP (uvicorn serving an ASGI app
+that reads or writes the body and does nothing else, with the same httpx client). Prints one
+Markdown table.
 Targets: >= 5,000 records/s; 1 MB blob throughput within 3x of the AES-GCM floor.
 """
 
@@ -114,20 +117,21 @@ def aesgcm_floor(size: int = MB, n: int = 200) -> float:
     return n * size / MB / best(run)
 
 
-def disk_floor(tmp: Path, size: int = MB, n: int = 100) -> float:
-    """Writing 1 MB files with fsync, one after another: what durable uploads cost at least."""
+def disk_floor(tmp: Path, n: int, size: int = MB) -> float:
+    """Writing `n` 1 MB files with fsync, in 64 KiB pieces as the relay does, one pass: what
+    `n` durable uploads cost at least. One pass of the same volume as the upload, not a best
+    of several short ones: this disk sustains far less than it bursts."""
     data = os.urandom(size)
     folder = tmp / "disk-floor"
     folder.mkdir()
-
-    def run() -> None:
-        for i in range(n):
-            with open(folder / f"{i}", "wb") as f:
-                f.write(data)
-                f.flush()
-                os.fsync(f.fileno())
-
-    return n * size / MB / best(run)
+    t0 = time.perf_counter()
+    for i in range(n):
+        with open(folder / f"{i}", "wb") as f:
+            for at in range(0, size, 1 << 16):
+                f.write(data[at : at + (1 << 16)])
+            f.flush()
+            os.fsync(f.fileno())
+    return n * size / MB / (time.perf_counter() - t0)
 
 
 def sha256_floor(size: int = MB, n: int = 200) -> float:
@@ -138,6 +142,101 @@ def sha256_floor(size: int = MB, n: int = 200) -> float:
             hashlib.sha256(data).digest()
 
     return n * size / MB / best(run)
+
+
+def _serve_bare_http(port_file: Path) -> None:
+    """The HTTP floor's server: uvicorn, an ASGI app that only reads or writes bodies."""
+    import socket
+
+    import uvicorn
+
+    chunk = os.urandom(MB)
+
+    async def app(scope, receive, send):  # noqa: ANN001, ANN202 - a bare ASGI callable
+        if scope["type"] != "http":
+            return
+        if scope["method"] == "POST":
+            while (await receive()).get("more_body"):
+                pass
+            await send({"type": "http.response.start", "status": 204, "headers": []})
+            await send({"type": "http.response.body", "body": b""})
+            return
+        n = int(scope["query_string"] or b"1")
+        headers = [(b"content-length", str(n * MB).encode())]
+        await send({"type": "http.response.start", "status": 200, "headers": headers})
+        for i in range(n):
+            await send({"type": "http.response.body", "body": chunk, "more_body": i < n - 1})
+
+    sock = socket.create_server(("127.0.0.1", 0))
+    port_file.write_text(str(sock.getsockname()[1]))
+    cfg = uvicorn.Config(app, log_level="warning", access_log=False)
+    uvicorn.Server(cfg).run(sockets=[sock])
+
+
+def _sink_tcp(port_file: Path) -> None:
+    """The TCP floor's receiver: accept one connection and read it to the end."""
+    import socket
+
+    srv = socket.create_server(("127.0.0.1", 0))
+    port_file.write_text(str(srv.getsockname()[1]))
+    conn, _ = srv.accept()
+    view = memoryview(bytearray(1 << 20))
+    while conn.recv_into(view):
+        pass
+    conn.sendall(b"k")  # done: the sender's clock stops when everything was read
+
+
+def _helper(mode: str, tmp: Path) -> tuple[subprocess.Popen, int]:
+    port_file = tmp / f"{mode}.port"
+    proc = subprocess.Popen([sys.executable, __file__, f"--{mode}", str(port_file)])
+    deadline = time.monotonic() + 30
+    while not port_file.exists() or not port_file.read_text():
+        if proc.poll() is not None or time.monotonic() > deadline:
+            raise SystemExit(f"the {mode} helper did not start")
+        time.sleep(0.05)
+    return proc, int(port_file.read_text())
+
+
+def tcp_floor(tmp: Path, n: int = 500) -> float:
+    """One Python process sending 1 MB buffers to another over a loopback TCP socket."""
+    import socket
+
+    proc, port = _helper("sink-tcp", tmp)
+    data = os.urandom(MB)
+    try:
+        with socket.create_connection(("127.0.0.1", port)) as conn:
+            t0 = time.perf_counter()
+            for _ in range(n):
+                conn.sendall(data)
+            conn.shutdown(socket.SHUT_WR)
+            conn.recv(1)
+            return n / (time.perf_counter() - t0)
+    finally:
+        proc.wait(timeout=30)
+
+
+def http_floor(tmp: Path, n: int) -> tuple[float, float]:
+    """Upload and download MB/s of streamed bodies through uvicorn + httpx, doing nothing."""
+    import httpx
+
+    proc, port = _helper("bare-http", tmp)
+    data = os.urandom(MB)
+    url = f"http://127.0.0.1:{port}/"
+    try:
+        with httpx.Client(timeout=120) as http:
+
+            def up() -> None:
+                http.post(url, content=(data for _ in range(n))).raise_for_status()
+
+            def down() -> None:
+                with http.stream("GET", f"{url}?{n}") as resp:
+                    for _ in resp.iter_raw():
+                        pass
+
+            return n / best(up), n / best(down)
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
 
 
 # -- through the relay -----------------------------------------------------------------------
@@ -190,7 +289,13 @@ def main() -> None:
     ap.add_argument("--records", type=int, default=20_000)
     ap.add_argument("--blobs", type=int, default=200, help="1 MB blobs per measurement")
     ap.add_argument("--quick", action="store_true", help="small counts (a smoke run)")
+    ap.add_argument("--bare-http", type=Path, help=argparse.SUPPRESS)
+    ap.add_argument("--sink-tcp", type=Path, help=argparse.SUPPRESS)
     args = ap.parse_args()
+    if args.bare_http:
+        return _serve_bare_http(args.bare_http)
+    if args.sink_tcp:
+        return _sink_tcp(args.sink_tcp)
     if args.quick:
         args.records, args.blobs = 2_000, 20
     with tempfile.TemporaryDirectory(prefix="bench-relay-") as tmp_s:
@@ -204,36 +309,50 @@ def main() -> None:
             ingest_4 = commit_ingest(client, args.records, workers=4)
             blobs = blob_rates(client, args.blobs)
             client.close()
+            floor_disk = disk_floor(tmp, args.blobs)  # right after the uploads, same volume
         finally:
             proc.terminate()
             proc.wait(timeout=30)
         floor_sql = sqlite_floor(args.records, tmp)
-        floor_disk = disk_floor(tmp)
+        floor_tcp = tcp_floor(tmp)
+        floor_http_up, floor_http_down = http_floor(tmp, args.blobs)
     floor_aes = aesgcm_floor()
     floor_sha = sha256_floor()
 
     print(f"\nRelay on loopback ({os.cpu_count()} CPUs, Python {sys.version.split()[0]}); "
           f"`python bench/bench_relay.py`\n")  # fmt: skip
-    print("| measurement | rate | floor on this machine | ratio |")
+    print("| measurement | rate | vs AES-GCM 1 MB | vs the real floor of this path |")
     print("|---|---|---|---|")
-    print(
-        f"| commit ingest, 1 client (batches of {BATCH} x {SEALED} B) | {ingest_1:,.0f} rec/s "
-        f"| SQLite inserts: {floor_sql:,.0f} rec/s | {ingest_1 / floor_sql:.2f} of floor |"
-    )
-    print(f"| commit ingest, 4 clients | {ingest_4:,.0f} rec/s | SQLite inserts: "
-          f"{floor_sql:,.0f} rec/s | {ingest_4 / floor_sql:.2f} of floor |")  # fmt: skip
+    print(f"| commit ingest, 1 client (batches of {BATCH} x {SEALED} B) | {ingest_1:,.0f} rec/s "
+          f"| | {ingest_1 / floor_sql:.2f} of SQLite inserts |")  # fmt: skip
+    print(f"| commit ingest, 4 clients | {ingest_4:,.0f} rec/s | "
+          f"| {ingest_4 / floor_sql:.2f} of SQLite inserts |")  # fmt: skip
+    real = {"upload": (floor_disk, "write + fsync"), "download": (floor_http_down, "bare HTTP")}
     for name, rate in blobs.items():
-        print(f"| blob {name}, 1 MB | {rate:,.0f} MB/s | AES-GCM 1 MB: {floor_aes:,.0f} MB/s "
-              f"| floor is {floor_aes / rate:.1f}x faster |")  # fmt: skip
-    print(f"| (for scale) SHA-256 of 1 MB | {floor_sha:,.0f} MB/s | | |")
-    print(f"| (for scale) write + fsync of 1 MB files | {floor_disk:,.0f} MB/s | | |")
+        floor, what = real[name.split(",")[0]]
+        print(f"| blob {name}, 1 MB | {rate:,.0f} MB/s | {floor_aes / rate:.1f}x slower "
+              f"| {rate / floor:.2f} of {what} |")  # fmt: skip
+    floors = [
+        ("AES-GCM encryption of 1 MB", floor_aes, "MB/s"),
+        ("SQLite inserts, 100-row transactions, WAL, synchronous=FULL", floor_sql, "rec/s"),
+        ("SHA-256 of 1 MB", floor_sha, "MB/s"),
+        (f"write + fsync of {args.blobs} 1 MB files, one pass", floor_disk, "MB/s"),
+        ("bare TCP, Python process to Python process", floor_tcp, "MB/s"),
+        ("bare HTTP upload, uvicorn + httpx, body discarded", floor_http_up, "MB/s"),
+        ("bare HTTP download, uvicorn + httpx, body discarded", floor_http_down, "MB/s"),
+    ]
+    for name, rate, unit in floors:
+        vs_aes = "" if unit != "MB/s" or rate == floor_aes else f"{floor_aes / rate:.1f}x slower"
+        print(f"| floor: {name} | {rate:,.0f} {unit} | {vs_aes} | |")
     target_ok = max(ingest_1, ingest_4) >= 5000
     best_blob = min(blobs["upload, batched"], blobs["download, batched"])
     print(
         f"\nTargets: ingest >= 5,000 rec/s: {'met' if target_ok else 'NOT met'}; "
         f"batched 1 MB blobs within 3x of AES-GCM: "
         f"{'met' if floor_aes / best_blob <= 3 else 'NOT met'} "
-        f"({floor_aes / best_blob:.1f}x)."
+        f"({floor_aes / best_blob:.1f}x). For scale, on this machine durable disk writes are "
+        f"{floor_aes / floor_disk:.1f}x and bare loopback TCP {floor_aes / floor_tcp:.1f}x "
+        f"slower than AES-GCM."
     )
 
 

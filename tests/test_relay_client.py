@@ -200,3 +200,19 @@ def test_tls(tmp_path):
         with pytest.raises(RelayUnreachable):
             untrusting.health()
         untrusting.close()
+
+
+def test_batched_download_with_a_blob_damaged_on_the_relay(relay, pair, caplog):
+    """A blob that fails its checksum mid-batch ends the stream at a frame boundary: the
+    client names the blob (NotFoundError, so it can be uploaded again), the relay logs no
+    internal error, and the connection stays usable."""
+    laptop, server = pair
+    good, bad = "a1" * 16, "b2" * 16
+    laptop.put_blobs({good: b"good bytes", bad: b"bytes to damage"})
+    relay.storage.blob_path(laptop.vault_id, bad).write_bytes(b"damaged bytes!!")
+    with pytest.raises(NotFoundError) as e:
+        server.get_blobs([good, bad])
+    assert bad in str(e.value) and good not in str(e.value)
+    assert not [r for r in caplog.records if "internal error" in r.getMessage()]
+    assert server.get_blob(good) == b"good bytes"
+    assert laptop.has_blobs([bad]) == [bad]  # set aside: a device that has it uploads it again

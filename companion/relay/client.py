@@ -477,6 +477,15 @@ class RelayClient:
         except FrameError as exc:
             raise RelayError(f"the relay sent a malformed blob batch: {exc}") from None
         if got != len(ids):
+            # The relay ends a batch early when a blob turns out damaged (it sets it aside and
+            # forgets it, so the same id can be uploaded again) or was pruned meanwhile.
+            gone = self.has_blobs(ids[got:])
+            if gone:
+                raise NotFoundError(
+                    f"the relay no longer has {len(gone)} blob(s) ({', '.join(gone[:3])}"
+                    f"{', ...' if len(gone) > 3 else ''}): damaged or removed on the relay "
+                    "(its log says which)"
+                )
             raise RelayError(f"the relay sent {got} of {len(ids)} blobs")
 
     # leases ----------------------------------------------------------------------------------

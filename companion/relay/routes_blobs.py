@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 from collections.abc import AsyncIterator
 from typing import Annotated, Any
 
@@ -37,6 +38,7 @@ from companion.relay.storage import (
     RelayStorage,
 )
 
+log = logging.getLogger(__name__)
 router = APIRouter()
 
 
@@ -250,7 +252,14 @@ async def fetch_blobs(
     async def frames() -> AsyncIterator[bytes]:
         nxt = asyncio.ensure_future(_read_blob(storage, vault_id, ids[0]))
         for i in range(len(ids)):
-            info, data = await nxt
+            try:
+                info, data = await nxt
+            except ApiError as exc:
+                # Damaged (and now set aside) or pruned since the check above. The status is
+                # already sent, so end the body at this frame boundary: the client sees a
+                # short batch, and asking again gets a 404 that names the blob.
+                log.warning("batched download of %s ended early: %s", ids[i], exc.code)
+                return
             if i + 1 < len(ids):  # read ahead while this one is sent
                 nxt = asyncio.ensure_future(_read_blob(storage, vault_id, ids[i + 1]))
             yield frame_header(info.blob_id, info.sha256, info.size)

@@ -355,3 +355,22 @@ def test_reopen_keeps_everything(tmp_path):
     assert s.read_blob(V, "aa" * 16)[1] == b"blob"
     assert s.db_path.stat().st_mode & 0o077 == 0  # owner-only
     s.close()
+
+
+def test_read_blobs_in_groups_bounded_by_bytes(store):
+    """read_blobs reads in order until the byte budget is reached (at least one blob), and a
+    missing or damaged blob ends the group with its error."""
+    from companion.relay.storage import BlobCorrupt
+
+    ids = [f"{i:032x}" for i in range(1, 7)]
+    for i, b in enumerate(ids):
+        put_blob(store, b, bytes([i]) * 100)
+    group = store.read_blobs(V, ids, 250)
+    assert [info.blob_id for info, _ in group] == ids[:3]  # 300 bytes >= 250: stop
+    assert store.read_blobs(V, ids, 1)[0][1] == bytes([0]) * 100  # always at least one
+    assert len(store.read_blobs(V, ids, 10**6)) == 6
+    store.blob_path(V, ids[2]).write_bytes(b"x" * 100)
+    group = store.read_blobs(V, ids, 10**6)
+    assert len(group) == 3 and isinstance(group[2], BlobCorrupt)
+    group = store.read_blobs(V, [ids[0], "ff" * 16, ids[1]], 10**6)
+    assert len(group) == 2 and isinstance(group[1], NotFound)

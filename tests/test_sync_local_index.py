@@ -120,6 +120,39 @@ def test_merge_base_compressed_and_limited(index: SyncIndex) -> None:
     assert index.get_base("new.md") is None
 
 
+def test_batch_operations_match_the_single_ones(index: SyncIndex) -> None:
+    """get_many / set_bases / complete_many: the same results as one call per item."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    paths = [f"d{i % 7}/n{i}.md" for i in range(1200)]  # more than one SQL chunk
+    index.put_many(entry(p, rev=i + 1) for i, p in enumerate(paths))
+    index.mark_deleted(paths[5], rev=99)
+    got = index.get_many([*paths, "missing.md", paths[0]])
+    assert set(got) == set(paths)
+    assert all(got[p] == index.get(p) for p in paths)
+    assert got[paths[5]].deleted
+    assert index.get_many([]) == {}
+
+    index.set_base("gone.md", b"old base")
+    texts = {p: f"text of {p}\n".encode() * 50 for p in paths[:300]}
+    items = [*texts.items(), ("gone.md", None), ("huge.md", b"x" * (BASE_TEXT_LIMIT + 1))]
+    with ThreadPoolExecutor(4) as pool:
+        index.set_bases(items, mapper=pool.map)
+    assert all(index.get_base(p) == t for p, t in texts.items())
+    assert index.get_base("gone.md") is None and index.get_base("huge.md") is None
+
+    ops = [index.enqueue("push", p) for p in paths[:50]]
+    index.complete_many(ops[:40])
+    assert sorted(op.id for op in index.pending()) == ops[40:]
+
+    # enqueue_many with replace: like one enqueue(replace=True) per item, in order
+    index.enqueue("inbox", "a.md", {"rev": 1})
+    index.enqueue("inbox", "b.md", {"rev": 1})
+    index.enqueue_many("inbox", [("a.md", {"rev": 2}), ("c.md", {"rev": 1})], replace=True)
+    inbox = [(op.path, op.payload) for op in index.pending() if op.kind == "inbox"]
+    assert inbox == [("b.md", {"rev": 1}), ("a.md", {"rev": 2}), ("c.md", {"rev": 1})]
+
+
 def test_meta_and_outbox_survive_reopen(tmp_path: Path) -> None:
     db = tmp_path / "index.sqlite"
     with SyncIndex(db) as idx:

@@ -291,6 +291,26 @@ class RelayStorage(ABC):
         is then set aside and forgotten, so a client that still has the data can upload it.
         """
 
+    def read_blobs(
+        self, vault_id: str, blob_ids: Sequence[str], max_bytes: int
+    ) -> list[tuple[BlobInfo, bytes] | NotFound | BlobCorrupt]:
+        """`read_blob` for the first of `blob_ids`, in order, until `max_bytes` are read (at
+        least one): one call per group of small blobs instead of one per blob. A blob that is
+        missing or damaged ends the list with its error."""
+        out: list[tuple[BlobInfo, bytes] | NotFound | BlobCorrupt] = []
+        total = 0
+        for blob_id in blob_ids:
+            try:
+                info, data = self.read_blob(vault_id, blob_id)
+            except (NotFound, BlobCorrupt) as exc:
+                out.append(exc)
+                break
+            out.append((info, data))
+            total += len(data)
+            if total >= max_bytes:
+                break
+        return out
+
     # leases ------------------------------------------------------------------------------------
     @abstractmethod
     def acquire_lease(

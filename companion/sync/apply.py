@@ -62,11 +62,9 @@ class ApplyMixin:
         work = False
         todo = dict(inbox)
         # stale items (already synced through another path, e.g. our own commit) go first
-        for path, (op_id, ch) in list(todo.items()):
-            entry = self.index.get(path)
-            if entry is not None and ch.rev <= entry.rev:
-                self.index.complete(op_id)
-                del todo[path]
+        known = self.index.get_many(todo)
+        stale = [p for p, (_op, ch) in todo.items() if p in known and ch.rev <= known[p].rev]
+        self.index.complete_many(todo.pop(p)[0] for p in stale)
         work |= self._apply_renames(todo, local, unstable, report, touched)
         deletions = sorted(p for p, (_, ch) in todo.items() if ch.deleted)
         writes = sorted(p for p, (_, ch) in todo.items() if not ch.deleted)
@@ -104,8 +102,9 @@ class ApplyMixin:
         and only then does the index (one transaction) say the files are there."""
         if not items:
             return False
+        known = self.index.get_many(path for _op, path, _ch, _content in items)
         jobs = [
-            WriteJob(path, content, entry_state(self.index.get(path)), ch.meta.mtime_ns,
+            WriteJob(path, content, entry_state(known.get(path)), ch.meta.mtime_ns,
                      ch.meta.executable)
             for _op, path, ch, content in items
         ]  # fmt: skip
@@ -303,11 +302,8 @@ class ApplyMixin:
             bases.append((path, content if text else None))
         with self.index.transaction():
             self.index.put_many(entries)
-            for path, base in bases:
-                self.index.set_base(path, base)
-            for *_rest, op_id in items:
-                if op_id is not None:
-                    self.index.complete(op_id)
+            self.index.set_bases(bases, mapper=self._pool().map)
+            self.index.complete_many(op_id for *_rest, op_id in items if op_id is not None)
 
     def _apply_renames(
         self,

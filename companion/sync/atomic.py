@@ -47,7 +47,7 @@ class ChangedSinceScan(CompanionError):
         self.path = path
 
 
-def _check(target: Path, rel: str, expected: FileState | None, verify_hash: bool) -> None:
+def _check(target: str | Path, rel: str, expected: FileState | None, verify_hash: bool) -> None:
     try:
         now = current_state(target)
     except NotRegularFile:

@@ -4,12 +4,15 @@
 thousands of notes that is most of the time. `write_many` keeps every guarantee with two
 flushes for the whole batch, the way dpkg unpacks packages:
 
-1. every content goes to a temp file next to its target (in parallel threads);
+1. every content goes to a temp file next to its target (in parallel threads, a chunk of
+   files per task);
 2. one flush of the file system (`syncfs` on Linux; elsewhere an fsync of each temp file, in
    threads) makes all contents durable before any rename can be;
 3. each target is checked against the state the caller expects, exactly as `atomic_write`
    does, and the temp file renamed over it; a target that moved on raises nothing: its result
-   is `ChangedSinceScan` and its temp file is removed, the file untouched;
+   is `ChangedSinceScan` and its temp file is removed, the file untouched (also in threads:
+   each check and rename is a few system calls, and many of them in a row on one thread
+   spend most of their time waiting to get the interpreter lock back);
 4. one more flush makes the renames durable, so when the caller then records the files in its
    index, a crash cannot leave the index naming a file the disk does not have.
 
@@ -95,8 +98,11 @@ def _folders_for(base: str, jobs: Sequence[WriteJob]) -> dict[str, str | Excepti
     return out
 
 
-def _stage(folders: dict[str, str | Exception], job: WriteJob) -> tuple[str, str]:
-    """Write `job.data` to a temp file beside the target (no fsync); returns (tmp, target)."""
+Staged = tuple[str, str, os.stat_result]  # temp file, target, the temp file's stat
+
+
+def _stage(folders: dict[str, str | Exception], job: WriteJob) -> Staged:
+    """Write `job.data` to a temp file beside the target (no fsync)."""
     rel = normalize(job.rel)
     parent, _, name = rel.rpartition("/")
     folder = folders[parent]
@@ -118,9 +124,10 @@ def _stage(folders: dict[str, str | Exception], job: WriteJob) -> tuple[str, str
             os.fchmod(fd, mode)
         if job.mtime_ns is not None:
             os.utime(fd if os.utime in os.supports_fd else tmp, ns=(job.mtime_ns, job.mtime_ns))
+        info = os.fstat(fd)  # the file's identity once renamed (rename keeps all of it)
     finally:
         os.close(fd)
-    return tmp, target
+    return tmp, target, info
 
 
 def _fsync_file(path: str) -> None:
@@ -129,6 +136,9 @@ def _fsync_file(path: str) -> None:
         os.fsync(fd)
     finally:
         os.close(fd)
+
+
+STAGE_CHUNK = 64  # files per staging task: one future per file costs more than the write
 
 
 def write_many(
@@ -141,35 +151,49 @@ def write_many(
     """Write every job; one result per job, in order (a `FileState` or the error)."""
     base = os.path.realpath(root)
     folders = _folders_for(base, jobs)
-    staged: list[tuple[str, str] | BaseException] = list(
-        pool.map(lambda j: _try(lambda: _stage(folders, j)), jobs)
-    )
+    chunks = [jobs[i : i + STAGE_CHUNK] for i in range(0, len(jobs), STAGE_CHUNK)]
+    staged: list[Staged | BaseException] = [
+        st for done in pool.map(lambda chunk: [_try(folders, j) for j in chunk], chunks)
+        for st in done
+    ]  # fmt: skip
     tmps = [s[0] for s in staged if isinstance(s, tuple)]
-    if not flush_filesystem(base):
+    synced = flush_filesystem(base)
+    if not synced:
         list(pool.map(_fsync_file, tmps))
 
-    results: list[Result] = []
-    touched: set[Path] = set()
-    for job, st in zip(jobs, staged, strict=True):
-        if not isinstance(st, tuple):
-            results.append(st)  # type: ignore[arg-type]
-            continue
-        tmp, target = st
-        try:
-            info = os.lstat(tmp)
-            _check(Path(target), job.rel, job.expected, verify_hash)
-            os.replace(tmp, target)
-        except (ChangedSinceScan, OSError) as exc:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp)
-            results.append(exc)
-            continue
-        digest = hashlib.sha256(job.data).hexdigest()
-        results.append(FileState(info.st_size, info.st_mtime_ns, inode_key(info.st_ino), digest))
-        touched.update(_folders(Path(base), Path(target).parent))
-    if touched and not flush_filesystem(base):
+    def commit(pairs: Sequence[tuple[WriteJob, Staged | BaseException]]) -> list[Result]:
+        return [st if not isinstance(st, tuple) else _commit(job, st, verify_hash)  # type: ignore[misc]
+                for job, st in pairs]  # fmt: skip
+
+    pairs = list(zip(jobs, staged, strict=True))
+    parts = [pairs[i : i + STAGE_CHUNK] for i in range(0, len(pairs), STAGE_CHUNK)]
+    results: list[Result] = [r for done in pool.map(commit, parts) for r in done]
+    renamed_in = {  # target folders (keys of `folders`) that got a new entry
+        job.rel.rpartition("/")[0]
+        for job, res in zip(jobs, results, strict=True)
+        if isinstance(res, FileState)
+    }
+    if renamed_in and (not synced or not flush_filesystem(base)):
+        touched: set[Path] = set()
+        for parent in renamed_in:  # once per folder, not per file
+            touched.update(_folders(Path(base), Path(str(folders[parent]))))
         list(pool.map(fsync_dir, touched))
     return results
+
+
+def _commit(job: WriteJob, staged: Staged, verify_hash: bool) -> Result:
+    """Check the target is still what the caller expects, then rename the temp file over it
+    (else remove the temp file and leave the target alone)."""
+    tmp, target, info = staged
+    try:
+        _check(target, job.rel, job.expected, verify_hash)
+        os.replace(tmp, target)
+    except (ChangedSinceScan, OSError) as exc:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        return exc
+    digest = hashlib.sha256(job.data).hexdigest()
+    return FileState(info.st_size, info.st_mtime_ns, inode_key(info.st_ino), digest)
 
 
 def _folders(root: Path, folder: Path) -> Iterable[Path]:
@@ -180,8 +204,8 @@ def _folders(root: Path, folder: Path) -> Iterable[Path]:
         yield folder
 
 
-def _try(fn: Callable[[], tuple[str, str]]) -> tuple[str, str] | BaseException:
+def _try(folders: dict[str, str | Exception], job: WriteJob) -> Staged | BaseException:
     try:
-        return fn()
+        return _stage(folders, job)
     except (UnsafePath, OSError) as exc:
         return exc

@@ -29,6 +29,7 @@ kept in the note goes to a conflict copy, which is then synced like any other fi
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import threading
@@ -60,7 +61,7 @@ from companion.sync.filestate import (
 )
 from companion.sync.guard import MassDeleteRefused
 from companion.sync.ignore import IgnoreRules
-from companion.sync.index import SyncIndex
+from companion.sync.index import Entry, SyncIndex
 from companion.sync.model import ConflictInfo, Local, RoundReport, device_kind
 from companion.sync.pathsafe import UnsafePath, is_case_insensitive_fs, normalize, resolve_inside
 from companion.sync.push import PushMixin
@@ -323,39 +324,47 @@ class SyncEngine(ApplyMixin, PushMixin):
         since = self.cursor
         queued = {op.path: int(op.payload.get("rev", 0)) for op in self._inbox_ops()}
 
-        def seen(path: str) -> int | None:
-            try:
-                key = normalize(path)
-            except UnsafePath:
-                return None
-            entry = self.index.get(key)
-            best = max(entry.rev if entry else 0, queued.get(key, 0))
-            return best or None
+        known: dict[str, Entry] = {}
+
+        def seen(paths: list[str]) -> dict[str, int]:
+            keys: dict[str, str] = {}
+            for path in paths:
+                with contextlib.suppress(UnsafePath):
+                    keys[path] = normalize(path)
+            known.update(self.index.get_many(keys.values()))
+            out = {}
+            for path, key in keys.items():
+                entry = known.get(key)
+                best = max(entry.rev if entry else 0, queued.get(key, 0))
+                if best:
+                    out[path] = best
+            return out
 
         pulled = self.remote.pull(since, seen)
         newest: dict[str, RemoteChange] = {}
         for ch in pulled.changes:
             newest[ch.file_id] = ch
-        added = 0
+        todo: dict[str, dict[str, Any]] = {}  # path -> payload; a later record of a path wins
+        for ch in newest.values():
+            path = self._safe_path(ch, report)
+            if path is None:
+                continue
+            entry = known.get(path)
+            if entry is not None and ch.rev <= entry.rev:
+                continue  # our own commit, or already applied
+            if ch.rev <= queued.get(path, 0):
+                continue
+            if self.ignore.is_ignored(path):
+                continue
+            todo.pop(path, None)
+            todo[path] = ch.to_payload()
+            self._verified[path] = ch
+            queued[path] = ch.rev
         with self.index.transaction():
-            for ch in newest.values():
-                path = self._safe_path(ch, report)
-                if path is None:
-                    continue
-                entry = self.index.get(path)
-                if entry is not None and ch.rev <= entry.rev:
-                    continue  # our own commit, or already applied
-                if ch.rev <= queued.get(path, 0):
-                    continue
-                if self.ignore.is_ignored(path):
-                    continue
-                self.index.enqueue(INBOX, path, ch.to_payload(), replace=True)
-                self._verified[path] = ch
-                queued[path] = ch.rev
-                added += 1
+            self.index.enqueue_many(INBOX, todo.items(), replace=True)
             if pulled.seq != since:
                 self.index.set_meta(META_CURSOR, str(pulled.seq))
-        return added
+        return len(todo)
 
     def _safe_path(self, ch: RemoteChange, report: RoundReport) -> str | None:
         try:

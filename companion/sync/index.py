@@ -21,7 +21,7 @@ import sqlite3
 import threading
 import time
 import zlib
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -74,6 +74,17 @@ _COLS = (
     "path, file_id, rev, sha256, size, mtime_ns, inode, is_text, deleted, device, "
     "device_kind, updated_ns"
 )
+
+
+_SQL_CHUNK = 500  # host parameters per IN (...) query, well under SQLite's limit
+
+
+def _compress_base(data: bytes) -> bytes:
+    return zlib.compress(data, 6)
+
+
+def _compress_all(datas: list[bytes]) -> list[bytes]:
+    return [_compress_base(d) for d in datas]
 
 
 class SyncIndexError(CompanionError):
@@ -217,6 +228,18 @@ class SyncIndex:
             row = self._db.execute(f"SELECT {_COLS} FROM files WHERE path=?", (path,)).fetchone()
         return _entry(row) if row else None
 
+    def get_many(self, paths: Iterable[str]) -> dict[str, Entry]:
+        """`get` for many paths in a few queries: {path: entry} for those the index has."""
+        wanted = list(dict.fromkeys(paths))
+        out: dict[str, Entry] = {}
+        with self._lock:
+            for i in range(0, len(wanted), _SQL_CHUNK):
+                chunk = wanted[i : i + _SQL_CHUNK]
+                sql = f"SELECT {_COLS} FROM files WHERE path IN ({','.join('?' * len(chunk))})"
+                for row in self._db.execute(sql, chunk):
+                    out[row[0]] = _entry(row)
+        return out
+
     def put(self, entry: Entry) -> None:
         self.put_many((entry,))
 
@@ -334,9 +357,34 @@ class SyncIndex:
                 return False
             self._db.execute(
                 "INSERT OR REPLACE INTO bases (path, data) VALUES (?, ?)",
-                (path, zlib.compress(data, 6)),
+                (path, _compress_base(data)),
             )
             return True
+
+    def set_bases(
+        self,
+        items: Iterable[tuple[str, bytes | None]],
+        mapper: Callable[..., Iterable[bytes]] = map,
+    ) -> None:
+        """`set_base` for many files (each path once) in one transaction. `mapper` runs the
+        compression over chunks of bases (pass a thread pool's `map`: zlib lets go of the GIL,
+        so they compress in parallel)."""
+        keep: list[tuple[str, bytes]] = []
+        drop: list[tuple[str]] = []
+        for path, data in items:
+            if data is None or len(data) > BASE_TEXT_LIMIT:
+                drop.append((path,))
+            else:
+                keep.append((path, data))
+        datas = [d for _, d in keep]
+        chunks = [datas[i : i + 64] for i in range(0, len(datas), 64)]
+        packed = [z for done in mapper(_compress_all, chunks) for z in done]
+        with self.transaction():
+            self._db.executemany("DELETE FROM bases WHERE path=?", drop)
+            self._db.executemany(
+                "INSERT OR REPLACE INTO bases (path, data) VALUES (?, ?)",
+                [(p, z) for (p, _), z in zip(keep, packed, strict=True)],
+            )
 
     def get_base(self, path: str) -> bytes | None:
         with self._lock:
@@ -375,6 +423,23 @@ class SyncIndex:
             )
             return int(cur.lastrowid or 0)
 
+    def enqueue_many(
+        self,
+        kind: str,
+        items: Iterable[tuple[str, dict[str, Any]]],
+        *,
+        replace: bool = False,
+    ) -> None:
+        """`enqueue` for many (path, payload) pairs (each path once) in one transaction."""
+        now = time.time_ns()
+        rows = [(kind, path, json.dumps(payload, sort_keys=True), now) for path, payload in items]
+        with self.transaction():
+            if replace:
+                self._db.executemany("DELETE FROM outbox WHERE path=?", [(r[1],) for r in rows])
+            self._db.executemany(
+                "INSERT INTO outbox (kind, path, payload, created_ns) VALUES (?, ?, ?, ?)", rows
+            )
+
     def pending(self, limit: int | None = None) -> list[PendingOp]:
         """Queued operations, oldest first."""
         sql = (
@@ -390,6 +455,10 @@ class SyncIndex:
     def complete(self, op_id: int) -> None:
         with self.transaction():
             self._db.execute("DELETE FROM outbox WHERE id=?", (op_id,))
+
+    def complete_many(self, op_ids: Iterable[int]) -> None:
+        with self.transaction():
+            self._db.executemany("DELETE FROM outbox WHERE id=?", [(i,) for i in op_ids])
 
     def record_failure(self, op_id: int, error: str) -> None:
         with self.transaction():

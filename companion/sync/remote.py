@@ -162,15 +162,16 @@ class RemoteVault:
     def pull(
         self,
         since: int,
-        seen_rev: Callable[[str], int | None],
+        seen_revs: Callable[[list[str]], Mapping[str, int]],
         *,
         wait: float = 0,
     ) -> Pulled:
         """Every record committed after `since`, verified, with the rollback checks.
 
-        `seen_rev(path)` is the highest revision of that file this device already holds. A
-        legitimate relay lists a file's revisions in increasing order, and the newest one it
-        lists is never older than what this device has seen; anything else is a replay.
+        `seen_revs(paths)` maps each path to the highest revision of that file this device
+        already holds (paths it holds nothing of may be left out). A legitimate relay lists a
+        file's revisions in increasing order, and the newest one it lists is never older than
+        what this device has seen; anything else is a replay.
         """
         page = self.client.changes_page(since, wait)
         records = list(page.records)
@@ -187,8 +188,9 @@ class RemoteVault:
                     f"revision {prev.rev}: refusing a replayed older revision"
                 )
             newest[ch.file_id] = ch
+        seen = seen_revs([ch.path for ch in newest.values()])
         for ch in newest.values():
-            check_not_rolled_back(seen_rev(ch.path), ch.rev, file_id=ch.file_id)
+            check_not_rolled_back(seen.get(ch.path), ch.rev, file_id=ch.file_id)
         return Pulled(changes, page.seq, page.vault_seq)
 
     def wait_for_changes(self, since: int, wait: float) -> bool:

@@ -83,10 +83,14 @@ class ProcessRelay:
         self.port = int(port_file.read_text().strip())
         self.url = f"http://127.0.0.1:{self.port}"
 
-    def invite(self, vault_id: str | None = None, new_vault: bool = False) -> str:
+    def invite(
+        self, vault_id: str | None = None, new_vault: bool = False, kind: str = "agent"
+    ) -> str:
         store = SqliteStorage(self.data_dir)
         try:
-            return issue_invite(store, vault_id=vault_id, new_vault=new_vault, ttl=3600).code
+            return issue_invite(
+                store, vault_id=vault_id, new_vault=new_vault, ttl=3600, kind=kind
+            ).code
         finally:
             store.close()
 
@@ -134,8 +138,10 @@ class ThreadRelay:
         self.live = self._cm.__enter__()
         self.url = self.live.url
 
-    def invite(self, vault_id: str | None = None, new_vault: bool = False) -> str:
-        return self.live.invite(vault_id=vault_id, new_vault=new_vault)
+    def invite(
+        self, vault_id: str | None = None, new_vault: bool = False, kind: str = "agent"
+    ) -> str:
+        return self.live.invite(vault_id=vault_id, new_vault=new_vault, kind=kind)
 
     def log_text(self) -> str:
         return ""
@@ -284,8 +290,9 @@ class SyncCluster:
                 d.close()
         self.relay.close()
 
-    def invite(self) -> str:
-        return self.relay.invite(vault_id=self.vault_id)
+    def invite(self, kind: str = "agent") -> str:
+        """An invite to the cluster's vault for a device of `kind` (the relay fixes it)."""
+        return self.relay.invite(vault_id=self.vault_id, kind=kind)
 
     def new_home(self, name: str) -> Path:
         home = self.base / "devices" / name
@@ -322,7 +329,7 @@ class SyncCluster:
             FileStore(paths.secrets_file),
             vault,
             relay_url=url,
-            invite=invite or self.invite(),
+            invite=invite or self.invite(kind),
             device_name=name,
             kind=kind,
             passphrase=lambda _vid, _creating: passphrase or self.passphrase,
@@ -399,7 +406,7 @@ class CliRunnerInProcess:
         return code, out.out, out.err
 
     def init(self, *extra: str, invite: str | None = None, kind: str = "human") -> tuple:
-        code = invite if invite is not None else self.cluster.invite()
+        code = invite if invite is not None else self.cluster.invite(kind)
         return self(
             "init", str(self.vault), "--relay", self.cluster.relay.url, "--invite", code,
             "--device-name", self.vault.name, "--kind", kind, *extra,

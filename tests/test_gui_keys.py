@@ -44,7 +44,7 @@ def join_new(c: SyncCluster, name: str, passphrase: str) -> None:
         FileStore(paths.secrets_file),
         c.base / "vaults" / name,
         relay_url=c.relay.url,
-        invite=c.invite(),
+        invite=c.invite("human"),
         device_name=name,
         kind="human",
         passphrase=lambda _vid, _creating: passphrase,
@@ -100,7 +100,9 @@ def test_join_creates_device_state_and_saves_the_config(tmp_path: Path) -> None:
         config = load_config(paths)
         vault = tmp_path / "desk-vault"
         with pytest.raises(CompanionError):
-            keys.join(paths, config, vault, c.relay.url, c.invite(), "desk", "human", "wrong one!")
+            keys.join(
+                paths, config, vault, c.relay.url, c.invite("human"), "desk", "human", "wrong one!"
+            )
         # the invite was redeemed; the same folder resumes with the right passphrase
         result = keys.join(paths, config, vault, c.relay.url, "", "desk", "human", PASSPHRASE)
         assert result.resumed and not result.created_vault
@@ -120,7 +122,7 @@ def test_join_creates_a_new_vault(tmp_path: Path) -> None:
         home = c.new_home("first")
         paths = device_paths(home)
         config = load_config(paths)
-        invite = c.relay.invite(new_vault=True)
+        invite = c.relay.invite(new_vault=True, kind="human")
         result = keys.join(
             paths, config, tmp_path / "v", c.relay.url, invite, "first", "human", PASSPHRASE
         )
@@ -149,7 +151,7 @@ def test_the_settings_window_joins_then_offers_the_key_buttons(qtbot, tmp_path: 
             w.relay_url.setText(c.relay.url)
             w.vault_path.setText(str(vault))
             w.device_name.setText("desk")
-            w.invite_code.setText(c.invite())
+            w.invite_code.setText(c.invite("human"))
             w.join_pass.setText("short")
             assert w.join_pass.echoMode() == w.join_pass.EchoMode.Password
             assert "At least 12" in w.join_pass_error.text() and not w.join_button.isEnabled()

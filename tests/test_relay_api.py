@@ -48,7 +48,7 @@ class Relay:
         self.http.__enter__()
 
     def join(self, name: str = "laptop", kind: str = "human", vault_id: str | None = None):
-        code = issue_invite(self.storage, vault_id=vault_id).code
+        code = issue_invite(self.storage, vault_id=vault_id, kind=kind).code
         r = self.http.post("/v1/join", json={"invite": code, "device_name": name, "kind": kind})
         assert r.status_code == 201, r.text
         return r.json()
@@ -351,18 +351,24 @@ def test_batch_with_a_bad_checksum_is_422(relay, dev):
 # -- key blob, leases, devices, health -------------------------------------------------------------
 
 
+def wrapped_key(tag: int = 0) -> bytes:
+    """89 bytes with a wrapped key's clear header (version 1, 8 MiB, 1 pass, 1 lane)."""
+    return struct.pack(">BIII", 1, 8192, 1, 1) + bytes([tag]) * 76
+
+
 def test_key_blob_lifecycle(relay, dev):
     url = f"{dev['base']}/key"
+    wrapped, again, rewrapped = wrapped_key(1), wrapped_key(2), wrapped_key(3)
     assert_error(relay.http.get(url, headers=dev["h"]), 404, "key_not_set")
-    r = relay.http.put(url, json={"key": b64(b"wrapped")}, headers=dev["h"])
-    assert r.status_code == 200 and r.json()["sha256"] == sha(b"wrapped")
-    assert_error(relay.http.put(url, json={"key": b64(b"again")}, headers=dev["h"]), 409)
+    r = relay.http.put(url, json={"key": b64(wrapped)}, headers=dev["h"])
+    assert r.status_code == 200 and r.json()["sha256"] == sha(wrapped)
+    assert_error(relay.http.put(url, json={"key": b64(again)}, headers=dev["h"]), 409)
     r = relay.http.put(
-        url, json={"key": b64(b"rewrapped"), "if_match": sha(b"wrapped")}, headers=dev["h"]
+        url, json={"key": b64(rewrapped), "if_match": sha(wrapped)}, headers=dev["h"]
     )
     assert r.status_code == 200
     got = relay.http.get(url, headers=dev["h"]).json()
-    assert base64.b64decode(got["key"]) == b"rewrapped" and got["sha256"] == sha(b"rewrapped")
+    assert base64.b64decode(got["key"]) == rewrapped and got["sha256"] == sha(rewrapped)
     assert_error(relay.http.put(url, json={"key": ""}, headers=dev["h"]), 422)
     # a second device now joins an existing vault: not new
     second = relay.join("server", "agent")
@@ -406,7 +412,7 @@ def test_openapi_describes_every_route(relay):
 
 
 def test_device_names_must_be_printable(relay):
-    code = issue_invite(relay.storage).code
+    code = issue_invite(relay.storage, kind="human").code
     r = relay.http.post(
         "/v1/join", json={"invite": code, "device_name": "evil\x1b[2J", "kind": "human"}
     )

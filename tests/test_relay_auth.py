@@ -38,8 +38,11 @@ def env(tmp_path):
     storage.close()
 
 
-def join(http, code, name="laptop", kind="human"):
-    return http.post("/v1/join", json={"invite": code, "device_name": name, "kind": kind})
+def join(http, code, name="laptop", kind=None):
+    body = {"invite": code, "device_name": name}
+    if kind is not None:
+        body["kind"] = kind
+    return http.post("/v1/join", json=body)
 
 
 def invite(storage, clock, **kw):

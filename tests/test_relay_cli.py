@@ -78,13 +78,13 @@ def test_serve_invite_join_revoke(tmp_path):
     try:
         url = f"http://127.0.0.1:{served.port}"
         assert served.line == f"relay listening on {url}"
-        inv = run("invite", "--data", str(data))
+        inv = run("invite", "--data", str(data), "--kind", "human")
         assert inv.returncode == 0, inv.stderr
         code = inv.stdout.strip()
-        assert "\n" not in code and "new vault" in inv.stderr
+        assert "\n" not in code and "new vault" in inv.stderr and "a human device" in inv.stderr
         laptop = RelayClient(url)
-        j = laptop.join(code, "laptop", "human")
-        assert j.is_new_vault and code.startswith(j.vault_id + "-")
+        j = laptop.join(code, "laptop")
+        assert j.is_new_vault and code.startswith(j.vault_id + "-") and j.kind == "human"
         assert laptop.commit([Record("ab" * 16, 1, 0, b"sealed")]).ok
         # the same code again: one-time
         with pytest.raises(AuthError, match="already used"):
@@ -92,7 +92,8 @@ def test_serve_invite_join_revoke(tmp_path):
         # a second invite joins the same vault
         code2 = run("invite", "--data", str(data), "--expires", "10m").stdout.strip()
         server = RelayClient(url)
-        assert server.join(code2, "server", "agent").vault_id == j.vault_id
+        joined = server.join(code2, "server", "agent")
+        assert joined.vault_id == j.vault_id and joined.kind == "agent"  # agent: the default
 
         listing = run("devices", "--data", str(data))
         assert "laptop" in listing.stdout and "server" in listing.stdout
@@ -118,7 +119,7 @@ def test_sigterm_releases_waiting_long_polls_at_once(tmp_path):
     data = tmp_path / "relay"
     served = Served(data)
     c = RelayClient(f"http://127.0.0.1:{served.port}")
-    c.join(run("invite", "--data", str(data)).stdout.strip(), "laptop", "human")
+    c.join(run("invite", "--data", str(data)).stdout.strip(), "laptop")
     out: dict = {}
     t = threading.Thread(target=lambda: out.setdefault("changes", c.changes(0, wait=50)))
     t.start()
@@ -144,6 +145,8 @@ def test_invite_target_errors(tmp_path):
     assert out.returncode == 2 and "no vault ffffffffffffffff" in out.stderr
     out = run("invite", "--data", data, "--expires", "soon")
     assert out.returncode == 2 and "duration" in out.stderr
+    out = run("invite", "--data", data, "--vault", vault, "--kind", "robot")
+    assert out.returncode == 2 and "robot" in out.stderr
 
 
 def test_admin_commands_on_missing_data_and_unknown_device(tmp_path):
@@ -176,7 +179,7 @@ def test_serve_over_tls(tmp_path):
     try:
         assert served.line.startswith("relay listening on https://127.0.0.1:")
         c = RelayClient(f"https://127.0.0.1:{served.port}", verify=str(certfile))
-        c.join(run("invite", "--data", str(data)).stdout.strip(), "laptop", "human")
+        c.join(run("invite", "--data", str(data)).stdout.strip(), "laptop")
         assert c.commit([Record("cd" * 16, 1, 0, b"x")]).ok
         c.close()
     finally:
@@ -245,7 +248,7 @@ def test_sigkill_mid_flood_loses_no_acknowledged_commit_and_leaves_no_partial_ba
     served = Served(data)  # and the relay starts again on the same data
     try:
         again = RelayClient(f"http://127.0.0.1:{served.port}")
-        again.join(run("invite", "--data", str(data)).stdout.strip(), "after", "human")
+        again.join(run("invite", "--data", str(data)).stdout.strip(), "after")
         assert len(again.changes(0).records) == len(present)
         again.close()
     finally:

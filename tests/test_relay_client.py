@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import socket
+import struct
 import threading
 import time
 
@@ -39,7 +40,7 @@ def relay(tmp_path_factory):
 def pair(relay):
     """Two devices of one vault: a person's laptop and the agent's server."""
     laptop = RelayClient(relay.url)
-    j1 = laptop.join(relay.invite(new_vault=True), "laptop", "human")
+    j1 = laptop.join(relay.invite(new_vault=True, kind="human"), "laptop", "human")
     server = RelayClient(relay.url)
     j2 = server.join(relay.invite(vault_id=j1.vault_id), "server", "agent")
     assert j1.is_new_vault and j1.vault_id == j2.vault_id
@@ -53,21 +54,31 @@ def test_errors_are_companion_errors():
         assert issubclass(cls, RelayError) and issubclass(cls, CompanionError)
 
 
+def wrapped(tag: int) -> bytes:
+    """89 bytes with a wrapped key's clear header (what the relay checks)."""
+    return struct.pack(">BIII", 1, 8192, 1, 1) + bytes([tag]) * 76
+
+
 def test_join_key_blob_and_second_device(relay):
     c = RelayClient(relay.url)
-    j = c.join(relay.invite(new_vault=True), "laptop", "human")
+    j = c.join(relay.invite(new_vault=True, kind="human"), "laptop")
     assert j.is_new_vault and (j.token, j.device_id, j.vault_id) == tuple(j)[:3]
+    assert j.kind == "human"
     assert c.get_key_blob() is None
-    c.put_key_blob(b"wrapped-1")
+    c.put_key_blob(wrapped(1))
     with pytest.raises(ConflictError):
-        c.put_key_blob(b"someone else's", expected_absent=True)
+        c.put_key_blob(wrapped(9), expected_absent=True)
     with pytest.raises(ConflictError):
-        c.put_key_blob(b"rewrap", expected_absent=False, replaces=b"stale")
-    c.put_key_blob(b"wrapped-2", expected_absent=False, replaces=b"wrapped-1")
+        c.put_key_blob(wrapped(8), expected_absent=False, replaces=b"stale")
+    c.put_key_blob(wrapped(2), expected_absent=False, replaces=wrapped(1))
+    assert [w.key for w in c.key_history()] == [wrapped(2), wrapped(1)]
     other = RelayClient(relay.url)
     j2 = other.join(relay.invite(vault_id=j.vault_id), "server", "agent")
-    assert not j2.is_new_vault and other.get_key_blob() == b"wrapped-2"
+    assert not j2.is_new_vault and other.get_key_blob() == wrapped(2) and j2.kind == "agent"
     assert {d.name for d in other.devices()} == {"laptop", "server"}
+    with pytest.raises(ConflictError) as e:  # the invite fixes the kind
+        RelayClient(relay.url).join(relay.invite(vault_id=j.vault_id), "liar", "human")
+    assert e.value.code == "kind_mismatch"
     c.close()
     other.close()
 
@@ -158,7 +169,7 @@ def test_leases(pair):
 
 def test_revoked_device_gets_auth_error_without_its_token(relay):
     c = RelayClient(relay.url)
-    j = c.join(relay.invite(new_vault=True), "old-phone", "human")
+    j = c.join(relay.invite(new_vault=True, kind="human"), "old-phone", "human")
     relay.revoke(j.device_id)
     with pytest.raises(AuthError) as e:
         c.changes(0)
@@ -193,7 +204,7 @@ def test_tls(tmp_path):
     ) as relay:
         assert relay.url.startswith("https://127.0.0.1:")
         c = RelayClient(relay.url, verify=str(certfile))
-        c.join(relay.invite(), "laptop", "human")
+        c.join(relay.invite(kind="human"), "laptop", "human")
         assert c.commit([Record(fid(1), 1, 0, b"over tls")]).ok
         c.close()
         untrusting = RelayClient(relay.url, timeout=5)  # system CAs do not know this cert

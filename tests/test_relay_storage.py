@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import sqlite3
 import threading
@@ -249,20 +250,25 @@ def test_key_blob_compare_and_swap(store):
         store.put_key_blob(V, b"k1bis", None, 1000.0)  # a second "first device"
     with pytest.raises(KeyBlobConflict):
         store.put_key_blob(V, b"k2", sha(b"stale"), 1000.0)
-    store.put_key_blob(V, b"k2", sha(b"k1"), 1000.0)
+    store.put_key_blob(V, b"k2", sha(b"k1"), 1001.0, DEV)
     assert store.get_key_blob(V) == b"k2"
     assert store.get_vault(V).has_key
+    assert [(w.key, w.sha256, w.set_at, w.device_id) for w in store.key_history(V)] == [
+        (b"k2", sha(b"k2"), 1001.0, DEV),
+        (b"k1", sha(b"k1"), 1000.0, ""),
+    ]
 
 
 def test_invites_are_one_time_and_expire(store):
     h = hashlib.sha256(b"code").digest()
-    store.add_invite(V, h, 1000.0, 2000.0)
+    store.add_invite(V, h, 1000.0, 2000.0, "human")
     dev = Device(DEV, V, "laptop", "human", b"t" * 32, 1000.0)
     with pytest.raises(InviteRefused) as e:
         store.redeem_invite("00000000000000bb", h, dev, 1500.0)  # names another vault
     assert e.value.reason == "unknown"
-    store.redeem_invite(V, h, dev, 1500.0)
-    dev2 = Device("d0000000000000d2", V, "x", "agent", b"u" * 32, 1500.0)
+    _, stored = store.redeem_invite(V, h, dev, 1500.0)
+    assert stored.kind == "human"
+    dev2 = Device("d0000000000000d2", V, "x", "", b"u" * 32, 1500.0)
     with pytest.raises(InviteRefused) as e:
         store.redeem_invite(V, h, dev2, 1600.0)
     assert e.value.reason == "used"
@@ -271,13 +277,20 @@ def test_invites_are_one_time_and_expire(store):
     with pytest.raises(InviteRefused) as e:
         store.redeem_invite(V, h2, dev2, 2000.0)
     assert e.value.reason == "expired"
-    assert [d.device_id for d in store.list_devices(V)] == [DEV]
+    h3 = hashlib.sha256(b"code3").digest()
+    store.add_invite(V, h3, 1000.0, 2000.0)  # agent by default
+    with pytest.raises(InviteRefused) as e:
+        store.redeem_invite(V, h3, dataclasses.replace(dev2, kind="human"), 1500.0)
+    assert (e.value.reason, e.value.invite_kind) == ("kind_mismatch", "agent")
+    _, stored = store.redeem_invite(V, h3, dev2, 1500.0)  # still unused; no kind: the invite's
+    assert stored.kind == "agent"
+    assert [d.device_id for d in store.list_devices(V)] == [DEV, dev2.device_id]
 
 
 def test_revoke_device(store):
     h = hashlib.sha256(b"code").digest()
     store.add_invite(V, h, 1000.0, 2000.0)
-    store.redeem_invite(V, h, Device(DEV, V, "laptop", "human", b"t" * 32, 1000.0), 1000.0)
+    store.redeem_invite(V, h, Device(DEV, V, "laptop", "agent", b"t" * 32, 1000.0), 1000.0)
     assert store.revoke_device(DEV, 1100.0).revoked == 1100.0
     assert store.revoke_device(DEV, 1200.0).revoked == 1100.0  # idempotent
     with pytest.raises(NotFound):

@@ -82,7 +82,7 @@ def test_no_passphrase_source_is_a_clear_error(cli) -> None:
 
 
 def test_used_invite_and_second_init_are_refused(cli, cluster) -> None:
-    invite = cluster.invite()
+    invite = cluster.invite("human")
     laptop, server = cli("laptop"), cli("server")
     assert laptop.init(invite=invite)[0] == 0
     code, _out, err = server.init(invite=invite)
@@ -127,7 +127,7 @@ def test_token_and_key_live_in_the_os_keyring(keyring_service, cluster, tmp_path
         )
 
     r = companion(
-        "init", str(vault), "--relay", cluster.relay.url, "--invite", cluster.invite(),
+        "init", str(vault), "--relay", cluster.relay.url, "--invite", cluster.invite("human"),
         "--device-name", "desk", "--kind", "human",
     )  # fmt: skip
     assert r.returncode == 0, r.stderr

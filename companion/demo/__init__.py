@@ -174,7 +174,7 @@ def chapter_relay(world: DemoWorld) -> None:
             store,
             vault,
             relay_url=relay.url,
-            invite=relay.invite(),
+            invite=relay.invite(kind=kind),
             device_name=device,
             kind=kind,
             passphrase=lambda _vid, _new: passphrase,

@@ -83,6 +83,8 @@ def record_out(r: StoredRecord) -> m.RecordOut:
         blobs=list(r.blobs),
         seq=r.seq,
         device_id=r.device_id,
+        device_kind="human" if r.device_kind == "human" else "agent",
+        device_name=r.device_name,
         committed_at=r.committed_at,
     )
 

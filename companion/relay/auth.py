@@ -143,6 +143,7 @@ class IssuedInvite:
     vault_id: str
     new_vault: bool
     expires: float
+    kind: str = "agent"
 
 
 def issue_invite(
@@ -152,10 +153,14 @@ def issue_invite(
     new_vault: bool = False,
     ttl: float = DEFAULT_INVITE_TTL,
     now: float | None = None,
+    kind: str = "agent",
 ) -> IssuedInvite:
-    """A one-time invite code: to a new vault when the relay has none (or `new_vault`), to the
+    """A one-time invite code for one device of `kind` (human or agent; agent by default, the
+    kind with fewer powers): to a new vault when the relay has none (or `new_vault`), to the
     only vault, or to `vault_id` when there are several."""
     now = time.time() if now is None else now
+    if kind not in ("human", "agent"):
+        raise InviteTargetError(f"the kind must be human or agent, not {kind!r}")
     if new_vault and vault_id:
         raise InviteTargetError("choose either an existing vault or a new one, not both")
     vaults = storage.list_vaults()
@@ -175,5 +180,5 @@ def issue_invite(
             f"this relay has {len(vaults)} vaults; choose one with --vault ID ({ids})"
         )
     code, code_hash = make_invite(target)
-    storage.add_invite(target, code_hash, now, now + ttl)
-    return IssuedInvite(code, target, created, now + ttl)
+    storage.add_invite(target, code_hash, now, now + ttl, kind)
+    return IssuedInvite(code, target, created, now + ttl, kind)

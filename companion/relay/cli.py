@@ -151,28 +151,39 @@ def serve(
 @click.option("--vault", "vault_id", metavar="ID", help="The vault to invite to (several vaults).")
 @click.option("--new-vault", is_flag=True, help="Create another vault and invite its first device.")
 @click.option("--expires", default="24h", show_default=True, help="Lifetime: e.g. 30m, 24h, 7d.")
-def invite(data: Path, vault_id: str | None, new_vault: bool, expires: str) -> None:
-    """Print a one-time invite code that admits one device to a vault.
+@click.option(
+    "--kind", type=click.Choice(["human", "agent"]), default="agent", show_default=True,
+    help="The device this invite admits: a person's (human) or an AI agent's (agent). Fixed "
+    "at join; a human device's edits win conflicts and only it may replace the vault key.",
+)  # fmt: skip
+def invite(data: Path, vault_id: str | None, new_vault: bool, expires: str, kind: str) -> None:
+    """Print a one-time invite code that admits one device (of --kind) to a vault.
 
     On a relay with no vault yet, the first invite creates one (the first device to join sets
-    its passphrase); with one vault, invites join it; with several, --vault chooses.
+    its passphrase); with one vault, invites join it; with several, --vault chooses. The kind
+    is fixed by the invite: a device cannot claim to be a person's when it was invited as an
+    agent.
 
     \b
     Example:
-      companion relay invite --data /srv/relay
+      companion relay invite --data /srv/relay --kind human
       companion relay invite --data /srv/relay --vault 3f9a0c1d2e4b5a69 --expires 1h
     """
     ttl = parse_duration(expires)
     store = _open(data, must_exist=False)
     try:
-        issued = issue_invite(store, vault_id=vault_id, new_vault=new_vault, ttl=ttl)
+        issued = issue_invite(store, vault_id=vault_id, new_vault=new_vault, ttl=ttl, kind=kind)
     except InviteTargetError as exc:
         raise InputError(str(exc)) from None
     finally:
         store.close()
     note = f"{'new ' if issued.new_vault else ''}vault {issued.vault_id}"
     click.echo(issued.code)
-    click.echo(f"one-time invite to {note}, valid until {_when(issued.expires)}", err=True)
+    click.echo(
+        f"one-time invite for {'a human' if kind == 'human' else 'an agent'} device to {note}, "
+        f"valid until {_when(issued.expires)}",
+        err=True,
+    )
 
 
 def _find_device(store: SqliteStorage, ref: str) -> Device:

@@ -38,6 +38,7 @@ __all__ = [
     "ConflictError",
     "DeviceInfo",
     "JoinResult",
+    "KeyWrap",
     "Lease",
     "MissingBlobsError",
     "NotFoundError",
@@ -51,7 +52,8 @@ __all__ = [
 
 @dataclass(frozen=True)
 class Record:
-    """A record on the wire. `seq`, `device_id` and `committed_at` are set by the relay."""
+    """A record on the wire. `seq`, `device_id`, `committed_at` and the committing device's
+    `device_kind` and `device_name` (as the relay recorded them at join) are set by the relay."""
 
     file_id: str
     rev: int
@@ -61,6 +63,8 @@ class Record:
     seq: int | None = None
     device_id: str | None = None
     committed_at: float | None = None
+    device_kind: str | None = None
+    device_name: str | None = None
 
     def to_wire(self) -> dict[str, Any]:
         return {
@@ -75,7 +79,7 @@ class Record:
     def from_model(cls, r: m.RecordOut) -> Record:
         return cls(
             r.file_id, r.rev, r.parent_rev, r.sealed, tuple(r.blobs), r.seq, r.device_id,
-            r.committed_at,
+            r.committed_at, r.device_kind, r.device_name,
         )  # fmt: skip
 
 
@@ -114,6 +118,14 @@ class JoinResult(NamedTuple):
     device_id: str
     vault_id: str
     is_new_vault: bool
+    kind: str = "agent"  # the invite's: the relay fixes it
+
+
+class KeyWrap(NamedTuple):
+    key: bytes
+    sha256: str
+    set_at: float
+    device_id: str
 
 
 class Changes(NamedTuple):
@@ -263,15 +275,23 @@ class RelayClient:
     def health(self) -> dict[str, Any]:
         return self._parse(m.HealthOut, self._request("GET", "/v1/health")).model_dump()
 
-    def join(self, invite: str, device_name: str, kind: str) -> JoinResult:
-        """Redeem a one-time invite; this client then uses the new device's token."""
-        resp = self._request(
-            "POST", "/v1/join", json={"invite": invite, "device_name": device_name, "kind": kind}
-        )
+    def join(self, invite: str, device_name: str, kind: str | None = None) -> JoinResult:
+        """Redeem a one-time invite; this client then uses the new device's token.
+
+        The invite fixes the device's kind (returned); `kind`, when given, must match it, else
+        `ConflictError` (code `kind_mismatch`) and the invite stays unused."""
+        body: dict[str, Any] = {"invite": invite, "device_name": device_name}
+        if kind is not None:
+            body["kind"] = kind
+        resp = self._request("POST", "/v1/join", json=body)
         out = self._parse(m.JoinOut, resp)
         self.set_token(out.token)
         self.vault_id = out.vault_id
-        return JoinResult(out.token, out.device_id, out.vault_id, out.new_vault)
+        return JoinResult(out.token, out.device_id, out.vault_id, out.new_vault, out.kind)
+
+    def leave(self) -> None:
+        """Revoke this device's own token (e.g. it joined with the wrong passphrase)."""
+        self._request("POST", self._vault_path("/leave"))
 
     def devices(self) -> list[DeviceInfo]:
         out = self._parse(m.DevicesOut, self._request("GET", self._vault_path("/devices")))
@@ -304,6 +324,11 @@ class RelayClient:
             self._vault_path("/key"),
             json={"key": m.b64encode(blob), "if_match": if_match},
         )
+
+    def key_history(self) -> list[KeyWrap]:
+        """Every wrapped key the vault has had, newest (the current one) first."""
+        out = self._parse(m.KeyHistoryOut, self._request("GET", self._vault_path("/key/history")))
+        return [KeyWrap(w.key, w.sha256, w.set_at, w.device_id) for w in out.wraps]
 
     # records ---------------------------------------------------------------------------------
     def commit(self, records: Sequence[Record]) -> CommitResult:

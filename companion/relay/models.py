@@ -101,13 +101,18 @@ class JoinIn(_Model):
     device_name: Annotated[
         str, StringConstraints(min_length=1, max_length=100, pattern=r"^[^\x00-\x1f\x7f]+$")
     ]
-    kind: Literal["human", "agent"]
+    kind: Literal["human", "agent"] | None = Field(
+        None,
+        description="Optional: the invite fixes the kind. When given and different from the "
+        "invite's kind, the join is refused (409 kind_mismatch) and the invite stays unused.",
+    )
 
 
 class JoinOut(BaseModel):
     token: str
     device_id: str
     vault_id: str
+    kind: Literal["human", "agent"] = Field(description="This device's kind (the invite's).")
     new_vault: bool = Field(description="True when the vault key is not set yet: set it.")
 
 
@@ -128,6 +133,22 @@ class KeyPutOut(BaseModel):
     sha256: str
 
 
+class KeyWrapOut(BaseModel):
+    key: B64Bytes
+    sha256: str
+    set_at: float
+    device_id: str = Field(description="The device that set it ('' before the relay kept track).")
+
+
+class KeyHistoryOut(BaseModel):
+    wraps: list[KeyWrapOut] = Field(description="Every wrapped key the vault had, newest first.")
+
+
+class LeaveOut(BaseModel):
+    device_id: str
+    revoked: bool
+
+
 class RecordIn(_Model):
     file_id: HexId
     rev: int = Field(ge=1, le=2**62, strict=True)
@@ -144,6 +165,10 @@ class RecordOut(BaseModel):
     blobs: list[str]
     seq: int
     device_id: str
+    device_kind: Literal["human", "agent"] = Field(
+        description="The committing device's kind, as the relay recorded it at join."
+    )
+    device_name: str = Field(description="The committing device's name, as given at join.")
     committed_at: float
 
 

@@ -19,6 +19,7 @@ and `prune` commands may run while the server does).
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import hashlib
 import os
 import secrets
@@ -30,6 +31,7 @@ from pathlib import Path
 
 from companion.logs import get_logger
 from companion.relay.storage import (
+    KINDS,
     BlobCorrupt,
     BlobIdTaken,
     BlobInfo,
@@ -40,6 +42,7 @@ from companion.relay.storage import (
     Device,
     InviteRefused,
     KeyBlobConflict,
+    KeyWrap,
     Lease,
     NewRecord,
     NotFound,
@@ -55,7 +58,7 @@ from companion.relay.storage import (
 
 log = get_logger("relay.storage")
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2  # 2: invites carry the device kind; every wrapped key is kept
 _SQL_CHUNK = 500  # ids per IN (...) query, well under SQLite's variable limit
 
 _SCHEMA = """
@@ -73,8 +76,18 @@ CREATE TABLE IF NOT EXISTS invites (
     created REAL NOT NULL,
     expires REAL NOT NULL,
     used REAL,
-    used_by TEXT
+    used_by TEXT,
+    kind TEXT NOT NULL DEFAULT 'agent'
 );
+CREATE TABLE IF NOT EXISTS key_wraps (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    vault_id TEXT NOT NULL,
+    key_blob BLOB NOT NULL,
+    sha256 TEXT NOT NULL,
+    set_at REAL NOT NULL,
+    device_id TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS key_wraps_vault ON key_wraps (vault_id, id);
 CREATE TABLE IF NOT EXISTS devices (
     device_id TEXT PRIMARY KEY,
     vault_id TEXT NOT NULL,
@@ -115,11 +128,17 @@ CREATE TABLE IF NOT EXISTS leases (
 ) WITHOUT ROWID;
 """
 
-_RECORD_COLS = "file_id, rev, parent_rev, sealed, blobs, seq, device_id, committed_at"
+# Records are read with their committer's kind and name (a primary-key lookup per row; a
+# device's kind and name never change). A record whose device row is gone reads as an agent's.
+_RECORD_COLS = (
+    "r.file_id, r.rev, r.parent_rev, r.sealed, r.blobs, r.seq, r.device_id, r.committed_at, "
+    "COALESCE(d.kind, 'agent'), COALESCE(d.name, '')"
+)
+_RECORDS = "records r LEFT JOIN devices d ON d.device_id = r.device_id"
 
 
 def _record(row: sqlite3.Row | tuple) -> StoredRecord:
-    file_id, rev, parent_rev, sealed, blobs, seq, device_id, committed_at = row
+    file_id, rev, parent_rev, sealed, blobs, seq, device_id, committed_at, kind, name = row
     return StoredRecord(
         file_id=file_id,
         rev=rev,
@@ -129,7 +148,28 @@ def _record(row: sqlite3.Row | tuple) -> StoredRecord:
         seq=seq,
         device_id=device_id,
         committed_at=committed_at,
+        device_kind=kind,
+        device_name=name,
     )
+
+
+def _migrate(c: sqlite3.Connection, version: int) -> None:
+    """Bring a database written by schema `version` up to SCHEMA_VERSION (in one transaction;
+    the tables new in later versions were created by `_SCHEMA` already)."""
+    if version < 2:
+        cols = {row[1] for row in c.execute("PRAGMA table_info(invites)")}
+        if "kind" not in cols:  # unredeemed invites from before: agent, the safe kind
+            c.execute("ALTER TABLE invites ADD COLUMN kind TEXT NOT NULL DEFAULT 'agent'")
+        rows = c.execute(
+            "SELECT vault_id, key_blob, COALESCE(key_updated, created) FROM vaults "
+            "WHERE key_blob IS NOT NULL"
+        ).fetchall()
+        for vault_id, blob, set_at in rows:
+            c.execute(
+                "INSERT INTO key_wraps (vault_id, key_blob, sha256, set_at, device_id) "
+                "VALUES (?, ?, ?, ?, '')",
+                (vault_id, blob, hashlib.sha256(blob).hexdigest(), set_at),
+            )
 
 
 def _device(row: tuple) -> Device:
@@ -174,6 +214,12 @@ class SqliteStorage(RelayStorage):
                 c.execute("INSERT INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
             elif int(row[0]) > SCHEMA_VERSION:
                 raise RuntimeError(f"{self.db_path} was written by a newer relay (schema {row[0]})")
+            elif int(row[0]) < SCHEMA_VERSION:
+                _migrate(c, int(row[0]))
+                c.execute(
+                    "UPDATE meta SET value=? WHERE key='schema_version'", (str(SCHEMA_VERSION),)
+                )
+                log.info("relay database migrated from schema %s to %d", row[0], SCHEMA_VERSION)
         with contextlib.suppress(OSError):
             os.chmod(self.db_path, 0o600)
         self._sweep_tmp(older_than=3600)
@@ -261,7 +307,9 @@ class SqliteStorage(RelayStorage):
             raise UnknownVault(vault_id)
         return bytes(row[0]) if row[0] is not None else None
 
-    def put_key_blob(self, vault_id: str, data: bytes, if_match: str | None, now: float) -> None:
+    def put_key_blob(
+        self, vault_id: str, data: bytes, if_match: str | None, now: float, device_id: str = ""
+    ) -> None:
         with self._write() as c:
             row = c.execute("SELECT key_blob FROM vaults WHERE vault_id=?", (vault_id,)).fetchone()
             if row is None:
@@ -278,21 +326,41 @@ class SqliteStorage(RelayStorage):
                 "UPDATE vaults SET key_blob=?, key_updated=? WHERE vault_id=?",
                 (data, now, vault_id),
             )
+            c.execute(
+                "INSERT INTO key_wraps (vault_id, key_blob, sha256, set_at, device_id) "
+                "VALUES (?, ?, ?, ?, ?)",
+                (vault_id, data, hashlib.sha256(data).hexdigest(), now, device_id),
+            )
+
+    def key_history(self, vault_id: str) -> list[KeyWrap]:
+        rows = self._conn().execute(
+            "SELECT key_blob, sha256, set_at, device_id FROM key_wraps WHERE vault_id=? "
+            "ORDER BY id DESC",
+            (vault_id,),
+        )
+        return [KeyWrap(bytes(r[0]), r[1], r[2], r[3]) for r in rows]
 
     # invites and devices -----------------------------------------------------------------------
-    def add_invite(self, vault_id: str, code_hash: bytes, now: float, expires: float) -> None:
+    def add_invite(
+        self, vault_id: str, code_hash: bytes, now: float, expires: float, kind: str = "agent"
+    ) -> None:
+        if kind not in KINDS:
+            raise ValueError(f"kind must be human or agent, not {kind!r}")
         with self._write() as c:
             if c.execute("SELECT 1 FROM vaults WHERE vault_id=?", (vault_id,)).fetchone() is None:
                 raise UnknownVault(vault_id)
             c.execute(
-                "INSERT INTO invites (code_hash, vault_id, created, expires) VALUES (?, ?, ?, ?)",
-                (code_hash, vault_id, now, expires),
+                "INSERT INTO invites (code_hash, vault_id, created, expires, kind) "
+                "VALUES (?, ?, ?, ?, ?)",
+                (code_hash, vault_id, now, expires, kind),
             )
 
-    def redeem_invite(self, vault_id: str, code_hash: bytes, device: Device, now: float) -> Vault:
+    def redeem_invite(
+        self, vault_id: str, code_hash: bytes, device: Device, now: float
+    ) -> tuple[Vault, Device]:
         with self._write() as c:
             row = c.execute(
-                "SELECT vault_id, expires, used FROM invites WHERE code_hash=?", (code_hash,)
+                "SELECT vault_id, expires, used, kind FROM invites WHERE code_hash=?", (code_hash,)
             ).fetchone()
             if row is None or row[0] != vault_id:
                 raise InviteRefused("unknown")
@@ -300,6 +368,10 @@ class SqliteStorage(RelayStorage):
                 raise InviteRefused("used")
             if row[1] <= now:
                 raise InviteRefused("expired")
+            kind = row[3]
+            if device.kind and device.kind != kind:
+                raise InviteRefused("kind_mismatch", invite_kind=kind)
+            device = dataclasses.replace(device, kind=kind)
             c.execute(
                 "UPDATE invites SET used=?, used_by=? WHERE code_hash=?",
                 (now, device.device_id, code_hash),
@@ -321,7 +393,7 @@ class SqliteStorage(RelayStorage):
             ).fetchone()
             if v is None:  # an invite outliving its vault: refuse rather than orphan a device
                 raise InviteRefused("unknown")
-        return Vault(v[0], v[1], v[2], bool(v[3]))
+        return Vault(v[0], v[1], v[2], bool(v[3])), device
 
     def get_device(self, device_id: str) -> Device | None:
         row = (
@@ -357,8 +429,8 @@ class SqliteStorage(RelayStorage):
     # records ---------------------------------------------------------------------------------
     def _head(self, c: sqlite3.Connection, vault_id: str, file_id: str) -> StoredRecord | None:
         row = c.execute(
-            f"SELECT {_RECORD_COLS} FROM records WHERE vault_id=? AND file_id=? "
-            "ORDER BY rev DESC LIMIT 1",
+            f"SELECT {_RECORD_COLS} FROM {_RECORDS} WHERE r.vault_id=? AND r.file_id=? "
+            "ORDER BY r.rev DESC LIMIT 1",
             (vault_id, file_id),
         ).fetchone()
         return _record(row) if row else None
@@ -459,8 +531,8 @@ class SqliteStorage(RelayStorage):
                 raise UnknownVault(vault_id)
             vault_seq = row[0]
             cur = c.execute(
-                f"SELECT {_RECORD_COLS} FROM records WHERE vault_id=? AND seq>? "
-                "ORDER BY seq LIMIT ?",
+                f"SELECT {_RECORD_COLS} FROM {_RECORDS} WHERE r.vault_id=? AND r.seq>? "
+                "ORDER BY r.seq LIMIT ?",
                 (vault_id, since, limit + 1),
             )
             out: list[StoredRecord] = []
@@ -481,8 +553,8 @@ class SqliteStorage(RelayStorage):
 
     def history(self, vault_id: str, file_id: str, limit: int) -> list[StoredRecord]:
         rows = self._conn().execute(
-            f"SELECT {_RECORD_COLS} FROM records WHERE vault_id=? AND file_id=? "
-            "ORDER BY rev DESC LIMIT ?",
+            f"SELECT {_RECORD_COLS} FROM {_RECORDS} WHERE r.vault_id=? AND r.file_id=? "
+            "ORDER BY r.rev DESC LIMIT ?",
             (vault_id, file_id, limit),
         )
         return [_record(r) for r in rows]
@@ -491,7 +563,8 @@ class SqliteStorage(RelayStorage):
         row = (
             self._conn()
             .execute(
-                f"SELECT {_RECORD_COLS} FROM records WHERE vault_id=? AND file_id=? AND rev=?",
+                f"SELECT {_RECORD_COLS} FROM {_RECORDS} "
+                "WHERE r.vault_id=? AND r.file_id=? AND r.rev=?",
                 (vault_id, file_id, rev),
             )
             .fetchone()

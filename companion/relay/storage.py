@@ -50,12 +50,22 @@ class KeyBlobConflict(StorageError):
     """The wrapped vault key is not in the state the writer expected (compare-and-swap)."""
 
 
-class InviteRefused(StorageError):
-    """An invite that is unknown, already used or expired."""
+DeviceKind = Literal["human", "agent"]
+KINDS: tuple[DeviceKind, ...] = ("human", "agent")
 
-    def __init__(self, reason: Literal["unknown", "used", "expired"]) -> None:
+
+class InviteRefused(StorageError):
+    """An invite that is unknown, already used or expired, or redeemed as the wrong kind of
+    device (`invite_kind` then says which kind the invite admits)."""
+
+    def __init__(
+        self,
+        reason: Literal["unknown", "used", "expired", "kind_mismatch"],
+        invite_kind: str | None = None,
+    ) -> None:
         super().__init__(reason)
         self.reason = reason
+        self.invite_kind = invite_kind
 
 
 @dataclass(frozen=True)
@@ -68,6 +78,9 @@ class Vault:
 
 @dataclass(frozen=True)
 class Device:
+    """A device of a vault. `kind` is the invite's (fixed at join, never changes); a device
+    built for `redeem_invite` may leave it empty to take the invite's kind."""
+
     device_id: str
     vault_id: str
     name: str
@@ -98,6 +111,18 @@ class StoredRecord:
     seq: int
     device_id: str
     committed_at: float
+    device_kind: str = "agent"  # the committing device's kind and name, as the relay knows them
+    device_name: str = ""
+
+
+@dataclass(frozen=True)
+class KeyWrap:
+    """One wrapped vault key as it was set (the current one, or an earlier one)."""
+
+    key: bytes
+    sha256: str  # hex
+    set_at: float
+    device_id: str  # who set it ("" when it predates the relay keeping track)
 
 
 @dataclass(frozen=True)
@@ -207,17 +232,31 @@ class RelayStorage(ABC):
     def get_key_blob(self, vault_id: str) -> bytes | None: ...
 
     @abstractmethod
-    def put_key_blob(self, vault_id: str, data: bytes, if_match: str | None, now: float) -> None:
+    def put_key_blob(
+        self, vault_id: str, data: bytes, if_match: str | None, now: float, device_id: str = ""
+    ) -> None:
         """Set the wrapped vault key. `if_match` None: only when absent; else the SHA-256 hex
-        of the current blob (a rewrap). Raises KeyBlobConflict otherwise."""
+        of the current blob (a rewrap). Raises KeyBlobConflict otherwise. Every wrap set is
+        kept (`key_history`). Who may replace a key is the caller's rule, not the store's."""
+
+    @abstractmethod
+    def key_history(self, vault_id: str) -> list[KeyWrap]:
+        """Every wrapped key the vault has had, newest (the current one) first."""
 
     # invites and devices ---------------------------------------------------------------------
     @abstractmethod
-    def add_invite(self, vault_id: str, code_hash: bytes, now: float, expires: float) -> None: ...
+    def add_invite(
+        self, vault_id: str, code_hash: bytes, now: float, expires: float, kind: str = "agent"
+    ) -> None:
+        """Store an invite that admits one device of `kind` (human or agent)."""
 
     @abstractmethod
-    def redeem_invite(self, vault_id: str, code_hash: bytes, device: Device, now: float) -> Vault:
-        """Atomically mark the invite used and add `device`; raises InviteRefused."""
+    def redeem_invite(
+        self, vault_id: str, code_hash: bytes, device: Device, now: float
+    ) -> tuple[Vault, Device]:
+        """Atomically mark the invite used and add `device` with the invite's kind; returns the
+        vault and the stored device. Raises InviteRefused (unknown, used, expired; or
+        kind_mismatch when `device.kind` is set and differs, leaving the invite unused)."""
 
     @abstractmethod
     def get_device(self, device_id: str) -> Device | None: ...

@@ -2,7 +2,7 @@
 
     with running_relay(tmp_path / "relay") as relay:
         client = RelayClient(relay.url)
-        client.join(relay.invite(), "laptop", "human")
+        client.join(relay.invite(kind="human"), "laptop")
 
 The server is the production stack (uvicorn + the FastAPI app + SqliteStorage) on a free port;
 only the thread differs from `companion relay serve`.
@@ -36,10 +36,17 @@ class LiveRelay:
     app: FastAPI
 
     def invite(
-        self, vault_id: str | None = None, ttl: float = 3600, new_vault: bool = False
+        self,
+        vault_id: str | None = None,
+        ttl: float = 3600,
+        new_vault: bool = False,
+        kind: str = "agent",
     ) -> str:
-        """A one-time invite code (creates the vault when the relay has none)."""
-        return issue_invite(self.storage, vault_id=vault_id, new_vault=new_vault, ttl=ttl).code
+        """A one-time invite code for a device of `kind` (creates the vault when the relay
+        has none)."""
+        return issue_invite(
+            self.storage, vault_id=vault_id, new_vault=new_vault, ttl=ttl, kind=kind
+        ).code
 
     def revoke(self, device_id: str) -> None:
         self.storage.revoke_device(device_id, time.time())

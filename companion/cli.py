@@ -34,8 +34,11 @@ LAZY_COMMANDS: dict[str, str] = {
     "status": "companion.sync.cli:status",
     "history": "companion.sync.cli:history",
     "restore": "companion.sync.cli:restore",
+    "held": "companion.sync.cli_attention:held",
+    "quarantine": "companion.sync.cli_attention:quarantine",
     "dream": "companion.dream.cli:dream",
     "secrets": "companion.secrets.cli:secrets",
+    "keys": "companion.sync.cli_keys:keys",
     "demo": "companion.demo:demo",
     "doctor": "companion.doctor:doctor",
     "install-service": "companion.services:install_service",
@@ -107,6 +110,9 @@ def cli(ctx: click.Context, verbose: int) -> None:
       companion vault check ~/vault  broken links, orphans, unindexed notes
       companion memory show          the agent's injected memory
     """
+    from companion.hardening import disable_core_dumps
+
+    disable_core_dumps()  # the key and the token must never land in a core file
     paths = device_paths()
     setup_logging(paths.log_dir, verbose)
     logging.getLogger("companion").debug(
@@ -135,7 +141,11 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(exc.exit_code)
     except CompanionError as exc:
         logging.getLogger("companion").debug("command failed: %s", exc)
-        click.echo(f"error: {redact(str(exc))}", err=True)
+        line = redact(str(exc))
+        suggestion = getattr(exc, "suggestion", "")
+        if suggestion:  # a generated passphrase: shown to the person, never logged
+            line += f", for example: {suggestion}"
+        click.echo(f"error: {line}", err=True)
         sys.exit(exc.exit_code)
     except KeyboardInterrupt:
         click.echo("Interrupted.", err=True)

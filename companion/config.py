@@ -62,6 +62,15 @@ SCHEMA: dict[str, dict[str, Key]] = {
         ),
         "max_file_mb": Key((int, float), 200, "Files larger than this are not synced.", minimum=0),
         "paused": Key(bool, False, "Pause syncing (desktop app)."),
+        "hold_agent_changes": Key(
+            bool,
+            True,
+            "On a human device, hold agent changes to Obsidian plugins/settings and exec bits "
+            "for approval.",
+        ),
+        "hold_patterns": Key(
+            list, [], "Paths held for approval (gitignore syntax; empty: the built-in list)."
+        ),
     },
     "dream": {
         "time": Key(str, "02:00", "Nightly dream time, HH:MM."),

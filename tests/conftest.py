@@ -19,6 +19,9 @@ def companion_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv("COMPANION_HOME", str(home))
     monkeypatch.setenv("HERMES_HOME", str(tmp_path / "hermes-home"))
     monkeypatch.setenv("QT_QPA_PLATFORM", "offscreen")
+    # test passphrases are short; honoured only inside the suite (companion/testmode.py), and
+    # the tests of the passphrase rule itself turn it off
+    monkeypatch.setenv("COMPANION_TEST_WEAK_PASSPHRASE", "1")
     return home
 
 

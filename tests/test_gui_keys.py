@@ -103,9 +103,10 @@ def test_join_creates_device_state_and_saves_the_config(tmp_path: Path) -> None:
             keys.join(
                 paths, config, vault, c.relay.url, c.invite("human"), "desk", "human", "wrong one!"
             )
-        # the invite was redeemed; the same folder resumes with the right passphrase
-        result = keys.join(paths, config, vault, c.relay.url, "", "desk", "human", PASSPHRASE)
-        assert result.resumed and not result.created_vault
+        assert not keys.is_sync_copy(paths, vault)  # nothing kept: a new invite is needed
+        invite = c.invite("human")
+        result = keys.join(paths, config, vault, c.relay.url, invite, "desk", "human", PASSPHRASE)
+        assert not result.resumed and not result.created_vault
         assert keys.is_sync_copy(paths, vault)
         saved = load_config(paths)
         assert saved.get("vault", "path") == str(vault.resolve())

@@ -58,19 +58,52 @@ def test_passphrase_file_readable_by_others_is_refused(cli, cluster, tmp_path: P
     assert "can be read by other users" in err and "chmod 600" in err
 
 
-def test_wrong_passphrase_then_retry_without_a_new_invite(cli, cluster, tmp_path: Path) -> None:
+def _relay_devices(cluster) -> dict[str, dict]:
+    from companion.relay.sqlite_storage import SqliteStorage
+
+    store = SqliteStorage(cluster.relay.data_dir)
+    try:
+        return {d.name: d for d in store.list_devices(cluster.vault_id)}
+    finally:
+        store.close()
+
+
+def test_wrong_passphrase_leaves_no_working_token(cli, cluster, tmp_path: Path) -> None:
+    """#12.6: a device whose passphrase does not unlock the key must not keep a working token."""
     assert cli("laptop").init()[0] == 0
     server = cli("server")
     server.passphrase_file = _secret_file(tmp_path / "wrong.txt", "not the passphrase", 0o600)
-    code, _out, err = server.init()
+    code, _out, err = server.init(kind="agent")
     assert code == 1
-    assert "wrong passphrase" in err and "no new invite" in err
+    assert "wrong passphrase" in err and "token is revoked" in err and "new invite" in err
+    # the relay revoked it; this device stored nothing and saved no state
+    assert _relay_devices(cluster)["server"].revoked is not None
+    assert not DeviceState.exists(device_paths(server.home), server.vault)
+    secrets = server.home / "config" / "secrets.toml"
+    assert not secrets.exists() or "relay-token" not in secrets.read_text()
+    # with a new invite and the right passphrase it joins
     server.passphrase_file = cluster.passphrase_file
-    code, out, err = server(
-        "init", str(server.vault), "--device-name", "server", "--kind", "human"
-    )  # no --invite, no --relay: the saved join is resumed
+    code, out, err = server.init(kind="agent")
     assert code == 0, err
     assert "joined vault" in out
+
+
+def test_no_key_with_other_devices_listed_is_refused(cli, cluster, monkeypatch) -> None:
+    """#12.7: a relay hiding the wrapped key must not make a joining device create a second."""
+    import companion.sync.join as join
+
+    assert cli("laptop").init()[0] == 0
+    monkeypatch.setattr(join, "KEY_WAIT_S", 0.2)
+    monkeypatch.setattr(join, "KEY_POLL_S", 0.05)
+    monkeypatch.setattr(
+        "companion.relay.client.RelayClient.get_key_blob", lambda self: None
+    )  # the relay hides the key (the boundary under test; everything else is the real relay)
+    server = cli("server")
+    code, _out, err = server.init(kind="agent")
+    assert code == 1
+    assert "refusing to create a second key" in err and "laptop" in err
+    assert _relay_devices(cluster)["server"].revoked is not None
+    assert not DeviceState.exists(device_paths(server.home), server.vault)
 
 
 def test_no_passphrase_source_is_a_clear_error(cli) -> None:

@@ -38,9 +38,18 @@ class WrongPassphrase(CryptoError):
 
 
 class WeakPassphrase(CryptoError):
-    """The passphrase cannot be used (for example it is empty)."""
+    """The passphrase cannot be used (empty, short or easy to guess).
+
+    `suggestion` is a generated strong passphrase to offer the person. It is kept out of the
+    message on purpose: messages are logged, and the suggestion may become the passphrase.
+    Show it where the person reads (the terminal, the settings window), never in a log.
+    """
 
     exit_code = 2
+
+    def __init__(self, message: str, suggestion: str = "") -> None:
+        super().__init__(message)
+        self.suggestion = suggestion
 
 
 class UnsafeKdfParams(CryptoError):

@@ -22,6 +22,8 @@ from pydantic import (
     WithJsonSchema,
 )
 
+from companion.textsafe import display_name_problem
+
 HEX_ID_PATTERN = r"^[0-9a-f]{16,128}$"
 SHORT_ID_PATTERN = r"^[0-9a-f]{16}$"
 SHA256_PATTERN = r"^[0-9a-f]{64}$"
@@ -95,11 +97,21 @@ class HealthOut(BaseModel):
     limits: dict[str, float]
 
 
+def _safe_name(value: str) -> str:
+    problem = display_name_problem(value)
+    if problem:
+        raise ValueError(problem)
+    return value
+
+
 class JoinIn(_Model):
     invite: Annotated[str, StringConstraints(min_length=1, max_length=200)]
-    # printable only: names end up in `companion relay devices` output on an admin's terminal
+    # visible characters only (no controls, bidi overrides, zero-width characters): names end
+    # up on an admin's terminal and in every device's history and conflict names
     device_name: Annotated[
-        str, StringConstraints(min_length=1, max_length=100, pattern=r"^[^\x00-\x1f\x7f]+$")
+        str,
+        StringConstraints(min_length=1, max_length=100, pattern=r"^[^\x00-\x1f\x7f]+$"),
+        AfterValidator(_safe_name),
     ]
     kind: Literal["human", "agent"] | None = Field(
         None,

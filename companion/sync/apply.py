@@ -18,7 +18,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from companion.crypto import FileMeta
+from companion.crypto import FileMeta, TamperDetected
 from companion.logs import get_logger
 from companion.sync.atomic import (
     ChangedSinceScan,
@@ -32,9 +32,9 @@ from companion.sync.chunking import ChunkAssembler, ChunkSpec
 from companion.sync.conflicts import Version, case_collision_name, resolve
 from companion.sync.filestate import FileState, is_text
 from companion.sync.index import Entry
-from companion.sync.model import ConflictInfo, Local, RoundReport, device_kind, entry_state
+from companion.sync.model import ConflictInfo, Local, RoundReport, entry_state
 from companion.sync.pathsafe import UnsafePath, fold, normalize, resolve_inside
-from companion.sync.remote import RemoteChange
+from companion.sync.remote import Refused, RemoteChange
 from companion.sync.scanner import ChangeKind
 
 log = get_logger("sync.engine")
@@ -85,6 +85,14 @@ class ApplyMixin:
                 path = normalize(ch.meta.path)
                 op_id = todo[path][0]
                 content = contents.get(ch.meta.sha256)
+                if isinstance(content, TamperDetected):  # this file only: quarantined
+                    refused = Refused(
+                        ch.file_id, ch.rev, ch.seq, str(content), ch.device_id, ch.author_name
+                    )
+                    self._quarantine_heads({path: refused}, report)
+                    self.index.complete(op_id)
+                    work = True
+                    continue
                 if path not in local and isinstance(content, bytes) and not self.case_insensitive:
                     plain.append((op_id, path, ch, content))
                     continue
@@ -156,7 +164,7 @@ class ApplyMixin:
 
     def _prefetched(
         self, groups: list[list[RemoteChange]]
-    ) -> Iterator[tuple[list[RemoteChange], dict[str, bytes | Path]]]:
+    ) -> Iterator[tuple[list[RemoteChange], dict[str, bytes | Path | TamperDetected]]]:
         """Each group with its verified contents; the next group downloads while the caller
         writes this one (a tampered group raises before anything of it is written)."""
         if not groups:
@@ -184,15 +192,34 @@ class ApplyMixin:
             groups.append(cur)
         return groups
 
-    def _fetch_group(self, group: list[RemoteChange]) -> dict[str, bytes | Path]:
+    def _fetch_group(
+        self, group: list[RemoteChange]
+    ) -> dict[str, bytes | Path | TamperDetected]:
         """Verified contents by SHA-256: bytes for small files, a verified partial file for
-        large ones (resumable: chunks already downloaded are kept across crashes)."""
+        large ones (resumable: chunks already downloaded are kept across crashes).
+
+        A blob that fails verification costs its own file only: the batch is fetched again file
+        by file and each file that still fails maps to its `TamperDetected` error.
+        """
         small = [ch.meta for ch in group if len(ch.meta.chunks) <= 1]
-        out: dict[str, bytes | Path] = dict(self.remote.fetch(small))
+        out: dict[str, bytes | Path | TamperDetected] = {}
+        try:
+            out.update(self.remote.fetch(small))
+        except TamperDetected:
+            for meta in small:
+                if meta.deleted or meta.sha256 in out:
+                    continue
+                try:
+                    out[meta.sha256] = self.remote.fetch_one(meta)
+                except TamperDetected as exc:
+                    out[meta.sha256] = exc
         for ch in group:
             meta = ch.meta
             if len(meta.chunks) > 1 and meta.sha256 not in out:
-                out[meta.sha256] = self._fetch_large(meta)
+                try:
+                    out[meta.sha256] = self._fetch_large(meta)
+                except TamperDetected as exc:
+                    out[meta.sha256] = exc
         return out
 
     def _fetch_large(self, meta: FileMeta) -> Path:
@@ -284,7 +311,7 @@ class ApplyMixin:
                 entries.append(
                     Entry(
                         path, "", 0, 0, 0, rev=ch.rev, file_id=ch.file_id, deleted=True,
-                        device=meta.device_name, device_kind=meta.device_kind,
+                        device=ch.author_name, device_kind=ch.author_kind,
                     )
                 )  # fmt: skip
                 bases.append((path, None))
@@ -295,8 +322,8 @@ class ApplyMixin:
             entries.append(
                 Entry(
                     path, meta.sha256, meta.size, state.mtime_ns, state.inode, rev=ch.rev,
-                    file_id=ch.file_id, is_text=text, device=meta.device_name,
-                    device_kind=meta.device_kind,
+                    file_id=ch.file_id, is_text=text, device=ch.author_name,
+                    device_kind=ch.author_kind,
                 )
             )  # fmt: skip
             bases.append((path, content if text else None))
@@ -355,8 +382,8 @@ class ApplyMixin:
                 self.index.put(
                     Entry(
                         new, meta.sha256, meta.size, state.mtime_ns, state.inode, rev=ch.rev,
-                        file_id=ch.file_id, is_text=old_entry.is_text, device=meta.device_name,
-                        device_kind=meta.device_kind,
+                        file_id=ch.file_id, is_text=old_entry.is_text, device=ch.author_name,
+                        device_kind=ch.author_kind,
                     )
                 )  # fmt: skip
                 self.index.complete(new_op)
@@ -443,7 +470,7 @@ class ApplyMixin:
         self._record_remote(path, ch, FileState(ch.meta.size, 0, 0, ch.meta.sha256), None, op_id)
         msg = f"{path}: its name differs only by case from {other}; saved as {copy!r}"
         report.conflicts.append(
-            ConflictInfo(path, copy, self.name, ch.meta.device_name, "case_collision", msg)
+            ConflictInfo(path, copy, self.name, ch.author_name, "case_collision", msg)
         )
         log.info("%s", msg)
 
@@ -479,9 +506,7 @@ class ApplyMixin:
         res = resolve(
             path,
             Version(local_data, self.name, self.kind),
-            Version(
-                remote_data, meta.device_name or "another device", device_kind(meta.device_kind)
-            ),
+            Version(remote_data, ch.author_name, ch.author_kind),
             base,
             when=datetime.now(),
             taken=self._taken,
@@ -508,7 +533,7 @@ class ApplyMixin:
                 ConflictInfo(
                     path=path,
                     copy=res.copy.path,
-                    kept=self.name if res.outcome.value == "local_wins" else meta.device_name,
+                    kept=self.name if res.outcome.value == "local_wins" else ch.author_name,
                     moved=res.copy.device_name,
                     outcome=res.outcome.value,
                     message=res.message,

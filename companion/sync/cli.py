@@ -20,6 +20,7 @@ from companion.cli import AppContext, pass_app
 from companion.errors import CompanionError, InputError
 from companion.relay.errors import RelayUnreachable
 from companion.sync.guard import MassDeleteRefused
+from companion.textsafe import shown
 
 EXIT_MASS_DELETE = 3
 EXIT_LOCKED = 4
@@ -95,7 +96,13 @@ def _print_report(report: Any) -> None:
     for path in report.kept_edits:
         click.echo(f"kept edit: {path} was deleted elsewhere but edited here or there; kept")
     for msg in report.skipped:
-        click.echo(f"skipped: {msg}", err=True)
+        click.echo(f"skipped: {shown(msg)}", err=True)
+    for path in report.held:
+        click.echo(f"held for your approval: {shown(path)} (companion held list)")
+    for name in report.quarantined:
+        click.echo(f"quarantined: {shown(name)} (companion quarantine list)", err=True)
+    for path in report.waiting:
+        click.echo(f"waiting for your decision: local change to {shown(path)} not sent")
 
 
 # ------------------------------------------------------------------------------------ init
@@ -209,10 +216,20 @@ def sync(app: AppContext, vault: Path | None, allow_mass_delete: bool, as_json: 
         except Exception as exc:
             _round_errors(exc)
             raise
+        quarantined = engine.quarantined()
     if as_json:
-        click.echo(json.dumps(report.summary(), indent=2, sort_keys=True))
+        summary = report.summary()
+        summary["quarantined_files"] = [q.path or q.file_id for q in quarantined]
+        click.echo(json.dumps(summary, indent=2, sort_keys=True))
     else:
         _print_report(report)
+    if quarantined:
+        names = ", ".join(shown(q.path or f"id {q.file_id[:12]}") for q in quarantined[:3])
+        more = f" and {len(quarantined) - 3} more" if len(quarantined) > 3 else ""
+        raise CompanionError(
+            f"synced, except {len(quarantined)} quarantined file(s) whose newest record cannot "
+            f"be opened: {names}{more} (see `companion quarantine list`)"
+        )
     if not report.converged:
         raise NotConverged(
             f"changes still pending after {report.passes} passes "
@@ -302,10 +319,18 @@ def status(app: AppContext, vault: Path | None, as_json: bool, offline: bool) ->
     daemon = data["daemon"]
     running = f"running (pid {daemon.get('pid')}: {daemon.get('command')})" if daemon else ""
     click.echo("daemon:     " + (running or "not running"))
+    if data["held"]:
+        click.echo(f"held for your approval ({len(data['held'])}, `companion held list`):")
+        for h in data["held"][:10]:
+            click.echo(f"  {shown(h['path'])}: {h['reason']} (from {shown(h['author'] or '?')})")
+    if data["quarantined"]:
+        click.echo(f"quarantined ({len(data['quarantined'])}, `companion quarantine list`):")
+        for q in data["quarantined"][:10]:
+            click.echo(f"  {shown(q['path'] or 'unknown file ' + q['file_id'][:12])}")
     if data["conflicts"]:
         click.echo(f"conflicts ({len(data['conflicts'])} recent):")
         for c in data["conflicts"][-10:]:
-            click.echo(f"  {c.get('message') or c.get('path')}")
+            click.echo(f"  {shown(c.get('message') or c.get('path') or '')}")
     if data["errors"]:
         last = data["errors"][-1]
         click.echo(f"last error: {_when(last.get('time'))}: {last.get('message')}")
@@ -337,21 +362,34 @@ def history(app: AppContext, vault: Path, path: str, as_json: bool) -> None:
     if not rows:
         raise InputError(f"the relay has no revisions of {rel!r}")
     for r in rows:
+        if r.get("refused"):
+            click.echo(f"rev {r['rev']:>4}  refused: {shown(r['refused'])}")
+            continue
         what = "deleted" if r["deleted"] else f"{r['size']} bytes"
         if r["rename_from"]:
-            what += f", renamed from {r['rename_from']}"
+            what += f", renamed from {shown(r['rename_from'])}"
         when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(r["time"])) if r["time"] else "?"
-        click.echo(f"rev {r['rev']:>4}  {when}  {r['device']} ({r['kind']})  {what}")
+        if r["time_source"] == "relay":
+            when += " (relay's clock)"
+        click.echo(f"rev {r['rev']:>4}  {when}  {shown(r['device'])} ({r['kind']})  {what}")
 
 
 def _history_row(ch: Any) -> dict[str, Any]:
+    """One revision. The time is the one sealed by the writing device (the relay's own
+    `committed_at` is unauthenticated: it is used only for records that carry no sealed
+    time, and marked so). Device and kind are the verified author."""
+    from companion.sync.remote import Refused
+
+    if isinstance(ch, Refused):
+        return {"rev": ch.rev, "refused": ch.reason, "device": ch.device_name or ""}
     m = ch.meta
-    ts = ch.committed_at or ((m.recorded_ns or 0) / 1e9) or None
+    sealed = (m.recorded_ns / 1e9) if m.recorded_ns else None
     return {
         "rev": ch.rev,
-        "time": ts,
-        "device": m.device_name,
-        "kind": m.device_kind,
+        "time": sealed or ch.committed_at,
+        "time_source": "sealed" if sealed else "relay",
+        "device": ch.author_name,
+        "kind": ch.author_kind,
         "size": m.size,
         "deleted": m.deleted,
         "sha256": m.sha256,

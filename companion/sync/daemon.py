@@ -29,14 +29,17 @@ from companion.errors import CompanionError
 from companion.logs import get_logger
 from companion.relay.errors import AuthError, RelayError, RelayUnreachable
 from companion.secrets.watch import ChangeScanner
+from companion.sync.device import vault_dir
 from companion.sync.engine import SyncEngine
 from companion.sync.guard import MassDeleteRefused
 from companion.sync.model import RoundReport
+from companion.sync.wake import WakeFile
 from companion.sync.watcher import Batch, Watcher
 
 log = get_logger("sync.daemon")
 
 POLL_WAIT_S = 25.0
+WAKE_CHECK_S = 2.0  # how often an idle daemon looks at the wake file (`sync/wake.py`)
 
 
 class Backoff:
@@ -88,6 +91,7 @@ class Daemon:
         self.rounds = 0
         self.fatal: str | None = None
         self.ready = threading.Event()  # set after the first round (tests, the desktop app)
+        self.wake_file = WakeFile(vault_dir(engine.paths, engine.root))
         self.secret_scanner = ChangeScanner(
             engine.root, engine.paths.state_dir, engine.config.get("secrets", "allowlist")
         )
@@ -159,6 +163,8 @@ class Daemon:
         with self._cond:
             while not self._stop.is_set():
                 now = time.monotonic()
+                if self.wake_file.requested():  # another process recorded a decision
+                    self._full = True
                 retry_due = self._retry_at is not None and now >= self._retry_at
                 if (self._paths or self._full or self._remote) and (
                     self._retry_at is None or retry_due
@@ -167,8 +173,10 @@ class Daemon:
                 if retry_due:  # nothing queued but a retry is due: do a full round
                     self._full = True
                     break
-                timeout = None if self._retry_at is None else max(0.0, self._retry_at - now)
-                self._cond.wait(timeout if timeout is not None else 5.0)
+                timeout = WAKE_CHECK_S
+                if self._retry_at is not None:
+                    timeout = min(timeout, max(0.0, self._retry_at - now))
+                self._cond.wait(timeout)
             if self._stop.is_set():
                 return None
             full, paths = self._full, set(self._paths)

@@ -36,7 +36,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
 
@@ -45,7 +45,7 @@ from companion.errors import CompanionError, InputError
 from companion.logs import get_logger
 from companion.paths import DevicePaths
 from companion.relay.client import RelayClient
-from companion.relay.errors import AuthError, RelayUnreachable
+from companion.relay.errors import AuthError, ConflictError, RelayUnreachable
 from companion.secrets.store import SecretStore, open_store
 from companion.sync import status as st
 from companion.sync.apply import ApplyMixin
@@ -60,18 +60,20 @@ from companion.sync.filestate import (
     stat_key,
 )
 from companion.sync.guard import MassDeleteRefused
+from companion.sync.holds import policy_from_config
 from companion.sync.ignore import IgnoreRules
-from companion.sync.index import Entry, SyncIndex
+from companion.sync.index import Entry, HeldRow, QuarantineRow, SyncIndex
 from companion.sync.model import ConflictInfo, Local, RoundReport, device_kind
 from companion.sync.pathsafe import UnsafePath, is_case_insensitive_fs, normalize, resolve_inside
 from companion.sync.push import PushMixin
-from companion.sync.remote import RemoteChange, RemoteVault
+from companion.sync.remote import HUMAN, Refused, RemoteChange, RemoteVault
 from companion.sync.scanner import DEFAULT_SETTLE_NS, ChangeKind, scan
 
 log = get_logger("sync.engine")
 
 INBOX = "remote"
 MAX_PASSES = 10
+QUARANTINE_RETRIES = 50  # quarantined files asked for again per round
 META_CURSOR = "cursor"
 META_IGNORE = "ignore_hash"
 
@@ -134,6 +136,7 @@ class SyncEngine(ApplyMixin, PushMixin):
         self.on_local_write: Callable[[str, FileState | None], None] | None = None
         self.name = self.device.device_name
         self.kind = device_kind(self.device.kind)
+        self.holds = policy_from_config(config, self.kind)
         self._executor: ThreadPoolExecutor | None = None
         self._verified: dict[str, RemoteChange] = {}  # opened by this pull, queued in the inbox
 
@@ -195,6 +198,10 @@ class SyncEngine(ApplyMixin, PushMixin):
         try:
             self._check_ignore_rules()
             scope = None if paths is None else set(paths)
+            decided = self._carry_out_decisions(report)
+            decided |= self._retry_quarantined(report)
+            if scope is not None:
+                scope |= decided
             for _ in range(max_passes):
                 if self.stop_event.is_set():
                     report.stopped = True
@@ -262,6 +269,8 @@ class SyncEngine(ApplyMixin, PushMixin):
             "online": True,
             "last_round": report.summary(),
             "pending": {"upload": report.pending_upload, "download": report.pending_download},
+            "held": [held_view(r) for r in self.index.held()],
+            "quarantined": [quarantine_view(r) for r in self.index.quarantined()],
         }
         if report.converged:
             changes["last_sync"] = now
@@ -308,6 +317,7 @@ class SyncEngine(ApplyMixin, PushMixin):
         work = self._apply_inbox(inbox, local, unstable, report, touched)
         if self.stop_event.is_set():
             return work, touched
+        self._keep_back_blocked(local, report)
         pushed = self._push(local, allow_mass_delete, report, touched)
         waiting = bool(self._inbox_ops())  # deferred remote changes: another pass
         if unstable:
@@ -340,11 +350,23 @@ class SyncEngine(ApplyMixin, PushMixin):
                     out[path] = best
             return out
 
-        pulled = self.remote.pull(since, seen)
+        try:
+            pulled = self.remote.pull(since, seen)
+        except ConflictError as exc:
+            if exc.code != "since_ahead":
+                raise
+            pulled = self._resync_restored_relay(report)
+            since = -1  # the cursor is rewritten below
+            queued.clear()
+            known.clear()
+            seen([ch.path for ch in pulled.changes])  # reload what the index now says
         newest: dict[str, RemoteChange] = {}
         for ch in pulled.changes:
             newest[ch.file_id] = ch
         todo: dict[str, dict[str, Any]] = {}  # path -> payload; a later record of a path wins
+        held: dict[str, HeldRow] = {}
+        held_before = {row.path for row in self.index.held()}
+        now = time.time_ns()
         for ch in newest.values():
             path = self._safe_path(ch, report)
             if path is None:
@@ -357,14 +379,203 @@ class SyncEngine(ApplyMixin, PushMixin):
             if self.ignore.is_ignored(path):
                 continue
             todo.pop(path, None)
+            reason = self.holds.reason(ch)
+            if reason is not None:  # an agent's plugin, setting or executable: the person decides
+                held[path] = HeldRow(
+                    path, ch.file_id, ch.rev, ch.to_payload(), reason, ch.author_name, now
+                )
+                continue
+            held.pop(path, None)
             todo[path] = ch.to_payload()
             self._verified[path] = ch
             queued[path] = ch.rev
+        healed = [ch.file_id for ch in newest.values()]
+        refused = self._quarantine_rows(pulled.refused)
         with self.index.transaction():
             self.index.enqueue_many(INBOX, todo.items(), replace=True)
+            self.index.hold(held.values())
+            self.index.release_held(held_before & set(todo))
+            self.index.release_quarantine(healed)
+            fresh = self.index.quarantine(refused)
             if pulled.seq != since:
                 self.index.set_meta(META_CURSOR, str(pulled.seq))
+        self._report_held(report, held.values())
+        self._report_quarantined(report, fresh)
         return len(todo)
+
+    def _resync_restored_relay(self, report: RoundReport) -> Any:
+        """The relay says its sequence is behind this device's cursor: it was reset or restored
+        from a backup, and lost what was committed since. Start its feed from zero and re-offer
+        everything it lost: every file whose newest revision there is older than the one this
+        device synced (or absent) is marked as a local change on top of what the relay has,
+        so the next push restores it. Nothing older than what this device holds is applied, so
+        a relay faking a restore cannot roll a file back either; the versions it kept stay in
+        its history.
+        """
+        from companion.sync.decisions import _take_over
+
+        pulled = self.remote.pull(0, lambda _paths: {})  # the replay check cannot hold here
+        heads: dict[str, RemoteChange] = {}
+        for ch in pulled.changes:
+            with contextlib.suppress(UnsafePath):
+                heads[normalize(ch.path)] = ch
+        reoffered = 0
+        with self.index.transaction():
+            for entry in list(self.index.iter_entries(include_deleted=True)):
+                ch = heads.get(entry.path)
+                relay_rev = ch.rev if ch is not None else 0
+                if ch is not None and ch.rev > entry.rev:
+                    continue  # newer than anything this device saw: applied as usual
+                same = ch is not None and not ch.deleted and not entry.deleted and (
+                    ch.meta.sha256 == entry.sha256
+                )
+                gone = ch is None or ch.deleted
+                if same or (entry.deleted and gone):
+                    if relay_rev != entry.rev:
+                        self.index.put(replace(entry, rev=relay_rev))
+                    continue
+                # the relay lost this device's version: commit it again on top of what is there
+                _take_over(self.index, entry.path, entry.file_id or self.remote.file_id(
+                    entry.path), relay_rev, "", False)  # fmt: skip
+                reoffered += 1
+            self.index.set_meta(META_CURSOR, "0")
+        report.relay_restored = True
+        msg = (
+            f"the relay was reset or restored from a backup (its sequence is behind this "
+            f"device's); {reoffered} file(s) it lost are offered again"
+        )
+        log.warning("%s", msg)
+        self.status.add_error("relay_restored", msg)
+        return pulled
+
+    # ------------------------------------------------------------------ held and quarantined
+
+    def _quarantine_rows(self, refused: Iterable[Refused]) -> list[QuarantineRow]:
+        refused = list(refused)
+        if not refused:
+            return []
+        paths = self.index.paths_for_file_ids(r.file_id for r in refused)
+        now = time.time_ns()
+        return [
+            QuarantineRow(
+                r.file_id, r.rev, paths.get(r.file_id, ""), r.reason, r.device_name or "", now
+            )
+            for r in refused
+        ]
+
+    def quarantine_files(self, refused: Iterable[Refused], report: RoundReport) -> None:
+        """Record files whose newest record cannot be opened; each is reported once."""
+        fresh = self.index.quarantine(self._quarantine_rows(refused))
+        self._report_quarantined(report, fresh)
+
+    def _retry_quarantined(self, report: RoundReport) -> set[str]:
+        """Once per round, ask the relay again for the head of each quarantined file: a record
+        damaged in transit, or a file since superseded, heals on its own. Bounded per round."""
+        touched: set[str] = set()
+        rows = [r for r in self.index.quarantined() if not r.decision][:QUARANTINE_RETRIES]
+        for row in rows:
+            rec = self.client.head(row.file_id)
+            if rec is None:
+                # the relay holds no such file: its change feed listed one that is not there,
+                # so read the feed again from the start (known revisions are skipped)
+                self.index.release_quarantine([row.file_id])
+                self.index.set_meta(META_CURSOR, "0")
+                continue
+            ch = self.remote.try_open(rec)
+            if isinstance(ch, Refused):
+                if ch.rev != row.rev:
+                    self.quarantine_files([ch], report)
+                continue
+            if ch.file_id != row.file_id:
+                continue
+            path = self._safe_path(ch, report)
+            if path is None:
+                continue
+            if not ch.deleted and ch.rev == row.rev:
+                try:  # the record opens: was it one of its blobs that did not?
+                    self.remote.fetch([ch.meta])
+                except TamperDetected:
+                    continue
+            self.index.release_quarantine([row.file_id])
+            entry = self.index.get(path)
+            if entry is not None and ch.rev <= entry.rev:
+                continue
+            self._admit_head(path, ch, report)
+            touched.add(path)
+            log.info("%s is readable again (rev %d): out of quarantine", path, ch.rev)
+        return touched
+
+    def _report_held(self, report: RoundReport, rows: Iterable[HeldRow]) -> None:
+        for row in rows:
+            report.held.append(row.path)
+            log.warning(
+                "held for your approval: %s from %s %s (companion held list)",
+                row.path, row.author or "an agent device", row.reason,
+            )  # fmt: skip
+
+    def _report_quarantined(self, report: RoundReport, rows: Iterable[QuarantineRow]) -> None:
+        rows = list(rows)
+        if rows:
+            self.status.add_error(
+                "quarantine",
+                f"{len(rows)} file(s) quarantined: their newest record from the relay cannot be "
+                "opened or verified (companion quarantine list)",
+            )
+        for row in rows:
+            what = row.path or f"a file unknown here (id {row.file_id[:12]})"
+            report.quarantined.append(row.path or row.file_id)
+            log.warning(
+                "quarantined %s: its newest record (rev %d) cannot be opened (%s); the rest of "
+                "the vault keeps syncing (companion quarantine list)",
+                what, row.rev, row.reason,
+            )  # fmt: skip
+
+    def _admit_head(self, path: str, head: RemoteChange, report: RoundReport) -> None:
+        """A head that beat our commit: into the inbox, or held like any pulled change."""
+        reason = self.holds.reason(head)
+        if reason is None:
+            self._enqueue(path, head)
+            return
+        row = HeldRow(
+            path, head.file_id, head.rev, head.to_payload(), reason, head.author_name,
+            time.time_ns(),
+        )  # fmt: skip
+        self.index.hold([row])
+        self._report_held(report, [row])
+
+    def _quarantine_heads(self, refused: dict[str, Refused], report: RoundReport) -> None:
+        now = time.time_ns()
+        rows = [
+            QuarantineRow(r.file_id, r.rev, path, r.reason, r.device_name or "", now)
+            for path, r in refused.items()
+        ]
+        self._report_quarantined(report, self.index.quarantine(rows))
+
+    def _keep_back_blocked(self, local: dict[str, Local], report: RoundReport) -> None:
+        """Local changes to a held or quarantined file wait for the person's decision: pushing
+        them would only meet the head this device refuses to open or apply."""
+        blocked = {row.path for row in self.index.held()}
+        blocked |= {row.path for row in self.index.quarantined() if row.path}
+        for path in blocked & set(local):
+            lc = local.pop(path)
+            if lc.rename_to:  # the other half of a rename goes as a plain creation
+                other = local.get(lc.rename_to)
+                if other is not None:
+                    local[lc.rename_to] = Local(other.kind, other.path, other.state, other.is_text)
+            report.waiting.append(path)
+
+    def held_changes(self) -> list[HeldRow]:
+        return self.index.held()
+
+    def quarantined(self) -> list[QuarantineRow]:
+        return self.index.quarantined()
+
+    def _carry_out_decisions(self, report: RoundReport) -> set[str]:
+        """Carry out the person's decisions on held and quarantined files (recorded by
+        `companion held` / `companion quarantine`, or the desktop app); returns the paths."""
+        from companion.sync.decisions import carry_out
+
+        return carry_out(self.index, self.remote, self.kind, INBOX, report)
 
     def _safe_path(self, ch: RemoteChange, report: RoundReport) -> str | None:
         try:
@@ -436,8 +647,9 @@ class SyncEngine(ApplyMixin, PushMixin):
 
     # ------------------------------------------------------------------ history and restore
 
-    def history(self, rel: str) -> list[RemoteChange]:
-        """Revisions of `rel` the relay still keeps, newest first, verified."""
+    def history(self, rel: str) -> list[RemoteChange | Refused]:
+        """Revisions of `rel` the relay still keeps, newest first, verified (a revision that
+        fails verification comes back as `Refused`)."""
         return self.remote.history(normalize(rel))
 
     def restore(self, rel: str, rev: int) -> RoundReport:
@@ -465,4 +677,27 @@ class SyncEngine(ApplyMixin, PushMixin):
         return self.round(paths=[rel])
 
 
-__all__ = ["ConflictInfo", "Local", "NotConverged", "RoundReport", "SyncEngine"]
+def held_view(row: HeldRow) -> dict[str, Any]:
+    return {
+        "path": row.path,
+        "rev": row.rev,
+        "reason": row.reason,
+        "author": row.author,
+        "since": row.since_ns / 1e9,
+        "decision": row.decision,
+    }
+
+
+def quarantine_view(row: QuarantineRow) -> dict[str, Any]:
+    return {
+        "path": row.path,
+        "file_id": row.file_id,
+        "rev": row.rev,
+        "reason": row.reason,
+        "author": row.author,
+        "since": row.since_ns / 1e9,
+        "decision": row.decision,
+    }
+
+
+__all__ = ["HUMAN", "ConflictInfo", "Local", "NotConverged", "RoundReport", "SyncEngine"]

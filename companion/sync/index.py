@@ -68,6 +68,25 @@ CREATE TABLE IF NOT EXISTS outbox (
     last_error TEXT NOT NULL DEFAULT ''
 );
 CREATE INDEX IF NOT EXISTS outbox_path ON outbox(path);
+CREATE TABLE IF NOT EXISTS held (
+    path     TEXT PRIMARY KEY,
+    file_id  TEXT NOT NULL,
+    rev      INTEGER NOT NULL,
+    payload  TEXT NOT NULL,
+    reason   TEXT NOT NULL,
+    author   TEXT NOT NULL DEFAULT '',
+    since_ns INTEGER NOT NULL,
+    decision TEXT NOT NULL DEFAULT ''
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS quarantine (
+    file_id  TEXT PRIMARY KEY,
+    rev      INTEGER NOT NULL,
+    path     TEXT NOT NULL DEFAULT '',
+    reason   TEXT NOT NULL,
+    author   TEXT NOT NULL DEFAULT '',
+    since_ns INTEGER NOT NULL,
+    decision TEXT NOT NULL DEFAULT ''
+) WITHOUT ROWID;
 """
 
 _COLS = (
@@ -111,6 +130,33 @@ class Entry:
 
     def stat_key(self) -> tuple[int, int, int]:
         return (self.mtime_ns, self.size, self.inode)
+
+
+@dataclass(frozen=True, slots=True)
+class HeldRow:
+    """A remote change kept out of the vault until the person decides (see `sync/holds.py`)."""
+
+    path: str
+    file_id: str
+    rev: int
+    payload: dict[str, Any]
+    reason: str
+    author: str
+    since_ns: int
+    decision: str = ""  # "", "accept" or "refuse": recorded by the CLI, carried out by a round
+
+
+@dataclass(frozen=True, slots=True)
+class QuarantineRow:
+    """A file whose newest record on the relay could not be opened or verified."""
+
+    file_id: str
+    rev: int
+    path: str  # "" when this device does not know the file
+    reason: str
+    author: str
+    since_ns: int
+    decision: str = ""  # "", "supersede" or "dismiss"
 
 
 @dataclass(frozen=True, slots=True)
@@ -459,6 +505,97 @@ class SyncIndex:
     def complete_many(self, op_ids: Iterable[int]) -> None:
         with self.transaction():
             self._db.executemany("DELETE FROM outbox WHERE id=?", [(i,) for i in op_ids])
+
+    # ------------------------------------------------------------------ held and quarantined
+
+    def hold(self, rows: Iterable[HeldRow]) -> None:
+        """Keep these remote changes out of the vault (a newer hold of a path replaces it)."""
+        with self.transaction():
+            self._db.executemany(
+                "INSERT OR REPLACE INTO held (path, file_id, rev, payload, reason, author, "
+                "since_ns, decision) VALUES (?, ?, ?, ?, ?, ?, ?, '')",
+                [
+                    (r.path, r.file_id, r.rev, json.dumps(r.payload, sort_keys=True), r.reason,
+                     r.author, r.since_ns)
+                    for r in rows
+                ],
+            )  # fmt: skip
+
+    def held(self) -> list[HeldRow]:
+        with self._lock:
+            rows = self._db.execute(
+                "SELECT path, file_id, rev, payload, reason, author, since_ns, decision "
+                "FROM held ORDER BY path"
+            ).fetchall()
+        return [HeldRow(r[0], r[1], r[2], json.loads(r[3]), *r[4:]) for r in rows]
+
+    def decide_held(self, path: str, decision: str) -> bool:
+        """Record the person's decision on a held change; False when nothing is held there."""
+        with self.transaction():
+            cur = self._db.execute("UPDATE held SET decision=? WHERE path=?", (decision, path))
+            return cur.rowcount > 0
+
+    def release_held(self, paths: Iterable[str]) -> None:
+        with self.transaction():
+            self._db.executemany("DELETE FROM held WHERE path=?", [(p,) for p in paths])
+
+    def quarantine(self, rows: Iterable[QuarantineRow]) -> list[QuarantineRow]:
+        """Record unreadable files; returns those not already recorded at that revision (the
+        ones to report: each is reported once)."""
+        new = []
+        with self.transaction():
+            for r in rows:
+                old = self._db.execute(
+                    "SELECT rev, path FROM quarantine WHERE file_id=?", (r.file_id,)
+                ).fetchone()
+                if old is not None and old[0] == r.rev:
+                    if r.path and not old[1]:
+                        self._db.execute(
+                            "UPDATE quarantine SET path=? WHERE file_id=?", (r.path, r.file_id)
+                        )
+                    continue
+                self._db.execute(
+                    "INSERT OR REPLACE INTO quarantine (file_id, rev, path, reason, author, "
+                    "since_ns, decision) VALUES (?, ?, ?, ?, ?, ?, '')",
+                    (r.file_id, r.rev, r.path, r.reason, r.author, r.since_ns),
+                )
+                new.append(r)
+        return new
+
+    def quarantined(self) -> list[QuarantineRow]:
+        with self._lock:
+            rows = self._db.execute(
+                "SELECT file_id, rev, path, reason, author, since_ns, decision FROM quarantine "
+                "ORDER BY path, file_id"
+            ).fetchall()
+        return [QuarantineRow(*r) for r in rows]
+
+    def decide_quarantine(self, file_id: str, decision: str, path: str = "") -> bool:
+        with self.transaction():
+            cur = self._db.execute(
+                "UPDATE quarantine SET decision=?, path=CASE WHEN ?='' THEN path ELSE ? END "
+                "WHERE file_id=?",
+                (decision, path, path, file_id),
+            )
+            return cur.rowcount > 0
+
+    def release_quarantine(self, file_ids: Iterable[str]) -> None:
+        with self.transaction():
+            self._db.executemany("DELETE FROM quarantine WHERE file_id=?", [(f,) for f in file_ids])
+
+    def paths_for_file_ids(self, file_ids: Iterable[str]) -> dict[str, str]:
+        """file id -> path, for the files this index knows."""
+        ids = list(dict.fromkeys(file_ids))
+        out: dict[str, str] = {}
+        with self._lock:
+            for i in range(0, len(ids), _SQL_CHUNK):
+                part = ids[i : i + _SQL_CHUNK]
+                marks = ",".join("?" * len(part))
+                for path, fid in self._db.execute(
+                    f"SELECT path, file_id FROM files WHERE file_id IN ({marks})", part
+                ):
+                    out[fid] = path
+        return out
 
     def record_failure(self, op_id: int, error: str) -> None:
         with self.transaction():

@@ -1,25 +1,30 @@
 """`companion init`: join a vault on a relay and unlock (or create) its encryption key.
 
-1. Redeem the one-time invite: the relay returns this device's bearer token, which goes into
-   the secret store at once, and the device state is saved (``key_ready = False``).
-2. If the relay holds no wrapped key yet, this device creates the vault key, wraps it with the
-   passphrase (Argon2id) and uploads the wrapped key (compare-and-swap: if another device won
-   the race, its key is unwrapped instead). Otherwise the wrapped key is fetched and unwrapped.
-3. The vault key goes into the secret store; the state is saved with ``key_ready = True``.
-
-A wrong passphrase stops at step 2 with the token kept, so running `init` again for the same
-folder asks for the passphrase again without needing a new invite.
+1. Redeem the one-time invite: the relay returns this device's bearer token and its kind (fixed
+   by the invite). The token stays in memory: nothing is stored yet.
+2. If the relay holds no wrapped key yet and lists no other device in the vault, this device
+   creates the vault key, wraps it with a new passphrase (which must pass
+   `crypto.passphrase.check_new_passphrase`) and uploads the wrapped key (compare-and-swap: if
+   another device won the race, its key is unwrapped instead). A relay that lists other devices
+   but no key is hiding it (or the first device is still joining): after a short wait this device
+   refuses to create a second vault key. Otherwise the wrapped key is fetched and unwrapped with
+   the passphrase (or a recovery key is checked against the vault's records).
+3. Only now are the token and the vault key stored in the secret store, and the device state
+   saved. If the key does not unlock, the device leaves the vault (its token is revoked on the
+   relay), so a device that never held the key never keeps a working token; the person asks for
+   a new invite and runs `init` again.
 
 The passphrase comes from `COMPANION_PASSPHRASE_FILE` (a file only its owner can read: one
 readable by group or others is refused), then from the secret store entry
 ``vault-passphrase-<vault id>`` or ``vault-passphrase``, then from a prompt when a terminal is
-attached.
+attached. Whether one of them is there is checked before the invite is redeemed.
 """
 
 from __future__ import annotations
 
 import os
 import sys
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,12 +33,15 @@ import click
 
 from companion.crypto import (
     DEFAULT_KDF_PARAMS,
+    BadRecoveryKey,
     KdfParams,
+    TamperDetected,
     VaultKey,
     WrongPassphrase,
     unwrap_vault_key,
     wrap_vault_key,
 )
+from companion.crypto.passphrase import check_new_passphrase
 from companion.errors import CompanionError, InputError
 from companion.logs import get_logger, register_secret
 from companion.paths import DevicePaths
@@ -43,11 +51,12 @@ from companion.secrets.fsutil import read_owner_only
 from companion.secrets.store import SecretStore
 from companion.sync.conflicts import KINDS
 from companion.sync.device import DeviceState
+from companion.testmode import WEAK_KDF_ENV, escape_hatch
+from companion.textsafe import display_name_problem, shown
 
 log = get_logger("sync.join")
 
 PASSPHRASE_ENV = "COMPANION_PASSPHRASE_FILE"
-WEAK_KDF_ENV = "COMPANION_TEST_WEAK_KDF"
 # Cheapest parameters `KdfParams.check` accepts. Only for test suites (dozens of devices).
 TEST_KDF_PARAMS = KdfParams(memory_kib=8 * 1024, iterations=1, lanes=1)
 MAX_PROMPTS = 3
@@ -65,7 +74,8 @@ class JoinResult:
 
 
 def kdf_params() -> KdfParams:
-    if os.environ.get(WEAK_KDF_ENV) == "1":
+    """The Argon2id parameters for a new wrap: the defaults, or (test suite only) the cheapest."""
+    if escape_hatch(WEAK_KDF_ENV):
         log.warning("%s=1: wrapping the vault key with weak test parameters", WEAK_KDF_ENV)
         return TEST_KDF_PARAMS
     return DEFAULT_KDF_PARAMS
@@ -87,30 +97,65 @@ def read_passphrase_file(path: str | os.PathLike[str]) -> str:
     return text
 
 
-def passphrase_source(
-    store: SecretStore | None, *, interactive: bool | None = None
-) -> Callable[[str, bool], str]:
-    """A function `(vault_id, creating) -> passphrase` trying file, secret store, then prompt."""
+class PassphraseSource:
+    """`(vault_id, creating) -> passphrase`, trying the file, the secret store, then a prompt.
 
-    def get(vault_id: str, creating: bool) -> str:
+    `check()` raises `PassphraseUnavailable` when none of them can answer, without reading
+    anything: `join_vault` calls it before redeeming the invite, so a missing passphrase never
+    costs an invite.
+    """
+
+    def __init__(self, store: SecretStore | None, *, interactive: bool | None = None) -> None:
+        self.store = store
+        self.interactive = interactive
+
+    def _tty(self) -> bool:
+        return sys.stdin.isatty() if self.interactive is None else self.interactive
+
+    def _stored(self, vault_id: str) -> str | None:
+        if self.store is None:
+            return None
+        for name in (f"vault-passphrase-{vault_id}", "vault-passphrase"):
+            try:
+                value = self.store.get(name)
+            except CompanionError as exc:
+                log.debug("no passphrase from the secret store: %s", exc)
+                return None
+            if value:
+                return value
+        return None
+
+    def check(self) -> None:
+        if os.environ.get(PASSPHRASE_ENV) or self._tty():
+            return
+        if self.store is not None and self._stored("") is not None:
+            return
+        try:
+            names = self.store.names() if self.store is not None else []
+        except CompanionError:
+            names = []
+        if any(str(n).startswith("vault-passphrase-") for n in names):
+            return
+        raise PassphraseUnavailable(
+            "no passphrase: set COMPANION_PASSPHRASE_FILE to an owner-only file holding it, "
+            "store it with `companion secrets set vault-passphrase`, or run in a terminal"
+        )
+
+    @property
+    def can_retry(self) -> bool:
+        """A prompt can be asked again; a file or stored passphrase would answer the same."""
+        return not os.environ.get(PASSPHRASE_ENV) and self._tty()
+
+    def __call__(self, vault_id: str, creating: bool) -> str:
         env = os.environ.get(PASSPHRASE_ENV)
         if env:
             return read_passphrase_file(env)
-        if store is not None:
-            for name in (f"vault-passphrase-{vault_id}", "vault-passphrase"):
-                try:
-                    value = store.get(name)
-                except CompanionError as exc:
-                    log.debug("no passphrase from the secret store: %s", exc)
-                    break
-                if value:
-                    return value
-        tty = sys.stdin.isatty() if interactive is None else interactive
-        if not tty:
-            raise PassphraseUnavailable(
-                "no passphrase: set COMPANION_PASSPHRASE_FILE to an owner-only file holding it, "
-                "store it with `companion secrets set vault-passphrase`, or run in a terminal"
-            )
+        stored = self._stored(vault_id)
+        if stored:
+            return stored
+        if not self._tty():
+            self.check()
+            raise PassphraseUnavailable("no passphrase")
         what = "a passphrase for the new vault" if creating else "the vault passphrase"
         value = click.prompt(
             f"Enter {what}", hide_input=True, confirmation_prompt=creating, err=True
@@ -118,7 +163,15 @@ def passphrase_source(
         register_secret(value)
         return str(value)
 
-    return get
+
+def passphrase_source(
+    store: SecretStore | None, *, interactive: bool | None = None
+) -> PassphraseSource:
+    return PassphraseSource(store, interactive=interactive)
+
+
+class KeyRefused(CompanionError):
+    """This device will not create a vault key: the relay lists other devices but no key."""
 
 
 def join_vault(
@@ -129,89 +182,196 @@ def join_vault(
     relay_url: str,
     invite: str | None,
     device_name: str,
-    kind: str,
+    kind: str | None,
     passphrase: Callable[[str, bool], str],
     ca_cert: str = "",
     kdf: KdfParams | None = None,
     client_factory: Callable[..., RelayClient] = RelayClient,
+    recovery: VaultKey | None = None,
+    insecure_http: bool = False,
 ) -> JoinResult:
-    """Join (or create) the vault and store the token and key. See the module docstring."""
-    if kind not in KINDS:
+    """Join (or create) the vault and store the token and key. See the module docstring.
+
+    `kind` is what this device expects to be; the invite decides, and a different expectation
+    is refused by the relay. With `recovery`, the vault key comes from a recovery key instead
+    of the passphrase (which is then only asked for when the vault has no wrapped key yet).
+    """
+    if kind is not None and kind not in KINDS:
         raise InputError(f"--kind must be human or agent, not {kind!r}")
+    problem = display_name_problem(device_name)
+    if problem:
+        raise InputError(problem)
     root = Path(os.path.realpath(vault_root))
     if root.exists() and not root.is_dir():
         raise InputError(f"{os.fspath(vault_root)!r} exists and is not a folder")
-    root.mkdir(parents=True, exist_ok=True)
+    check = getattr(passphrase, "check", None)
     resumed = False
     if DeviceState.exists(paths, root):
         state = DeviceState.load(paths, root)
         if state.key_ready:
             raise InputError(
-                f"{root} is already set up for sync (device {state.device_name!r} in vault "
-                f"{state.vault_id} via {state.relay_url}); run `companion sync {root}`"
+                f"{root} is already set up for sync (device {shown(state.device_name)!r} in "
+                f"vault {state.vault_id} via {state.relay_url}); run `companion sync {root}`"
             )
+        # a half-finished join saved by an older version (it stored the token first)
         resumed = True
+        token = state.load_token(store)
         client = client_factory(
-            state.relay_url, state.load_token(store), state.vault_id, verify=state.verify
-        )
+            state.relay_url, token, state.vault_id, verify=state.verify,
+            **_insecure(client_factory, insecure_http),
+        )  # fmt: skip
     else:
         if not invite:
             raise InputError("an invite code is needed (--invite): ask the relay's admin")
         if not relay_url:
             raise InputError("the relay URL is needed (--relay URL)")
-        client = client_factory(relay_url, verify=ca_cert or True)
+        if recovery is None and callable(check):
+            check()
+        client = client_factory(
+            relay_url, verify=ca_cert or True, **_insecure(client_factory, insecure_http)
+        )
         joined = client.join(invite.strip(), device_name, kind)
+        token = joined.token
+        register_secret(token)
         state = DeviceState(
             vault_root=str(root),
             relay_url=relay_url.rstrip("/"),
             vault_id=joined.vault_id,
             device_id=joined.device_id,
             device_name=device_name,
-            kind=kind,
+            kind=getattr(joined, "kind", None) or kind or "agent",
             ca_cert=ca_cert,
         )
-        state.store_token(store, joined.token)
-        state.save(paths)
-        log.info("joined vault %s as device %s (%s)", state.vault_id, state.device_id, kind)
+        log.info("joined vault %s as device %s (%s)", state.vault_id, state.device_id, state.kind)
     try:
-        key, created = _unlock(client, state.vault_id, passphrase, kdf or kdf_params())
+        try:
+            key, created = _unlock(
+                client, state, passphrase, kdf or kdf_params(), recovery=recovery
+            )
+        except BaseException as exc:
+            if not resumed:
+                _leave(client, state, exc)
+            raise
     finally:
         client.close()
+    root.mkdir(parents=True, exist_ok=True)
+    state.store_token(store, token)
     state.store_key(store, key)
     state.save(paths)
     return JoinResult(state, created, resumed)
 
 
+def _insecure(factory: Callable[..., RelayClient], insecure_http: bool) -> dict[str, bool]:
+    """Pass `insecure_http` only when asked (and only to clients that know it)."""
+    return {"insecure_http": True} if insecure_http else {}
+
+
+def _leave(client: RelayClient, state: DeviceState, exc: BaseException) -> None:
+    """The key did not unlock: revoke this device's own token, so it never keeps working."""
+    try:
+        client.leave()
+        log.info("left vault %s: %s", state.vault_id, type(exc).__name__)
+    except Exception as leave_exc:  # best effort: the admin can still revoke it
+        log.warning(
+            "could not revoke this device's token after a failed join (%s); ask the relay's "
+            "admin to revoke device %s", leave_exc, state.device_id,
+        )  # fmt: skip
+
+
+KEY_WAIT_S = 20.0  # how long a joining device waits for a first device to set the key
+KEY_POLL_S = 0.5
+
+
 def _unlock(
     client: RelayClient,
-    vault_id: str,
+    state: DeviceState,
     passphrase: Callable[[str, bool], str],
     params: KdfParams,
+    *,
+    recovery: VaultKey | None = None,
+    clock: Callable[[], float] = time.monotonic,
+    sleep: Callable[[float], None] = time.sleep,
 ) -> tuple[VaultKey, bool]:
+    vault_id = state.vault_id
     blob = client.get_key_blob()
     if blob is None:
+        blob = _wait_if_others(client, state, clock, sleep)
+    if blob is None:
         phrase = passphrase(vault_id, True)
-        key = VaultKey.generate()
+        check_new_passphrase(phrase, context=(vault_id, state.device_name))
+        key = recovery or VaultKey.generate()
         wrapped = wrap_vault_key(key, phrase, vault_id=vault_id, params=params)
         try:
             client.put_key_blob(wrapped, expected_absent=True)
-            return key, True
+            return key, recovery is None
         except ConflictError:  # another device created the key first: use theirs
             blob = client.get_key_blob()
             if blob is None:
                 raise CompanionError("the relay lost the vault key it just refused") from None
+    if recovery is not None:
+        check_recovery_key(client, vault_id, recovery)
+        return recovery, False
     last: WrongPassphrase | None = None
+    retry = bool(getattr(passphrase, "can_retry", False))
     for _ in range(MAX_PROMPTS):
         phrase = passphrase(vault_id, False)
         try:
             return unwrap_vault_key(blob, phrase, vault_id=vault_id), False
         except WrongPassphrase as exc:
             last = exc
-            if os.environ.get(PASSPHRASE_ENV) or not sys.stdin.isatty():
+            if not retry:
                 break  # the same source would give the same answer
             click.echo("That passphrase does not unlock this vault.", err=True)
     assert last is not None
     raise WrongPassphrase(
-        f"{last}. This device has joined; run the same `companion init` again (no new invite "
-        "is needed) with the right passphrase"
+        f"{last}. This device left the vault again (its token is revoked): ask for a new "
+        "invite and run `companion init` with the right passphrase"
+    )
+
+
+def _wait_if_others(
+    client: RelayClient,
+    state: DeviceState,
+    clock: Callable[[], float],
+    sleep: Callable[[float], None],
+) -> bytes | None:
+    """No key on the relay: fine for the vault's first device; with other devices listed, wait
+    briefly for theirs, then refuse to create a second key (a relay hiding the real one would
+    otherwise split the vault in two)."""
+    others = [
+        d for d in client.devices() if d.device_id != state.device_id and d.revoked is None
+    ]
+    if not others:
+        return None
+    deadline = clock() + KEY_WAIT_S
+    while clock() < deadline:
+        sleep(KEY_POLL_S)
+        blob = client.get_key_blob()
+        if blob is not None:
+            return blob
+    names = ", ".join(shown(d.name) for d in others[:3])
+    raise KeyRefused(
+        f"the relay lists {len(others)} other device(s) in this vault ({names}) but no vault "
+        "key: refusing to create a second key. Either the first device has not finished "
+        "joining (try again in a minute with a new invite) or the relay is hiding the key; "
+        "this device left the vault"
+    )
+
+
+def check_recovery_key(client: RelayClient, vault_id: str, key: VaultKey) -> None:
+    """Raise `BadRecoveryKey` unless `key` opens this vault's records (when it has any)."""
+    from companion.sync.remote import RemoteVault
+
+    page = client.changes_page(0, 0, limit=20)
+    if not page.records:
+        return  # nothing to check against: an empty vault loses nothing either way
+    remote = RemoteVault(client, key, vault_id)
+    for rec in page.records:
+        try:
+            remote.open(rec)
+            return
+        except TamperDetected:
+            continue
+    raise BadRecoveryKey(
+        "that recovery key does not open this vault's data: it belongs to another vault"
     )

@@ -42,6 +42,11 @@ class RoundReport:
     merged: list[str] = field(default_factory=list)
     kept_edits: list[str] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)
+    held: list[str] = field(default_factory=list)  # newly held for the person's approval
+    quarantined: list[str] = field(default_factory=list)  # newly quarantined (path or file id)
+    waiting: list[str] = field(default_factory=list)  # local changes kept back by a hold
+    decided: list[str] = field(default_factory=list)  # held/quarantined decisions carried out
+    relay_restored: bool = False  # the relay lost data (a restore): lost files were re-offered
     deferred: int = 0
     held_deletes: int = 0
     held_of: int = 0  # live files when the deletions were held

@@ -112,8 +112,10 @@ class PushMixin:
             for path, head in result.conflicts.items():
                 touched.add(path)
                 if head is not None:
-                    self._enqueue(path, head)
-        return bool(result.committed or result.conflicts)
+                    self._admit_head(path, head, report)
+        if result.refused_heads:
+            self._quarantine_heads(result.refused_heads, report)
+        return bool(result.committed or result.conflicts or result.refused_heads)
 
     def _prepare(self, c: Local, entry: Entry | None, small: dict[str, bytes]) -> Prepared | None:
         """Read a live file for upload (verifying it is still what the scan saw)."""

@@ -27,6 +27,7 @@ from companion.crypto import (
     RolledBack,
     TamperDetected,
     TamperedRecord,
+    UnsupportedVersion,
     VaultKey,
     assemble,
     blob_id,
@@ -48,9 +49,20 @@ DOWNLOAD_BATCH = 250  # blob ids per download batch
 DOWNLOAD_THREADS = 4  # batches in flight at once (the relay reads blobs in parallel)
 
 
+HUMAN = "human"
+AGENT = "agent"
+
+
 @dataclass(frozen=True)
 class RemoteChange:
-    """One verified revision of one file on the relay."""
+    """One verified revision of one file on the relay.
+
+    `author_kind` is who wrote it, as both the relay (the kind its invite fixed for the token
+    that committed it) and the sealed record agree; `open` refuses a record on which they
+    disagree. A relay that does not say (an older relay) leaves it unconfirmed, and an
+    unconfirmed author counts as an agent: a person's precedence is never granted on a claim
+    alone.
+    """
 
     path: str
     file_id: str
@@ -61,10 +73,20 @@ class RemoteChange:
     seq: int | None = None
     device_id: str | None = None
     committed_at: float | None = None
+    relay_kind: str | None = None  # the relay's record of the committing device
+    relay_name: str | None = None
 
     @property
     def deleted(self) -> bool:
         return self.meta.deleted
+
+    @property
+    def author_kind(self) -> str:
+        return HUMAN if self.relay_kind == HUMAN and self.meta.device_kind == HUMAN else AGENT
+
+    @property
+    def author_name(self) -> str:
+        return self.relay_name or self.meta.device_name or "another device"
 
     def to_payload(self) -> dict[str, object]:
         """JSON-able form for the engine's persistent inbox (still sealed: re-verified on use)."""
@@ -76,7 +98,25 @@ class RemoteChange:
             "seq": self.seq,
             "device_id": self.device_id,
             "committed_at": self.committed_at,
+            "device_kind": self.relay_kind,
+            "device_name": self.relay_name,
         }
+
+
+@dataclass(frozen=True)
+class Refused:
+    """A record this device could not open or verify: quarantined, never applied.
+
+    Only the relay's side of it is known (the path is sealed inside); the engine maps the file
+    id to a path when it knows the file.
+    """
+
+    file_id: str
+    rev: int
+    seq: int | None
+    reason: str
+    device_id: str | None = None
+    device_name: str | None = None
 
 
 @dataclass(frozen=True)
@@ -93,10 +133,12 @@ class Outgoing:
 
 @dataclass
 class PushResult:
-    """Per path: committed ``(rev, seq)``, or the verified head that beat us (None: no head)."""
+    """Per path: committed ``(rev, seq)``, or the verified head that beat us (None: no head),
+    or a head that beat us and cannot be opened (quarantined)."""
 
     committed: dict[str, tuple[int, int | None]] = field(default_factory=dict)
     conflicts: dict[str, RemoteChange | None] = field(default_factory=dict)
+    refused_heads: dict[str, Refused] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -104,6 +146,7 @@ class Pulled:
     changes: list[RemoteChange]  # every verified record, in relay order
     seq: int  # pass as `since` next time
     vault_seq: int
+    refused: list[Refused] = field(default_factory=list)  # the newest record of these files
 
 
 class RemoteVault:
@@ -123,12 +166,18 @@ class RemoteVault:
         return blob_id(self.key, chunk)
 
     def open(self, rec: Record) -> RemoteChange:
-        """Verify one record from the relay (`TamperedRecord` when it is not what it claims)."""
+        """Verify one record from the relay (`TamperedRecord` when it is not what it claims).
+
+        Besides the seal (vault, file id, revision, path), the sealed author must be the
+        device the relay says committed it: same device id, name and kind. An agent device
+        cannot pass for the person by what it seals, nor the relay by what it says.
+        """
         if rec.rev != rec.parent_rev + 1:
             raise TamperedRecord(
                 f"record rev {rec.rev} of file {rec.file_id[:12]} claims parent {rec.parent_rev}"
             )
         meta = open_record(self.key, self.vault_id, rec.file_id, rec.rev, rec.sealed)
+        _check_author(rec, meta)
         return RemoteChange(
             path=meta.path,
             file_id=rec.file_id,
@@ -139,7 +188,18 @@ class RemoteVault:
             seq=rec.seq,
             device_id=rec.device_id,
             committed_at=rec.committed_at,
+            relay_kind=rec.device_kind,
+            relay_name=rec.device_name,
         )
+
+    def try_open(self, rec: Record) -> RemoteChange | Refused:
+        """`open`, with a record that fails verification returned as `Refused`."""
+        try:
+            return self.open(rec)
+        except (TamperedRecord, UnsupportedVersion) as exc:
+            return Refused(
+                rec.file_id, rec.rev, rec.seq, str(exc), rec.device_id, rec.device_name
+            )
 
     def open_payload(self, payload: Mapping[str, object]) -> RemoteChange:
         """Re-verify an inbox entry written by `RemoteChange.to_payload`."""
@@ -152,6 +212,8 @@ class RemoteVault:
                 seq=payload.get("seq"),  # type: ignore[arg-type]
                 device_id=payload.get("device_id"),  # type: ignore[arg-type]
                 committed_at=payload.get("committed_at"),  # type: ignore[arg-type]
+                device_kind=payload.get("device_kind"),  # type: ignore[arg-type]
+                device_name=payload.get("device_name"),  # type: ignore[arg-type]
             )
         except (KeyError, ValueError, TypeError):
             raise TamperedRecord("a queued remote change is malformed") from None
@@ -172,26 +234,39 @@ class RemoteVault:
         already holds (paths it holds nothing of may be left out). A legitimate relay lists a
         file's revisions in increasing order, and the newest one it lists is never older than
         what this device has seen; anything else is a replay.
+
+        A record that cannot be opened or verified does not stop the pull: when it is the
+        newest record of its file, the file is returned in `Pulled.refused` (and none of its
+        older records are applied), so one bad record costs one file, not the vault.
         """
         page = self.client.changes_page(since, wait)
         records = list(page.records)
         while page.more:
             page = self.client.changes_page(page.seq, 0)
             records.extend(page.records)
-        changes = [self.open(r) for r in records]
-        newest: dict[str, RemoteChange] = {}
-        for ch in changes:
-            prev = newest.get(ch.file_id)
-            if prev is not None and ch.rev <= prev.rev:
+        last_rev: dict[str, int] = {}
+        for r in records:
+            prev_rev = last_rev.get(r.file_id)
+            if prev_rev is not None and r.rev <= prev_rev:
                 raise RolledBack(
-                    f"the relay listed revision {ch.rev} of file {ch.file_id[:12]} after "
-                    f"revision {prev.rev}: refusing a replayed older revision"
+                    f"the relay listed revision {r.rev} of file {r.file_id[:12]} after "
+                    f"revision {prev_rev}: refusing a replayed older revision"
                 )
-            newest[ch.file_id] = ch
-        seen = seen_revs([ch.path for ch in newest.values()])
-        for ch in newest.values():
+            last_rev[r.file_id] = r.rev
+        opened = [self.try_open(r) for r in records]
+        newest: dict[str, RemoteChange | Refused] = {}
+        for item in opened:
+            newest[item.file_id] = item
+        refused = [x for x in newest.values() if isinstance(x, Refused)]
+        bad_files = {x.file_id for x in refused}
+        changes = [
+            x for x in opened if isinstance(x, RemoteChange) and x.file_id not in bad_files
+        ]
+        live = [x for x in newest.values() if isinstance(x, RemoteChange)]
+        seen = seen_revs([ch.path for ch in live])
+        for ch in live:
             check_not_rolled_back(seen.get(ch.path), ch.rev, file_id=ch.file_id)
-        return Pulled(changes, page.seq, page.vault_seq)
+        return Pulled(changes, page.seq, page.vault_seq, refused)
 
     def wait_for_changes(self, since: int, wait: float) -> bool:
         """Long-poll: True as soon as something was committed after `since` (no decryption)."""
@@ -219,10 +294,18 @@ class RemoteVault:
             raise TamperedRecord(f"asked the relay for revision {rev}, it sent {rec.rev}")
         return self._open_for(fid, rec)
 
-    def history(self, path: str, limit: int = 1000) -> list[RemoteChange]:
-        """Retained revisions of `path`, newest first, each verified."""
+    def history(self, path: str, limit: int = 1000) -> list[RemoteChange | Refused]:
+        """Retained revisions of `path`, newest first, each verified; a revision that fails
+        verification is listed as `Refused` (shown as such, never restorable)."""
         fid = self.file_id(path)
-        out = [self._open_for(fid, r) for r in self.client.history(fid, limit)]
+        out: list[RemoteChange | Refused] = []
+        for r in self.client.history(fid, limit):
+            if r.file_id != fid:
+                raise TamperedRecord(
+                    f"asked the relay for file {fid[:12]}, it sent a record of file "
+                    f"{r.file_id[:12]}"
+                )
+            out.append(self.try_open(r))
         for a, b in zip(out, out[1:], strict=False):
             if b.rev >= a.rev:
                 raise TamperedRecord("the relay's history of a file is out of order")
@@ -382,7 +465,11 @@ class RemoteVault:
             for r in res.results:
                 out = sealed_by_fid[r.file_id][0]
                 if r.status == "conflict":
-                    result.conflicts[out.meta.path] = self._conflict_head(out, r.head)
+                    head = self._conflict_head(out, r.head)
+                    if isinstance(head, Refused):
+                        result.refused_heads[out.meta.path] = head
+                    else:
+                        result.conflicts[out.meta.path] = head
                 elif r.status == "duplicate" or (res.committed and r.status == "committed"):
                     result.committed[out.meta.path] = (r.rev, r.seq)
                 else:
@@ -393,7 +480,9 @@ class RemoteVault:
         if todo:
             log.warning("gave up committing %d records after repeated aborts", len(todo))
 
-    def _conflict_head(self, out: Outgoing, head: Record | None) -> RemoteChange | None:
+    def _conflict_head(
+        self, out: Outgoing, head: Record | None
+    ) -> RemoteChange | Refused | None:
         """The verified head that beat `out`; a head older than our parent is a rollback."""
         if head is None:
             if out.parent_rev > 0:
@@ -402,11 +491,41 @@ class RemoteVault:
                     f"{out.parent_rev}: it lost data or was restored from an older backup"
                 )
             return None
-        ch = self.open(head)
+        if head.file_id != self.file_id(out.meta.path):
+            raise TamperedRecord("the relay answered a commit with another file's head")
+        ch = self.try_open(head)
+        if isinstance(ch, Refused):
+            if head.rev <= out.parent_rev:
+                raise RolledBack(
+                    f"the relay answered a commit on revision {out.parent_rev} with an older "
+                    f"head (revision {head.rev})"
+                )
+            return ch
         if ch.path != out.meta.path and self.file_id(ch.path) != self.file_id(out.meta.path):
             raise TamperedRecord("the relay answered a commit with another file's head")
         check_not_rolled_back(out.parent_rev, ch.rev, file_id=ch.file_id)
         return ch
+
+
+def _check_author(rec: Record, meta: FileMeta) -> None:
+    """The sealed author must be the device whose token committed the record."""
+    where = f"record rev {rec.rev} of file {rec.file_id[:12]}"
+    if rec.device_id is not None and meta.device_id and rec.device_id != meta.device_id:
+        raise TamperedRecord(
+            f"{where} was sealed by device {meta.device_id[:12]} but committed with the token "
+            f"of device {rec.device_id[:12]}: refused as tampering"
+        )
+    if rec.device_kind is not None and rec.device_kind != meta.device_kind:
+        raise TamperedRecord(
+            f"{where} claims to come from a {meta.device_kind or 'unnamed'} device, but the "
+            f"relay registered the device that committed it as {rec.device_kind}: refused as "
+            "tampering"
+        )
+    if rec.device_name is not None and rec.device_name != meta.device_name:
+        raise TamperedRecord(
+            f"{where} claims to come from {meta.device_name!r}, but the relay registered the "
+            f"device that committed it as {rec.device_name!r}: refused as tampering"
+        )
 
 
 def chunk_refs(remote: RemoteVault, chunks: Sequence[bytes]) -> tuple[ChunkRef, ...]:

@@ -41,6 +41,7 @@ def collect_status(
     if holder is not None and not _alive(holder.get("pid")):
         holder = None
     upload, inbox, cursor = _local_pending(paths, config, root)
+    attention = _attention(paths, root)
     download: int | None = inbox
     online: bool | None = None
     if probe:
@@ -60,6 +61,8 @@ def collect_status(
         "last_attempt": _iso(saved.get("last_attempt")),
         "pending": {"upload": upload, "download": download},
         "conflicts": saved.get("conflicts") or [],
+        "held": attention[0],
+        "quarantined": attention[1],
         "errors": saved.get("errors") or [],
         "last_round": saved.get("last_round"),
         "daemon": holder,
@@ -76,6 +79,21 @@ def _alive(pid: object) -> bool:
     except PermissionError:
         return True
     return True
+
+
+def _attention(paths: DevicePaths, root: str) -> tuple[list[Any], list[Any]]:
+    """Held changes and quarantined files, read live from the index (safe while it syncs)."""
+    from companion.sync.engine import held_view, quarantine_view
+    from companion.sync.index import SyncIndex
+
+    db = sync_index_path(paths, root)
+    if not db.exists():
+        return [], []
+    with SyncIndex(db) as index:
+        return (
+            [held_view(r) for r in index.held()],
+            [quarantine_view(r) for r in index.quarantined()],
+        )
 
 
 def _local_pending(paths: DevicePaths, config: Any, root: str) -> tuple[int, int, int]:

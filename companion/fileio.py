@@ -1,0 +1,92 @@
+"""The one atomic file write, and the one way to create a private file.
+
+Contract of `write_atomic`: the bytes go to a uniquely named temporary file beside the target
+(same folder, so the rename is atomic; the name starts with `.companion-tmp-` so the watcher and
+the ignore rules skip it), created with its final mode before the first byte is written, flushed
+and fsynced, renamed over the target, and the folder fsynced, so after a crash the target holds
+either the old bytes or the new ones, never a mix or nothing. A target that is a symbolic link
+is refused unless `follow_symlinks` (then the link's target is replaced, the link kept).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import secrets
+from pathlib import Path
+
+TEMP_PREFIX = ".companion-tmp-"
+
+
+class SymlinkRefused(OSError):
+    """The target is a symbolic link and the caller did not allow following it."""
+
+
+def fsync_dir(folder: str | os.PathLike[str]) -> None:
+    """Flush a folder's entries (a rename or a new file in it) to disk; no-op where unsupported."""
+    try:
+        fd = os.open(folder, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    except OSError:
+        return
+    try:
+        with contextlib.suppress(OSError):
+            os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def write_atomic(
+    path: str | os.PathLike[str],
+    data: bytes,
+    *,
+    mode: int = 0o600,
+    follow_symlinks: bool = False,
+) -> Path:
+    """Replace `path` with `data` atomically (see the module docstring). Returns the path
+    written (the link's target when following a symbolic link)."""
+    target = Path(path)
+    if target.is_symlink():
+        if not follow_symlinks:
+            raise SymlinkRefused(f"{target} is a symbolic link; refusing to replace it")
+        target = Path(os.path.realpath(target))
+    folder = target.parent
+    tmp = folder / f"{TEMP_PREFIX}{target.name[:40]}.{secrets.token_hex(6)}"
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), mode)
+    try:
+        try:
+            os.fchmod(fd, mode)  # the umask may have narrowed it; set it before any byte
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view) :]
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.replace(tmp, target)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+    fsync_dir(folder)
+    return target
+
+
+def write_new_private(path: str | os.PathLike[str], data: bytes) -> Path:
+    """Create `path` (it must not exist) readable by its owner only, with `data`, durably."""
+    target = Path(path)
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
+    try:
+        fd = os.open(target, flags, 0o600)
+    except FileExistsError:
+        from companion.errors import InputError
+
+        raise InputError(f"{target} already exists; choose a new file name") from None
+    try:
+        os.fchmod(fd, 0o600)
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view) :]
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    fsync_dir(target.parent)
+    return target

@@ -284,3 +284,12 @@ def test_history_shows_the_sealed_time_not_the_relays(tmp_path: Path) -> None:
             assert "1970" not in text and "(laptop" not in text and "laptop (human)" in text
         finally:
             proxy.close()
+
+
+def test_the_settings_window_uses_the_same_rule() -> None:
+    from companion.gui import validate
+
+    assert validate.passphrase("password1234", "password1234") is not None
+    assert validate.passphrase(STRONG, STRONG) is None
+    assert validate.device_name("lucia\u200b-laptop") is not None
+    assert validate.device_name("Lucía's laptop") is None

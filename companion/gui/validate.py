@@ -3,7 +3,6 @@ value is fine, else the message to show under the field (already translated)."""
 
 from __future__ import annotations
 
-import unicodedata
 from functools import lru_cache
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -11,8 +10,10 @@ from zoneinfo import available_timezones
 
 import pathspec
 
+from companion.crypto.passphrase import MIN_LENGTH, passphrase_problem, suggest_passphrase
 from companion.gui.i18n import tr
 from companion.gui.notify_policy import parse_hhmm
+from companion.textsafe import display_name_problem
 
 WINDOW_MIN, WINDOW_MAX = 24, 48
 
@@ -62,17 +63,19 @@ def device_name(value: str) -> str | None:
     value = value.strip()
     if len(value) > 64:
         return tr("invalid.device_name")
-    if any(unicodedata.category(ch).startswith("C") for ch in value):
+    if value and display_name_problem(value):  # the engine's and the relay's one rule
         return tr("invalid.device_name")
     return None
 
 
 def passphrase(new: str, confirm: str) -> str | None:
-    """A new passphrase: long enough, typed twice the same."""
+    """A new passphrase: the engine's one strength rule, typed twice the same."""
     if not new and not confirm:
         return None
-    if len(new) < 12:
-        return tr("invalid.passphrase_short", n=12)
+    if len(new) < MIN_LENGTH:
+        return tr("invalid.passphrase_short", n=MIN_LENGTH)
+    if passphrase_problem(new) is not None:
+        return tr("invalid.passphrase_weak", suggestion=suggest_passphrase())
     if new != confirm:
         return tr("invalid.passphrase_mismatch")
     return None

@@ -176,3 +176,17 @@ def test_token_and_key_live_in_the_os_keyring(keyring_service, cluster, tmp_path
     )
     out = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True)
     assert out.stdout.split() == ["True", "True"], out.stderr
+
+
+def test_the_invite_decides_the_kind(cli, cluster) -> None:
+    assert cli("laptop").init()[0] == 0
+    server = cli("server")
+    code, out, err = server(
+        "init", str(server.vault), "--relay", cluster.relay.url, "--invite",
+        cluster.invite("agent"), "--device-name", "server",
+    )  # fmt: skip
+    assert code == 0, err
+    assert "(agent)" in out
+    desk = cli("desk")
+    code, _out, err = desk.init(invite=cluster.invite("agent"), kind="human")
+    assert code == 1 and "kind" in err and err.count("\n") == 1

@@ -124,8 +124,9 @@ def _print_report(report: Any) -> None:
 @click.option(
     "--kind",
     type=click.Choice(["human", "agent"]),
-    help="Who edits this copy: a person (human) or an AI agent (agent). A person's edit wins "
-    "a true conflict. Default: [sync] kind.",
+    help="The kind you expect this device to be: a person's (human) or an AI agent's (agent). "
+    "The invite decides (`companion relay invite --kind`); a different expectation is refused "
+    "before the invite is used.",
 )
 @click.option(
     "--ca-cert",
@@ -149,7 +150,7 @@ def init(
     COMPANION_PASSPHRASE_FILE (an owner-only file; refused if others can read it), the secret
     store entry `vault-passphrase`, or a prompt. The relay token and the vault key are kept in
     the OS keyring (or the owner-only secrets file on a headless server), never in the vault.
-    If the passphrase is wrong, run the same command again: no new invite is needed.
+    If the passphrase is wrong, the device leaves the vault again: ask for a new invite.
 
     \b
     Example:
@@ -171,7 +172,7 @@ def init(
         relay_url=relay_url or app.config.get("sync", "relay_url"),
         invite=invite,
         device_name=device_name or app.config.get("sync", "device_name") or socket.gethostname(),
-        kind=kind or app.config.get("sync", "kind"),
+        kind=kind,
         passphrase=passphrase_source(store),
         ca_cert=str(ca_cert.resolve()) if ca_cert else "",
     )

@@ -113,11 +113,12 @@ def plan_promotions(
     eligible = [c for c in cands if c.promote]
     eligible.sort(key=lambda c: (_ORDER.get(c.promote or "", 9), c.time or 0))  # type: ignore[operator]
     for c in eligible:
-        store = stores.get(c.target)
-        if c.target not in working or store is None:
+        maybe = stores.get(c.target)
+        if c.target not in working or maybe is None:
             continue
+        store = maybe
         entries = working[c.target]
-        content = fmt.normalise_entry(c.text)
+        content = fmt.normalise_entry(c.entry or c.text)
         if rejected(c.key):
             explain.add(c, "not promoted", f"undone on {rejected(c.key)}", store.name)
             continue

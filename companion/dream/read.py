@@ -24,7 +24,7 @@ import datetime as dt
 import json
 import os
 import sqlite3
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -33,6 +33,7 @@ from urllib.parse import quote
 from companion.dream import blocks
 from companion.dream.markers import match_marker
 from companion.dream.model import JournalEntry, Message, ToolCall
+from companion.dream.toolcalls import pair_results
 from companion.errors import ConfigError
 from companion.logs import get_logger
 from companion.vault.journal import SECTION_NAMES, parse_journal
@@ -48,6 +49,14 @@ _HARNESS_PREFIXES = (
     "Review the conversation above and consider saving to memory",
 )
 _JSON_PREFIX = "\x00json:"
+# Openings of the context Hermes writes into a session as if it were a turn: the compaction
+# summary (`[CONTEXT COMPACTION — REFERENCE ONLY] ...`, the legacy `[CONTEXT SUMMARY]:`) and a
+# tail message with a summary merged into it (`[PRIOR CONTEXT — for reference only; ...]`).
+_HERMES_SCAFFOLD_PREFIXES = (
+    "[CONTEXT COMPACTION",
+    "[CONTEXT SUMMARY]:",
+    "[PRIOR CONTEXT — for reference only",
+)
 
 
 @dataclass(frozen=True)
@@ -202,24 +211,41 @@ def _tool_call(obj: Any) -> ToolCall | None:
     return ToolCall(name, _args(args), str(cid) if cid is not None else None)
 
 
-def _parts(content: Any) -> tuple[str, list[ToolCall], bool]:
-    """(text, tool calls, only tool results) of a content string or list of parts."""
+def _result_text(part: dict[str, Any]) -> str:
+    """The text of a tool-result part (`content` a string or a list of text parts)."""
+    body = part.get("content", part.get("output", part.get("text")))
+    if isinstance(body, str):
+        return body
+    if isinstance(body, list):
+        return "\n".join(
+            str(b.get("text"))
+            for b in body
+            if isinstance(b, dict) and isinstance(b.get("text"), str)
+        )
+    return "" if body is None else json.dumps(body, ensure_ascii=False)
+
+
+Result = tuple[str | None, str | None, str]
+
+
+def _parts(content: Any) -> tuple[str, list[ToolCall], list[Result]]:
+    """(text, tool calls, tool results) of a content string or list of parts."""
     if content is None:
-        return "", [], False
+        return "", [], []
     if isinstance(content, str):
         if content.startswith(_JSON_PREFIX):
             try:
                 return _parts(json.loads(content[len(_JSON_PREFIX) :]))
             except json.JSONDecodeError:
-                return "", [], False
-        return content, [], False
+                return "", [], []
+        return content, [], []
     if isinstance(content, dict):
         content = [content]
     if not isinstance(content, list):
-        return "", [], False
+        return "", [], []
     texts: list[str] = []
     calls: list[ToolCall] = []
-    results = 0
+    results: list[Result] = []
     for part in content:
         if isinstance(part, str):
             texts.append(part)
@@ -234,9 +260,9 @@ def _parts(content: Any) -> tuple[str, list[ToolCall], bool]:
             if call:
                 calls.append(call)
         elif ptype in ("tool_result", "toolResult", "function_call_output"):
-            results += 1
-    only_results = results > 0 and not texts and not calls
-    return "\n".join(texts), calls, only_results
+            cid = part.get("tool_use_id") or part.get("toolCallId") or part.get("call_id")
+            results.append((str(cid) if cid else None, None, _result_text(part)))
+    return "\n".join(texts), calls, results
 
 
 def _message(
@@ -249,12 +275,22 @@ def _message(
     line: int | None,
     extra_calls: Sequence[ToolCall] = (),
     tool_call_id: str | None = None,
+    tool_name: str | None = None,
+    clean: Callable[[str], str] | None = None,
 ) -> Message | None:
+    """One message in the common shape. Tool results are kept (to be paired with the call they
+    answer) but never as text; `clean` removes agent-specific scaffolding from user text."""
     role = (role or "").lower()
     if role in ("toolresult", "tool_result", "function"):
         role = "tool"
-    text, calls, only_results = _parts(content)
-    if only_results:
+    text, calls, results = _parts(content)
+    if role == "tool":
+        if not results:
+            results = [(tool_call_id, tool_name, text)]
+        else:
+            results = [(c or tool_call_id, n or tool_name, r) for c, n, r in results]
+        text = ""
+    elif results and not text.strip() and not calls:
         role = "tool"
     calls = [*calls, *extra_calls]
     if role in ("user", "system") and text.lstrip().startswith(_HARNESS_PREFIXES):
@@ -262,10 +298,22 @@ def _message(
     if role not in ("user", "assistant"):
         text = ""  # tool results and system text are never sources
     text = _own_output_free(normalise_newlines(text))
-    if not text.strip() and not calls:
+    if clean is not None and role == "user":
+        text = clean(text)
+    if not text.strip() and not calls and not results:
         return None
     return Message(
-        spec.name, spec.kind, session, mid, role, t, text, line, tuple(calls), tool_call_id
+        spec.name,
+        spec.kind,
+        session,
+        mid,
+        role,
+        t,
+        text,
+        line,
+        tuple(calls),
+        tool_call_id,
+        tuple(results),
     )
 
 
@@ -328,7 +376,12 @@ def _hermes_message(spec: SourceSpec, row: sqlite3.Row) -> Message | None:
 
     if get("active") == 0 and not get("compacted"):
         return None  # rewound: the agent no longer considers it said
-    if get("display_kind") == "hidden" or get("_compressed_summary"):
+    role = str(get("role") or "")
+    if get("_compressed_summary") or (get("display_kind") and role != "tool"):
+        # A compaction summary, or a row Hermes typed for display (hidden scaffolding, an
+        # internal notification, an async delegation's report): not what anyone said.
+        return None
+    if _hermes_scaffold(get("content")):
         return None
     t = parse_time(get("timestamp"))
     if t is None:
@@ -348,19 +401,46 @@ def _hermes_message(spec: SourceSpec, row: sqlite3.Row) -> Message | None:
         spec,
         str(get("session_id")),
         str(get("id")),
-        str(get("role") or ""),
+        role,
         t,
         get("content"),
         None,
         calls,
         get("tool_call_id"),
+        get("tool_name"),
+    )
+
+
+def _hermes_scaffold(content: Any) -> bool:
+    """Model-written context Hermes inserts as a message: a compaction summary (current and
+    legacy openings), or a tail message it merged a summary into."""
+    text, _calls, _results = _parts(content)
+    return text.lstrip().startswith(_HERMES_SCAFFOLD_PREFIXES)
+
+
+def _is_harness(row: sqlite3.Row) -> bool:
+    """A background-review harness prompt (Hermes drops it and the reply that follows)."""
+    content = row["content"]
+    return (
+        row["role"] in ("user", "system")
+        and isinstance(content, str)
+        and content.lstrip().startswith(_HARNESS_PREFIXES)
     )
 
 
 def read_hermes(spec: SourceSpec, window: Window) -> list[Message]:
     out = []
     params = (window.start.timestamp(), window.end.timestamp())
+    after_harness: set[str] = set()  # sessions whose next row answers a harness prompt
     for row in _hermes_rows(spec, "timestamp >= ? AND timestamp <= ?", params):
+        session = str(row["session_id"])
+        if _is_harness(row):
+            after_harness.add(session)
+            continue
+        if session in after_harness:
+            after_harness.discard(session)
+            if row["role"] == "assistant":
+                continue  # the curator-mode reply to the harness prompt
         msg = _hermes_message(spec, row)
         if msg is not None:
             out.append(msg)
@@ -483,7 +563,7 @@ def _read_jsonl_file(spec: SourceSpec, file: Path, problems: list[str]) -> Itera
 
 
 def read_jsonl_source(spec: SourceSpec, window: Window, problems: list[str]) -> list[Message]:
-    out = []
+    out: list[Message] = []
     for file in _jsonl_files(spec, window.start):
         try:
             out.extend(m for m in _read_jsonl_file(spec, file, problems) if m.time in window)
@@ -506,6 +586,7 @@ def read_transcripts(specs: Iterable[SourceSpec], window: Window) -> ReadResult:
             result.problems.append(f"{spec.name}: cannot read ({exc})")
             log.warning("transcript source %s unreadable: %s", spec.name, exc)
             continue
+        msgs = pair_results(msgs)
         result.counts[spec.name] = len(msgs)
         result.messages.extend(msgs)
     result.messages.sort(key=lambda m: (m.time, m.source, m.id))

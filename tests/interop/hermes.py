@@ -59,8 +59,16 @@ def hermes_python() -> Path:
             return python
         steps = [
             [sys.executable, "-m", "venv", str(venv)],
-            [str(python), "-m", "pip", "install", "-q", "--disable-pip-version-check",
-             "-r", str(PIN_FILE)],
+            [
+                str(python),
+                "-m",
+                "pip",
+                "install",
+                "-q",
+                "--disable-pip-version-check",
+                "-r",
+                str(PIN_FILE),
+            ],
         ]
         for cmd in steps:
             if cmd[1:3] == ["-m", "venv"] and python.exists():

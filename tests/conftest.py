@@ -65,7 +65,7 @@ def _settle_qt_after_gui_tests(request: pytest.FixtureRequest):
 
 
 @pytest.fixture(scope="session")
-def hermes():
+def hermes_agent():
     """Hermes Agent's own code (the pinned PyPI release, in its own venv), driven by subprocess.
 
     Created on first use when `.ci/run` has not prepared it; never skipped."""

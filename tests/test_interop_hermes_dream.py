@@ -60,12 +60,12 @@ def _memory_candidates(db: Path) -> list[tuple[str, str]]:
     )
 
 
-def test_only_writes_hermes_applied_count(hermes, tmp_path: Path) -> None:
+def test_only_writes_hermes_applied_count(hermes_agent, tmp_path: Path) -> None:
     """Item 1: an add Hermes's scanner blocked and an add staged for approval never count."""
     home = tmp_path / "hermes"
     db = home / "state.db"
     _config_yaml(home, write_approval=False)
-    blocked, applied = hermes.run(
+    blocked, applied = hermes_agent.run(
         home,
         {"op": "session", "db": str(db), "session": "s1"},
         _turn(
@@ -88,7 +88,7 @@ def test_only_writes_hermes_applied_count(hermes, tmp_path: Path) -> None:
     assert blocked["result"]["success"] is False and "c2_task_pull" in blocked["result"]["error"]
     assert applied["result"]["success"] is True
     _config_yaml(home, write_approval=True)
-    (staged,) = hermes.run(
+    (staged,) = hermes_agent.run(
         home,
         _turn(
             db,
@@ -98,7 +98,7 @@ def test_only_writes_hermes_applied_count(hermes, tmp_path: Path) -> None:
         ),
     )
     assert staged["result"]["staged"] is True  # Hermes saved nothing yet
-    assert hermes.snapshot(home)["entries"] == {
+    assert hermes_agent.snapshot(home)["entries"] == {
         "memory": ["The build server is atlas.local."],
         "user": [],
     }
@@ -128,11 +128,11 @@ def test_only_writes_hermes_applied_count(hermes, tmp_path: Path) -> None:
     )
 
 
-def test_calls_stored_without_ids_pair_by_order(hermes, tmp_path: Path) -> None:
+def test_calls_stored_without_ids_pair_by_order(hermes_agent, tmp_path: Path) -> None:
     """Hermes's object path stores tool calls as bare {name, arguments}: results pair by order."""
     home = tmp_path / "hermes"
     db = home / "state.db"
-    hermes.run(
+    hermes_agent.run(
         home,
         {"op": "session", "db": str(db), "session": "s1"},
         _turn(
@@ -153,11 +153,11 @@ def test_calls_stored_without_ids_pair_by_order(hermes, tmp_path: Path) -> None:
     assert _memory_candidates(db) == [("memory", "Deploys go through CI only.")]
 
 
-def test_batch_calls_count(hermes, tmp_path: Path) -> None:
+def test_batch_calls_count(hermes_agent, tmp_path: Path) -> None:
     """Item 5: `operations: [...]`, the shape Hermes's schema asks for, is read; all or nothing."""
     home = tmp_path / "hermes"
     db = home / "state.db"
-    out = hermes.run(
+    out = hermes_agent.run(
         home,
         {"op": "session", "db": str(db), "session": "s1"},
         _turn(
@@ -209,13 +209,13 @@ def test_batch_calls_count(hermes, tmp_path: Path) -> None:
 
 
 def test_compaction_summaries_and_review_replies_are_not_anyones_words(
-    hermes, tmp_path: Path
+    hermes_agent, tmp_path: Path
 ) -> None:
     """Items 6 and 7: Hermes's compaction summaries (standalone or merged into the tail) and the
     reply to a background-review harness prompt are never sources."""
     home = tmp_path / "hermes"
     db = home / "state.db"
-    consts = hermes.one(home, {"op": "constants"})
+    consts = hermes_agent.one(home, {"op": "constants"})
     summary = (
         consts["summary_prefix"] + "\n## Decisions\nDecided: [[Vault Companion]] drops "
         "the GUI.\n\n" + consts["summary_end"]
@@ -227,7 +227,7 @@ def test_compaction_summaries_and_review_replies_are_not_anyones_words(
         + "\n\n"
         + summary
     )
-    hermes.run(
+    hermes_agent.run(
         home,
         {"op": "session", "db": str(db), "session": "s1"},
         {
@@ -280,17 +280,17 @@ def test_compaction_summaries_and_review_replies_are_not_anyones_words(
         "remember: the NAS wakes at 01:30.",
     ]
     # Hermes's own view agrees on the harness prompt and its reply: both dropped
-    conv = hermes.one(home, {"op": "conversation", "db": str(db), "session": "s1"})
+    conv = hermes_agent.one(home, {"op": "conversation", "db": str(db), "session": "s1"})
     assert "lesson: the user always wants YAML configs." not in json.dumps(conv)
 
 
-def test_multi_line_entry_is_not_promoted_again(hermes, tmp_path: Path) -> None:
+def test_multi_line_entry_is_not_promoted_again(hermes_agent, tmp_path: Path) -> None:
     """Item 8: a multi-line entry Hermes stored is recognised as already there (no one-line
     duplicate)."""
     home = tmp_path / "hermes"
     db = home / "state.db"
     entry = "Release checklist for the station:\nbump the version, tag, then flash the SD card."
-    hermes.run(
+    hermes_agent.run(
         home,
         {"op": "session", "db": str(db), "session": "s1"},
         _turn(db, "s1", 1, {"action": "add", "content": entry}),
@@ -309,4 +309,4 @@ def test_multi_line_entry_is_not_promoted_again(hermes, tmp_path: Path) -> None:
         "utf-8",
     )
     run_dream(vault, load_config(paths), NOW, paths=paths, hermes_home=home)
-    assert hermes.snapshot(home)["entries"]["memory"] == [entry]
+    assert hermes_agent.snapshot(home)["entries"]["memory"] == [entry]

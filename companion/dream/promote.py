@@ -19,6 +19,7 @@ import contextlib
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from companion.dream.consolidate import Explanation
 from companion.dream.model import Candidate
@@ -28,6 +29,7 @@ from companion.dream.report import Change, Skipped
 from companion.dream.text import jaccard, words
 from companion.memory import MemoryRefused, MemoryStore, Op
 from companion.memory import format as fmt
+from companion.memory.pending import stage
 
 RECURRENCE = 3
 SAME_SUBJECT = 0.8
@@ -254,3 +256,21 @@ def apply_promotions(
             )
         )
     return changes, skipped
+
+
+def stage_promotions(pp: PromotionPlan, home: Path, *, dry_run: bool) -> list[Skipped]:
+    """With Hermes's ``memory.write_approval`` on: leave each planned write in Hermes's pending
+    store for the person to approve (``/memory pending``), and write nothing."""
+    out: list[Skipped] = []
+    for target, planned in pp.ops.items():
+        for p in planned:
+            where = "would be staged" if dry_run else f"staged as {stage(home, target, p.op)}"
+            out.append(
+                Skipped.of(
+                    p.cand,
+                    "staged",
+                    f"{where} for your approval in Hermes (memory.write_approval is on): "
+                    "review it with /memory pending",
+                )
+            )
+    return out

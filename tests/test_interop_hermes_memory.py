@@ -143,9 +143,7 @@ def test_limits_come_from_hermes_config(hermes_agent, tmp_path: Path) -> None:
     home = _home(tmp_path, "h", memory_char_limit=500)
     entry = "A fact about the weather station, padded to a realistic length. " * 2
     for i in range(10):
-        r = run_companion(
-            "memory", "add", f"{i}: {entry}", env={"HERMES_HOME": str(home)}
-        )
+        r = run_companion("memory", "add", f"{i}: {entry}", env={"HERMES_HOME": str(home)})
         if r.returncode:
             assert "500" in r.stderr
             break
@@ -153,9 +151,7 @@ def test_limits_come_from_hermes_config(hermes_agent, tmp_path: Path) -> None:
         pytest.fail("the companion never reached Hermes's limit")
     size = len((home / "memories" / "MEMORY.md").read_text("utf-8"))
     assert size <= 500
-    assert hermes_agent.memory(home, action="replace", old_text="0:", content="0: short")[
-        "success"
-    ]
+    assert hermes_agent.memory(home, action="replace", old_text="0:", content="0: short")["success"]
     assert hermes_agent.memory(home, action="remove", old_text="1:")["success"]
     assert hermes_agent.memory(home, action="add", content="New fact.")["success"]
 
@@ -165,8 +161,9 @@ def test_disabled_stores_and_write_approval_are_obeyed(hermes_agent, tmp_path: P
     home = _home(tmp_path, "h", user_profile_enabled=False, write_approval=True)
     s = hermes_memory_settings(home)
     assert s.enabled == {"memory": True, "user": False} and s.write_approval
-    r = run_companion("memory", "add", "Ana likes tea.", "--target", "user",
-                      env={"HERMES_HOME": str(home)})
+    r = run_companion(
+        "memory", "add", "Ana likes tea.", "--target", "user", env={"HERMES_HOME": str(home)}
+    )
     assert r.returncode == 0 and "user_profile_enabled is false" in r.stderr
     # a write the dream stages lands only when the person approves it in Hermes
     from companion.memory.pending import stage
@@ -191,7 +188,8 @@ def test_a_symlinked_memory_file_is_written_through(hermes_agent, tmp_path: Path
     _store(home).add("Backups run at 03:00.")
     assert link.is_symlink() and os.readlink(link) == str(real)
     assert hermes_agent.snapshot(home)["entries"]["memory"] == [
-        "Deploys go through CI.", "Backups run at 03:00."
+        "Deploys go through CI.",
+        "Backups run at 03:00.",
     ]
     assert oct(real.stat().st_mode & 0o777) == "0o600"
 
@@ -231,15 +229,27 @@ def _both(hermes_agent, tmp: Path, start: str, op: dict[str, Any], **cfg: Any):
 CASES = {
     "line-only-section-sign-at-file-start": ("§\nheading\n§\nb", {"action": "add", "content": "c"}),
     "remove-equal-and-containing-is-ambiguous": (
-        "pnpm\n§\nUser prefers pnpm", {"action": "remove", "old_text": "pnpm"}),
+        "pnpm\n§\nUser prefers pnpm",
+        {"action": "remove", "old_text": "pnpm"},
+    ),
     "stray-whitespace-add-appends": ("a \n§\n b\n", {"action": "add", "content": "c"}),
     "stray-whitespace-replace-refused": (
-        "a \n§\n b\n", {"action": "replace", "old_text": "a", "content": "z"}),
+        "a \n§\n b\n",
+        {"action": "replace", "old_text": "a", "content": "z"},
+    ),
     "shrinking-replace-still-over-budget": (
         "x" * 300 + "\n§\n" + "y" * 300,
-        {"action": "replace", "old_text": "yyy", "content": "y" * 250}),
-    "batch-with-one-bad-op": ("a\n§\nb", {"operations": [
-        {"action": "add", "content": "c"}, {"action": "remove", "old_text": "zzz"}]}),
+        {"action": "replace", "old_text": "yyy", "content": "y" * 250},
+    ),
+    "batch-with-one-bad-op": (
+        "a\n§\nb",
+        {
+            "operations": [
+                {"action": "add", "content": "c"},
+                {"action": "remove", "old_text": "zzz"},
+            ]
+        },
+    ),
     "crlf-file": ("a\r\n§\r\nb", {"action": "remove", "old_text": "a"}),
 }
 
@@ -256,28 +266,35 @@ def test_edge_cases_land_as_in_hermes(hermes_agent, tmp_path: Path, case: str) -
             assert oct((home / "memories" / "MEMORY.md").stat().st_mode & 0o777) == "0o600"
 
 
-def test_deliberate_differences_still_show_the_agent_the_same(
-    hermes_agent, tmp_path: Path
-) -> None:
+def test_deliberate_differences_still_show_the_agent_the_same(hermes_agent, tmp_path: Path) -> None:
     """Where the companion writes other bytes on purpose, the agent sees the same or better:
     a replace to a text another entry has (the companion drops the duplicate, Hermes drops it
     on its next load), CR/LF inside an entry (stored as LF, which is what Hermes reads back),
     a BOM (the companion removes it, so the first entry is no longer hidden)."""
     theirs, _tb, ok, ours, homes = _both(
-        hermes_agent, tmp_path / "dup", "a\n§\nb", {"action": "replace", "old_text": "a",
-                                                    "content": "b"})
+        hermes_agent,
+        tmp_path / "dup",
+        "a\n§\nb",
+        {"action": "replace", "old_text": "a", "content": "b"},
+    )
     assert ok and theirs["success"] and ours == b"b"
-    assert (hermes_agent.snapshot(homes["hermes"])["memory"]
-            == hermes_agent.snapshot(homes["companion"])["memory"])
+    assert (
+        hermes_agent.snapshot(homes["hermes"])["memory"]
+        == hermes_agent.snapshot(homes["companion"])["memory"]
+    )
 
     theirs, _tb, ok, ours, homes = _both(
-        hermes_agent, tmp_path / "crlf", "", {"action": "add", "content": "line one\r\nline two"})
+        hermes_agent, tmp_path / "crlf", "", {"action": "add", "content": "line one\r\nline two"}
+    )
     assert ok and ours == b"line one\nline two"
-    assert (hermes_agent.snapshot(homes["hermes"])["entries"]
-            == hermes_agent.snapshot(homes["companion"])["entries"])
+    assert (
+        hermes_agent.snapshot(homes["hermes"])["entries"]
+        == hermes_agent.snapshot(homes["companion"])["entries"]
+    )
 
     theirs, _tb, ok, ours, homes = _both(
-        hermes_agent, tmp_path / "bom", "\ufeffFirst\n§\nsecond", {"action": "add", "content": "c"})
+        hermes_agent, tmp_path / "bom", "\ufeffFirst\n§\nsecond", {"action": "add", "content": "c"}
+    )
     assert ok and ours == "First\n§\nsecond\n§\nc".encode()
     assert "[BLOCKED" in hermes_agent.snapshot(homes["hermes"])["memory"]
     assert "[BLOCKED" not in hermes_agent.snapshot(homes["companion"])["memory"]
@@ -287,5 +304,6 @@ def test_a_line_holding_only_section_sign_is_refused_not_split(hermes_agent, tmp
     """Hermes stores "a\\n§\\nb" and then reads it back as two entries; the companion refuses
     it (deliberately: an entry must read back as written) and keeps accepting later writes."""
     theirs, _tb, ok, ours, _h = _both(
-        hermes_agent, tmp_path, "x", {"action": "add", "content": "a\n§\nb"})
+        hermes_agent, tmp_path, "x", {"action": "add", "content": "a\n§\nb"}
+    )
     assert theirs["success"] and not ok and ours == b"x"

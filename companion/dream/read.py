@@ -5,8 +5,11 @@ Transcript sources (each read-only; formats in docs/dream.md and HERMES-MEMORY.m
   locked). Columns are read by name, so newer schemas with extra columns work. Rows the agent
   itself hides are skipped: rewound messages (`active = 0` and not `compacted`),
   `display_kind = 'hidden'` scaffolding, compression summaries, background-review prompts.
-- `claude`: Claude Code session JSONL files (a file, or a folder searched for `*.jsonl`).
-- `openclaw`: OpenClaw session JSONL files.
+- `claude`: Claude Code session JSONL files (a file, or a folder searched for `*.jsonl`);
+  subagent transcripts, compaction summaries and bash-mode output skipped, messages queued
+  while the agent worked read (`companion.dream.read_agents`).
+- `openclaw`: OpenClaw session JSONL files (and `/new` / `/reset` archives): only the active
+  branch of the session tree, channel envelopes removed.
 - `jsonl`: the documented generic format, one message per line.
 
 Only what the person and the agent said counts: user and assistant text, and the assistant's
@@ -31,6 +34,7 @@ from typing import Any
 from urllib.parse import quote
 
 from companion.dream import blocks
+from companion.dream import read_agents as ra
 from companion.dream.markers import match_marker
 from companion.dream.model import JournalEntry, Message, ToolCall
 from companion.dream.toolcalls import pair_results
@@ -457,7 +461,12 @@ def _jsonl_files(spec: SourceSpec, since: dt.datetime | None) -> list[Path]:
     if not root.is_dir():
         raise FileNotFoundError(f"{spec.name}: {root} does not exist")
     files = []
-    for p in sorted(root.rglob("*.jsonl")):
+    found = set(root.rglob("*.jsonl"))
+    if spec.kind == "openclaw":
+        found |= {p for p in root.rglob("*.jsonl.reset.*") if ra.openclaw_is_archive(p)}
+    for p in sorted(found):
+        if spec.kind == "claude" and ra.claude_skip_file(p, root):
+            continue  # a subagent's transcript: not the person's conversation
         try:
             if since is not None and p.stat().st_mtime < since.timestamp() - 1:
                 continue  # untouched since before the window: nothing new in it
@@ -495,18 +504,30 @@ def _iter_jsonl(path: Path, problems: list[str]) -> Iterator[tuple[int, dict[str
 
 
 def _claude_message(spec: SourceSpec, n: int, obj: dict[str, Any]) -> Message | None:
-    if obj.get("type") not in ("user", "assistant") or obj.get("isMeta"):
-        return None
-    msg = obj.get("message")
-    if not isinstance(msg, dict):
+    if ra.claude_skip_line(obj):
         return None
     t = parse_time(obj.get("timestamp"))
     if t is None:
         return None
     mid = str(obj.get("uuid") or f"L{n}")
     session = str(obj.get("sessionId") or spec.path)
+    queued = ra.claude_queued_prompt(obj)
+    if queued is not None:  # typed while the agent worked
+        return _message(spec, session, mid, "user", t, queued, n, clean=ra.claude_clean)
+    if obj.get("type") not in ("user", "assistant"):
+        return None
+    msg = obj.get("message")
+    if not isinstance(msg, dict):
+        return None
     return _message(
-        spec, session, mid, str(msg.get("role") or obj["type"]), t, msg.get("content"), n
+        spec,
+        session,
+        mid,
+        str(msg.get("role") or obj["type"]),
+        t,
+        msg.get("content"),
+        n,
+        clean=ra.claude_clean,
     )
 
 
@@ -522,7 +543,18 @@ def _openclaw_message(
     if t is None:
         return None
     mid = str(obj.get("id") or f"L{n}")
-    return _message(spec, session, mid, str(msg.get("role") or ""), t, msg.get("content"), n)
+    return _message(
+        spec,
+        session,
+        mid,
+        str(msg.get("role") or ""),
+        t,
+        msg.get("content"),
+        n,
+        tool_call_id=msg.get("toolCallId"),
+        tool_name=msg.get("toolName"),
+        clean=ra.openclaw_clean,
+    )
 
 
 def _generic_message(spec: SourceSpec, n: int, obj: dict[str, Any]) -> Message | None:
@@ -547,8 +579,12 @@ def _generic_message(spec: SourceSpec, n: int, obj: dict[str, Any]) -> Message |
 
 def _read_jsonl_file(spec: SourceSpec, file: Path, problems: list[str]) -> Iterator[Message]:
     fspec = _file_source(spec, file)
-    session = file.stem
-    for n, obj in _iter_jsonl(file, problems):
+    session = file.name.split(".jsonl")[0]
+    lines = list(_iter_jsonl(file, problems))
+    active = ra.openclaw_active_ids([o for _n, o in lines]) if spec.kind == "openclaw" else None
+    for n, obj in lines:
+        if active is not None and obj.get("type") != "session" and str(obj.get("id")) not in active:
+            continue  # an abandoned branch of the session tree
         if spec.kind == "claude":
             msg = _claude_message(fspec, n, obj)
         elif spec.kind == "openclaw":

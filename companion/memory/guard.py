@@ -92,7 +92,7 @@ _BLANK_LETTERS = {
 
 
 def _char_name(ch: str) -> str:
-    return _BLANK_LETTERS.get(ord(ch)) or unicodedata.name(ch, "unnamed character")
+    return _BLANK_LETTERS.get(ord(ch)) or str(unicodedata.name(ch, "unnamed character"))
 
 
 def _is_noncharacter(cp: int) -> bool:

@@ -200,8 +200,8 @@ def replace(
 ) -> None:
     """Replace the whole entry containing OLD with NEW ('-' reads NEW from standard input).
 
-    OLD is a short piece of the entry; an entry exactly equal to OLD wins, and text that
-    matches several entries is refused with a preview of each.
+    OLD is a short piece of the entry; text found in several different entries (even when
+    one of them equals it) is refused with a preview of each, as Hermes does.
 
     \b
     Example:
@@ -219,7 +219,7 @@ def replace(
 def remove(
     app: AppContext, old: str, target: str, home: Path | None, profile: str | None, as_json: bool
 ) -> None:
-    """Remove the entry containing OLD (an entry exactly equal to OLD wins).
+    """Remove the entry containing OLD (text found in several different entries is refused).
 
     \b
     Example:

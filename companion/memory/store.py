@@ -8,7 +8,8 @@ write the same file without losing each other's entries:
 2. take the exclusive lock on the sidecar ``MEMORY.md.lock`` (``flock`` on POSIX via `filelock`;
    Hermes locks the same file the same way);
 3. re-read the file under the lock and refuse (keeping a ``.bak-<timestamp>`` copy) if it does not
-   survive split-and-rejoin unchanged -- rewriting it would change text nobody asked to change;
+   survive split-and-rejoin unchanged -- rewriting it would change text nobody asked to change
+   (as Hermes, a lone add only appends and goes ahead when the drift is only whitespace);
 4. apply the operations to a copy; all of them or none, with the limit checked on the result;
 5. write a temp file in the same folder, fsync it, rename it over the original, fsync the folder.
 
@@ -238,11 +239,11 @@ class MemoryStore:
         return self._commit([Op("add", content=content)], batch=False)
 
     def replace(self, old_text: str, content: str) -> Result:
-        """Swap the whole entry containing `old_text` (an exactly equal one wins) for `content`."""
+        """Swap the whole entry containing `old_text` for `content` (Hermes's matching)."""
         return self._commit([Op("replace", content=content, old_text=old_text)], batch=False)
 
     def remove(self, old_text: str) -> Result:
-        """Delete the entry containing `old_text` (an exactly equal entry wins)."""
+        """Delete the entry containing `old_text` (several different matches: ambiguous)."""
         return self._commit([Op("remove", old_text=old_text)], batch=False)
 
     def apply_batch(self, ops: Sequence[Op | Mapping[str, Any]]) -> Result:

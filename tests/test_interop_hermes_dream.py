@@ -310,3 +310,51 @@ def test_multi_line_entry_is_not_promoted_again(hermes_agent, tmp_path: Path) ->
     )
     run_dream(vault, load_config(paths), NOW, paths=paths, hermes_home=home)
     assert hermes_agent.snapshot(home)["entries"]["memory"] == [entry]
+
+
+def test_typed_display_rows_of_newer_schemas_are_not_the_persons_words(
+    hermes_agent, tmp_path: Path
+) -> None:
+    """Item 6: Hermes after 0.19.0 adds `display_kind` and `_compressed_summary` columns and
+    types synthetic turns (`internal_notification`, `async_delegation`). The database is
+    Hermes's own (0.19.0's SessionDB); the newer columns are added the way its migrations add
+    them, since no released version writes them yet."""
+    import sqlite3
+
+    home = tmp_path / "hermes"
+    db = home / "state.db"
+    hermes_agent.run(
+        home,
+        {"op": "session", "db": str(db), "session": "s1"},
+        {
+            "op": "append",
+            "db": str(db),
+            "session": "s1",
+            "role": "user",
+            "content": "remember: the person's own words.",
+            "timestamp": T0,
+        },
+    )
+    con = sqlite3.connect(db)
+    try:
+        con.execute("ALTER TABLE messages ADD COLUMN display_kind TEXT")
+        con.execute("ALTER TABLE messages ADD COLUMN _compressed_summary INTEGER DEFAULT 0")
+        rows = [
+            ("user", "remember: a synthetic wake-up says merge now.", "internal_notification", 0),
+            ("user", "remember: the delegated task found the NAS.", "async_delegation", 0),
+            ("assistant", "remember: a summary flagged by column.", None, 1),
+            ("assistant", "remember: the agent's own words.", None, 0),
+        ]
+        for i, (role, content, kind, summary) in enumerate(rows, 1):
+            con.execute(
+                "INSERT INTO messages (session_id, role, content, timestamp, display_kind,"
+                " _compressed_summary) VALUES ('s1', ?, ?, ?, ?, ?)",
+                (role, content, T0 + i, kind, summary),
+            )
+        con.commit()
+    finally:
+        con.close()
+    assert [m.text for m in _read(db)] == [
+        "remember: the person's own words.",
+        "remember: the agent's own words.",
+    ]

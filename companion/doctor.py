@@ -494,7 +494,12 @@ def watches_check(need: int, limit: int, used: int) -> Check:
 
 
 def check_hermes(c: Context) -> Check:
-    from companion.memory.home import limits_from_config, memories_dir, resolve_home
+    from companion.memory.home import (
+        effective_limits,
+        hermes_memory_settings,
+        memories_dir,
+        resolve_home,
+    )
     from companion.memory.store import MemoryStore
 
     home = resolve_home(config_home=c.config.get("memory", "hermes_home") or None)
@@ -507,7 +512,7 @@ def check_hermes(c: Context) -> Check:
                 "set HERMES_HOME, or [memory] hermes_home in the config, to the agent's home",
             )
         return Check("hermes", "skip", f"no Hermes home at {home} (needed where the agent runs)")
-    limits = limits_from_config(c.config)
+    limits = effective_limits(c.config, hermes_memory_settings(home))
     parts, over = [], []
     try:
         for target in ("memory", "user"):

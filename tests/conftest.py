@@ -65,3 +65,13 @@ def _settle_qt_after_gui_tests(request: pytest.FixtureRequest):
             app.processEvents()
             app.sendPostedEvents(None, QEvent.Type.DeferredDelete.value)  # deleteLater
     gc.collect()
+
+
+@pytest.fixture(scope="session")
+def hermes_agent():
+    """Hermes Agent's own code (the pinned PyPI release, in its own venv), driven by subprocess.
+
+    Created on first use when `.ci/run` has not prepared it; never skipped."""
+    from tests.interop.hermes import Hermes, hermes_python
+
+    return Hermes(hermes_python())

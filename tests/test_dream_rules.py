@@ -180,7 +180,9 @@ def test_markers_in_messages_and_roles():
 def test_memory_tool_net_effect():
     def call(action, target, content="", old=""):
         return ToolCall(
-            "memory", {"action": action, "target": target, "content": content, "old_text": old}
+            "memory",
+            {"action": action, "target": target, "content": content, "old_text": old},
+            result='{"success": true, "done": true, "message": "Entry added."}',  # applied
         )
 
     d = distill_rules(

@@ -117,7 +117,7 @@ def test_drift_refusal_through_the_cli(hermes: Path) -> None:
     f = hermes / "memories" / "MEMORY.md"
     f.parent.mkdir(parents=True)
     f.write_text("hand edited \n§\n\n§\nnote", encoding="utf-8")
-    r = run_companion("memory", "add", "new", env={"HERMES_HOME": str(hermes)})
+    r = run_companion("memory", "remove", "note", env={"HERMES_HOME": str(hermes)})
     assert r.returncode == 1 and "refusing to write" in r.stderr and ".bak-" in r.stderr
     assert f.read_text(encoding="utf-8") == "hand edited \n§\n\n§\nnote"
     assert len([p for p in os.listdir(f.parent) if p.startswith("MEMORY.md.bak-")]) == 1

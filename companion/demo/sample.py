@@ -210,6 +210,8 @@ def write_hermes_state(db_path: Path, dream_at: datetime) -> Path:
             "Saved it.",
             _memory_call("c1", "The station's logs are capped with journald SystemMaxUse=200M."),
         ),
+        # Hermes's answer to that call: only a write Hermes applied is promoted.
+        ("s1", "tool", '{"success": true, "done": true, "message": "Entry added."}', "c1"),
         ("s2", "user", "remember: the NAS is called atlas and wakes up at 01:30.", None),
         ("s2", "assistant", "Noted. I'll keep backups after 01:30.", None),
     ]
@@ -224,11 +226,12 @@ def write_hermes_state(db_path: Path, dream_at: datetime) -> Path:
             "INSERT INTO sessions VALUES ('s2','cli','demo-model',?,?, 'nas')",
             (t0 + 3600, t0 + 4200),
         )
-        for i, (sid, role, content, calls) in enumerate(rows):
+        for i, (sid, role, content, extra) in enumerate(rows):
+            calls, call_id = (None, extra) if role == "tool" else (extra, None)
             con.execute(
-                "INSERT INTO messages (session_id, role, content, tool_calls, timestamp)"
-                " VALUES (?,?,?,?,?)",
-                (sid, role, content, calls, t0 + 60 * i + (3600 if sid == "s2" else 0)),
+                "INSERT INTO messages (session_id, role, content, tool_calls, tool_call_id,"
+                " timestamp) VALUES (?,?,?,?,?,?)",
+                (sid, role, content, calls, call_id, t0 + 60 * i + (3600 if sid == "s2" else 0)),
             )
         con.commit()
     finally:

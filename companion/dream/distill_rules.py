@@ -6,9 +6,10 @@ Sources of candidates:
 - explicit markers (see `companion.dream.markers`) at the start of a journal line or of a line
   of a user or assistant message: lessons, always/siempre lessons (also promoted), decisions,
   status lines;
-- the agent's own `memory` tool calls: what it added and did not remove or replace later in
-  the window. Adds to `memory` become lessons and are promoted; adds to `user` are promoted to
-  USER.md only.
+- the agent's own `memory` tool calls that Hermes applied (never one its scanner blocked or
+  its approval gate staged; batch calls expanded): what it added and did not remove or replace
+  later in the window. Adds to `memory` become lessons and are promoted; adds to `user` are
+  promoted to USER.md only. The candidate keeps the exact entry (which may span lines).
 
 Every candidate carries its provenance and the verbatim text it came from. Candidates saying
 the same thing (same normalised text, or word overlap of 85% or more) are merged, keeping
@@ -26,6 +27,8 @@ from companion.dream.model import Candidate, JournalEntry, Message, Provenance
 from companion.dream.quality import junk_reason
 from companion.dream.report import Skipped
 from companion.dream.text import collapse, jaccard, sentence, words
+from companion.dream.toolcalls import memory_ops
+from companion.memory import format as fmt
 
 SIMILAR_STATEMENT = 0.85
 _PROMOTE_RANK = {None: 0, "recurrence": 1, "marker": 2, "memory-tool": 3}
@@ -100,28 +103,20 @@ def _from_message_lines(msg: Message) -> Iterable[Candidate]:
 
 
 def _memory_calls(messages: Sequence[Message]) -> list[Candidate]:
-    """Net effect of the agent's memory-tool calls in the window, per target."""
+    """Net effect of the agent's memory writes that Hermes applied in the window, per target
+    (`companion.dream.toolcalls` says which calls count)."""
     live: dict[str, list[tuple[str, Message]]] = {"memory": [], "user": []}
-    for msg in messages:
-        if msg.role != "assistant":
-            continue
-        for call in msg.tool_calls:
-            if call.name != "memory":
-                continue
-            args = call.arguments
-            action = str(args.get("action") or "")
-            target = str(args.get("target") or "memory")
-            if target not in live:
-                continue
-            content = collapse(str(args.get("content") or ""))
-            old = collapse(str(args.get("old_text") or ""))
-            if action in ("remove", "replace") and old:
-                live[target] = [(c, m) for c, m in live[target] if old not in c]
-            if action in ("add", "replace") and content:
-                live[target].append((content, msg))
+    for op in memory_ops(messages):
+        content = fmt.normalise_entry(op.content)
+        old = fmt.normalise_entry(op.old_text)
+        if op.action in ("remove", "replace") and old:
+            live[op.target] = [(c, m) for c, m in live[op.target] if old not in c]
+        if op.action in ("add", "replace") and content:
+            live[op.target].append((content, op.message))
     out = []
     for target, adds in live.items():
-        for content, msg in adds:
+        for entry, msg in adds:
+            content = collapse(entry)
             prov = Provenance(msg.ref(), content, msg.time, f"{msg.source}#{msg.session}")
             kind = "knowledge" if target == "memory" else "fact"
             cand = Candidate(
@@ -134,6 +129,7 @@ def _memory_calls(messages: Sequence[Message]) -> list[Candidate]:
                 consolidate=kind == "knowledge",
                 day=msg.time.date(),
                 time=msg.time,
+                entry=entry,
             )
             cand.sessions.add(prov.session or "")
             cand.days.add(msg.time.date().isoformat())
@@ -175,6 +171,7 @@ def merge_candidates(cands: Iterable[Candidate]) -> list[Candidate]:
         if _PROMOTE_RANK[c.promote] > _PROMOTE_RANK[same.promote]:
             same.promote = c.promote
             same.target = c.target
+            same.entry = c.entry or same.entry
         same.consolidate = same.consolidate or c.consolidate
         if c.time and same.time and c.time > same.time:
             same.time = c.time

@@ -25,7 +25,12 @@ from companion.dream.distill_rules import Distilled, merge_candidates, screen
 from companion.dream.distill_rules import distill_rules as rules_distiller
 from companion.dream.ledger import Ledger
 from companion.dream.plan import Plan
-from companion.dream.promote import RECURRENCE, apply_promotions, plan_promotions
+from companion.dream.promote import (
+    RECURRENCE,
+    apply_promotions,
+    plan_promotions,
+    stage_promotions,
+)
 from companion.dream.read import (
     Window,
     journal_days,
@@ -50,7 +55,7 @@ from companion.dream.verify import SyncHook, settle
 from companion.errors import CompanionError, ConfigError, InputError
 from companion.logs import get_logger
 from companion.memory import MemoryStore, resolve_home
-from companion.memory.home import TARGETS, limits_from_config
+from companion.memory.home import TARGETS, effective_limits, hermes_memory_settings
 from companion.paths import DevicePaths, device_paths
 from companion.vault.index import VaultIndex
 from companion.vault.vault import Vault
@@ -360,10 +365,20 @@ def _distill_and_write(
     )
     clock.lap("represent")
     # --- 4. Promote ------------------------------------------------------------------------------
-    limits = limits_from_config(config)
-    stores = {t: MemoryStore(home, t, limits[t]) for t in TARGETS}
+    hermes_cfg = hermes_memory_settings(home)
+    if hermes_cfg.problem:
+        report.warnings.append(f"{hermes_cfg.problem}; using Hermes's default memory settings")
+    limits = effective_limits(config, hermes_cfg)
+    stores = {t: MemoryStore(home, t, limits[t]) for t in TARGETS if hermes_cfg.enabled[t]}
+    for t in TARGETS:
+        if not hermes_cfg.enabled[t]:
+            report.warnings.append(
+                f"{TARGETS[t]}: {hermes_cfg.enabled_key(t)} is false in {hermes_cfg.path}, so "
+                "the agent does not load it; nothing promoted to it"
+            )
     pp = plan_promotions(cands, stores, plan, why, ledger.rejected_on)
     report.warnings.extend(pp.warnings)
+    staging = hermes_cfg.write_approval  # the person approves every write: stage, never write
     clock.lap("promote")
     # --- 5. Record ----------------------------------------------------------------------------
     skipped = [*distilled.skipped, *cons.skipped, *pp.skipped]
@@ -381,7 +396,7 @@ def _distill_and_write(
         status=[n for n, cs in cons.notes.items() if any(c.kind == "status" for c in cs)],
         created=cons.created,
         appended_recent=cons.appended_recent,
-        promoted={stores[t].name: len(ops) for t, ops in pp.ops.items() if ops},
+        promoted={} if staging else {stores[t].name: len(ops) for t, ops in pp.ops.items() if ops},
         replaced=sum(1 for ops in pp.ops.values() for p in ops if p.replaced),
         not_fit=sum(1 for s in pp.skipped if s.code == "over_budget"),
         listed=len(rep.listed),
@@ -398,12 +413,17 @@ def _distill_and_write(
         counter[0] += 1
         return f"c{counter[0] - 1}"
 
+    staged = stage_promotions(pp, home, dry_run=dry_run) if staging else []
+    if staging:
+        pp.ops = {}
     if dry_run:
-        mem_changes, mem_skipped = apply_promotions(pp, stores, dry_run=True, next_id=next_id)
+        mem_changes, more = apply_promotions(pp, stores, dry_run=True, next_id=next_id)
+        mem_skipped = [*staged, *more]
         run_changes: list[Change] = [*plan.changes, *mem_changes]
     else:
         landed = plan.apply(state)
-        mem_changes, mem_skipped = apply_promotions(pp, stores, dry_run=False, next_id=next_id)
+        mem_changes, more = apply_promotions(pp, stores, dry_run=False, next_id=next_id)
+        mem_skipped = [*staged, *more]
         run_changes = [*landed, *mem_changes]
         try:
             state.save()

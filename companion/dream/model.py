@@ -14,9 +14,17 @@ KINDS = ("knowledge", "decision", "status", "fact")
 
 @dataclass(frozen=True)
 class ToolCall:
+    """A tool call of an assistant message, with the tool's answer when the transcript has it.
+
+    `result` is the raw text of the tool result that answers this call (Hermes's `role=tool`
+    row, Claude Code's `tool_result` part, OpenClaw's `toolResult` message), or None when the
+    transcript holds none.
+    """
+
     name: str
     arguments: dict[str, Any]
     call_id: str | None = None
+    result: str | None = None
 
 
 @dataclass
@@ -38,6 +46,9 @@ class Message:
     line: int | None = None
     tool_calls: tuple[ToolCall, ...] = ()
     tool_call_id: str | None = None
+    # Tool results this message carries, as (call id, tool name, text): paired with the calls
+    # they answer by `companion.dream.toolcalls.pair_results`, never a source themselves.
+    results: tuple[tuple[str | None, str | None, str], ...] = ()
 
     def ref(self) -> Ref:
         return Ref(self.source, self.line, self.id)
@@ -99,6 +110,7 @@ class Candidate:
     sessions: set[str] = field(default_factory=set)
     days: set[str] = field(default_factory=set)
     seen: int = 0  # distinct sessions or days so far (the ledger's count), for recurrence
+    entry: str | None = None  # the exact memory entry (may span lines) a memory-tool add stored
 
     @property
     def key(self) -> str:

@@ -19,6 +19,7 @@ import contextlib
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from companion.dream.consolidate import Explanation
 from companion.dream.model import Candidate
@@ -28,6 +29,7 @@ from companion.dream.report import Change, Skipped
 from companion.dream.text import jaccard, words
 from companion.memory import MemoryRefused, MemoryStore, Op
 from companion.memory import format as fmt
+from companion.memory.pending import stage
 
 RECURRENCE = 3
 SAME_SUBJECT = 0.8
@@ -113,11 +115,12 @@ def plan_promotions(
     eligible = [c for c in cands if c.promote]
     eligible.sort(key=lambda c: (_ORDER.get(c.promote or "", 9), c.time or 0))  # type: ignore[operator]
     for c in eligible:
-        store = stores.get(c.target)
-        if c.target not in working or store is None:
+        maybe = stores.get(c.target)
+        if c.target not in working or maybe is None:
             continue
+        store = maybe
         entries = working[c.target]
-        content = fmt.normalise_entry(c.text)
+        content = fmt.normalise_entry(c.entry or c.text)
         if rejected(c.key):
             explain.add(c, "not promoted", f"undone on {rejected(c.key)}", store.name)
             continue
@@ -253,3 +256,21 @@ def apply_promotions(
             )
         )
     return changes, skipped
+
+
+def stage_promotions(pp: PromotionPlan, home: Path, *, dry_run: bool) -> list[Skipped]:
+    """With Hermes's ``memory.write_approval`` on: leave each planned write in Hermes's pending
+    store for the person to approve (``/memory pending``), and write nothing."""
+    out: list[Skipped] = []
+    for target, planned in pp.ops.items():
+        for p in planned:
+            where = "would be staged" if dry_run else f"staged as {stage(home, target, p.op)}"
+            out.append(
+                Skipped.of(
+                    p.cand,
+                    "staged",
+                    f"{where} for your approval in Hermes (memory.write_approval is on): "
+                    "review it with /memory pending",
+                )
+            )
+    return out

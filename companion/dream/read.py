@@ -5,8 +5,11 @@ Transcript sources (each read-only; formats in docs/dream.md and HERMES-MEMORY.m
   locked). Columns are read by name, so newer schemas with extra columns work. Rows the agent
   itself hides are skipped: rewound messages (`active = 0` and not `compacted`),
   `display_kind = 'hidden'` scaffolding, compression summaries, background-review prompts.
-- `claude`: Claude Code session JSONL files (a file, or a folder searched for `*.jsonl`).
-- `openclaw`: OpenClaw session JSONL files.
+- `claude`: Claude Code session JSONL files (a file, or a folder searched for `*.jsonl`);
+  subagent transcripts, compaction summaries and bash-mode output skipped, messages queued
+  while the agent worked read (`companion.dream.read_agents`).
+- `openclaw`: OpenClaw session JSONL files (and `/new` / `/reset` archives): only the active
+  branch of the session tree, channel envelopes removed.
 - `jsonl`: the documented generic format, one message per line.
 
 Only what the person and the agent said counts: user and assistant text, and the assistant's
@@ -24,15 +27,17 @@ import datetime as dt
 import json
 import os
 import sqlite3
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
 from companion.dream import blocks
+from companion.dream import read_agents as ra
 from companion.dream.markers import match_marker
 from companion.dream.model import JournalEntry, Message, ToolCall
+from companion.dream.toolcalls import pair_results
 from companion.errors import ConfigError
 from companion.logs import get_logger
 from companion.vault.journal import SECTION_NAMES, parse_journal
@@ -48,6 +53,14 @@ _HARNESS_PREFIXES = (
     "Review the conversation above and consider saving to memory",
 )
 _JSON_PREFIX = "\x00json:"
+# Openings of the context Hermes writes into a session as if it were a turn: the compaction
+# summary (`[CONTEXT COMPACTION — REFERENCE ONLY] ...`, the legacy `[CONTEXT SUMMARY]:`) and a
+# tail message with a summary merged into it (`[PRIOR CONTEXT — for reference only; ...]`).
+_HERMES_SCAFFOLD_PREFIXES = (
+    "[CONTEXT COMPACTION",
+    "[CONTEXT SUMMARY]:",
+    "[PRIOR CONTEXT — for reference only",
+)
 
 
 @dataclass(frozen=True)
@@ -202,24 +215,41 @@ def _tool_call(obj: Any) -> ToolCall | None:
     return ToolCall(name, _args(args), str(cid) if cid is not None else None)
 
 
-def _parts(content: Any) -> tuple[str, list[ToolCall], bool]:
-    """(text, tool calls, only tool results) of a content string or list of parts."""
+def _result_text(part: dict[str, Any]) -> str:
+    """The text of a tool-result part (`content` a string or a list of text parts)."""
+    body = part.get("content", part.get("output", part.get("text")))
+    if isinstance(body, str):
+        return body
+    if isinstance(body, list):
+        return "\n".join(
+            str(b.get("text"))
+            for b in body
+            if isinstance(b, dict) and isinstance(b.get("text"), str)
+        )
+    return "" if body is None else json.dumps(body, ensure_ascii=False)
+
+
+Result = tuple[str | None, str | None, str]
+
+
+def _parts(content: Any) -> tuple[str, list[ToolCall], list[Result]]:
+    """(text, tool calls, tool results) of a content string or list of parts."""
     if content is None:
-        return "", [], False
+        return "", [], []
     if isinstance(content, str):
         if content.startswith(_JSON_PREFIX):
             try:
                 return _parts(json.loads(content[len(_JSON_PREFIX) :]))
             except json.JSONDecodeError:
-                return "", [], False
-        return content, [], False
+                return "", [], []
+        return content, [], []
     if isinstance(content, dict):
         content = [content]
     if not isinstance(content, list):
-        return "", [], False
+        return "", [], []
     texts: list[str] = []
     calls: list[ToolCall] = []
-    results = 0
+    results: list[Result] = []
     for part in content:
         if isinstance(part, str):
             texts.append(part)
@@ -234,9 +264,9 @@ def _parts(content: Any) -> tuple[str, list[ToolCall], bool]:
             if call:
                 calls.append(call)
         elif ptype in ("tool_result", "toolResult", "function_call_output"):
-            results += 1
-    only_results = results > 0 and not texts and not calls
-    return "\n".join(texts), calls, only_results
+            cid = part.get("tool_use_id") or part.get("toolCallId") or part.get("call_id")
+            results.append((str(cid) if cid else None, None, _result_text(part)))
+    return "\n".join(texts), calls, results
 
 
 def _message(
@@ -249,12 +279,22 @@ def _message(
     line: int | None,
     extra_calls: Sequence[ToolCall] = (),
     tool_call_id: str | None = None,
+    tool_name: str | None = None,
+    clean: Callable[[str], str] | None = None,
 ) -> Message | None:
+    """One message in the common shape. Tool results are kept (to be paired with the call they
+    answer) but never as text; `clean` removes agent-specific scaffolding from user text."""
     role = (role or "").lower()
     if role in ("toolresult", "tool_result", "function"):
         role = "tool"
-    text, calls, only_results = _parts(content)
-    if only_results:
+    text, calls, results = _parts(content)
+    if role == "tool":
+        if not results:
+            results = [(tool_call_id, tool_name, text)]
+        else:
+            results = [(c or tool_call_id, n or tool_name, r) for c, n, r in results]
+        text = ""
+    elif results and not text.strip() and not calls:
         role = "tool"
     calls = [*calls, *extra_calls]
     if role in ("user", "system") and text.lstrip().startswith(_HARNESS_PREFIXES):
@@ -262,10 +302,22 @@ def _message(
     if role not in ("user", "assistant"):
         text = ""  # tool results and system text are never sources
     text = _own_output_free(normalise_newlines(text))
-    if not text.strip() and not calls:
+    if clean is not None and role == "user":
+        text = clean(text)
+    if not text.strip() and not calls and not results:
         return None
     return Message(
-        spec.name, spec.kind, session, mid, role, t, text, line, tuple(calls), tool_call_id
+        spec.name,
+        spec.kind,
+        session,
+        mid,
+        role,
+        t,
+        text,
+        line,
+        tuple(calls),
+        tool_call_id,
+        tuple(results),
     )
 
 
@@ -328,7 +380,12 @@ def _hermes_message(spec: SourceSpec, row: sqlite3.Row) -> Message | None:
 
     if get("active") == 0 and not get("compacted"):
         return None  # rewound: the agent no longer considers it said
-    if get("display_kind") == "hidden" or get("_compressed_summary"):
+    role = str(get("role") or "")
+    if get("_compressed_summary") or (get("display_kind") and role != "tool"):
+        # A compaction summary, or a row Hermes typed for display (hidden scaffolding, an
+        # internal notification, an async delegation's report): not what anyone said.
+        return None
+    if _hermes_scaffold(get("content")):
         return None
     t = parse_time(get("timestamp"))
     if t is None:
@@ -348,19 +405,46 @@ def _hermes_message(spec: SourceSpec, row: sqlite3.Row) -> Message | None:
         spec,
         str(get("session_id")),
         str(get("id")),
-        str(get("role") or ""),
+        role,
         t,
         get("content"),
         None,
         calls,
         get("tool_call_id"),
+        get("tool_name"),
+    )
+
+
+def _hermes_scaffold(content: Any) -> bool:
+    """Model-written context Hermes inserts as a message: a compaction summary (current and
+    legacy openings), or a tail message it merged a summary into."""
+    text, _calls, _results = _parts(content)
+    return text.lstrip().startswith(_HERMES_SCAFFOLD_PREFIXES)
+
+
+def _is_harness(row: sqlite3.Row) -> bool:
+    """A background-review harness prompt (Hermes drops it and the reply that follows)."""
+    content = row["content"]
+    return (
+        row["role"] in ("user", "system")
+        and isinstance(content, str)
+        and content.lstrip().startswith(_HARNESS_PREFIXES)
     )
 
 
 def read_hermes(spec: SourceSpec, window: Window) -> list[Message]:
     out = []
     params = (window.start.timestamp(), window.end.timestamp())
+    after_harness: set[str] = set()  # sessions whose next row answers a harness prompt
     for row in _hermes_rows(spec, "timestamp >= ? AND timestamp <= ?", params):
+        session = str(row["session_id"])
+        if _is_harness(row):
+            after_harness.add(session)
+            continue
+        if session in after_harness:
+            after_harness.discard(session)
+            if row["role"] == "assistant":
+                continue  # the curator-mode reply to the harness prompt
         msg = _hermes_message(spec, row)
         if msg is not None:
             out.append(msg)
@@ -377,7 +461,12 @@ def _jsonl_files(spec: SourceSpec, since: dt.datetime | None) -> list[Path]:
     if not root.is_dir():
         raise FileNotFoundError(f"{spec.name}: {root} does not exist")
     files = []
-    for p in sorted(root.rglob("*.jsonl")):
+    found = set(root.rglob("*.jsonl"))
+    if spec.kind == "openclaw":
+        found |= {p for p in root.rglob("*.jsonl.reset.*") if ra.openclaw_is_archive(p)}
+    for p in sorted(found):
+        if spec.kind == "claude" and ra.claude_skip_file(p, root):
+            continue  # a subagent's transcript: not the person's conversation
         try:
             if since is not None and p.stat().st_mtime < since.timestamp() - 1:
                 continue  # untouched since before the window: nothing new in it
@@ -415,18 +504,30 @@ def _iter_jsonl(path: Path, problems: list[str]) -> Iterator[tuple[int, dict[str
 
 
 def _claude_message(spec: SourceSpec, n: int, obj: dict[str, Any]) -> Message | None:
-    if obj.get("type") not in ("user", "assistant") or obj.get("isMeta"):
-        return None
-    msg = obj.get("message")
-    if not isinstance(msg, dict):
+    if ra.claude_skip_line(obj):
         return None
     t = parse_time(obj.get("timestamp"))
     if t is None:
         return None
     mid = str(obj.get("uuid") or f"L{n}")
     session = str(obj.get("sessionId") or spec.path)
+    queued = ra.claude_queued_prompt(obj)
+    if queued is not None:  # typed while the agent worked
+        return _message(spec, session, mid, "user", t, queued, n, clean=ra.claude_clean)
+    if obj.get("type") not in ("user", "assistant"):
+        return None
+    msg = obj.get("message")
+    if not isinstance(msg, dict):
+        return None
     return _message(
-        spec, session, mid, str(msg.get("role") or obj["type"]), t, msg.get("content"), n
+        spec,
+        session,
+        mid,
+        str(msg.get("role") or obj["type"]),
+        t,
+        msg.get("content"),
+        n,
+        clean=ra.claude_clean,
     )
 
 
@@ -442,7 +543,18 @@ def _openclaw_message(
     if t is None:
         return None
     mid = str(obj.get("id") or f"L{n}")
-    return _message(spec, session, mid, str(msg.get("role") or ""), t, msg.get("content"), n)
+    return _message(
+        spec,
+        session,
+        mid,
+        str(msg.get("role") or ""),
+        t,
+        msg.get("content"),
+        n,
+        tool_call_id=msg.get("toolCallId"),
+        tool_name=msg.get("toolName"),
+        clean=ra.openclaw_clean,
+    )
 
 
 def _generic_message(spec: SourceSpec, n: int, obj: dict[str, Any]) -> Message | None:
@@ -467,8 +579,12 @@ def _generic_message(spec: SourceSpec, n: int, obj: dict[str, Any]) -> Message |
 
 def _read_jsonl_file(spec: SourceSpec, file: Path, problems: list[str]) -> Iterator[Message]:
     fspec = _file_source(spec, file)
-    session = file.stem
-    for n, obj in _iter_jsonl(file, problems):
+    session = file.name.split(".jsonl")[0]
+    lines = list(_iter_jsonl(file, problems))
+    active = ra.openclaw_active_ids([o for _n, o in lines]) if spec.kind == "openclaw" else None
+    for n, obj in lines:
+        if active is not None and obj.get("type") != "session" and str(obj.get("id")) not in active:
+            continue  # an abandoned branch of the session tree
         if spec.kind == "claude":
             msg = _claude_message(fspec, n, obj)
         elif spec.kind == "openclaw":
@@ -483,7 +599,7 @@ def _read_jsonl_file(spec: SourceSpec, file: Path, problems: list[str]) -> Itera
 
 
 def read_jsonl_source(spec: SourceSpec, window: Window, problems: list[str]) -> list[Message]:
-    out = []
+    out: list[Message] = []
     for file in _jsonl_files(spec, window.start):
         try:
             out.extend(m for m in _read_jsonl_file(spec, file, problems) if m.time in window)
@@ -506,6 +622,7 @@ def read_transcripts(specs: Iterable[SourceSpec], window: Window) -> ReadResult:
             result.problems.append(f"{spec.name}: cannot read ({exc})")
             log.warning("transcript source %s unreadable: %s", spec.name, exc)
             continue
+        msgs = pair_results(msgs)
         result.counts[spec.name] = len(msgs)
         result.messages.extend(msgs)
     result.messages.sort(key=lambda m: (m.time, m.source, m.id))

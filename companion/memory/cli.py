@@ -11,7 +11,12 @@ from typing import Any
 import click
 
 from companion.cli import AppContext, pass_app
-from companion.memory.home import TARGETS, limits_from_config, resolve_home
+from companion.memory.home import (
+    TARGETS,
+    effective_limits,
+    hermes_memory_settings,
+    resolve_home,
+)
 from companion.memory.render import Snapshot, render_block
 from companion.memory.store import MemoryRefused, MemoryStore, Result
 
@@ -48,9 +53,21 @@ def _home(app: AppContext, home: Path | None, profile: str | None) -> Path:
     return resolve_home(home, config_home=app.config.get("memory", "hermes_home"), profile=profile)
 
 
+def _limits(app: AppContext, hermes_home: Path) -> dict[str, int]:
+    """The companion's limits, never above those in Hermes's own config.yaml."""
+    return effective_limits(app.config, hermes_memory_settings(hermes_home))
+
+
 def _store(app: AppContext, target: str, home: Path | None, profile: str | None) -> MemoryStore:
-    limits = limits_from_config(app.config)
-    return MemoryStore(_home(app, home, profile), target, limits[target])
+    hermes_home = _home(app, home, profile)
+    settings = hermes_memory_settings(hermes_home)
+    if not settings.enabled[target]:
+        click.echo(
+            f"note: {settings.enabled_key(target)} is false in {settings.path}: the agent does "
+            f"not load {TARGETS[target]} until it is turned on",
+            err=True,
+        )
+    return MemoryStore(hermes_home, target, effective_limits(app.config, settings)[target])
 
 
 def _run(store: MemoryStore, as_json: bool, action: Callable[[], Result]) -> None:
@@ -83,7 +100,8 @@ def memory() -> None:
     """Read and edit the agent's injected memory (Hermes MEMORY.md and USER.md).
 
     Entries are separated by lines holding only '§'; MEMORY.md may hold 2,200 characters and
-    USER.md 1,375 (config memory.memory_char_limit / memory.user_char_limit). A write that
+    USER.md 1,375 (config memory.memory_char_limit / memory.user_char_limit, never above the
+    limits in Hermes's own config.yaml). A write that
     would overflow, match several entries, or carry injected instructions is refused with
     exit status 1 and nothing changes. Writes take the same lock as Hermes Agent.
 
@@ -116,7 +134,7 @@ def show(
       companion memory show --home ~/.hermes --profile work --json
     """
     hermes_home = _home(app, home, profile)
-    limits = limits_from_config(app.config)
+    limits = _limits(app, hermes_home)
     targets = sorted(TARGETS) if target == "all" else [target]
     if as_json:
         out: dict[str, Any] = {"home": str(hermes_home), "targets": {}}
@@ -182,8 +200,8 @@ def replace(
 ) -> None:
     """Replace the whole entry containing OLD with NEW ('-' reads NEW from standard input).
 
-    OLD is a short piece of the entry; an entry exactly equal to OLD wins, and text that
-    matches several entries is refused with a preview of each.
+    OLD is a short piece of the entry; text found in several different entries (even when
+    one of them equals it) is refused with a preview of each, as Hermes does.
 
     \b
     Example:
@@ -201,7 +219,7 @@ def replace(
 def remove(
     app: AppContext, old: str, target: str, home: Path | None, profile: str | None, as_json: bool
 ) -> None:
-    """Remove the entry containing OLD (an entry exactly equal to OLD wins).
+    """Remove the entry containing OLD (text found in several different entries is refused).
 
     \b
     Example:

@@ -20,12 +20,14 @@ BOM = "\ufeff"
 
 
 def decode(raw: bytes) -> str:
-    """File bytes to text as Hermes reads them: UTF-8, one leading BOM tolerated, LF newlines.
+    """File bytes to text as Hermes reads them: UTF-8 with universal newlines.
 
+    A leading UTF-8 BOM is *kept*, as Hermes keeps it (it reads ``utf-8``, not ``utf-8-sig``):
+    it stays at the start of the first entry, where Hermes's scanner sees an invisible
+    character and hides that entry from the agent. The store removes it on its next write.
     Raises ``UnicodeDecodeError`` for bytes that are not UTF-8.
     """
-    text = raw.decode("utf-8")
-    return normalise_newlines(text.removeprefix(BOM))
+    return normalise_newlines(raw.decode("utf-8"))
 
 
 def encode(text: str) -> bytes:
@@ -45,7 +47,7 @@ def normalise_entry(text: str) -> str:
 
 def _pieces(text: str) -> list[str]:
     """The raw pieces between delimiters, after the whole-file strip Hermes applies."""
-    body = normalise_newlines(text.removeprefix(BOM)).strip()
+    body = normalise_newlines(text).strip()
     return body.split(DELIMITER) if body else []
 
 
@@ -82,16 +84,15 @@ def entry_problem(entry: str) -> str | None:
 
 
 def round_trips(text: str) -> bool:
-    """Whether a file's text survives split-and-rejoin unchanged (the drift guard's test).
+    """Whether a file's text survives split-and-rejoin unchanged: Hermes's drift test.
 
-    Tolerated because nothing is lost: a leading BOM, CRLF newlines, whitespace around the whole
-    file, and exact duplicate entries (the first is kept). Anything else that splitting and
-    rejoining would change -- whitespace around an entry, an empty entry between two delimiters,
-    a line holding only ``§`` inside an entry -- means the file was edited into a shape the format
-    cannot hold, and rewriting it would change text nobody asked to change.
+    Hermes compares the stripped file with its entries rejoined, so whitespace around an entry
+    or an empty entry between two delimiters is drift (a replace or remove then refuses and
+    keeps a backup; an add, which only appends, goes ahead and normalises it). Exact duplicate
+    entries are not drift (the first is kept), nor are CRLF newlines or a trailing newline.
     """
-    pieces = _pieces(text)
-    return all(p == p.strip() and entry_problem(p) is None for p in pieces)
+    pieces = [p.strip() for p in _pieces(text) if p.strip()]
+    return normalise_newlines(text).strip() == DELIMITER.join(pieces)
 
 
 def preview(entry: str, width: int = 60) -> str:

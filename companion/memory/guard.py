@@ -60,6 +60,7 @@ import unicodedata
 from dataclasses import dataclass
 
 from companion.logs import redact
+from companion.memory import hermes_threats
 
 
 @dataclass(frozen=True)
@@ -91,21 +92,36 @@ _BLANK_LETTERS = {
 
 
 def _char_name(ch: str) -> str:
-    return _BLANK_LETTERS.get(ord(ch)) or unicodedata.name(ch, "unnamed character")
+    return _BLANK_LETTERS.get(ord(ch)) or str(unicodedata.name(ch, "unnamed character"))
 
 
 def _is_noncharacter(cp: int) -> bool:
     return 0xFDD0 <= cp <= 0xFDEF or (cp & 0xFFFE) == 0xFFFE
 
 
+_DIRECTION_MARKS = frozenset("\u200e\u200f\u061c")  # LRM, RLM, ALM
+
+
+def _has_rtl_letters(text: str) -> bool:
+    return any(
+        unicodedata.bidirectional(ch) in ("R", "AL") and unicodedata.category(ch).startswith("L")
+        for ch in text
+    )
+
+
 def invisible_character(text: str) -> Finding | None:
-    """The first invisible or control character in `text` that the guard refuses, if any."""
+    """The first invisible or control character in `text` that the guard refuses, if any.
+
+    Direction marks (LRM, RLM, ALM) are ordinary in text that mixes right-to-left script with
+    Latin text, so they pass there; elsewhere they only hide or reorder text and are refused.
+    """
     prev_visible = False
+    rtl = _has_rtl_letters(text)
     for pos, ch in enumerate(text):
         cp = ord(ch)
         cat = unicodedata.category(ch)
         bad = False
-        if ch in "\n\t":
+        if ch in "\n\t" or (rtl and ch in _DIRECTION_MARKS):
             bad = False
         elif (
             cat in ("Cf", "Cc", "Cs", "Zl", "Zp")
@@ -223,6 +239,92 @@ _RULES: list[tuple[str, str, str]] = [
     ),
 ]
 
+# --- the same attacks in Spanish, and wider English forms (issue 12) -----------------------
+_GAPW = r"(?:\S*[^\s.!?;]\s+){0,8}?"  # up to eight words, never across a sentence end
+_ES_ORDERS = r"(?:instrucciones|indicaciones|[oó]rdenes|reglas|directrices|normas|consignas)"
+_EXTERNAL_ANY = (
+    r"(?:https?://|ftp://|\bpastebin\b|\bwebhooks?\b|\bgist\b|\brequestbin\b|\bngrok\b|"
+    r"\btransfer\.sh\b|\bdiscord\b|\btelegram\b|\bdropbox\b|\bs3://|"
+    r"\b(?:external|remote|outside)\s+(?:server|host|site|address|url|endpoint)|"
+    r"\b(?:servidor|sitio|host|direcci[oó]n|url)\s+(?:externo|externa|remoto|remota)|"
+    r"\S+@\S+\.\w{2,})"
+)
+_CONFIG_FILES = (
+    r"(?:AGENTS\.md|CLAUDE\.md|GEMINI\.md|SOUL\.md|\.cursorrules|\.clinerules|"
+    r"config\.ya?ml|\.claude/settings(?:\.local)?\.json|\.mcp\.json|\.hermes/)"
+)
+_CRED_NOUN = (
+    r"(?:private\s+keys?|ssh\s+keys?|api\s+keys?|access\s+tokens?|auth\s+tokens?|"
+    r"credentials?|passwords?|passphrases?|secrets?|"
+    r"claves?\s+(?:privadas?|ssh|de\s+(?:api|acceso))|llaves?\s+(?:privadas?|ssh)|"
+    r"credenciales|contrase[ñn]as?|secretos?|tokens?\s+de\s+acceso)"
+)
+
+_RULES += [
+    (
+        "ignore-instructions",
+        rf"\b(?:ignora\w*|ignore[ns]?|olvida\w*|olvide[ns]?|omite\w*|descarta\w*|"
+        rf"desobedece\w*|s[aá]ltate\w*|haz\s+caso\s+omiso\s+(?:a|de)|no\s+hagas\s+caso\s+"
+        rf"(?:a|de))\s+{_GAPW}(?:{_ES_ORDERS}|(?:todo\s+)?lo\s+(?:anterior|que\s+te\s+"
+        rf"(?:dijeron|han\s+dicho|hayan\s+dicho)))\b|"
+        rf"\b(?:forget|ignore|disregard)\s+(?:everything|anything|all)\s+{_GAPW}"
+        rf"(?:above|before|earlier|previously|you\s+(?:were|have\s+been)\s+told)\b|"
+        rf"\b(?:obey|obedece\w*|obedezca\w*|obedecer)\b|"
+        rf"\bfollow\s+only\s+{_GAPW}(?:instructions|orders|commands)\b",
+        "an instruction to ignore earlier instructions or obey someone else",
+    ),
+    (
+        "exfil-url",
+        rf"\b(?:upload|send|post|transmit|forward|exfiltrate|sync|copy|push|leak|paste|mail|"
+        rf"e-?mail|beam|report|contact|ping|notify|s[uú]b\w+|sube|env[ií]\w+|m[aá]nd\w+|"
+        rf"reenv[ií]\w+|publica\w*|transmit\w+|filtra\w*|pega\w*|c[oó]pia\w*|"
+        rf"compart\w+|sincroniz\w+|contact\w+|notific\w+)\s+"
+        rf"{_GAPW}(?:to|into|onto|at|via|on|a|al|en|hacia|con|por)\s+{_GAPW}{_EXTERNAL_ANY}|"
+        rf"\b(?:contact|ping|notify|beacon|contacta\w*|notifica\w*)\s+{_EXTERNAL_ANY}",
+        "an instruction to send something to, or contact, an outside address",
+    ),
+    (
+        "conceal",
+        r"\bwithout\s+(?:telling|informing|notifying|alerting|letting\s+\S+\s+know)\b|"
+        r"\b(?:do\s+not|don'?t|never)\s+(?:tell|inform|notify|alert|let\s+\S+\s+know)\s+"
+        r"(?:\w+\s+){0,2}(?:about\s+)?(?:this|it|that)\b|"
+        r"\b(?:hide|conceal|keep)\s+(?:this|it|that|them|everything|all)\s+(?:\w+\s+){0,3}?"
+        r"(?:from|secret|hidden|quiet)\b|\bbehind\s+\S+\s+back\b|\bsecretly\b|"
+        r"\bso\s+(?:that\s+)?\S+\s+(?:doesn'?t|does\s+not|won'?t|will\s+not|never)\s+"
+        r"(?:notice|find\s+out|know|see)\b|"
+        r"\bsin\s+(?:dec[ií]r\w*|avisar\w*|cont[aá]r\w*|informar\w*|notificar\w*|"
+        r"pregunt[aá]r\w*|consultar\w*|que\s+(?:\S+\s+)?(?:lo\s+)?(?:sepa|se\s+entere|"
+        r"note|vea|se\s+d[eé]\s+cuenta))\b|"
+        r"\bno\s+se\s+lo\s+(?:digas|cuentes|menciones|comentes|ense[ñn]es)\b|"
+        r"\bno\s+(?:le|les)\s+(?:digas|cuentes|menciones|comentes|avises)\s+(?:nada|esto|eso)\b|"
+        r"\b(?:oc[uú]lta(?:le|les|lo|la|los|las|selo|sela)?|esc[oó]nde(?:le|les|lo|la|selo)?)\s+"
+        r"(?:\w+\s+){0,4}?(?:a|de)\s+\w+|"
+        r"\ba\s+escondidas\b|\bque\s+no\s+se\s+entere\b|"
+        r"\bpara\s+que\s+(?:\S+\s+)?no\s+(?:lo\s+|la\s+|los\s+|las\s+|se\s+)?"
+        r"(?:vea|sepa|note|entere|d[eé]\s+cuenta)\b",
+        "an instruction to hide something from the person",
+    ),
+    (
+        "agent-config",
+        rf"\b(?:update|modify|edit|write|change|append|add|overwrite|replace|rewrite|delete|"
+        rf"remove|insert|patch|put|modific\w+|edita\w*|cambi[ae]\w*|actualiz\w+|escrib\w+|"
+        rf"añad\w+|agreg\w+|sobrescrib\w+|reemplaz\w+|borr[ae]\w*|elimin\w+|insert[ae]\w*|"
+        rf"pon(?:le|lo|la|er)?|mete\w*)\s+(?:[^\n]{{0,200}}?\s)?(?:~/|\S*/)?{_CONFIG_FILES}",
+        "an instruction to change an agent's configuration files",
+    ),
+    (
+        "credential-access",
+        rf"(?:^|[\s\"'(=`])(?:~|\$HOME|\$\{{HOME\}}|/home/[\w.-]+|/root|/Users/[\w.-]+)/"
+        rf"\.(?:ssh|gnupg|aws|kube|docker|password-store|config/gh)\b|\bid_(?:rsa|dsa|ecdsa|"
+        rf"ed25519)\b|\.aws/credentials|\.git-credentials|\.ssh/|"
+        rf"\b(?:read|copy|print|show|send|dump|export|reveal|leak|exfiltrate|extract|upload|"
+        rf"collect|grab|steal|lee\w*|c[oó]pia\w*|m[uú][eé]stra\w*|imprime\w*|env[ií]a\w*|dame|"
+        rf"revela\w*|extrae\w*|vuelca\w*|exporta\w*|s[uú]be\w*|recopila\w*|roba\w*)\s+"
+        rf"{_GAPW}{_CRED_NOUN}\b",
+        "an instruction to reach credentials (keys, passwords, ~/.ssh)",
+    ),
+]
+
 _COMPILED = [(rule, re.compile(rx, re.IGNORECASE), why) for rule, rx, why in _RULES]
 
 
@@ -246,6 +348,24 @@ def credential(text: str) -> Finding | None:
     return None
 
 
+def hermes_finding(text: str) -> Finding | None:
+    """What Hermes's own scanner refuses (`companion.memory.hermes_threats`): refusing at least
+    that keeps an entry the agent would only see as ``[BLOCKED: ...]`` out of memory."""
+    found = hermes_threats.scan(text)
+    if not found:
+        return None
+    return Finding(
+        f"hermes:{found[0]}",
+        f"Hermes Agent's threat scanner refuses this ({', '.join(found)}) and would hide it "
+        "from the agent",
+    )
+
+
 def check(text: str) -> Finding | None:
     """The first reason to refuse `text` as a memory entry, or None when it is safe to store."""
-    return invisible_character(text) or credential(text) or dangerous_phrase(text)
+    return (
+        invisible_character(text)
+        or credential(text)
+        or dangerous_phrase(text)
+        or hermes_finding(text)
+    )

@@ -11,7 +11,11 @@
 
 USER.md's header reads ``USER PROFILE (who the user is) [...]``. The percent is
 ``min(100, int(current / limit * 100))``, the dash an em dash, numbers carry thousands commas.
-An empty store renders nothing. The snapshot is taken once and does not follow later writes,
+An empty store renders nothing. Entries Hermes's threat scanner flags appear as Hermes injects
+them, ``[BLOCKED: MEMORY.md entry contained threat pattern(s): ...]``. Hermes 0.19.0 (the
+pinned release) adds no marker for a file over its limit; its unreleased main branch adds
+``⚠ OVER BUDGET`` and cuts very large files: the interop test shows when a release does. The
+snapshot is taken once and does not follow later writes,
 which is what keeps the agent's prompt stable for a whole session.
 """
 
@@ -22,6 +26,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from companion.memory import format as fmt
+from companion.memory import hermes_threats
 from companion.memory.home import DEFAULT_LIMITS, TARGETS
 from companion.memory.store import MemoryStore, Usage
 
@@ -38,10 +43,12 @@ def header(target: str, usage: Usage) -> str:
 
 
 def render_block(target: str, entries: Sequence[str], limit: int) -> str:
-    """One store's block, or ``""`` when it has no entries."""
+    """One store's block, or ``""`` when it has no entries. As Hermes does at load time, an
+    entry its threat scanner flags is shown as its ``[BLOCKED: ...]`` placeholder, and the
+    header counts the text as injected (placeholders included)."""
     if not entries:
         return ""
-    body = fmt.serialise(entries)
+    body = fmt.serialise(hermes_threats.for_snapshot(list(entries), TARGETS[target]))
     return f"{SEPARATOR}\n{header(target, Usage(len(body), limit))}\n{SEPARATOR}\n{body}"
 
 

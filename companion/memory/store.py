@@ -8,7 +8,8 @@ write the same file without losing each other's entries:
 2. take the exclusive lock on the sidecar ``MEMORY.md.lock`` (``flock`` on POSIX via `filelock`;
    Hermes locks the same file the same way);
 3. re-read the file under the lock and refuse (keeping a ``.bak-<timestamp>`` copy) if it does not
-   survive split-and-rejoin unchanged -- rewriting it would change text nobody asked to change;
+   survive split-and-rejoin unchanged -- rewriting it would change text nobody asked to change
+   (as Hermes, a lone add only appends and goes ahead when the drift is only whitespace);
 4. apply the operations to a copy; all of them or none, with the limit checked on the result;
 5. write a temp file in the same folder, fsync it, rename it over the original, fsync the folder.
 
@@ -37,6 +38,16 @@ from companion.memory.home import DEFAULT_LIMITS, TARGETS, check_target, memorie
 log = get_logger("companion.memory")
 
 ACTIONS = ("add", "replace", "remove")
+
+
+def _without_bom(entries: list[str]) -> list[str]:
+    """`entries` with a UTF-8 BOM left at the start of the first one removed. Hermes keeps such
+    a BOM in the entry and then hides the entry from the agent as invisible text, so the
+    companion's writes drop it (deliberately: nothing the person wrote is lost)."""
+    if not entries or not entries[0].startswith(fmt.BOM):
+        return entries
+    first = entries[0].lstrip(fmt.BOM).strip()
+    return fmt.dedupe([first, *entries[1:]] if first else entries[1:])
 
 
 @dataclass(frozen=True)
@@ -228,11 +239,11 @@ class MemoryStore:
         return self._commit([Op("add", content=content)], batch=False)
 
     def replace(self, old_text: str, content: str) -> Result:
-        """Swap the whole entry containing `old_text` (an exactly equal one wins) for `content`."""
+        """Swap the whole entry containing `old_text` for `content` (Hermes's matching)."""
         return self._commit([Op("replace", content=content, old_text=old_text)], batch=False)
 
     def remove(self, old_text: str) -> Result:
-        """Delete the entry containing `old_text` (an exactly equal entry wins)."""
+        """Delete the entry containing `old_text` (several different matches: ambiguous)."""
         return self._commit([Op("remove", old_text=old_text)], batch=False)
 
     def apply_batch(self, ops: Sequence[Op | Mapping[str, Any]]) -> Result:
@@ -296,8 +307,8 @@ class MemoryStore:
     def _find(
         self, working: list[str], index: int, op: _Prepared, batch: bool, usage: Usage
     ) -> int:
-        if op.old_text in working:
-            return working.index(op.old_text)
+        """The entry `op.old_text` names, as Hermes finds it: every entry containing it; several
+        *different* entries is ambiguous (even when one of them equals it exactly)."""
         hits = [i for i, e in enumerate(working) if op.old_text in e]
         if not hits:
             raise self._op_error(
@@ -308,7 +319,7 @@ class MemoryStore:
                 "no_match",
                 usage=usage,
             )
-        if len(hits) > 1:
+        if len({working[i] for i in hits}) > 1:
             previews = [fmt.preview(working[i]) for i in hits]
             shown = "; ".join(f"{i + 1}) {p}" for i, p in enumerate(previews))
             raise self._op_error(
@@ -325,8 +336,11 @@ class MemoryStore:
 
     def _commit(self, ops: list[Op], *, batch: bool) -> Result:
         prepared = [self._prepare(i, op, batch) for i, op in enumerate(ops)]
+        # As Hermes: a lone add only appends, so a file that drifted only in whitespace is
+        # not refused for it (the rewrite normalises that whitespace, no text is lost).
+        lone_add = not batch and prepared[0].action == "add"
         with self._locked():
-            entries = self._load_for_write()
+            entries = self._load_for_write(check_drift=not lone_add)
             before = Usage(fmt.char_count(entries), self.limit)
             working = list(entries)
             changes: list[Change] = []
@@ -358,10 +372,13 @@ class MemoryStore:
                     before,
                     (),
                 )
-            # An already over-budget file (edited by hand) may still shrink; nothing may grow
-            # past the limit.
-            if after.current > self.limit and after.current > before.current:
+            # As Hermes: every write but a lone remove must leave the file within its limit
+            # (a replace that shrinks an over-budget file but leaves it over is refused).
+            lone_remove = not batch and prepared[0].action == "remove"
+            if after.current > self.limit and not lone_remove:
                 raise self._over_limit(prepared, batch, before, after)
+            working = _without_bom(working)
+            after = Usage(fmt.char_count(working), self.limit)
             text = fmt.serialise(working)
             if fmt.parse(text) != working:  # cannot happen after _prepare; never write if it does
                 raise self._refuse(
@@ -442,7 +459,7 @@ class MemoryStore:
         except OSError as exc:
             raise self._refuse(f"cannot read {self.path}: {exc.strerror or exc}", "io") from None
 
-    def _load_for_write(self) -> list[str]:
+    def _load_for_write(self, check_drift: bool = True) -> list[str]:
         """Entries on disk, or a refusal (with a backup kept) if rewriting would lose text."""
         raw = self._read_raw()
         if raw is None:
@@ -454,10 +471,12 @@ class MemoryStore:
         else:
             entries = fmt.parse(text)
             longest = max((len(e) for e in entries), default=0)
+            if not check_drift:
+                return entries
             if not fmt.round_trips(text):
                 why = (
                     "it was edited into a shape the format cannot hold (whitespace or an "
-                    "empty entry around a '§' separator, or a line holding only '§')"
+                    "empty entry around a '§' separator)"
                 )
             elif longest > self.limit:
                 why = (
@@ -492,8 +511,11 @@ class MemoryStore:
         return candidate
 
     def _write(self, text: str) -> None:
+        # A symlinked MEMORY.md (a dotfiles repo, a profile package) is written through the
+        # link, as Hermes does: the link stays and its target changes.
+        target = Path(os.path.realpath(self.path)) if self.path.is_symlink() else self.path
         try:
-            self._atomic_write(self.path, fmt.encode(text))
+            self._atomic_write(target, fmt.encode(text))
         except OSError as exc:
             raise self._refuse(
                 f"cannot write {self.path}: {exc.strerror or exc}; nothing was changed", "io"
@@ -501,11 +523,9 @@ class MemoryStore:
 
     @staticmethod
     def _atomic_write(path: Path, data: bytes) -> None:
-        """Temp file in the same folder, fsync, rename over `path`, fsync the folder."""
-        try:
-            mode = path.stat().st_mode & 0o777
-        except FileNotFoundError:
-            mode = 0o600
+        """Temp file in the same folder, fsync, rename over `path`, fsync the folder. The file
+        is owner-only (0600), as Hermes leaves it: memory describes the person."""
+        mode = 0o600
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
         try:
             with os.fdopen(fd, "wb") as f:

@@ -97,9 +97,7 @@ class EditorInfo(Protocol):
         ...
 
 
-def edited_recently(
-    editors: EditorInfo, path: str, now: dt.datetime, window: dt.timedelta
-) -> bool:
+def edited_recently(editors: EditorInfo, path: str, now: dt.datetime, window: dt.timedelta) -> bool:
     """True when a person edited `path` within `window` before `now` (an edit time in the
     future of `now` can only be read as "just now")."""
     last = editors.last_human_edit(path)

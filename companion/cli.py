@@ -35,6 +35,7 @@ LAZY_COMMANDS: dict[str, str] = {
     "history": "companion.sync.cli:history",
     "restore": "companion.sync.cli:restore",
     "dream": "companion.dream.cli:dream",
+    "mcp": "companion.mcp.cli:mcp",
     "secrets": "companion.secrets.cli:secrets",
     "demo": "companion.demo:demo",
     "doctor": "companion.doctor:doctor",

@@ -105,7 +105,8 @@ def replace_section(text: str, s: Section, body: str) -> str:
     new = _block(body)
     after = lines[s.end :]
     sep = [""] if after and new else []
-    return _join([*lines[: s.heading + 1], *([""] if new else []), *new, *sep, *after])
+    out = _join([*lines[: s.heading + 1], *([""] if new else []), *new, *sep, *after])
+    return out + "\n" if text.endswith("\n") and not out.endswith("\n") else out
 
 
 def append_to_section(text: str, s: Section, body: str) -> str:

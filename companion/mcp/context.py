@@ -44,6 +44,7 @@ log = get_logger("mcp")
 
 REFRESH_S = 2.0  # without a watcher: the longest a query trusts the index
 START_WAIT_S = 120.0  # how long a query waits for the first index build
+START_DELAY_S = 1.0  # the first build starts at the first query, or this long after start
 
 
 class ToolRefused(Exception):
@@ -112,6 +113,7 @@ class VaultContext:
         self.client = ""  # "name version" of the connected client, set by the server
         self._lock = threading.RLock()
         self._ready = threading.Event()
+        self._wanted = threading.Event()
         self._start_error: BaseException | None = None
         self._index: VaultIndex | None = None
         self._dirty = True
@@ -149,22 +151,28 @@ class VaultContext:
     # --- the index --------------------------------------------------------------------------
 
     def start(self) -> None:
-        """Build or refresh the index and start the watcher, in the background."""
+        """Build or refresh the index and start the watcher, in the background: as soon as a
+        query needs the index, or `START_DELAY_S` after start (so the client's handshake is
+        answered first, not after a busy walk of the vault)."""
         threading.Thread(target=self._first_update, name="companion-mcp-index", daemon=True).start()
 
     def _first_update(self) -> None:
+        self._wanted.wait(START_DELAY_S)
+        self._start_watcher()  # first: a change during the build marks the index stale
         try:
             from companion.vault.index import VaultIndex
 
-            with self._lock:
-                self._index = VaultIndex(self.vault, self.paths.data_dir)
-                self._update_locked()
+            # no lock: queries wait for `_ready` (perhaps holding the lock) before they touch it
+            index = VaultIndex(self.vault, self.paths.data_dir)
+            self._dirty = False
+            index.update()
+            self._updated_at = time.monotonic()
+            self._index = index
         except BaseException as exc:  # reported to the first query that needs the index
             self._start_error = exc
             log.warning("the vault index cannot be built: %s", exc)
         finally:
             self._ready.set()
-        self._start_watcher()
 
     def _start_watcher(self) -> None:
         try:
@@ -194,6 +202,7 @@ class VaultContext:
 
     def index(self) -> VaultIndex:
         """The index, brought up to date if anything changed since the last query."""
+        self._wanted.set()
         if not self._ready.wait(START_WAIT_S):
             raise ToolRefused("the vault index is still being built; try again in a moment")
         if self._start_error is not None or self._index is None:

@@ -49,15 +49,18 @@ def search_notes(ctx: VaultContext, query: str, limit: int) -> dict[str, Any]:
     with ctx.locked():
         index = ctx.index()
         try:
-            hits = index.search(query, limit + 20)
+            hits = index.search(query, limit)
+            visible = [h for h in hits if _visible(ctx, h.path)]
+            if len(visible) < len(hits):  # ignored notes matched: look a little further
+                hits = index.search(query, limit * 3 + 20)
+                visible = [h for h in hits if _visible(ctx, h.path)]
         except CompanionError as exc:
             raise ToolRefused(str(exc)) from None
     results = [
         {"path": h.path, "title": _title(h.path), "line": h.line, "snippet": h.snippet,
          "score": h.score}
-        for h in hits
-        if _visible(ctx, h.path)
-    ][:limit]  # fmt: skip
+        for h in visible[:limit]
+    ]  # fmt: skip
     return {"query": query, "count": len(results), "results": results}
 
 

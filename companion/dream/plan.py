@@ -31,7 +31,7 @@ from typing import Any
 
 from companion.dream import blocks
 from companion.dream.report import Change
-from companion.dream.state import DreamState, EditorInfo
+from companion.dream.state import DreamState, EditorInfo, edited_recently
 from companion.logs import get_logger
 
 log = get_logger("dream.plan")
@@ -228,8 +228,7 @@ class Plan:
             if f.original is None:
                 hit = False
             else:
-                last = self.editors.last_human_edit(rel)
-                hit = last is not None and self.now - last < self.human_window
+                hit = edited_recently(self.editors, rel, self.now, self.human_window)
             self._recent[rel] = hit
         return hit
 

@@ -20,6 +20,7 @@ from companion.dream.blocks import Ref
 from companion.dream.plan import Plan
 from companion.dream.report import DREAMS_DIR
 from companion.vault.journal import section_key
+from companion.vault.layout import new_journal_text
 
 _ES = frozenset(
     [
@@ -279,7 +280,7 @@ def record_journal(plan: Plan, today: dt.date, s: RunSummary, lang: str) -> bool
     ref = Ref((DREAMS_DIR / f"{today.isoformat()}.json").as_posix())
     lines = [blocks.render_line(x, [ref]) for x in dreaming_lines(s, lang)]
     recent = text is not None and plan.is_recent(rel)
-    base = text if text is not None else f"---\ntags: [journal]\ndate: {today.isoformat()}\n---\n"
+    base = text if text is not None else new_journal_text(today)
     if has_block:
         after = blocks.add_lines(base, lines, kind="log", tail_only=recent)
         if _log_blocks(after) > _log_blocks(base):  # appended a fresh block: give it a heading

@@ -1,12 +1,18 @@
-"""The dream's private state on this device, and who last edited a note.
+"""The agent side's private state on this device, and who last edited a note.
 
 `DreamState` (under the data dir, one JSON file per vault) remembers the SHA-256 of every file
-the dream wrote, so the dream's own writes never count as a person's edit.
+the companion wrote for the agent on this device -- the dream and the MCP server's tools -- so
+those writes never count as a person's edit. Several processes record writes (a dream and an
+MCP server can run at once), so `save` merges under a lock instead of overwriting: each
+instance writes back only the paths it recorded itself.
 
 `EditorInfo` answers "when did a person last edit this note?". The default, `MtimeEditors`,
-uses the file's modification time unless the file still holds exactly what the dream wrote; it
-cannot tell a person from the agent, so it counts every edit not made by the dream (the safe
-side). The sync engine, which knows each device's kind, can supply a better implementation.
+uses the file's modification time unless the file still holds exactly what the agent side
+wrote; it cannot tell a person from the agent, so it counts every other edit (the safe side).
+`companion.sync.editors.SyncEditors` knows each synced version's device kind and does better.
+
+`edited_recently` is the one rule every writer applies: a note a person edited within the
+window (`[vault] human_edit_window_hours`) is never rewritten, only appended to.
 """
 
 from __future__ import annotations
@@ -18,6 +24,8 @@ import os
 from pathlib import Path
 from typing import Any, Protocol
 
+from filelock import FileLock
+
 from companion.dream.report import write_json_atomic
 
 
@@ -26,36 +34,61 @@ def vault_key(vault: Path) -> str:
     return hashlib.sha256(raw).hexdigest()[:24]
 
 
+def _read_state(path: Path) -> tuple[dict[str, Any], dict[str, str]]:
+    try:
+        raw = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        raw = {}
+    if not isinstance(raw, dict):
+        return {}, {}
+    ow = raw.get("own_writes")
+    own = {str(k): str(v) for k, v in ow.items()} if isinstance(ow, dict) else {}
+    return raw, own
+
+
 class DreamState:
-    """`own_writes`: {vault-relative path: sha256 of what the dream last wrote there}."""
+    """`own_writes`: {vault-relative path: sha256 of what the agent side last wrote there}."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
-        self.own_writes: dict[str, str] = {}
-        self.data: dict[str, Any] = {}
-        try:
-            raw = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError):
-            raw = {}
-        if isinstance(raw, dict):
-            self.data = raw
-            ow = raw.get("own_writes")
-            if isinstance(ow, dict):
-                self.own_writes = {str(k): str(v) for k, v in ow.items()}
+        self.data, self.own_writes = _read_state(path)
+        self._touched: dict[str, str | None] = {}  # recorded by this instance, not yet saved
 
     @classmethod
     def for_vault(cls, data_dir: Path, vault: Path) -> DreamState:
         return cls(Path(data_dir) / "dream" / f"{vault_key(vault)}.json")
 
     def record_write(self, rel: str, data: bytes | None) -> None:
-        if data is None:
+        digest = None if data is None else hashlib.sha256(data).hexdigest()
+        if digest is None:
             self.own_writes.pop(rel, None)
         else:
-            self.own_writes[rel] = hashlib.sha256(data).hexdigest()
+            self.own_writes[rel] = digest
+        self._touched[rel] = digest
+
+    def reload(self) -> None:
+        """Pick up writes other processes saved since this instance read the file."""
+        _data, disk = _read_state(self.path)
+        for rel, digest in self._touched.items():
+            if digest is None:
+                disk.pop(rel, None)
+            else:
+                disk[rel] = digest
+        self.own_writes = disk
 
     def save(self) -> None:
-        self.data["own_writes"] = dict(sorted(self.own_writes.items()))
-        write_json_atomic(self.path, self.data)
+        """Write this instance's recorded paths into the file, keeping everyone else's."""
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        with FileLock(self.path.with_name(self.path.name + ".lock"), timeout=30):
+            data, _own = _read_state(self.path)
+            self.reload()
+            for key, value in self.data.items():
+                if key != "own_writes":
+                    data[key] = value
+            data["own_writes"] = dict(sorted(self.own_writes.items()))
+            write_json_atomic(self.path, data)
+            self.data = data
+            self._touched.clear()
 
 
 class EditorInfo(Protocol):
@@ -64,8 +97,15 @@ class EditorInfo(Protocol):
         ...
 
 
+def edited_recently(editors: EditorInfo, path: str, now: dt.datetime, window: dt.timedelta) -> bool:
+    """True when a person edited `path` within `window` before `now` (an edit time in the
+    future of `now` can only be read as "just now")."""
+    last = editors.last_human_edit(path)
+    return last is not None and now - last < window
+
+
 class MtimeEditors:
-    """File modification time, unless the file holds exactly what the dream last wrote."""
+    """File modification time, unless the file holds exactly what the agent side last wrote."""
 
     def __init__(self, root: Path, state: DreamState) -> None:
         self.root = Path(root)

@@ -243,6 +243,8 @@ class CompanionApp(QObject):
         return NoteLocator(vault, memories_dir(self.config))
 
     def open_review(self, report: Path) -> ReviewWindow | None:
+        from companion.gui import agent_writes  # noqa: PLC0415
+
         locator = self.locator()
         if locator is None:
             self.notice(tr("error.title"), tr("engine.no_vault"))
@@ -253,11 +255,14 @@ class CompanionApp(QObject):
             from companion.gui.review import ReviewWindow  # noqa: PLC0415
 
             window = ReviewWindow(report, locator, open_url=self.actions.open_url)
+            agent_writes.attach(window)  # what the agent wrote through its tools, that window
             window.setWindowIcon(app_icon())
             window.reverted.connect(lambda _paths: self.worker.refresh())
             self.reviews[report] = window
         else:
             window.reload()
+            for panel in window.findChildren(agent_writes.AgentWritesPanel):
+                panel.reload()
         window.show()
         window.raise_()
         window.activateWindow()

@@ -214,8 +214,16 @@ def _prefix_end(prefix: str) -> str:
 class SyncIndex:
     """The SQLite index of one vault copy. Thread-safe (one connection behind a lock)."""
 
-    def __init__(self, db_path: str | os.PathLike[str]) -> None:
+    def __init__(self, db_path: str | os.PathLike[str], *, readonly: bool = False) -> None:
+        """Open (or create) the index. `readonly`: a reader beside the engine that owns the
+        copy (the MCP server, status views); it never creates, migrates or writes anything."""
         self.path = Path(db_path)
+        self.readonly = readonly
+        if readonly:
+            self._db = self._open_readonly()
+            self._lock = threading.RLock()
+            self._depth = 0
+            return
         self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
         try:
             self._db = sqlite3.connect(
@@ -235,6 +243,25 @@ class SyncIndex:
             raise SyncIndexError(f"{self.path}: cannot open the sync index: {exc}") from None
         self._lock = threading.RLock()
         self._depth = 0
+
+    def _open_readonly(self) -> sqlite3.Connection:
+        if not self.path.is_file():
+            raise SyncIndexError(f"{self.path}: no sync index (this copy has not synced yet)")
+        uri = self.path.resolve().as_uri() + "?mode=ro"
+        try:
+            db = sqlite3.connect(
+                uri, uri=True, isolation_level=None, check_same_thread=False, timeout=5
+            )
+            version = db.execute("PRAGMA user_version").fetchone()[0]
+        except sqlite3.DatabaseError as exc:
+            raise SyncIndexError(f"{self.path}: cannot read the sync index: {exc}") from None
+        if version > SCHEMA_VERSION:
+            db.close()
+            raise SyncIndexError(
+                f"{self.path}: the sync index was written by a newer version "
+                f"(schema {version}); upgrade the companion"
+            )
+        return db
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -285,6 +312,16 @@ class SyncIndex:
                 for row in self._db.execute(sql, chunk):
                     out[row[0]] = _entry(row)
         return out
+
+    def entries_since(self, updated_ns: int, limit: int = 10_000) -> list[Entry]:
+        """Entries (tombstones included) this copy recorded at or after `updated_ns`, newest
+        first: what sync brought in or sent out lately, and which device wrote it."""
+        with self._lock:
+            rows = self._db.execute(
+                f"SELECT {_COLS} FROM files WHERE updated_ns >= ? ORDER BY updated_ns DESC LIMIT ?",
+                (int(updated_ns), int(limit)),
+            ).fetchall()
+        return [_entry(r) for r in rows]
 
     def put(self, entry: Entry) -> None:
         self.put_many((entry,))

@@ -100,6 +100,11 @@ def journal_path(root: str | Path, day: dt.date) -> Path:
     return Path(root) / "journal" / f"{day.isoformat()}.md"
 
 
+def new_journal_text(day: dt.date) -> str:
+    """A new journal day before any section is written: its frontmatter."""
+    return f"---\ntags: [journal]\ndate: {day.isoformat()}\n---\n"
+
+
 def journal_date(relpath: str | PurePosixPath) -> dt.date | None:
     """The day a journal note is about, from its `YYYY-MM-DD.md` name; None for other notes."""
     p = PurePosixPath(relpath)

@@ -1,0 +1,109 @@
+"""`companion mcp VAULT`: the vault as MCP tools for any agent; `--print-config` for agents."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from companion.cli import AppContext, pass_app
+from companion.errors import InputError
+
+
+def _vault(app: AppContext, vault: str | None) -> Path:
+    raw = vault or app.config.get("vault", "path")
+    if not raw:
+        raise InputError("name the vault: companion mcp VAULT (or set [vault] path in the config)")
+    path = Path(raw).expanduser()
+    if not path.is_dir():
+        raise InputError(f"{path} is not a folder")
+    return path.resolve()
+
+
+@click.command("mcp")
+@click.argument("vault", required=False, type=click.Path(file_okay=False))
+@click.option("--read-only", is_flag=True, help="Only the read tools (no writes, no memory).")
+@click.option(
+    "--transport",
+    type=click.Choice(["stdio", "http"]),
+    default="stdio",
+    show_default=True,
+    help="stdio (the agent starts the server) or streamable HTTP on 127.0.0.1.",
+)
+@click.option(
+    "--port",
+    type=click.IntRange(1, 65535),
+    default=8765,
+    show_default=True,
+    help="Port for --transport http (always on 127.0.0.1).",
+)
+@click.option(
+    "--hermes-home",
+    type=click.Path(file_okay=False, path_type=Path),
+    metavar="DIR",
+    help="Hermes home for the memory tool (default: memory.hermes_home, $HERMES_HOME, ~/.hermes).",
+)
+@click.option("--profile", metavar="NAME", help="Hermes profile for the memory tool.")
+@click.option(
+    "--print-config",
+    "print_config",
+    type=click.Choice(["hermes", "claude", "openclaw"]),
+    help="Print the configuration snippet for that agent, then exit.",
+)
+@click.option("--name", default="vault", show_default=True, help="Server name in the snippet.")
+@pass_app
+def mcp(
+    app: AppContext,
+    vault: str | None,
+    read_only: bool,
+    transport: str,
+    port: int,
+    hermes_home: Path | None,
+    profile: str | None,
+    print_config: str | None,
+    name: str,
+) -> None:
+    """Serve VAULT to an AI agent over MCP (Model Context Protocol), with the vault's rules.
+
+    Tools: search_notes, read_note, list_notes, recent_changes, links, orphans,
+    broken_links, last_dream; and unless --read-only: write_note, edit_note,
+    append_journal, memory (Hermes's memory tool over MEMORY.md / USER.md). Resources:
+    vault://PATH (a note), memory://memory and memory://user. A note the person edited
+    recently is never rewritten, secrets are refused, nothing outside the vault or in
+    hidden or ignored paths is touched, and every write is recorded for the morning
+    review. Runs beside `companion watch`, which syncs what the agent writes. Logs go to
+    stderr and the log file; stdout is the protocol. Details: docs/mcp.md.
+
+    \b
+    Example:
+      companion mcp ~/vault                         (started by the agent, over stdio)
+      companion mcp ~/vault --read-only
+      companion mcp ~/vault --transport http --port 8765
+      companion mcp ~/vault --print-config claude   (the snippet to paste)
+    """
+    root = _vault(app, vault)
+    extra: list[str] = []
+    if hermes_home is not None:
+        extra += ["--hermes-home", str(hermes_home.expanduser().resolve())]
+    if profile:
+        extra += ["--profile", profile]
+    if print_config:
+        from companion.mcp.snippets import render
+
+        click.echo(
+            render(print_config, root, name=name, read_only=read_only, extra=extra), nl=False
+        )
+        return
+    from companion.memory.home import resolve_home
+
+    home = None
+    if hermes_home is not None or profile:
+        home = resolve_home(
+            hermes_home, config_home=app.config.get("memory", "hermes_home"), profile=profile
+        )
+    from companion.mcp.context import VaultContext
+    from companion.mcp.server import log_to_stderr, serve
+
+    log_to_stderr(app.verbose)
+    ctx = VaultContext(root, app.paths, app.config, read_only=read_only, hermes_home=home)
+    serve(ctx, "stdio" if transport == "stdio" else "http", port)

@@ -1,0 +1,72 @@
+"""Which paths an agent may name: notes inside the vault, never hidden, ignored or linked away.
+
+A path from a tool call is a vault-relative POSIX path. It is refused, with the reason, when it
+is absolute, climbs out (`..`), has an empty segment or a control character
+(`companion.sync.pathsafe.normalize`); when any segment is hidden (`.obsidian/`, `.companion/`,
+`.trash/`, `.git/`: app state, plugins and the companion's own files, never notes); when the
+vault's ignore rules exclude it (it would never sync); or when it goes through a symbolic link.
+Notes end in `.md`. A new note's name must also work as an Obsidian link and on every system
+the vault syncs to: none of `[ ] # ^ | \\ : * ? " < >`, no segment ending in a dot or a space.
+"""
+
+from __future__ import annotations
+
+import re
+
+from companion.mcp.context import ToolRefused, VaultContext
+from companion.sync.pathsafe import UnsafePath, normalize, resolve_inside
+
+_BAD_NEW_NAME = re.compile(r'[\[\]#^|\\:*?"<>]')
+
+
+def _checked(ctx: VaultContext, raw: str, what: str) -> str:
+    if not isinstance(raw, str):
+        raise ToolRefused(f"{what} must be a string")
+    if len(raw) > ctx.limits.path_chars:
+        raise ToolRefused(f"{what} is longer than {ctx.limits.path_chars} characters")
+    if raw != raw.strip():
+        raise ToolRefused(f"{what} {raw!r} starts or ends with spaces")
+    try:
+        rel = normalize(raw)
+    except UnsafePath as exc:
+        raise ToolRefused(f"{what}: {exc}") from None
+    for seg in rel.split("/"):
+        if seg.startswith("."):
+            raise ToolRefused(
+                f"{what} {rel!r} is inside a hidden folder or file ({seg}): app settings, "
+                "plugins and the companion's own files are not notes"
+            )
+    if ctx.ignore.is_ignored(rel):
+        raise ToolRefused(f"{what} {rel!r} is excluded by the vault's ignore rules (never synced)")
+    try:
+        resolve_inside(ctx.root, rel)
+    except UnsafePath as exc:
+        raise ToolRefused(f"{what}: {exc}") from None
+    return rel
+
+
+def note_path(ctx: VaultContext, raw: str, *, new: bool = False) -> str:
+    """The normalised path of a note (`.md`); `new`: also a good name for a note to create."""
+    rel = _checked(ctx, raw, "path")
+    if not rel.lower().endswith(".md"):
+        raise ToolRefused(f"path {rel!r} is not a note: notes end in .md")
+    if new:
+        for seg in rel.split("/"):
+            bad = _BAD_NEW_NAME.search(seg)
+            if bad:
+                raise ToolRefused(
+                    f"path {rel!r}: {bad.group(0)!r} does not work in a note name (it breaks "
+                    "links or is not allowed on every system)"
+                )
+            stem = seg[:-3] if seg.lower().endswith(".md") else seg
+            if stem.endswith((" ", ".")) or not stem:
+                raise ToolRefused(f"path {rel!r}: a name may not end with a space or a dot")
+    return rel
+
+
+def folder_path(ctx: VaultContext, raw: str) -> str:
+    """A folder of the vault ("" is the whole vault)."""
+    raw = raw.strip("/") if isinstance(raw, str) else raw
+    if raw in ("", "."):
+        return ""
+    return _checked(ctx, raw, "folder")

@@ -19,7 +19,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from companion.vault.check import run_check
-from companion.vault.code import fence_mask, mask_blocks, mask_code, scan_code_blocks
+from companion.vault.code import fence_mask, inline_masks, mask_blocks, mask_code, scan_code_blocks
 from companion.vault.note import parse_note
 from companion.vault.vault import Vault
 
@@ -232,8 +232,8 @@ def test_heading_after_indented_code_and_in_code():
 _ANY_INDENT = re.compile(r"^[ \t>]*(?: {4}|\t)", re.M)
 
 
-@settings(max_examples=400, deadline=None)
-@given(st.text(alphabet=st.sampled_from(list("ab`~>-*1.#[] \t\n")), max_size=200))
+@settings(max_examples=1500, deadline=None)
+@given(st.text(alphabet=st.sampled_from(list("ab`~>-*_=+1.)#[]() \t\n\n\n    ")), max_size=200))
 def test_masks_keep_length_and_lines(text):
     for fn in (mask_blocks, mask_code):
         out = fn(text)
@@ -241,6 +241,7 @@ def test_masks_keep_length_and_lines(text):
         assert [i for i, c in enumerate(out) if c == "\n"] == [
             i for i, c in enumerate(text) if c == "\n"
         ]
+    assert mask_blocks(text) == scan_code_blocks(text)  # the quick test skips no code
     if not _ANY_INDENT.search(text):  # no indented line: only the fences are code blocks
         assert scan_code_blocks(text) == fence_mask(text)
 
@@ -253,7 +254,54 @@ def test_masks_keep_length_and_lines(text):
         ("x\n\n    [[c]]\n" * 20000),
         ("> " * 5000 + "x\n") * 20,
         "`[[" * 50000 + "]]`" * 50000,
+        ("\n" + " " * 3000) * 300 + "\n\n    [[c]]\n",
+        "`" + "``x" * 20000 + "\n" + "`a``b" * 40000,
     ],
+    ids=["deep lists", "many code blocks", "deep quotes", "ticks and brackets", "spaces", "runs"],
 )
 def test_block_scan_is_linear(text):
     parse_note(text, "p.md")
+
+
+# The oracle: CommonMark's code spans within a line, read left to right one character at a
+# time; with `keep_links`, a link that starts first is skipped whole.
+_LINK_AT = re.compile(r"\[\[[^\[\]\n]+\]\]|\[[^\[\]\n]*\]\([^()\n]*\)")
+
+
+def _oracle(text: str, keep_links: bool) -> str:
+    out = list(text)
+    i = 0
+    while i < len(text):
+        link = _LINK_AT.match(text, i) if keep_links else None
+        if link:
+            i = link.end()
+            continue
+        if text[i] != "`":
+            i += 1
+            continue
+        j = i
+        while j < len(text) and text[j] == "`":
+            j += 1
+        n, k = j - i, j
+        while k < len(text) and text[k] != "\n":
+            if text[k] == "`":
+                e = k
+                while e < len(text) and text[e] == "`":
+                    e += 1
+                if e - k == n:
+                    out[i:e] = " " * (e - i)
+                    j = e
+                    break
+                k = e
+            else:
+                k += 1
+        i = j
+    return "".join(out)
+
+
+@settings(max_examples=1500, deadline=None)
+@given(st.text(alphabet=st.sampled_from(list("ab``` [[]]()|#\n")), max_size=120))
+def test_inline_code_spans_match_the_regex_oracle(text):
+    linked, plain = inline_masks(text)
+    assert linked == _oracle(text, keep_links=True)
+    assert plain == _oracle(text, keep_links=False)

@@ -37,11 +37,19 @@ _FENCE_OPEN = re.compile(r"[ \t>]*((?P<c>[`~])(?P=c){2,})")
 _FENCE_CLOSE = re.compile(r"[ \t>]*(`{3,}|~{3,})[ \t]*$")
 _INLINE = r"(?<!`)(?P<tick>`+)(?!`)[^\n]+?(?<!`)(?P=tick)(?!`)"
 _INLINE_CODE = re.compile(_INLINE)
-# A link that starts before any code span keeps its text (the same shapes as note.py reads).
+# The link shapes note.py reads; a link that starts before any code span keeps its text.
 _LINK_OR_CODE = re.compile(r"(?P<link>\[\[[^\[\]\n]+\]\]|\[[^\[\]\n]*\]\([^()\n]*\))|" + _INLINE)
-# Some line is indented four columns inside some container: only then can there be indented
-# code, and the line scanner runs.
-_MAYBE_INDENTED = re.compile(r"^[ \t>]*(?: {4}|\t)", re.M)
+_LINK_WITH_TICK = re.compile(
+    r"\[\[[^\[\]\n]*`[^\[\]\n]*\]\]"
+    r"|\[[^\[\]\n]*`[^\[\]\n]*\]\([^()\n]*\)|\[[^\[\]\n]*\]\([^()\n]*`[^()\n]*\)"
+)
+# Indented code needs a line indented four columns right after a line that leaves no paragraph
+# open (a blank line, a heading, a fence, a thematic break, an empty list item, the start of
+# the text), or inside a block quote. Only then does the line scanner run.
+_BREAK_LINE = r"[ \t>]*(?:[#`~][^\n]*|[-*_=+][-*_=+ \t]*|\d{1,9}[.)][ \t]*)?\n"
+_START_INDENTED = re.compile(r"(?:" + _BREAK_LINE + r")?[ \t>]*(?: {4}|\t)")
+_AFTER_BREAK = re.compile(r"\n" + _BREAK_LINE + r"[ \t>]*(?: {4}|\t)")
+_QUOTE_INDENTED = re.compile(r"\n {0,3}>[ >]*(?: {4}|\t)")  # the first line: _START_INDENTED
 _LIST_MARKER = re.compile(r"(?:[-+*]|(\d{1,9})[.)])(?=[ \t]|$)")
 _THEMATIC = re.compile(r"(?:(?:\*[ \t]*){3,}|(?:-[ \t]*){3,}|(?:_[ \t]*){3,})$")
 _SETEXT = re.compile(r"=+[ \t]*$")
@@ -67,9 +75,18 @@ def fence_mask(text: str) -> str:
 
 def mask_blocks(text: str) -> str:
     """`text` with fenced and indented code blocks blanked."""
-    if not _MAYBE_INDENTED.search(text):
-        return fence_mask(text)
-    return scan_code_blocks(text)
+    if _may_have_indented_code(text):
+        return scan_code_blocks(text)
+    return fence_mask(text)
+
+
+def _may_have_indented_code(text: str) -> bool:
+    """A quick test (the cheapest first) that skips no text with indented code."""
+    if _START_INDENTED.match(text):
+        return True
+    if ("\n    " in text or "\t" in text) and _AFTER_BREAK.search(text):
+        return True
+    return ">" in text and _QUOTE_INDENTED.search(text) is not None
 
 
 def mask_code(text: str, blocks_masked: bool = False) -> str:
@@ -77,11 +94,7 @@ def mask_code(text: str, blocks_masked: bool = False) -> str:
     (`blocks_masked`: the code blocks are blanked already)."""
     if not blocks_masked:
         text = mask_blocks(text)
-    if "`" not in text:
-        return text
-    if "[" not in text:
-        return _INLINE_CODE.sub(_blank, text)
-    return _LINK_OR_CODE.sub(_blank_code, text)
+    return inline_masks(text)[0]
 
 
 def mask_all_code(text: str, blocks_masked: bool = False) -> str:
@@ -89,7 +102,36 @@ def mask_all_code(text: str, blocks_masked: bool = False) -> str:
     blocks are blanked already)."""
     if not blocks_masked:
         text = mask_blocks(text)
-    return _INLINE_CODE.sub(_blank, text) if "`" in text else text
+    return inline_masks(text)[1]
+
+
+def inline_masks(text: str) -> tuple[str, str]:
+    """(`text` with the code spans outside links blanked, `text` with every code span
+    blanked), for text whose code blocks are blanked already.
+
+    A code span (CommonMark, within one line): a run of n backticks up to the next run of
+    exactly n; a run with no such partner on its line is literal. The two differ only where
+    a link holds a backtick (a code span or half of one)."""
+    if "`" not in text:
+        return text, text
+    plain = _INLINE_CODE.sub(_blank, text)
+    if "[" not in text:
+        return plain, plain
+    parts: list[str] = []
+    done = 0  # code spans never cross a line: read again only the lines with such a link
+    for m in _LINK_WITH_TICK.finditer(text):
+        if m.start() < done:
+            continue
+        start = text.rfind("\n", 0, m.start()) + 1
+        end = text.find("\n", m.end())
+        end = len(text) if end < 0 else end
+        parts.append(plain[done:start])
+        parts.append(_LINK_OR_CODE.sub(_blank_code, text[start:end]))
+        done = end
+    if not parts:
+        return plain, plain
+    parts.append(plain[done:])
+    return "".join(parts), plain
 
 
 def _columns(lead: str) -> int:

@@ -31,7 +31,7 @@ from pathlib import PurePath, PurePosixPath
 from typing import Any, NamedTuple
 from urllib.parse import unquote
 
-from companion.vault.code import mask_all_code, mask_blocks, mask_code
+from companion.vault.code import inline_masks, mask_blocks
 
 _yaml: Any = None  # imported on first use: a warm `vault check` parses nothing
 
@@ -362,10 +362,10 @@ def parse_note(text: str, path: str | PurePosixPath = "") -> Note:
             fm = data
     body = text[body_start:]
     blocks = mask_blocks(body)  # headings may be written in code
-    links = extract_links(mask_code(blocks, blocks_masked=True), body_line)
+    linked, plain = inline_masks(blocks)  # code in links kept; no tag or block id in any code
+    links = extract_links(linked, body_line)
     if yaml_text and "[[" in yaml_text:
         links = extract_links(yaml_text, 2) + links
-    plain = mask_all_code(blocks, blocks_masked=True)  # no tag or block id in any code
     tags = _dedupe_ci(frontmatter_tags(fm) + extract_tags(plain))
     block_ids = extract_block_ids(plain)
     return Note(

@@ -159,6 +159,16 @@ def test_check_json_shape(capsys, tmp_path):
     assert d["orphans"] == d["not_in_home"] == ["Lonely.md", "y/Dup.md"]
     assert c["orphans"] == 2 and c["not_in_home"] == 2 and c["ambiguous_links"] == 1
     assert c["missing_home"] == 0
+    assert d["ambiguous_links"] == [
+        {
+            "source": "Home.md",
+            "line": 1,
+            "target": "Dup",
+            "resolved": "x/Dup.md",
+            "candidates": ["x/Dup.md", "y/Dup.md"],
+            "candidate_count": 2,
+        }
+    ]
     assert d["problems"] == {"errors": 2, "warnings": 5}
     assert set(d["index"]) == {"path", "parsed", "unchanged", "removed", "helper_parsed", "seconds"}
     assert not Path(d["index"]["path"]).is_relative_to(v)
@@ -221,6 +231,33 @@ def test_check_uses_the_configured_size_cap(capsys, tmp_path, home):
     assert any(w["path"] == "Big.md" and "cap" in w["message"] for w in d["warnings"])
     code, out, err = run(capsys, "vault", "search", str(v), "hugeword")
     assert out == "" and "No matches" in err
+
+
+def test_many_ambiguous_links_are_grouped_and_their_candidates_capped(capsys, tmp_path):
+    v = tmp_path / "v"
+    write(v, "Home.md", "- [[a/Hub]]\n")
+    for i in range(8):
+        write(v, f"f{i}/Shared.md", "[[Shared]] [[Hub]]\n")
+    write(v, "a/Hub.md", "")
+    write(v, "b/Hub.md", "")
+    code, out, _ = run(capsys, "vault", "check", str(v), "--json")
+    d = json.loads(out)
+    assert code == 0 and d["counts"]["ambiguous_links"] == 16  # 8 [[Hub]], 8 [[Shared]]
+    first = d["ambiguous_links"][0]
+    assert first["candidates"] == ["a/Hub.md", "b/Hub.md"] and first["candidate_count"] == 2
+    write(v, "Home.md", "- [[a/Hub]] [[Shared]]\n")
+    code, out, _ = run(capsys, "vault", "check", str(v), "--json")
+    shared = [a for a in json.loads(out)["ambiguous_links"] if a["target"] == "Shared"]
+    assert shared[0]["candidate_count"] == 8 and len(shared[0]["candidates"]) == 5
+    code, out, _ = run(capsys, "vault", "check", str(v))
+    assert (
+        "[[Hub]] -> a/Hub.md (also b/Hub.md): f0/Shared.md:1, f1/Shared.md:1, f2/Shared.md:1 "
+        "and 5 more" in out
+    )
+    assert (
+        "[[Shared]] -> f0/Shared.md (also f1/Shared.md, f2/Shared.md, f3/Shared.md, "
+        "f4/Shared.md and 3 more): Home.md:1" in out
+    )
 
 
 def test_missing_home_is_a_warning(capsys, tmp_path):

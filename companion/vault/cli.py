@@ -95,7 +95,8 @@ def check(ctx: click.Context, app: AppContext, directory: str, as_json: bool, st
     warnings}, severity {kind: "error"|"warning"}, counts, home, broken_links [{source, line,
     target, raw, embed}], missing_anchors [{source, line, target, anchor}], unreadable
     [{path, reason}], orphans [path], not_in_home [path], ambiguous_links [{source, line,
-    target, resolved, candidates}], warnings [{path, message}], index.
+    target, resolved, candidates (the first 5), candidate_count}], warnings [{path,
+    message}], index.
 
     \b
     Example:
@@ -108,7 +109,7 @@ def check(ctx: click.Context, app: AppContext, directory: str, as_json: bool, st
     v = _open_vault(app, directory)
     report = run_check(v, app.paths.data_dir, strict=strict)
     if as_json:
-        _echo(json.dumps(report.to_dict(), indent=2, ensure_ascii=False))
+        _echo(report.to_json())
     else:
         _echo(report.render_text())
     if not report.ok:

@@ -35,7 +35,10 @@ _FENCE = re.compile(
 )
 _FENCE_OPEN = re.compile(r"[ \t>]*((?P<c>[`~])(?P=c){2,})")
 _FENCE_CLOSE = re.compile(r"[ \t>]*(`{3,}|~{3,})[ \t]*$")
-_INLINE = r"(?<!`)(?P<tick>`+)(?!`)[^\n]+?(?<!`)(?P=tick)(?!`)"
+# A code span: a run of backticks (not preceded by one) to the next run of the same length.
+# Written to start with a literal backtick, which the regex engine can skip ahead to (five
+# times faster than starting with the lookbehind).
+_INLINE = r"`(?<!``)(?P<rest>`*)(?!`)[^\n]+?(?<!`)`(?P=rest)(?!`)"
 _INLINE_CODE = re.compile(_INLINE)
 # The link shapes note.py reads; a link that starts before any code span keeps its text.
 _LINK_OR_CODE = re.compile(r"(?P<link>\[\[[^\[\]\n]+\]\]|\[[^\[\]\n]*\]\([^()\n]*\))|" + _INLINE)
@@ -55,6 +58,10 @@ _THEMATIC = re.compile(r"(?:(?:\*[ \t]*){3,}|(?:-[ \t]*){3,}|(?:_[ \t]*){3,})$")
 _SETEXT = re.compile(r"=+[ \t]*$")
 _HEADING = re.compile(r"#{1,6}(?:[ \t]|$)")
 _NOT_NL = re.compile(r"[^\n]")
+# The first characters of a line that may be anything but paragraph text at column 0.
+_MAY_START_BLOCK = frozenset(" \t>#-*+_=`~<0123456789")
+_BLOCK_START = frozenset(">#-*+_`~0123456789")  # of a line (its indentation aside)
+_MARKER_START = frozenset("-+*0123456789")
 
 
 def _blank(m: re.Match[str]) -> str:
@@ -157,15 +164,17 @@ class _Container:
     def is_code(self, content: str) -> bool:
         """Read one non-blank line of this container: True when it is indented code."""
         body = content.lstrip(" \t")
-        ind = _columns(content[: len(content) - len(body)])
+        lead = len(content) - len(body)
+        ind = lead if "\t" not in content[:lead] else _columns(content[:lead])
+        first = body[0]
         items = self.items
         keep = len(items)  # the items this line is indented enough to stay in
         while keep and ind < items[keep - 1]:
             keep -= 1
         rel = ind - (items[keep - 1] if keep else 0)
-        marker = _LIST_MARKER.match(body) if rel < 4 else None
+        marker = _LIST_MARKER.match(body) if rel < 4 and first in _MARKER_START else None
         if self.para and (rel >= 4 or not _starts_block(body, marker, keep < len(items))):
-            if _SETEXT.match(body):
+            if first == "=" and _SETEXT.match(body):
                 self.para = False
             return False  # paragraph continuation text, lazy or not
         del items[keep:]
@@ -182,13 +191,15 @@ class _Container:
             items.append(ind + end + width)
             self.para = bool(after)
             return False
-        self.para = not (_HEADING.match(body) or _THEMATIC.match(body))
+        self.para = first not in "#*-_" or not (_HEADING.match(body) or _THEMATIC.match(body))
         return False
 
 
 def _starts_block(body: str, marker: re.Match[str] | None, outside: bool) -> bool:
     """Whether a line (indented less than four) ends an open paragraph instead of continuing
     it. `outside`: the line is not indented enough for the paragraph's list item."""
+    if body[0] not in _BLOCK_START:
+        return False
     if _HEADING.match(body) or _THEMATIC.match(body) or body.startswith(">"):
         return True
     if _FENCE_OPEN.match(body):
@@ -218,6 +229,15 @@ def scan_code_blocks(text: str) -> str:
                 lines[i] = " " * len(line)
                 changed = True
             continue
+        if line and line[0] not in _MAY_START_BLOCK:  # text at column 0: most lines
+            if quote is not None:
+                if quote.para:
+                    continue  # lazy continuation of the quote's paragraph
+                quote = None
+            if not top.para:
+                top.items.clear()
+                top.para = True
+            continue  # (a paragraph's next line keeps its list items: lazy continuation)
         if not line.strip(" \t"):
             top.para = False
             quote = None
@@ -244,18 +264,18 @@ def scan_code_blocks(text: str) -> str:
                 quote.para = False
                 continue
         elif quote is not None and quote.para and not _lazy_breaks(line):
-            continue  # lazy continuation of the quote's paragraph
+            ctx, content = None, line  # lazy continuation of the quote's paragraph
         else:
             quote = None
             ctx, content = top, line
-        if ctx.is_code(content):
+        if ctx is not None and ctx.is_code(content):
             lines[i] = line[: len(line) - len(content)] + " " * len(content)
             changed = True
             continue
         m = _FENCE_OPEN.match(content)
-        if m:
+        if m:  # a fence opens wherever it stands (the forgiving rule of `fence_mask`)
             fence = (m[1][0], len(m[1]))
-            ctx.para = False
+            (ctx or quote or top).para = False
             lines[i] = " " * len(line)
             changed = True
     return "\n".join(lines) if changed else text

@@ -250,6 +250,7 @@ def test_many_ambiguous_links_are_grouped_and_their_candidates_capped(capsys, tm
     shared = [a for a in json.loads(out)["ambiguous_links"] if a["target"] == "Shared"]
     assert shared[0]["candidate_count"] == 8 and len(shared[0]["candidates"]) == 5
     code, out, _ = run(capsys, "vault", "check", str(v))
+    assert "Ambiguous links (several files match; each link reaches the one shown) (17):" in out
     assert (
         "[[Hub]] -> a/Hub.md (also b/Hub.md): f0/Shared.md:1, f1/Shared.md:1, f2/Shared.md:1 "
         "and 5 more" in out

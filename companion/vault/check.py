@@ -260,7 +260,9 @@ class CheckReport:
                 if sev != severity or not counts[kind]:
                     continue
                 name, rows = self._rows(kind)
-                out.append(f"  {name} ({len(rows)}):" if kind != "missing_home" else f"  {name}:")
+                out.append(
+                    f"  {name} ({counts[kind]}):" if kind != "missing_home" else f"  {name}:"
+                )
                 out.extend(f"    {r}" for r in rows)
 
         def summary(severity: str) -> str:

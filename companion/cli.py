@@ -108,7 +108,7 @@ def cli(ctx: click.Context, verbose: int) -> None:
     \b
     Examples:
       companion demo                 the whole story on embedded defaults
-      companion vault check ~/vault  broken links, orphans, unindexed notes
+      companion vault check ~/vault  broken links and headings; orphans as warnings
       companion memory show          the agent's injected memory
     """
     from companion.hardening import disable_core_dumps

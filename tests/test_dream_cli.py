@@ -118,3 +118,24 @@ def test_engine_never_imports_qt():
     )
     res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert res.returncode == 0, res.stdout + res.stderr
+
+
+def test_verify_and_vault_check_fail_on_a_link_gone_not_on_an_orphan(fx):
+    invoke(str(fx.vault), "--now", NOW)
+    home = (fx.vault / "Home.md").read_text(encoding="utf-8")
+    listed = "knowledge/The BME280 needs 3.3 V.md"
+    assert "<!-- dream:begin index -->" in home and "[[The BME280 needs 3.3 V]]" in home
+    (fx.vault / "knowledge" / "Loose end.md").write_text("no one links here\n", encoding="utf-8")
+    ok = invoke(str(fx.vault), "--verify")
+    assert ok.exit_code == 0 and "0 unresolved" in ok.output
+    check = run_companion("vault", "check", str(fx.vault), "--json")
+    report = json.loads(check.stdout)
+    assert check.returncode == 0, check.stdout
+    assert "knowledge/Loose end.md" in report["orphans"]  # reported, as a warning
+    (fx.vault / listed).unlink()  # a note the dream listed in Home.md
+    bad = invoke(str(fx.vault), "--verify", "--json")
+    assert bad.exit_code == 1
+    assert any(p["detail"] == "the linked note is gone" for p in json.loads(bad.output)["problems"])
+    check = run_companion("vault", "check", str(fx.vault), "--json")
+    assert check.returncode == 1
+    assert any(b["source"] == "Home.md" for b in json.loads(check.stdout)["broken_links"])

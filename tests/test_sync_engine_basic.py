@@ -124,6 +124,8 @@ def test_ignored_files_stay_local_and_ignore_file_is_shared(cluster: SyncCluster
     a = cluster.add_device("laptop", "human")
     b = cluster.add_device("server", "agent")
     a.write(".obsidian/workspace.json", "{}")
+    a.write(".obsidian/workspace-mobile.json", "{}")
+    a.write(".obsidian/workspaces.json", '{"workspaces": {"Writing": {}}}')
     a.write(".obsidian/app.json", '{"theme": "dark"}')
     a.write(".trash/old.md", "gone\n")
     a.write(".companionignore", "drafts/\n*.tmp\n")
@@ -132,7 +134,12 @@ def test_ignored_files_stay_local_and_ignore_file_is_shared(cluster: SyncCluster
     a.write("kept.md", "kept\n")
     a.sync()
     b.sync()
-    assert sorted(b.files()) == [".companionignore", ".obsidian/app.json", "kept.md"]
+    assert sorted(b.files()) == [
+        ".companionignore",
+        ".obsidian/app.json",
+        ".obsidian/workspaces.json",  # saved layouts are shared; the open layout is not
+        "kept.md",
+    ]
     # the other side follows the shared rules for its own files too
     b.write("drafts/mine.md", "private draft\n")
     b.sync()

@@ -16,7 +16,7 @@ from companion.sync.ignore import IGNORE_FILE, IgnoreRules
     [
         ".obsidian/workspace.json",
         ".obsidian/workspace-mobile.json",
-        ".obsidian/workspaces.json",
+        ".obsidian/workspace",
         ".obsidian/cache",
         ".trash/old note.md",
         "sub/.trash/x.md",
@@ -46,6 +46,9 @@ def test_defaults_ignore_obsidian_state_and_os_junk(tmp_path: Path, path: str) -
         ".companion/dreams/2024-05-01.json",
         ".obsidian/app.json",
         ".obsidian/plugins/x/data.json",
+        ".obsidian/workspaces.json",  # named layouts saved on purpose (Workspaces plugin)
+        ".obsidian/workspace.json.bak",
+        "workspace.json",
         "journal/2024-05-01.md",
         "trash.md",
     ],

@@ -126,6 +126,26 @@ def test_benchmark_script_runs_and_prints_a_table(tmp_path, monkeypatch):
         assert f"| {row}" in out
 
 
+def test_check_benchmark_counts_what_its_vault_plants(tmp_path, monkeypatch):
+    monkeypatch.setenv("COMPANION_HOME", str(tmp_path / "home"))
+    proc = subprocess.run(
+        [
+            sys.executable,
+            str(ROOT / "bench" / "bench_vault_check.py"),
+            *("--folders", "2", "--notes", "30", "--runs", "1"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=240,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr  # 1: counts differ from the plan
+    out = proc.stdout
+    for row in ("stat-walk floor", "check, cold", "check, warm", "check --json, warm"):
+        assert f"| {row}" in out
+    assert "Planted: 61 notes" in out and "MISMATCH" not in out
+
+
 def test_cold_build_with_a_helper_process_matches_one_process(tmp_path, monkeypatch):
     import companion.vault.parse as parse_mod
 

@@ -67,10 +67,14 @@ def chapter_vault(world: DemoWorld) -> None:
     click.echo("  Home.md, knowledge/, projects/, and a week of journal in English and Spanish.")
     report = run_check(Vault(world.server_vault), world.root / "server" / "data")
     d = report.to_dict()
-    c = d["counts"]
+    c, p = d["counts"], d["problems"]
     click.echo(
-        f"vault check: {c['notes']} notes, {c['links']} links, {c['broken_links']} broken links, "
-        f"{c['orphans']} orphans, {c['not_in_home']} notes not listed in Home.md"
+        f"vault check: {c['notes']} notes, {c['links']} links; {p['errors']} errors "
+        f"({c['broken_links']} broken links, {c['missing_anchors']} missing headings),"
+    )
+    click.echo(
+        f"  {p['warnings']} warnings ({c['orphans']} orphans, {c['not_in_home']} notes not "
+        "listed in Home.md)"
     )
     for b in d["broken_links"]:
         click.echo(f"  broken: {b['source']}:{b['line']}  {b['raw']}")

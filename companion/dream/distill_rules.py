@@ -48,7 +48,8 @@ def _journal_time(entry: JournalEntry) -> dt.datetime:
 
 def first_link(text: str) -> str | None:
     """The target of the first wikilink in `text`."""
-    from companion.vault.note import extract_links, mask_code  # noqa: PLC0415
+    from companion.vault.code import mask_code  # noqa: PLC0415
+    from companion.vault.note import extract_links  # noqa: PLC0415
 
     for link in extract_links(mask_code(text)):
         if not link.markdown and link.target:

@@ -40,9 +40,10 @@ from companion.dream.model import JournalEntry, Message, ToolCall
 from companion.dream.toolcalls import pair_results
 from companion.errors import ConfigError
 from companion.logs import get_logger
+from companion.vault.code import mask_code
 from companion.vault.journal import SECTION_NAMES, parse_journal
 from companion.vault.layout import journal_path
-from companion.vault.note import mask_code, normalise_newlines, split_frontmatter
+from companion.vault.note import normalise_newlines, split_frontmatter
 from companion.vault.reader import read_note_text
 
 log = get_logger("dream.read")

@@ -24,10 +24,11 @@ from companion.dream import blocks
 from companion.dream.plan import Plan
 from companion.dream.text import title_key
 from companion.dream.topics import NoteCatalog, fast_area
+from companion.vault.code import mask_code
 from companion.vault.graph import BrokenLink
 from companion.vault.layout import HOME, area_of
 from companion.vault.links import path_key
-from companion.vault.note import mask_code, parse_note
+from companion.vault.note import parse_note
 
 AREA_ORDER = ("knowledge", "projects", "other")
 HEADINGS = {

@@ -30,9 +30,10 @@ from typing import Any
 import yaml
 
 from companion.dream.text import fold, title_key, unwrap_links, word_list, words
+from companion.vault.code import mask_code
 from companion.vault.layout import area_of
 from companion.vault.links import LinkResolver, path_key
-from companion.vault.note import extract_links, mask_code
+from companion.vault.note import extract_links
 from companion.vault.query import STOPWORDS
 
 SIMILARITY_THRESHOLD = 0.6

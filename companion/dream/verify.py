@@ -31,7 +31,8 @@ from companion.dream.consolidate import line_core
 from companion.dream.read import find_messages
 from companion.dream.report import list_reports
 from companion.dream.text import contains_quote, squash
-from companion.vault.note import extract_links, mask_code
+from companion.vault.code import mask_code
+from companion.vault.note import extract_links
 from companion.vault.vault import Vault
 
 SYNC_ROUNDS = 5

@@ -25,8 +25,11 @@ log = get_logger("sync.ignore")
 IGNORE_FILE = ".companionignore"
 
 DEFAULT_PATTERNS: tuple[str, ...] = (
-    # Obsidian: per-device window layout and caches change constantly and mean nothing elsewhere
-    ".obsidian/workspace*.json",
+    # Obsidian: the per-device window layout (desktop, mobile; `workspace` before 0.10) and
+    # caches change constantly and mean nothing elsewhere. `workspaces.json` (named layouts the
+    # person saved with the Workspaces plugin) is kept and synced.
+    ".obsidian/workspace.json",
+    ".obsidian/workspace-mobile.json",
     ".obsidian/workspace",
     ".obsidian/cache",
     ".trash/",

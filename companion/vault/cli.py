@@ -72,35 +72,44 @@ def init(directory: str) -> None:
 @vault.command("check")
 @click.argument("directory", type=click.Path())
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON (shape above).")
+@click.option("--strict", is_flag=True, help="Fail on warnings too (exit status 1).")
 @pass_app
 @click.pass_context
-def check(ctx: click.Context, app: AppContext, directory: str, as_json: bool) -> None:
-    """Check DIRECTORY: broken links, orphans, notes not listed in Home.md, unreadable files.
-
-    Also reported, without failing the check: ambiguous links, links to missing headings or
-    blocks, and warnings (broken frontmatter, non-UTF-8 text, files over vault.max_file_mb,
-    symlinks not followed, odd names). Journal days are never orphans. The vault is only read;
-    a full-text index is kept under the data folder and updated incrementally.
-
-    Exit status: 0 when the vault is clean, 1 when problems were found, 2 for a bad DIRECTORY.
+def check(ctx: click.Context, app: AppContext, directory: str, as_json: bool, strict: bool) -> None:
+    """Check DIRECTORY's links the way Obsidian reads them.
 
     \b
-    JSON (--json) has "format": 1 and the keys: vault, ok, counts, home, broken_links
-    [{source, line, target, raw, embed}], orphans [path], not_in_home [path], unreadable
-    [{path, reason}], ambiguous_links [{source, line, target, resolved, candidates}],
-    missing_anchors [{source, line, target, anchor}], warnings [{path, message}], index.
+    Errors:   broken links, links to a missing heading or ^block, unreadable notes.
+    Warnings: orphans (no note links to them), notes not listed in Home.md, a missing
+              Home.md, ambiguous links, files read with a caveat (broken frontmatter,
+              non-UTF-8 text, over vault.max_file_mb, symlinks not followed, odd names).
+
+    Journal days are never orphans. Links in code (fenced, indented or inline) do not count.
+    The vault is only read; an index is kept under the data folder and updated incrementally.
+
+    Exit status: 0 when there is no error (warnings allowed), 1 when there is an error (with
+    --strict, also a warning), 2 for a bad DIRECTORY.
+
+    \b
+    JSON (--json) has "format": 2 and the keys: vault, ok, strict, problems {errors,
+    warnings}, severity {kind: "error"|"warning"}, counts, home, broken_links [{source, line,
+    target, raw, embed}], missing_anchors [{source, line, target, anchor}], unreadable
+    [{path, reason}], orphans [path], not_in_home [path], ambiguous_links [{source, line,
+    target, resolved, candidates (the first 5), candidate_count}], warnings [{path,
+    message}], index.
 
     \b
     Example:
       companion vault check ~/vault
-      companion vault check ~/vault --json | jq .counts
+      companion vault check ~/vault --strict
+      companion vault check ~/vault --json | jq .problems
     """
     from companion.vault.check import run_check
 
     v = _open_vault(app, directory)
-    report = run_check(v, app.paths.data_dir)
+    report = run_check(v, app.paths.data_dir, strict=strict)
     if as_json:
-        _echo(json.dumps(report.to_dict(), indent=2, ensure_ascii=False))
+        _echo(report.to_json())
     else:
         _echo(report.render_text())
     if not report.ok:

@@ -13,7 +13,8 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from companion.vault.note import mask_code, normalise_newlines, split_frontmatter
+from companion.vault.code import mask_code
+from companion.vault.note import normalise_newlines, split_frontmatter
 from companion.vault.query import fold_word
 
 SECTION_NAMES: dict[str, tuple[str, ...]] = {

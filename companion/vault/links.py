@@ -53,6 +53,7 @@ class LinkResolver:
             self._by_key.setdefault(k, []).append(p)
             self._by_name.setdefault(k.rpartition("/")[2], []).append(p)
         self._cache: dict[str, Resolution] = {}
+        self._folders: dict[tuple[str, ...], dict[str, str]] = {}
 
     def __contains__(self, path: str) -> bool:
         return path_key(path) in self._by_key
@@ -73,10 +74,14 @@ class LinkResolver:
         folder = from_path.rpartition("/")[0]
         if not hit.candidates[0]:
             return self._relative(target, folder)
-        fk = path_key(folder)
         cands = hit.candidates
-        chosen = next((p for p in cands if path_key(p.rpartition("/")[0]) == fk), cands[0])
-        return Resolution(chosen, cands)
+        by_folder = self._folders.get(cands)
+        if by_folder is None:  # once per set of candidates: each folder's first candidate
+            by_folder = {}
+            for p in reversed(cands):
+                by_folder[path_key(p.rpartition("/")[0])] = p
+            self._folders[cands] = by_folder
+        return Resolution(by_folder.get(path_key(folder), cands[0]), cands)
 
     @staticmethod
     def _pick(paths: list[str], spelled: str) -> str:

@@ -9,7 +9,10 @@ Obsidian semantics, as far as they matter to a vault checker:
   short form `[[Note^block]]`), `[[#Heading]]` (same note), `![[embed]]`, and `\\|` as the
   alias separator inside tables. Internal Markdown links `[text](Note.md)` and images
   `![alt](img.png)` count too (percent-decoded); URLs with a scheme do not.
-- Nothing inside fenced code blocks or inline code spans is a link, tag or heading.
+- Nothing inside code is a link, tag, heading or block id: fenced and indented code blocks
+  and inline code spans, with CommonMark's rules (see `code.py`). A code span inside a link
+  does not hide it (``[[#`move`|move]]``), and a heading may be written in code
+  (``### `hasTag()` ``).
 - Tags: frontmatter `tags` (list or comma/space separated string) and inline `#tag` preceded by
   whitespace or the start of a line, made of letters, digits, `_`, `-` and `/`, not all digits.
   Stored without `#`, deduplicated case-insensitively (first spelling kept).
@@ -28,6 +31,8 @@ from pathlib import PurePath, PurePosixPath
 from typing import Any, NamedTuple
 from urllib.parse import unquote
 
+from companion.vault.code import inline_masks, mask_blocks
+
 _yaml: Any = None  # imported on first use: a warm `vault check` parses nothing
 
 
@@ -41,7 +46,7 @@ def _yaml_module() -> Any:
 
 
 # Bumped whenever parsing changes what it extracts, so cached results are rebuilt.
-PARSER_VERSION = 1
+PARSER_VERSION = 2
 
 
 class Link(NamedTuple):
@@ -105,15 +110,6 @@ class Note:
 
 _FM_END = re.compile(r"^---[ \t]*$", re.M)
 _FM_START = re.compile(r"---[ \t]*\n")
-# A fenced code block (``` or ~~~, also inside lists and quotes), up to its closing fence of
-# the same character and at least the same length, or to the end of the text when unclosed.
-_FENCE = re.compile(
-    r"^[ \t>]*(?P<f>(?P<c>[`~])(?P=c){2,})[^\n]*(?:\n|\Z)"
-    r"(?:.*?^[ \t>]*(?P=f)(?P=c)*[ \t]*$|.*\Z)",
-    re.M | re.S,
-)
-_INLINE_CODE = re.compile(r"(?<!`)(`+)(?!`)[^\n]+?(?<!`)\1(?!`)")
-_NOT_NL = re.compile(r"[^\n]")
 # Patterns start with a literal so the regex engine can skip ahead; what precedes a match
 # (`!` of an embed, the whitespace before a tag) is checked by hand.
 _WIKILINK = re.compile(r"\[\[([^\[\]\n]+)\]\]")
@@ -124,21 +120,6 @@ _SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.\-]*:|^//")
 _HEADING = re.compile(r"#(#{0,5})[ \t]+([^\n]*)")
 _TAG = re.compile(r"#([\w/\-]+)")
 _BLOCK_ID = re.compile(r"\^([A-Za-z0-9\-]+)[ \t]*$", re.M)
-
-
-def _blank(m: re.Match[str]) -> str:
-    s = m.group()
-    return " " * len(s) if "\n" not in s else _NOT_NL.sub(" ", s)
-
-
-def mask_code(text: str) -> str:
-    """`text` with fenced blocks and inline code spans blanked out (same length and lines),
-    so offsets and line numbers still match the original."""
-    if "```" in text or "~~~" in text:
-        text = _FENCE.sub(_blank, text)
-    if "`" in text:
-        text = _INLINE_CODE.sub(_blank, text)
-    return text
 
 
 def split_frontmatter(text: str) -> tuple[str | None, int, int, str | None]:
@@ -245,7 +226,8 @@ def _dedupe_ci(items: list[str]) -> list[str]:
 
 
 def extract_links(masked: str, line0: int = 1) -> list[Link]:
-    """Wikilinks and internal Markdown links in code-masked text, in order of appearance."""
+    """Wikilinks and internal Markdown links in code-masked text (`mask_code`), in order of
+    appearance."""
     links: list[Link] = []
     starts: list[int] = []
     if "[[" in masked:
@@ -341,12 +323,16 @@ def extract_headings(masked: str, line0: int = 1) -> list[Heading]:
 
 
 def extract_block_ids(masked: str) -> list[str]:
+    """`^id` at the end of a line, after a space or right after a link or embed
+    (`![[x.png]]^id`), in text with all code masked (`mask_all_code`)."""
     if "^" not in masked:
         return []
     return [
         m[1]
         for m in _BLOCK_ID.finditer(masked)
-        if m.start() == 0 or masked[m.start() - 1] in " \t\n"
+        if m.start() == 0
+        or masked[m.start() - 1] in " \t\n"
+        or masked.startswith("]]", m.start() - 2)
     ]
 
 
@@ -375,18 +361,19 @@ def parse_note(text: str, path: str | PurePosixPath = "") -> Note:
         else:
             fm = data
     body = text[body_start:]
-    masked = mask_code(body)
-    links = extract_links(masked, body_line)
+    blocks = mask_blocks(body)  # headings may be written in code
+    linked, plain = inline_masks(blocks)  # code in links kept; no tag or block id in any code
+    links = extract_links(linked, body_line)
     if yaml_text and "[[" in yaml_text:
         links = extract_links(yaml_text, 2) + links
-    tags = _dedupe_ci(frontmatter_tags(fm) + extract_tags(masked))
-    block_ids = extract_block_ids(masked)
+    tags = _dedupe_ci(frontmatter_tags(fm) + extract_tags(plain))
+    block_ids = extract_block_ids(plain)
     return Note(
         path=path,
         frontmatter=fm,
         body=body,
         body_line=body_line,
-        headings=extract_headings(masked, body_line),
+        headings=extract_headings(blocks, body_line),
         links=links,
         tags=tags,
         block_ids=block_ids,

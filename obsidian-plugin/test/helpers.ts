@@ -37,9 +37,9 @@ export async function device(
   invite: string,
   name: string,
   kind: "human" | "agent",
-  opts: { chunkSize?: number; vault?: MemoryVault } = {},
+  opts: { chunkSize?: number; vault?: MemoryVault; transport?: Transport } = {},
 ): Promise<Device> {
-  const wire = new Wire();
+  const wire = new Wire(opts.transport);
   const client = new RelayClient(relay.url, wire.transport);
   const joined = await joinVault({ client, invite, deviceName: name, kind, passphrase: PASS, kdf: TEST_KDF_PARAMS, persist: async () => {} });
   const vault = opts.vault ?? new MemoryVault();

@@ -2,8 +2,11 @@
 import { type ChildProcessWithoutNullStreams, spawn } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import { createInterface } from "node:readline";
+import { dirname, join } from "node:path";
 
-export const REPO = fileURLToPath(new URL("../..", import.meta.url));
+const HERE = dirname(fileURLToPath(import.meta.url));
+
+export const REPO = join(HERE, "..", "..");
 
 export class TestRelay {
   url = "";
@@ -13,7 +16,7 @@ export class TestRelay {
 
   static async start(): Promise<TestRelay> {
     const r = new TestRelay();
-    r.proc = spawn("python3", [fileURLToPath(new URL("./relay-helper.py", import.meta.url))], {
+    r.proc = spawn("python3", [join(HERE, "relay-helper.py")], {
       env: { ...process.env, PYTHONPATH: REPO },
     });
     createInterface({ input: r.proc.stdout }).on("line", (l) => {

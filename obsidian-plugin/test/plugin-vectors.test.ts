@@ -3,7 +3,7 @@ import { readFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
-import { concat, fromHex, toHex, utf8 } from "../src/crypto/bytes";
+import { bs, concat, fromHex, toHex, utf8 } from "../src/crypto/bytes";
 import { frame, paddedSize, unframe } from "../src/crypto/framing";
 import { VaultKey } from "../src/crypto/keys";
 import { metaFromJson, metaToJson, openRecord, sealRecord, sha256Hex } from "../src/crypto/records";
@@ -21,7 +21,7 @@ async function fixed(label: string, n: number): Promise<Uint8Array> {
   const parts: Uint8Array[] = [];
   let have = 0;
   for (let c = 0; have < n; c++) {
-    const d = new Uint8Array(await crypto.subtle.digest("SHA-256", utf8(`${label}/${c}`)));
+    const d = new Uint8Array(await crypto.subtle.digest("SHA-256", bs(utf8(`${label}/${c}`))));
     parts.push(d);
     have += d.length;
   }

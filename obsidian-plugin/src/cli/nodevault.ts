@@ -32,14 +32,23 @@ export class NodeVault implements VaultFS {
     return path.join(this.root, ...parts);
   }
 
+  /** Folders seen as real folders (not links) recently; re-checked after `dirTtlMs`. */
+  private safeDirs = new Map<string, number>();
+  dirTtlMs = 2000;
+
   /** Refuse to go through a symbolic link anywhere on the way (pathsafe.resolve_inside). */
   private async checkNoLinks(rel: string): Promise<void> {
     let cur = this.root;
-    for (const seg of rel.split("/")) {
-      cur = path.join(cur, seg);
+    const segs = rel.split("/");
+    const now = Date.now();
+    for (let i = 0; i < segs.length; i++) {
+      cur = path.join(cur, segs[i]);
+      const last = i === segs.length - 1;
+      if (!last && (this.safeDirs.get(cur) ?? 0) > now) continue;
       try {
         const st = await fsp.lstat(cur);
         if (st.isSymbolicLink()) throw new Error(`path ${rel} goes through a symbolic link; refused`);
+        if (!last && st.isDirectory()) this.safeDirs.set(cur, now + this.dirTtlMs);
       } catch (e) {
         if ((e as NodeJS.ErrnoException).code === "ENOENT" || (e as NodeJS.ErrnoException).code === "ENOTDIR") return;
         throw e;

@@ -92,8 +92,19 @@ const B64 = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
 const B64_INV = new Int16Array(128).fill(-1);
 for (let i = 0; i < B64.length; i++) B64_INV[B64.charCodeAt(i)] = i;
 
+const hasBtoa = typeof btoa === "function" && typeof atob === "function";
+
 /** Standard base64 with padding (what the relay's JSON uses). */
 export function toBase64(data: Uint8Array): string {
+  if (hasBtoa) {
+    let bin = "";
+    for (let i = 0; i < data.length; i += 0x8000) bin += String.fromCharCode(...data.subarray(i, i + 0x8000));
+    return btoa(bin);
+  }
+  return toBase64Slow(data);
+}
+
+function toBase64Slow(data: Uint8Array): string {
   let out = "";
   let i = 0;
   for (; i + 2 < data.length; i += 3) {
@@ -110,6 +121,13 @@ export function toBase64(data: Uint8Array): string {
 
 export function fromBase64(text: string): Uint8Array {
   if (text.length % 4 !== 0) throw new Error("base64 length is not a multiple of 4");
+  if (hasBtoa) {
+    if (!/^[A-Za-z0-9+/]*={0,2}$/.test(text)) throw new Error("invalid base64 character");
+    const bin = atob(text);
+    const out = new Uint8Array(bin.length);
+    for (let i = 0; i < bin.length; i++) out[i] = bin.charCodeAt(i);
+    return out;
+  }
   const pad = text.endsWith("==") ? 2 : text.endsWith("=") ? 1 : 0;
   const out = new Uint8Array((text.length / 4) * 3 - pad);
   let o = 0;

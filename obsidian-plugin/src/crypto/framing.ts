@@ -88,7 +88,9 @@ function boundedInflate(body: Uint8Array, rawLen: number): Uint8Array {
   const out = new Uint8Array(rawLen);
   let got = 0;
   let overflow = false;
-  const inflater = new Inflate({ chunkSize: 64 * 1024 }) as Inflate & { ended: boolean };
+  // one output chunk of raw_len (+1 to see an overflow) for all but large payloads
+  const chunkSize = Math.max(1024, Math.min(rawLen + 1, 1024 * 1024));
+  const inflater = new Inflate({ chunkSize }) as Inflate & { ended: boolean };
   inflater.onData = (chunk: Uint8Array) => {
     if (got + chunk.length > rawLen) {
       overflow = true;

@@ -49,6 +49,7 @@ export const MAX_PASSES = 10;
 export const CHUNK_SIZE = 4 * 1024 * 1024;
 const WRITE_PARALLEL = 16;
 const APPLY_GROUP = 1500;
+const FIRST_GROUP = 250; // a small first group, so writing starts early
 
 export interface DeviceInfo {
   deviceId: string;
@@ -480,9 +481,15 @@ export class SyncEngine {
       else await this.applyDelete(p, ch, report);
     }
     const writes = [...todo.values()];
-    for (let i = 0; i < writes.length; i += APPLY_GROUP) {
-      const group = writes.slice(i, i + APPLY_GROUP);
-      const contents = await this.fetchContents(group);
+    const groups: RemoteChange[][] = [];
+    for (let i = 0; i < writes.length; i += i ? APPLY_GROUP : FIRST_GROUP) groups.push(writes.slice(i, i + (i ? APPLY_GROUP : FIRST_GROUP)));
+    // the next group downloads while this one is written (everything verified before a write)
+    let ahead = groups.length ? this.fetchContents(groups[0]) : null;
+    for (let g = 0; g < groups.length; g++) {
+      const group = groups[g];
+      const contents = await ahead!;
+      ahead = g + 1 < groups.length ? this.fetchContents(groups[g + 1]) : null;
+      ahead?.catch(() => undefined);
       await pool(group, WRITE_PARALLEL, async (ch) => {
         const p = normalize(ch.meta.path);
         touched.add(p);

@@ -199,7 +199,7 @@ def bench_propagation(work: Path, samples: int) -> dict[str, list[float]]:
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     ap.add_argument("--notes", default="2000,10000")
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--samples", type=int, default=20)

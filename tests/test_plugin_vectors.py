@@ -32,13 +32,10 @@ from companion.sync.merge import merge_text
 from companion.sync.pathsafe import UnsafePath, normalize
 
 VECTORS = Path(__file__).parent / "vectors" / "plugin_v1.json"
-KAT = {
-    "password": "vault-companion argon2id self-test",
-    "salt": b"vault-companion-kat".hex(),
-    "memory_kib": 64,
-    "iterations": 2,
-    "lanes": 2,
-}
+KAT_PASSWORD = "vault-companion argon2id self-test"
+KAT_SALT = b"vault-companion-kat"
+KAT_PARAMS = {"memory_kib": 64, "iterations": 2, "lanes": 2}
+KAT: dict[str, object] = {"password": KAT_PASSWORD, "salt": KAT_SALT.hex(), **KAT_PARAMS}
 
 
 def _fixed(label: str, n: int) -> bytes:
@@ -100,12 +97,12 @@ def build_vectors() -> dict:
     key = VaultKey(_fixed("vault-key", 32))
     vid = "vault-test-0001"
     kat = Argon2id(
-        salt=bytes.fromhex(KAT["salt"]),
+        salt=KAT_SALT,
         length=32,
-        iterations=KAT["iterations"],
-        lanes=KAT["lanes"],
-        memory_cost=KAT["memory_kib"],
-    ).derive(KAT["password"].encode())
+        iterations=KAT_PARAMS["iterations"],
+        lanes=KAT_PARAMS["lanes"],
+        memory_cost=KAT_PARAMS["memory_kib"],
+    ).derive(KAT_PASSWORD.encode())
     frames = []
     for label, size, kind in (
         ("frame-noise-20k", 20_000, "noise"),
@@ -145,7 +142,7 @@ def build_vectors() -> dict:
         (blob_id(key, c1), hashlib.sha256(c1).hexdigest(), c1[:40]),
         ("ab" * 8, "00" * 32, b""),
     ]
-    normalized = []
+    normalized: list[dict[str, str | None]] = []
     for p in PATHS:
         try:
             normalized.append({"path": p, "normal": normalize(p)})

@@ -23,5 +23,9 @@ await esbuild.build({
   outfile: "dist/cli.js",
   format: "esm",
   platform: "node",
-  banner: { js: "// Vault Companion headless sync (the Obsidian plugin's core under Node)" },
+  // libuv's pool (4 threads by default) runs both the file writes and WebCrypto's jobs: a first
+  // sync of thousands of notes waits on it, so give it more threads before the first use
+  banner: {
+    js: "// Vault Companion headless sync (the Obsidian plugin's core under Node)\nprocess.env.UV_THREADPOOL_SIZE ??= \"16\";",
+  },
 });

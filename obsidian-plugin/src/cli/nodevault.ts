@@ -2,8 +2,9 @@
 import { promises as fsp, constants } from "node:fs";
 import * as path from "node:path";
 import { randomBytes } from "node:crypto";
+import { execFile } from "node:child_process";
 import { TEMP_PREFIX } from "../sync/paths";
-import type { FileStat, VaultFS, WriteOptions } from "../sync/vaultfs";
+import { type BulkItem, ChangedSinceScan, type FileStat, type VaultFS, type WriteOptions } from "../sync/vaultfs";
 
 export class NodeVault implements VaultFS {
   readonly tracksExec = process.platform !== "win32";
@@ -113,13 +114,16 @@ export class NodeVault implements VaultFS {
   async write(rel: string, data: Uint8Array, opts: WriteOptions = {}): Promise<FileStat> {
     await this.checkNoLinks(rel);
     const target = this.abs(rel);
-    await fsp.mkdir(path.dirname(target), { recursive: true });
-    await this.checkNoLinks(rel);
+    const dir = path.dirname(target);
+    if (dir !== this.root && !((this.safeDirs.get(dir) ?? 0) > Date.now())) {
+      await fsp.mkdir(dir, { recursive: true });
+      await this.checkNoLinks(rel); // mkdir may have raced with a link being planted
+    }
     const tmp = path.join(path.dirname(target), `${TEMP_PREFIX}${randomBytes(6).toString("hex")}`);
     const fh = await fsp.open(tmp, "wx", 0o644);
     try {
       await fh.writeFile(data);
-      if (opts.executable !== undefined && this.tracksExec) await fh.chmod(opts.executable ? 0o755 : 0o644);
+      if (opts.executable && this.tracksExec) await fh.chmod(0o755);
       await fh.datasync();
     } finally {
       await fh.close();
@@ -132,6 +136,68 @@ export class NodeVault implements VaultFS {
       throw e;
     }
     return this.toStat(rel, await fsp.lstat(target));
+  }
+
+  /**
+   * The dpkg approach (companion/sync/bulkwrite.py): every content goes to a temp file beside
+   * its target, one `syncfs` flushes them all, each target is checked and renamed, and one more
+   * flush makes the renames durable. Where syncfs is unavailable each temp file is fsynced.
+   */
+  async writeMany(items: BulkItem[]): Promise<(FileStat | Error)[]> {
+    const temps: (string | Error)[] = await mapPool(items, 16, async (it) => {
+      try {
+        return await this.writeTemp(it.path, it.data, it.opts, false);
+      } catch (e) {
+        return e as Error;
+      }
+    });
+    if (!(await syncfs(this.root))) {
+      await mapPool(temps, 16, async (t) => {
+        if (typeof t !== "string") return;
+        const fh = await fsp.open(t, "r+");
+        await fh.datasync().finally(() => fh.close());
+      });
+    }
+    const out = await mapPool(items, 16, async (it, i): Promise<FileStat | Error> => {
+      const tmp = temps[i];
+      if (typeof tmp !== "string") return tmp;
+      const target = this.abs(it.path);
+      try {
+        const st = await fsp.lstat(target).catch(() => null);
+        const ok = it.expected === null ? st === null : !!st && st.isFile() && st.size === it.expected.size && st.mtimeMs === it.expected.mtime;
+        if (!ok) throw new ChangedSinceScan(`${it.path} changed since the scan`);
+        await fsp.rename(tmp, target);
+        return this.toStat(it.path, await fsp.lstat(target));
+      } catch (e) {
+        await fsp.unlink(tmp).catch(() => undefined);
+        return e as Error;
+      }
+    });
+    await syncfs(this.root);
+    return out;
+  }
+
+  private async writeTemp(rel: string, data: Uint8Array, opts: WriteOptions, flush: boolean): Promise<string> {
+    await this.checkNoLinks(rel);
+    const dir = path.dirname(this.abs(rel));
+    if (dir !== this.root && !((this.safeDirs.get(dir) ?? 0) > Date.now())) {
+      await fsp.mkdir(dir, { recursive: true });
+      await this.checkNoLinks(rel);
+    }
+    const tmp = path.join(dir, `${TEMP_PREFIX}${randomBytes(6).toString("hex")}`);
+    const fh = await fsp.open(tmp, "wx", 0o644);
+    try {
+      await fh.writeFile(data);
+      if (opts.executable && this.tracksExec) await fh.chmod(0o755);
+      if (opts.mtime !== undefined) await fh.utimes(new Date(), new Date(opts.mtime));
+      if (flush) await fh.datasync();
+    } catch (e) {
+      await fh.close();
+      await fsp.unlink(tmp).catch(() => undefined);
+      throw e;
+    }
+    await fh.close();
+    return tmp;
   }
 
   async remove(rel: string): Promise<void> {
@@ -163,4 +229,24 @@ export class NodeVault implements VaultFS {
     await this.pruneDirs(from);
     return this.toStat(to, await fsp.lstat(dst));
   }
+}
+
+async function mapPool<T, R>(items: T[], n: number, fn: (t: T, i: number) => Promise<R>): Promise<R[]> {
+  const out: R[] = new Array(items.length);
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: Math.min(n, items.length) }, async () => {
+      while (next < items.length) {
+        const i = next++;
+        out[i] = await fn(items[i], i);
+      }
+    }),
+  );
+  return out;
+}
+
+/** syncfs(2) of the file system holding `dir` (coreutils `sync -f`); false when unavailable. */
+function syncfs(dir: string): Promise<boolean> {
+  if (process.platform !== "linux") return Promise.resolve(false);
+  return new Promise((resolve) => execFile("sync", ["-f", dir], (err) => resolve(!err)));
 }

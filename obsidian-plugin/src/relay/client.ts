@@ -25,6 +25,8 @@ export interface WireRecord {
   rev: number;
   parentRev: number;
   sealed: Uint8Array;
+  /** The sealed bytes as the relay sent them (base64), kept to queue them without re-encoding. */
+  sealedB64?: string;
   blobs: string[];
   seq?: number | null;
   deviceId?: string | null;
@@ -96,6 +98,7 @@ function recordFromJson(r: Record<string, unknown>): WireRecord {
     rev: Number(r.rev),
     parentRev: Number(r.parent_rev),
     sealed: fromBase64(String(r.sealed)),
+    sealedB64: String(r.sealed),
     blobs: Array.isArray(r.blobs) ? r.blobs.map(String) : [],
     seq: typeof r.seq === "number" ? r.seq : null,
     deviceId: typeof r.device_id === "string" ? r.device_id : null,

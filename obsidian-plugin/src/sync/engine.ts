@@ -43,12 +43,13 @@ import {
   type StateStore,
   type SyncState,
 } from "./state";
-import type { FileStat, VaultFS } from "./vaultfs";
+import type { BulkItem, FileStat, VaultFS } from "./vaultfs";
 
 export const MAX_PASSES = 10;
 export const CHUNK_SIZE = 4 * 1024 * 1024;
 const WRITE_PARALLEL = 16;
 const APPLY_GROUP = 1500;
+const BULK_MIN = 32; // from this many files on, one flush beats one fsync each
 const FIRST_GROUP = 250; // a small first group, so writing starts early
 
 export interface DeviceInfo {
@@ -103,7 +104,7 @@ function queued(ch: RemoteChange): Queued {
     fileId: ch.fileId,
     rev: ch.rev,
     parentRev: ch.parentRev,
-    sealed: toBase64(ch.sealed),
+    sealed: ch.sealedB64 ?? toBase64(ch.sealed),
     seq: ch.seq,
     deviceId: ch.deviceId,
     relayKind: ch.relayKind,
@@ -490,7 +491,10 @@ export class SyncEngine {
       const contents = await ahead!;
       ahead = g + 1 < groups.length ? this.fetchContents(groups[g + 1]) : null;
       ahead?.catch(() => undefined);
-      await pool(group, WRITE_PARALLEL, async (ch) => {
+      const bulk = this.fs.writeMany && !this.fs.caseInsensitive ? group.filter((ch) => !local.has(normalize(ch.meta.path))) : [];
+      if (bulk.length >= BULK_MIN) await this.applyBulk(bulk, contents, report, touched);
+      const done = new Set(bulk.length >= BULK_MIN ? bulk : []);
+      await pool(group.filter((ch) => !done.has(ch)), WRITE_PARALLEL, async (ch) => {
         const p = normalize(ch.meta.path);
         touched.add(p);
         const content = contents.get(ch.meta.sha256)!;
@@ -500,6 +504,33 @@ export class SyncEngine {
       });
     }
     return true;
+  }
+
+  /** Many files changed only remotely, written with one flush (VaultFS.writeMany). */
+  private async applyBulk(group: RemoteChange[], contents: Map<string, Uint8Array>, report: RoundReport, touched: Set<string>) {
+    const items: BulkItem[] = group.map((ch) => {
+      const p = normalize(ch.meta.path);
+      const e = this.state.files[p];
+      return {
+        path: p,
+        data: contents.get(ch.meta.sha256)!,
+        opts: this.writeOpts(ch.meta),
+        expected: e && !e.deleted ? { size: e.size, mtime: e.mtime } : null,
+      };
+    });
+    const results = await this.fs.writeMany!(items);
+    results.forEach((r, i) => {
+      const ch = group[i];
+      const p = items[i].path;
+      touched.add(p);
+      if (r instanceof Error) {
+        report.deferred++;
+        this.state.inbox[p] = queued(ch); // changed here meanwhile: the next pass resolves it
+        return;
+      }
+      this.record(p, ch, r);
+      report.downloaded.push(p);
+    });
   }
 
   private async fetchContents(group: RemoteChange[]): Promise<Map<string, Uint8Array>> {

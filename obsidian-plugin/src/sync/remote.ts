@@ -42,6 +42,7 @@ export interface RemoteChange {
   parentRev: number;
   meta: FileMeta;
   sealed: Uint8Array;
+  sealedB64?: string;
   seq: number | null;
   deviceId: string | null;
   /** The kind that counts (the relay's when it says, else the sealed one). */
@@ -151,6 +152,7 @@ export class RemoteVault {
       parentRev: rec.parentRev,
       meta,
       sealed: rec.sealed,
+      sealedB64: rec.sealedB64,
       seq: rec.seq ?? null,
       deviceId: rec.deviceId ?? null,
       kind: effectiveKind(rec.deviceKind, meta.deviceKind),

@@ -17,6 +17,17 @@ export interface WriteOptions {
   executable?: boolean;
 }
 
+/** One file of a bulk write: `expected` is the local file the index knows (null: absent). */
+export interface BulkItem {
+  path: string;
+  data: Uint8Array;
+  opts: WriteOptions;
+  expected: { size: number; mtime: number } | null;
+}
+
+/** A file of a bulk write that changed since the scan (it is left alone, the write deferred). */
+export class ChangedSinceScan extends Error {}
+
 export interface VaultFS {
   /** Every file of the vault, hidden ones included (paths as stored on disk, `/`-separated). */
   list(): Promise<FileStat[]>;
@@ -27,6 +38,9 @@ export interface VaultFS {
   remove(path: string): Promise<void>;
   /** Rename a file (parent folders of `to` created). */
   rename(from: string, to: string): Promise<FileStat>;
+  /** Many new versions at once, each file still atomic and checked against `expected`; one
+   * flush for all instead of one per file. Optional: the engine writes one by one without. */
+  writeMany?(items: BulkItem[]): Promise<(FileStat | Error)[]>;
   /** Whether this vault knows executable bits (Obsidian's adapters do not). */
   readonly tracksExec: boolean;
   /** Whether two names differing only by case are one file here. */

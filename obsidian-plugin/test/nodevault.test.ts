@@ -4,7 +4,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { NodeVault } from "../src/cli/nodevault";
-import { ChangedSinceScan } from "../src/sync/vaultfs";
+import { type BulkItem, ChangedSinceScan } from "../src/sync/vaultfs";
 
 const t = (s: string) => new TextEncoder().encode(s);
 
@@ -14,7 +14,7 @@ describe("NodeVault", () => {
     mkdirSync(join(root, "a"));
     writeFileSync(join(root, "a", "typed.md"), "the person typed this");
     const v = await NodeVault.open(root);
-    const items = Array.from({ length: 40 }, (_, i) => ({ path: `a/n${i}.md`, data: t(`note ${i}\n`), opts: { mtime: 1_700_000_000_000 }, expected: null }));
+    const items: BulkItem[] = Array.from({ length: 40 }, (_, i) => ({ path: `a/n${i}.md`, data: t(`note ${i}\n`), opts: { mtime: 1_700_000_000_000 }, expected: null }));
     items.push({ path: "a/typed.md", data: t("remote"), opts: {}, expected: null }); // we thought it absent
     const res = await v.writeMany(items);
     expect(res.filter((r) => r instanceof ChangedSinceScan)).toHaveLength(1);

@@ -117,3 +117,18 @@ describe("Obsidian transport", () => {
     expect(calls).toEqual(["POST https://r/v1/x application/json", "GET https://r/v1/changes?wait=25 "]);
   });
 });
+
+describe("join against a relay that fixed the device kind (issue #12)", () => {
+  it("explains a 409 kind_mismatch", async () => {
+    const { RelayClient } = await import("../src/relay/client");
+    const { joinVault } = await import("../src/sync/join");
+    const client = new RelayClient("http://relay", async () => ({
+      status: 409,
+      headers: {},
+      body: t(JSON.stringify({ error: "kind_mismatch", message: "this invite admits an agent device" })),
+    }));
+    const err = await joinVault({ client, invite: "v-s", deviceName: "phone", passphrase: "p", persist: async () => {} }).catch((e) => e);
+    expect(err.message).toMatch(/--kind human/);
+    expect(err.exitCode).toBe(2);
+  });
+});

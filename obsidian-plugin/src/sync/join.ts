@@ -79,7 +79,18 @@ export async function joinVault(input: JoinInput): Promise<Joined> {
   if (!input.deviceName.trim()) throw new InputError("a device name is needed");
   if (!input.passphrase && !input.recoveryKey) throw new InputError("the vault passphrase (or the recovery key) is needed");
   const recovered = input.recoveryKey ? await importRecoveryKey(input.recoveryKey) : null;
-  const joined = await client.join(input.invite.trim(), input.deviceName.trim(), kind);
+  let joined;
+  try {
+    joined = await client.join(input.invite.trim(), input.deviceName.trim(), kind);
+  } catch (e) {
+    if (e instanceof ConflictError && e.code === "kind_mismatch") {
+      throw new InputError(
+        `this invite is for another kind of device, not a person's (${kind}); ask the relay's admin for ` +
+          `an invite made with \`companion relay invite --kind ${kind}\``,
+      );
+    }
+    throw e;
+  }
   if (joined.kind && joined.kind !== kind) {
     await leaveQuietly(client);
     throw new InputError(`the relay admits this invite for a device of kind '${joined.kind}', not '${kind}'`);

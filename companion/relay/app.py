@@ -21,6 +21,7 @@ from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
+from fastapi.middleware.cors import CORSMiddleware
 from fastapi.responses import JSONResponse, Response
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
@@ -34,6 +35,11 @@ from companion.relay.limits import Limits
 from companion.relay.storage import RelayStorage, RetentionPolicy
 
 log = get_logger("relay.app")
+
+# Obsidian's app origins (desktop, iOS/Android Capacitor, Android's http://localhost). The
+# plugin sends bounded requests through `requestUrl` (no CORS); only its held long-poll uses the
+# webview's native fetch, which needs these. Bearer tokens, never cookies: no credentials mode.
+OBSIDIAN_ORIGINS = ("app://obsidian.md", "capacitor://localhost", "http://localhost")
 
 
 def create_app(
@@ -83,6 +89,14 @@ def create_app(
     )
     app.state.relay = state
     app.add_middleware(BodyLimitMiddleware, limit_for=_body_limits(limits))
+    app.add_middleware(  # added last: outermost, so refusals (413, 429) carry CORS headers too
+        CORSMiddleware,
+        allow_origins=list(OBSIDIAN_ORIGINS),
+        allow_methods=["GET", "POST", "PUT", "DELETE"],
+        allow_headers=["Authorization", "Content-Type", "X-Content-SHA256"],
+        expose_headers=["Retry-After", "X-Content-SHA256"],
+        max_age=600,
+    )
     _install_error_handlers(app)
     for router in (routes_vault.router, routes_records.router, routes_blobs.router):
         app.include_router(router)

@@ -1,0 +1,371 @@
+/**
+ * The headless entry of the plugin's sync core: `node dist/cli.js join|sync|watch|status|held`.
+ * Same conventions and exit statuses as `companion init/sync/watch` (docs/sync.md): 0 done;
+ * 1 failed (relay refused, tampering, still pending); 2 bad input; 3 mass deletion held back;
+ * 4 another companion holds the lock; 5 relay unreachable (changes stay queued).
+ */
+import { promises as fsp, watch as fsWatch, realpathSync } from "node:fs";
+import * as path from "node:path";
+import { fromHex, toHex } from "../crypto/bytes";
+import { VaultKey } from "../crypto/keys";
+import { DEFAULT_KDF_PARAMS, ensureSelfTest, TEST_KDF_PARAMS } from "../crypto/wrap";
+import { AuthError, CompanionError, InputError, MassDeleteRefused, NotConverged, RelayBusy, RelayUnreachable, TamperDetected } from "../errors";
+import { RelayClient } from "../relay/client";
+import { fetchTransport } from "../relay/transport";
+import { SyncEngine } from "../sync/engine";
+import { joinVault } from "../sync/join";
+import { Backoff, retryDelay } from "../sync/policy";
+import type { RoundReport } from "../sync/report";
+import { copyDir, FilePartials, FileStateStore, loadDevice, readPassphraseFile, saveDevice, SecretsFile, VaultLock } from "./home";
+import { NodeVault } from "./nodevault";
+
+const USAGE = `usage:
+  node dist/cli.js join VAULT --relay URL --invite CODE --device-name NAME [--recovery-key-file F]
+  node dist/cli.js sync VAULT [--allow-mass-delete] [--json]
+  node dist/cli.js watch VAULT [--rescan-minutes M] [--allow-mass-delete]
+  node dist/cli.js status VAULT [--json]
+  node dist/cli.js held VAULT [--accept PATH | --refuse PATH]
+The passphrase comes from COMPANION_PASSPHRASE_FILE (an owner-only file) or a prompt;
+state lives under COMPANION_HOME (as for the Python companion).`;
+
+function parseArgs(argv: string[]): { cmd: string; pos: string[]; opts: Record<string, string | true> } {
+  const [cmd = "", ...rest] = argv;
+  const pos: string[] = [];
+  const opts: Record<string, string | true> = {};
+  for (let i = 0; i < rest.length; i++) {
+    const a = rest[i];
+    if (a.startsWith("--")) {
+      const [k, v] = a.slice(2).split("=", 2);
+      if (v !== undefined) opts[k] = v;
+      else if (["allow-mass-delete", "json", "help"].includes(k)) opts[k] = true;
+      else {
+        if (i + 1 >= rest.length) throw new InputError(`--${k} needs a value`);
+        opts[k] = rest[++i];
+      }
+    } else pos.push(a);
+  }
+  return { cmd, pos, opts };
+}
+
+function str(opts: Record<string, string | true>, k: string): string | undefined {
+  const v = opts[k];
+  return typeof v === "string" ? v : undefined;
+}
+
+async function passphrase(): Promise<string> {
+  const file = process.env.COMPANION_PASSPHRASE_FILE;
+  if (file) return readPassphraseFile(file);
+  if (!process.stdin.isTTY) {
+    throw new InputError("no passphrase: set COMPANION_PASSPHRASE_FILE to an owner-only file holding it, or run in a terminal");
+  }
+  process.stderr.write("Enter the vault passphrase: ");
+  return new Promise((resolve) => {
+    const stdin = process.stdin;
+    stdin.setRawMode(true);
+    let buf = "";
+    const onData = (d: Buffer) => {
+      const s = d.toString("utf-8");
+      for (const ch of s) {
+        if (ch === "\r" || ch === "\n") {
+          stdin.setRawMode(false);
+          stdin.off("data", onData);
+          stdin.pause();
+          process.stderr.write("\n");
+          resolve(buf);
+          return;
+        }
+        if (ch === "\u0003") process.exit(130);
+        buf = ch === "\u007f" ? buf.slice(0, -1) : buf + ch;
+      }
+    };
+    stdin.on("data", onData);
+    stdin.resume();
+  });
+}
+
+async function join(pos: string[], opts: Record<string, string | true>): Promise<void> {
+  const vault = pos[0];
+  const relay = str(opts, "relay");
+  const invite = str(opts, "invite");
+  const name = str(opts, "device-name");
+  if (!vault || !relay || !invite || !name) throw new InputError("join needs VAULT --relay URL --invite CODE --device-name NAME");
+  await fsp.mkdir(vault, { recursive: true });
+  const root = realpathSync(vault);
+  const dir = copyDir(root);
+  try {
+    await fsp.access(path.join(dir, "device.json"));
+    throw new InputError(`${root} is already set up for sync; run \`node dist/cli.js sync ${root}\``);
+  } catch (e) {
+    if (e instanceof InputError) throw e;
+  }
+  const recFile = str(opts, "recovery-key-file");
+  const recoveryKey = recFile ? readPassphraseFile(recFile) : undefined;
+  const secrets = new SecretsFile();
+  const client = new RelayClient(relay, fetchTransport());
+  await ensureSelfTest();
+  const joined = await joinVault({
+    client,
+    invite,
+    deviceName: name,
+    kind: "human",
+    passphrase: recoveryKey ? undefined : await passphrase(),
+    recoveryKey,
+    kdf: process.env.COMPANION_TEST_WEAK_KDF === "1" ? TEST_KDF_PARAMS : DEFAULT_KDF_PARAMS,
+    persist: async (j) => {
+      await secrets.set({ [`relay-token-${j.deviceId}`]: j.token, [`vault-key-${j.vaultId}`]: toHex(j.key.toBytes()) });
+      await saveDevice(dir, {
+        vaultRoot: root,
+        relayUrl: relay.replace(/\/+$/, ""),
+        vaultId: j.vaultId,
+        deviceId: j.deviceId,
+        deviceName: name,
+        kind: j.kind,
+        keyFingerprint: j.key.fingerprint,
+        created: Date.now() / 1000,
+      });
+    },
+  });
+  console.log(`${joined.createdVault ? "created" : "joined"} vault ${joined.vaultId} as '${name}' (human)`);
+  console.log(`key fingerprint: ${joined.key.fingerprint} (the same on every device of this vault)`);
+  console.log(`next: node dist/cli.js sync ${root}`);
+}
+
+async function openEngine(vault: string | undefined): Promise<{ engine: SyncEngine; lockDir: string }> {
+  if (!vault) throw new InputError("give the vault folder");
+  let root: string;
+  try {
+    root = realpathSync(vault);
+  } catch {
+    throw new InputError(`the vault folder '${vault}' does not exist`);
+  }
+  const dir = copyDir(root);
+  const dev = await loadDevice(dir, vault);
+  const secrets = new SecretsFile();
+  const token = await secrets.get(`relay-token-${dev.deviceId}`);
+  const keyHex = await secrets.get(`vault-key-${dev.vaultId}`);
+  if (!token || !keyHex) throw new CompanionError(`this device's token or vault key is missing from ${secrets.file}; join again with a new invite`);
+  const client = new RelayClient(dev.relayUrl, fetchTransport(), { token, vaultId: dev.vaultId });
+  const engine = new SyncEngine({
+    fs: await NodeVault.open(root),
+    client,
+    key: await VaultKey.fromBytes(fromHex(keyHex)),
+    vaultId: dev.vaultId,
+    device: { deviceId: dev.deviceId, deviceName: dev.deviceName, kind: dev.kind },
+    store: new FileStateStore(path.join(dir, "state.json")),
+    partials: new FilePartials(path.join(dir, "partial")),
+  });
+  await engine.load();
+  return { engine, lockDir: dir };
+}
+
+function printReport(r: RoundReport): void {
+  const parts: string[] = [];
+  for (const [label, items] of [
+    ["downloaded", r.downloaded],
+    ["deleted here", r.deletedLocal],
+    ["renamed here", r.renamedLocal],
+    ["uploaded", r.uploaded],
+    ["deleted on other devices", r.deletedRemote],
+    ["merged", r.merged],
+    ["held for approval", r.held],
+  ] as [string, unknown[]][]) {
+    if (items.length) parts.push(`${items.length} ${label}`);
+  }
+  console.log("synced: " + (parts.length ? parts.join(", ") : "no changes"));
+  for (const c of r.conflicts) console.log(`conflict: ${c.message}`);
+  for (const p of r.held) console.log(`held: ${p} (an agent's change; approve with: held VAULT --accept ${p})`);
+  for (const q of r.quarantined) console.error(`quarantined: ${q}: a record failed verification and was not applied`);
+  for (const s of r.skipped) console.error(`skipped: ${s}`);
+}
+
+async function sync(pos: string[], opts: Record<string, string | true>): Promise<void> {
+  const { engine, lockDir } = await openEngine(pos[0]);
+  const lock = new VaultLock(lockDir);
+  lock.acquire(`cli.js sync ${pos[0]}`);
+  let report: RoundReport;
+  try {
+    report = await engine.round({ allowMassDelete: !!opts["allow-mass-delete"] });
+    await engine.markReported();
+  } finally {
+    lock.release();
+  }
+  if (opts.json) console.log(JSON.stringify(report.summary(), null, 2));
+  else printReport(report);
+  if (!report.converged) {
+    throw new NotConverged(`changes still pending after ${report.passes} passes; run sync again`);
+  }
+}
+
+async function status(pos: string[], opts: Record<string, string | true>): Promise<void> {
+  const { engine } = await openEngine(pos[0]);
+  const s = engine.state;
+  const out = {
+    state: s.state,
+    last_sync: s.lastSync,
+    pending: s.pending,
+    held: Object.values(s.held).map((h) => ({ path: h.path, reason: h.reason, device: h.deviceName, rev: h.rev })),
+    quarantined: Object.values(s.quarantine).map((q) => ({ file_id: q.fileId, path: q.path, rev: q.rev, reason: q.reason })),
+    conflicts: s.conflicts,
+    errors: s.errors,
+    device: engine.device,
+  };
+  if (opts.json) console.log(JSON.stringify(out, null, 2));
+  else {
+    console.log(`device:  ${engine.device.deviceName} (${engine.device.kind})\nstate:   ${s.state}`);
+    console.log(`held:    ${out.held.length}, quarantined: ${out.quarantined.length}, conflicts: ${s.conflicts.length}`);
+  }
+}
+
+async function held(pos: string[], opts: Record<string, string | true>): Promise<void> {
+  const { engine, lockDir } = await openEngine(pos[0]);
+  const accept = str(opts, "accept");
+  const refuse = str(opts, "refuse");
+  if (!accept && !refuse) {
+    for (const h of Object.values(engine.state.held)) console.log(`${h.path}\t${h.deviceName}\trev ${h.rev}\t${h.reason}`);
+    return;
+  }
+  const lock = new VaultLock(lockDir);
+  lock.acquire(`cli.js held ${pos[0]}`);
+  try {
+    const r = accept ? await engine.acceptHeld(accept) : await engine.refuseHeld(refuse!);
+    printReport(r);
+  } finally {
+    lock.release();
+  }
+}
+
+async function watch(pos: string[], opts: Record<string, string | true>): Promise<number> {
+  const { engine, lockDir } = await openEngine(pos[0]);
+  const lock = new VaultLock(lockDir);
+  lock.acquire(`cli.js watch ${pos[0]}`);
+  const rescanMs = Number(str(opts, "rescan-minutes") ?? "10") * 60_000;
+  const allowMassDelete = !!opts["allow-mass-delete"];
+  const root = (engine.fs as NodeVault).root;
+  let stop = false;
+  let full = true;
+  let paths = new Set<string>();
+  let wake: (() => void) | null = null;
+  let retryAt = 0;
+  let generation = 0;
+  let fatal = 0;
+  let remote = false;
+  const poke = () => {
+    const w = wake;
+    wake = null;
+    w?.();
+  };
+  const onSignal = () => {
+    stop = true;
+    engine.stopped = true;
+    poke();
+  };
+  process.on("SIGTERM", onSignal);
+  process.on("SIGINT", onSignal);
+  let debounce: NodeJS.Timeout | null = null;
+  const watcher = fsWatch(root, { recursive: true }, (_ev, name) => {
+    if (!name) {
+      full = true;
+    } else paths.add(String(name).split(path.sep).join("/"));
+    if (debounce) clearTimeout(debounce);
+    debounce = setTimeout(poke, 50);
+  });
+  const rescan = setInterval(() => {
+    full = true;
+    poke();
+  }, rescanMs);
+  const poll = async () => {
+    const backoff = new Backoff();
+    let seen = -1;
+    while (!stop) {
+      while (!stop && seen === generation) await new Promise((r) => setTimeout(r, 20));
+      if (stop) return;
+      seen = generation;
+      try {
+        if (await engine.waitForChanges(25)) {
+          remote = true;
+          poke();
+        } else seen = -1;
+        backoff.reset();
+      } catch (e) {
+        const after = e instanceof RelayBusy ? e.retryAfterS : null;
+        await new Promise((r) => setTimeout(r, retryDelay(backoff, after) * 1000));
+        seen = -1;
+      }
+    }
+  };
+  void poll();
+  console.error(`watching ${root} (device '${engine.device.deviceName}'); Ctrl-C to stop`);
+  const backoff = new Backoff();
+  while (!stop) {
+    const now = Date.now();
+    if (!(full || paths.size || remote) || now < retryAt) {
+      await new Promise<void>((res) => {
+        wake = res;
+        setTimeout(res, retryAt > now ? retryAt - now : 5000);
+      });
+      continue;
+    }
+    const scope = full ? undefined : [...paths];
+    full = false;
+    paths = new Set();
+    remote = false;
+    try {
+      const r = await engine.round({ paths: scope, allowMassDelete });
+      await engine.markReported();
+      if (r.changed || r.held.length || r.quarantined.length) printReport(r);
+      backoff.reset();
+    } catch (e) {
+      if (e instanceof RelayUnreachable) {
+        retryAt = Date.now() + retryDelay(backoff, e instanceof RelayBusy ? e.retryAfterS : null) * 1000;
+        full = true;
+        console.error(`relay unreachable (${e.message}); retrying, edits stay queued`);
+      } else if (e instanceof AuthError) {
+        console.error(`the relay refused this device: ${e.message}; stopping`);
+        fatal = 1;
+        stop = true;
+      } else if (e instanceof MassDeleteRefused) {
+        console.error(e.message);
+      } else if (e instanceof TamperDetected) {
+        console.error(e.message);
+        retryAt = Date.now() + Math.max(backoff.next(), 30) * 1000;
+        full = true;
+      } else if (e instanceof CompanionError) {
+        console.error(`sync round failed: ${e.message}`);
+        retryAt = Date.now() + backoff.next() * 1000;
+        full = true;
+      } else throw e;
+    }
+    generation++;
+  }
+  watcher.close();
+  clearInterval(rescan);
+  lock.release();
+  console.error("sync daemon stopped");
+  return fatal;
+}
+
+export async function main(argv: string[]): Promise<number> {
+  try {
+    const { cmd, pos, opts } = parseArgs(argv);
+    if (!cmd || opts.help || cmd === "help") {
+      console.log(USAGE);
+      return cmd ? 0 : 2;
+    }
+    if (cmd === "join") await join(pos, opts);
+    else if (cmd === "sync") await sync(pos, opts);
+    else if (cmd === "watch") return await watch(pos, opts);
+    else if (cmd === "status") await status(pos, opts);
+    else if (cmd === "held") await held(pos, opts);
+    else throw new InputError(`unknown command '${cmd}'\n${USAGE}`);
+    return 0;
+  } catch (e) {
+    if (e instanceof CompanionError) {
+      console.error(`error: ${e.message}`);
+      return e.exitCode;
+    }
+    console.error(`internal error: ${(e as Error).stack ?? e}`);
+    return 1;
+  }
+}
+
+main(process.argv.slice(2)).then((code) => process.exit(code));

@@ -1,0 +1,39 @@
+/** The settings tab's Join button: the shared join rules, secrets to the secret store. */
+import { toHex } from "../crypto/bytes";
+import { ensureSelfTest } from "../crypto/wrap";
+import { RelayClient } from "../relay/client";
+import type { Transport } from "../relay/transport";
+import { joinVault } from "../sync/join";
+import { keyId, type SecretStore, tokenId } from "./secrets";
+import type { JoinForm, PluginSettings } from "./settings";
+import { InputError } from "../errors";
+
+export async function joinFromSettings(
+  form: JoinForm,
+  deps: { transport: Transport; secrets: SecretStore; settings: PluginSettings; save: () => Promise<void> },
+): Promise<string> {
+  if (!/^https?:\/\//.test(form.relayUrl)) throw new InputError("the relay URL must start with https:// (or http:// on your own network)");
+  await ensureSelfTest();
+  const client = new RelayClient(form.relayUrl, deps.transport);
+  const joined = await joinVault({
+    client,
+    invite: form.invite,
+    deviceName: form.deviceName,
+    kind: "human",
+    passphrase: form.recoveryKey ? undefined : form.passphrase,
+    recoveryKey: form.recoveryKey || undefined,
+    persist: async (j) => {
+      deps.secrets.set(tokenId(j.deviceId), j.token);
+      deps.secrets.set(keyId(j.vaultId), toHex(j.key.toBytes()));
+      Object.assign(deps.settings, {
+        relayUrl: client.baseUrl,
+        deviceName: form.deviceName,
+        deviceId: j.deviceId,
+        vaultId: j.vaultId,
+        fingerprint: j.key.fingerprint,
+      });
+      await deps.save();
+    },
+  });
+  return `${joined.createdVault ? "Created" : "Joined"} vault ${joined.vaultId}. Key fingerprint ${joined.key.fingerprint} (compare it with your other devices). The token and key are in ${deps.secrets.description}.`;
+}

@@ -1,0 +1,978 @@
+/**
+ * The sync core of one vault copy (companion/sync/engine.py, apply.py, push.py), behind the
+ * `VaultFS` interface so Obsidian, the headless CLI and tests run the same code.
+ *
+ * A round is a loop of passes (at most 10). Each pass:
+ * 1. pull: records after the cursor, verified; the newest revision of each file this device
+ *    lacks is queued in the inbox (still sealed) and the cursor advances, saved together.
+ *    A record that fails verification is quarantined for its file only;
+ * 2. scan the vault (everything, or the paths an event named plus the inbox's);
+ * 3. apply the inbox: renames as renames, deletions, writes; changes on both sides go through
+ *    `resolve` (human precedence, three-way merge, conflict copies). Agent-authored changes
+ *    to Obsidian's behavioural config (and anything that sets the exec bit) are held;
+ * 4. push local changes: blobs the relay lacks, then records with a compare-and-swap each.
+ */
+
+import type { VaultKey } from "../crypto/keys";
+import { makeMeta, sha256Hex, type ChunkRef, type FileMeta } from "../crypto/records";
+import { fromBase64, toBase64 } from "../crypto/bytes";
+import {
+  AuthError,
+  CompanionError,
+  ConflictError,
+  InputError,
+  MassDeleteRefused,
+  RelayUnreachable,
+  TamperDetected,
+} from "../errors";
+import type { RelayClient, WireRecord } from "../relay/client";
+import { conflictCopyName, caseCollisionName, HUMAN, resolve } from "./conflicts";
+import { IGNORE_FILE, IgnoreRules } from "./ignore";
+import { isText } from "./merge";
+import { fold, normalize, tryNormalize } from "./paths";
+import { isMassDelete, type Kind, mustHold } from "./policy";
+import { MemoryPartials, type Outgoing, type PartialStore, pool, type RemoteChange, RemoteVault } from "./remote";
+import { RoundReport } from "./report";
+import {
+  addConflicts,
+  addError,
+  type ConflictInfo,
+  emptyState,
+  type Entry,
+  type Queued,
+  type StateStore,
+  type SyncState,
+} from "./state";
+import type { BulkItem, FileStat, VaultFS } from "./vaultfs";
+
+export const MAX_PASSES = 10;
+export const CHUNK_SIZE = 4 * 1024 * 1024;
+const WRITE_PARALLEL = 16;
+const APPLY_GROUP = 1500;
+const BULK_MIN = 32; // from this many files on, one flush beats one fsync each
+const FIRST_GROUP = 250; // a small first group, so writing starts early
+
+export interface DeviceInfo {
+  deviceId: string;
+  deviceName: string;
+  kind: Kind;
+}
+
+export interface EngineOptions {
+  fs: VaultFS;
+  client: RelayClient;
+  key: VaultKey;
+  vaultId: string;
+  device: DeviceInfo;
+  store: StateStore;
+  partials?: PartialStore;
+  /** Extra ignore patterns from this device's settings. */
+  ignore?: string[];
+  /** This device's own files that never sync (plugin state, its settings file). */
+  localIgnore?: string[];
+  configDir?: string;
+  massDeleteRatio?: number;
+  chunkSize?: number;
+  maxFileBytes?: number;
+  now?: () => Date;
+}
+
+interface Local {
+  kind: "created" | "modified" | "deleted";
+  path: string;
+  stat?: FileStat;
+  data?: Uint8Array;
+  sha256?: string;
+  renameFrom?: string;
+  renameTo?: string;
+}
+
+export interface HistoryRow {
+  rev: number;
+  time: number | null;
+  device: string;
+  kind: string;
+  size: number;
+  deleted: boolean;
+  sha256: string;
+  renameFrom: string | null;
+  error?: string;
+}
+
+function queued(ch: RemoteChange): Queued {
+  return {
+    fileId: ch.fileId,
+    rev: ch.rev,
+    parentRev: ch.parentRev,
+    sealed: ch.sealedB64 ?? toBase64(ch.sealed),
+    seq: ch.seq,
+    deviceId: ch.deviceId,
+    relayKind: ch.relayKind,
+    relayName: ch.relayName,
+    committedAt: ch.committedAt,
+  };
+}
+
+function wire(q: Queued): WireRecord {
+  return {
+    fileId: q.fileId,
+    rev: q.rev,
+    parentRev: q.parentRev,
+    sealed: fromBase64(q.sealed),
+    blobs: [],
+    seq: q.seq,
+    deviceId: q.deviceId,
+    deviceKind: q.relayKind,
+    deviceName: q.relayName,
+    committedAt: q.committedAt,
+  };
+}
+
+export class SyncEngine {
+  readonly fs: VaultFS;
+  readonly remote: RemoteVault;
+  readonly device: DeviceInfo;
+  state: SyncState = emptyState();
+  readonly ignore: IgnoreRules;
+  private readonly store: StateStore;
+  private readonly partials: PartialStore;
+  private readonly configDir: string;
+  readonly massDeleteRatio: number;
+  readonly chunkSize: number;
+  readonly maxFileBytes: number;
+  private readonly now: () => Date;
+  private verified = new Map<string, RemoteChange>();
+  private approved = new Set<string>();
+  private running: Promise<unknown> = Promise.resolve();
+  private loaded = false;
+  stopped = false;
+
+  constructor(opts: EngineOptions) {
+    this.fs = opts.fs;
+    this.remote = new RemoteVault(opts.client, opts.key, opts.vaultId);
+    this.device = opts.device;
+    this.store = opts.store;
+    this.partials = opts.partials ?? new MemoryPartials();
+    this.configDir = opts.configDir ?? ".obsidian";
+    this.ignore = new IgnoreRules(opts.ignore ?? [], opts.localIgnore ?? []);
+    this.massDeleteRatio = opts.massDeleteRatio ?? 0.5;
+    this.chunkSize = opts.chunkSize ?? CHUNK_SIZE;
+    this.maxFileBytes = opts.maxFileBytes ?? 200 * 1024 * 1024;
+    this.now = opts.now ?? (() => new Date());
+  }
+
+  get client(): RelayClient {
+    return this.remote.client;
+  }
+
+  async load(): Promise<void> {
+    if (this.loaded) return;
+    this.state = (await this.store.load()) ?? emptyState();
+    this.loaded = true;
+  }
+
+  private async save(): Promise<void> {
+    await this.store.save(this.state);
+  }
+
+  /** Run `fn` after any round in progress (one round at a time). */
+  private exclusive<T>(fn: () => Promise<T>): Promise<T> {
+    const next = this.running.then(fn, fn);
+    this.running = next.catch(() => undefined);
+    return next;
+  }
+
+  // ------------------------------------------------------------------ the round
+
+  round(opts: { paths?: string[]; allowMassDelete?: boolean; maxPasses?: number } = {}): Promise<RoundReport> {
+    return this.exclusive(() => this.doRound(opts));
+  }
+
+  private async doRound(opts: { paths?: string[]; allowMassDelete?: boolean; maxPasses?: number }): Promise<RoundReport> {
+    await this.load();
+    const t0 = Date.now();
+    const report = new RoundReport();
+    this.state.state = "syncing";
+    this.state.lastAttempt = Date.now() / 1000;
+    try {
+      await this.checkIgnoreRules();
+      let scope: Set<string> | null = opts.paths ? new Set(opts.paths.map((p) => tryNormalize(p)).filter((p): p is string => !!p)) : null;
+      for (let i = 0; i < (opts.maxPasses ?? MAX_PASSES); i++) {
+        if (this.stopped) break;
+        report.passes++;
+        const { work, touched } = await this.pass(scope, !!opts.allowMassDelete, report);
+        if (!work) {
+          report.converged = !report.heldDeletes;
+          break;
+        }
+        if (scope) for (const t of touched) scope.add(t);
+        else scope = null;
+      }
+      report.pendingDownload = Object.keys(this.state.inbox).length;
+      report.liveFiles = this.liveCount();
+    } catch (e) {
+      report.elapsedS = (Date.now() - t0) / 1000;
+      addConflicts(this.state, report.conflicts);
+      const kind =
+        e instanceof RelayUnreachable ? "offline" : e instanceof AuthError ? "auth" : e instanceof TamperDetected ? "tamper" : "error";
+      this.state.state = kind === "offline" ? "offline" : "error";
+      addError(this.state, kind, (e as Error).message);
+      await this.save();
+      if (e instanceof TamperDetected) {
+        const err = new (e.constructor as typeof TamperDetected)(
+          `refused data from the relay: ${e.message}. Nothing from it was written to the vault`,
+        );
+        throw err;
+      }
+      throw e;
+    }
+    report.elapsedS = (Date.now() - t0) / 1000;
+    addConflicts(this.state, report.conflicts);
+    this.state.pending = { upload: report.pendingUpload, download: report.pendingDownload };
+    if (report.converged) {
+      this.state.lastSync = Date.now() / 1000;
+      this.state.state = Object.keys(this.state.held).length ? "held" : report.conflicts.length ? "conflict" : "synced";
+    } else this.state.state = "pending";
+    if (report.heldDeletes) {
+      const err = new MassDeleteRefused(report.heldDeletes, Math.max(report.heldOf, report.heldDeletes), this.massDeleteRatio);
+      addError(this.state, "mass_delete", err.message);
+      this.state.state = "error";
+      await this.save();
+      throw err;
+    }
+    await this.save();
+    return report;
+  }
+
+  private liveCount(): number {
+    let n = 0;
+    for (const e of Object.values(this.state.files)) if (!e.deleted) n++;
+    return n;
+  }
+
+  private async checkIgnoreRules(): Promise<void> {
+    let text: string | null = null;
+    const st = await this.fs.stat(IGNORE_FILE);
+    if (st) {
+      try {
+        text = new TextDecoder().decode(await this.fs.read(IGNORE_FILE));
+      } catch {
+        text = null;
+      }
+    }
+    this.ignore.load(text);
+    const sig = this.ignore.signature;
+    if (this.state.ignoreSignature !== sig) {
+      // files once skipped may count now: read the relay's feed again
+      if (this.state.ignoreSignature) this.state.cursor = 0;
+      this.state.ignoreSignature = sig;
+    }
+  }
+
+  private async pass(scope: Set<string> | null, allowMassDelete: boolean, report: RoundReport) {
+    const touched = new Set<string>();
+    const pulled = await this.pull(report);
+    const inboxPaths = Object.keys(this.state.inbox);
+    const local = await this.scan(scope ? new Set([...scope, ...inboxPaths]) : null, report);
+    const applied = await this.applyInbox(local, report, touched);
+    const pushed = await this.push(local, allowMassDelete, report, touched);
+    await this.save();
+    const waiting = Object.keys(this.state.inbox).length > 0;
+    return { work: pulled > 0 || applied || pushed || waiting, touched };
+  }
+
+  // ------------------------------------------------------------------ pulling
+
+  private quarantine(fileId: string, rev: number, reason: string, report: RoundReport): void {
+    const old = this.state.quarantine[fileId];
+    if (old && old.rev >= rev) return;
+    const path = Object.entries(this.state.files).find(([, e]) => e.fileId === fileId)?.[0] ?? null;
+    this.state.quarantine[fileId] = { fileId, rev, path, reason, time: Date.now() / 1000, reported: false };
+    report.quarantined.push(path ?? `file ${fileId.slice(0, 12)}`);
+  }
+
+  private async pull(report: RoundReport): Promise<number> {
+    const since = this.state.cursor;
+    let pulled;
+    try {
+      pulled = await this.remote.pull(since);
+    } catch (e) {
+      if (e instanceof ConflictError && e.code === "since_ahead") {
+        // the relay was reset or restored from a backup: read its whole feed again
+        this.state.cursor = 0;
+        pulled = await this.remote.pull(0);
+      } else throw e;
+    }
+    for (const b of pulled.bad) this.quarantine(b.fileId, b.rev, b.reason, report);
+    const newest = new Map<string, RemoteChange>();
+    for (const ch of pulled.changes) newest.set(ch.fileId, ch);
+    let n = 0;
+    for (const ch of newest.values()) {
+      const path = tryNormalize(ch.meta.path);
+      if (!path) {
+        report.skipped.push(`a remote file with an unusable path was skipped (file ${ch.fileId.slice(0, 12)})`);
+        continue;
+      }
+      const q = this.state.quarantine[ch.fileId];
+      if (q && ch.rev > q.rev) delete this.state.quarantine[ch.fileId];
+      const entry = this.state.files[path];
+      const inQueue = this.state.inbox[path]?.rev ?? 0;
+      const best = Math.max(entry?.rev ?? 0, inQueue);
+      if (best && ch.rev < best) {
+        this.quarantine(ch.fileId, ch.rev, `the relay offered revision ${ch.rev}, older than revision ${best} seen here (rollback)`, report);
+        continue;
+      }
+      if (entry && ch.rev <= entry.rev) continue;
+      if (ch.rev <= inQueue) continue;
+      if (this.ignore.isIgnored(path)) continue;
+      const held = this.state.held[path];
+      if (held && held.rev >= ch.rev) continue;
+      this.state.inbox[path] = queued(ch);
+      this.verified.set(path, ch);
+      n++;
+    }
+    this.state.cursor = pulled.seq;
+    await this.save();
+    return n;
+  }
+
+  // ------------------------------------------------------------------ scanning
+
+  private async scan(scope: Set<string> | null, report: RoundReport): Promise<Map<string, Local>> {
+    const listing: FileStat[] = [];
+    if (scope) {
+      for (const p of scope) {
+        const st = await this.fs.stat(p);
+        if (st) listing.push(st);
+      }
+    } else listing.push(...(await this.fs.list()));
+    const seen = new Map<string, FileStat>();
+    const onDisk = new Set(listing.map((s) => s.path));
+    for (let st of listing) {
+      const p = tryNormalize(st.path);
+      if (!p) continue;
+      if (this.ignore.isIgnored(p)) continue;
+      if (p !== st.path) {
+        // a decomposed (NFD) name, e.g. from macOS: rename it to its NFC spelling in place
+        if (onDisk.has(p) || seen.has(p)) continue;
+        try {
+          st = await this.fs.rename(st.path, p);
+        } catch {
+          continue;
+        }
+      }
+      seen.set(p, st);
+    }
+    const out = new Map<string, Local>();
+    const created: Local[] = [];
+    for (const [p, st] of seen) {
+      const e = this.state.files[p];
+      const live = e && !e.deleted;
+      if (live && !e.force && e.size === st.size && e.mtime === st.mtime) continue;
+      if (st.size > this.maxFileBytes) {
+        report.skipped.push(`${p}: larger than the ${Math.round(this.maxFileBytes / 1048576)} MB limit, not synced`);
+        continue;
+      }
+      let data: Uint8Array;
+      try {
+        data = await this.fs.read(p);
+      } catch {
+        continue;
+      }
+      const sha = await sha256Hex(data);
+      if (live && !e.force && sha === e.sha256) {
+        e.mtime = st.mtime;
+        e.size = st.size;
+        continue;
+      }
+      const c: Local = { kind: live ? "modified" : "created", path: p, stat: st, data, sha256: sha };
+      out.set(p, c);
+      if (!live) created.push(c);
+    }
+    const candidates = scope ? [...scope] : Object.keys(this.state.files);
+    const deleted: string[] = [];
+    for (const p of candidates) {
+      const e = this.state.files[p];
+      if (!e || e.deleted || seen.has(p) || this.ignore.isIgnored(p)) continue;
+      if (scope && (await this.fs.stat(p))) continue;
+      out.set(p, { kind: "deleted", path: p });
+      deleted.push(p);
+    }
+    // renames: a deleted path and a created one with the same content
+    const free = new Set(deleted);
+    for (const c of created) {
+      const same = [...free].filter((d) => this.state.files[d].sha256 === c.sha256);
+      if (!same.length) continue;
+      const folder = (x: string) => x.slice(0, Math.max(0, x.lastIndexOf("/")));
+      const from =
+        same.find((d) => fold(d) === fold(c.path)) ?? same.find((d) => folder(d) === folder(c.path)) ?? (same.length === 1 ? same[0] : same.sort()[0]);
+      free.delete(from);
+      c.renameFrom = from;
+      out.get(from)!.renameTo = c.path;
+    }
+    return out;
+  }
+
+  // ------------------------------------------------------------------ applying
+
+  private async openQueued(path: string, q: Queued, report: RoundReport): Promise<RemoteChange | null> {
+    const cached = this.verified.get(path);
+    if (cached && cached.fileId === q.fileId && cached.rev === q.rev) return cached;
+    const o = await this.remote.tryOpen(wire(q));
+    if ("reason" in o) {
+      this.quarantine(o.fileId, o.rev, o.reason, report);
+      return null;
+    }
+    return o;
+  }
+
+  private holdReason(path: string, ch: RemoteChange): string | null {
+    const e = this.state.files[path];
+    return mustHold({
+      localKind: this.device.kind,
+      remoteKind: ch.kind,
+      path,
+      renameFrom: ch.meta.renameFrom,
+      setsExec: !ch.meta.deleted && ch.meta.executable && !(e && !e.deleted && e.executable),
+      configDir: this.configDir,
+    });
+  }
+
+  private async applyInbox(local: Map<string, Local>, report: RoundReport, touched: Set<string>): Promise<boolean> {
+    const paths = Object.keys(this.state.inbox).sort();
+    if (!paths.length) return false;
+    const todo = new Map<string, RemoteChange>();
+    for (const p of paths) {
+      const q = this.state.inbox[p];
+      const ch = await this.openQueued(p, q, report);
+      delete this.state.inbox[p];
+      if (!ch) continue;
+      const e = this.state.files[p];
+      if (e && ch.rev <= e.rev) continue;
+      const why = this.approved.has(p) ? null : this.holdReason(p, ch);
+      if (why) {
+        this.state.held[p] = {
+          ...q,
+          path: p,
+          reason: why,
+          deleted: ch.meta.deleted,
+          size: ch.meta.size,
+          deviceName: ch.deviceName,
+          deviceKind: ch.kind,
+          renameFrom: ch.meta.renameFrom,
+          time: Date.now() / 1000,
+        };
+        report.held.push(p);
+        local.delete(p);
+        continue;
+      }
+      this.approved.delete(p);
+      if (this.state.held[p] && this.state.held[p].rev < ch.rev) delete this.state.held[p];
+      todo.set(p, ch);
+    }
+    this.verified.clear();
+    if (!todo.size) return true;
+    await this.applyRenames(todo, local, report, touched);
+    for (const [p, ch] of [...todo]) {
+      if (!ch.meta.deleted) continue;
+      todo.delete(p);
+      touched.add(p);
+      const lc = local.get(p);
+      if (lc) await this.applyConflict(p, ch, null, lc, local, report, touched);
+      else await this.applyDelete(p, ch, report);
+    }
+    const writes = [...todo.values()];
+    const groups: RemoteChange[][] = [];
+    for (let i = 0; i < writes.length; i += i ? APPLY_GROUP : FIRST_GROUP) groups.push(writes.slice(i, i + (i ? APPLY_GROUP : FIRST_GROUP)));
+    // the next group downloads while this one is written (everything verified before a write)
+    let ahead = groups.length ? this.fetchContents(groups[0]) : null;
+    for (let g = 0; g < groups.length; g++) {
+      const group = groups[g];
+      const contents = await ahead!;
+      ahead = g + 1 < groups.length ? this.fetchContents(groups[g + 1]) : null;
+      ahead?.catch(() => undefined);
+      const bulk = this.fs.writeMany && !this.fs.caseInsensitive ? group.filter((ch) => !local.has(normalize(ch.meta.path))) : [];
+      if (bulk.length >= BULK_MIN) await this.applyBulk(bulk, contents, report, touched);
+      const done = new Set(bulk.length >= BULK_MIN ? bulk : []);
+      await pool(group.filter((ch) => !done.has(ch)), WRITE_PARALLEL, async (ch) => {
+        const p = normalize(ch.meta.path);
+        touched.add(p);
+        const content = contents.get(ch.meta.sha256)!;
+        const lc = local.get(p);
+        if (lc) await this.applyConflict(p, ch, content, lc, local, report, touched);
+        else await this.applyWrite(p, ch, content, report);
+      });
+    }
+    return true;
+  }
+
+  /** Many files changed only remotely, written with one flush (VaultFS.writeMany). */
+  private async applyBulk(group: RemoteChange[], contents: Map<string, Uint8Array>, report: RoundReport, touched: Set<string>) {
+    const items: BulkItem[] = group.map((ch) => {
+      const p = normalize(ch.meta.path);
+      const e = this.state.files[p];
+      return {
+        path: p,
+        data: contents.get(ch.meta.sha256)!,
+        opts: this.writeOpts(ch.meta),
+        expected: e && !e.deleted ? { size: e.size, mtime: e.mtime } : null,
+      };
+    });
+    const results = await this.fs.writeMany!(items);
+    results.forEach((r, i) => {
+      const ch = group[i];
+      const p = items[i].path;
+      touched.add(p);
+      if (r instanceof Error) {
+        report.deferred++;
+        this.state.inbox[p] = queued(ch); // changed here meanwhile: the next pass resolves it
+        return;
+      }
+      this.record(p, ch, r);
+      report.downloaded.push(p);
+    });
+  }
+
+  private async fetchContents(group: RemoteChange[]): Promise<Map<string, Uint8Array>> {
+    const small = group.filter((c) => c.meta.chunks.length <= 1).map((c) => c.meta);
+    const out = await this.remote.fetch(small);
+    for (const ch of group) {
+      if (ch.meta.chunks.length > 1 && !out.has(ch.meta.sha256)) out.set(ch.meta.sha256, await this.remote.fetchLarge(ch.meta, this.partials));
+    }
+    for (const ch of group) if (!ch.meta.chunks.length) out.set(ch.meta.sha256, new Uint8Array(0));
+    return out;
+  }
+
+  private record(path: string, ch: RemoteChange, st: FileStat | null): void {
+    const m = ch.meta;
+    this.state.files[path] = {
+      fileId: ch.fileId,
+      rev: ch.rev,
+      sha256: m.deleted ? "" : m.sha256,
+      size: m.deleted ? 0 : m.size,
+      mtime: st ? st.mtime : -1,
+      deleted: m.deleted,
+      executable: m.executable,
+      device: ch.deviceName,
+      deviceKind: ch.kind,
+    };
+  }
+
+  /** The local file is still what the index says (nothing typed since the scan). */
+  private async unchanged(path: string): Promise<boolean> {
+    const e = this.state.files[path];
+    const st = await this.fs.stat(path);
+    if (!e || e.deleted) return st === null;
+    if (!st) return false;
+    if (st.size === e.size && st.mtime === e.mtime) return true;
+    return st.size === e.size && (await sha256Hex(await this.fs.read(path))) === e.sha256;
+  }
+
+  private async applyDelete(p: string, ch: RemoteChange, report: RoundReport): Promise<void> {
+    const e = this.state.files[p];
+    if (e && !e.deleted) {
+      if (!(await this.unchanged(p))) {
+        report.deferred++;
+        this.state.inbox[p] = queued(ch);
+        return;
+      }
+      await this.fs.remove(p);
+      report.deletedLocal.push(p);
+    }
+    this.record(p, ch, null);
+  }
+
+  private taken = (rel: string): boolean => {
+    const e = this.state.files[rel];
+    if (e && !e.deleted) return true;
+    if (this.fs.caseInsensitive) {
+      const f = fold(rel);
+      return Object.entries(this.state.files).some(([p, x]) => !x.deleted && fold(p) === f);
+    }
+    return false;
+  };
+
+  private async applyWrite(p: string, ch: RemoteChange, content: Uint8Array, report: RoundReport): Promise<void> {
+    const e = this.state.files[p];
+    if (!(await this.unchanged(p))) {
+      if (!e || e.deleted) {
+        // a new local file appeared since the scan: let the next pass resolve both
+        report.deferred++;
+        this.state.inbox[p] = queued(ch);
+        return;
+      }
+      report.deferred++;
+      this.state.inbox[p] = queued(ch);
+      return;
+    }
+    if (this.fs.caseInsensitive && (!e || e.deleted)) {
+      const other = Object.entries(this.state.files).find(([q, x]) => q !== p && !x.deleted && fold(q) === fold(p));
+      if (other) {
+        const copy = caseCollisionName(p, (c) => this.taken(c));
+        const st = await this.fs.write(copy, content, this.writeOpts(ch.meta));
+        void st;
+        this.record(p, ch, null);
+        this.state.files[p].mtime = 0; // synced but absent here: the next scan pushes the rename
+        const msg = `${p}: its name differs only by case from ${other[0]}; saved as '${copy}'`;
+        report.conflicts.push(this.conflictInfo(p, copy, this.device.deviceName, ch.deviceName, "case_collision", msg));
+        return;
+      }
+    }
+    const st = await this.fs.write(p, content, this.writeOpts(ch.meta));
+    this.record(p, ch, st);
+    report.downloaded.push(p);
+  }
+
+  private writeOpts(m: FileMeta) {
+    return { mtime: m.mtimeNs !== null ? Number(m.mtimeNs / 1_000_000n) : undefined, executable: m.executable };
+  }
+
+  private conflictInfo(path: string, copy: string, kept: string, moved: string, outcome: string, message: string): ConflictInfo {
+    return { path, copy, kept, moved, outcome, message, time: Date.now() / 1000 };
+  }
+
+  private async applyRenames(todo: Map<string, RemoteChange>, local: Map<string, Local>, report: RoundReport, touched: Set<string>) {
+    for (const [nu, ch] of [...todo].sort()) {
+      const old = ch.meta.renameFrom ? tryNormalize(ch.meta.renameFrom) : null;
+      if (ch.meta.deleted || !old) continue;
+      const oldCh = todo.get(old);
+      if (!oldCh || !oldCh.meta.deleted) continue;
+      if (local.has(old) || local.has(nu)) continue;
+      const oe = this.state.files[old];
+      const ne = this.state.files[nu];
+      if (!oe || oe.deleted || oe.sha256 !== ch.meta.sha256) continue;
+      if (ne && !ne.deleted) continue;
+      if (!(await this.unchanged(old)) || (await this.fs.stat(nu))) continue;
+      let st: FileStat;
+      try {
+        st = await this.fs.rename(old, nu);
+      } catch {
+        continue;
+      }
+      todo.delete(old);
+      todo.delete(nu);
+      this.record(old, oldCh, null);
+      this.record(nu, ch, st);
+      report.renamedLocal.push([old, nu]);
+      touched.add(old);
+      touched.add(nu);
+    }
+  }
+
+  /** The last common version of `path`: the synced revision, fetched from the relay's history
+   * and verified (the relay keeps it; nothing of it is kept here). Empty for a file new on
+   * both sides; null when the relay pruned it (then no merge is tried). */
+  private async base(path: string): Promise<Uint8Array | null> {
+    const e = this.state.files[path];
+    if (!e || e.deleted) return new Uint8Array(0);
+    try {
+      const ch = await this.remote.record(path, e.rev);
+      if (!ch || ch.meta.deleted || ch.meta.sha256 !== e.sha256) return null;
+      if (ch.meta.size > 1024 * 1024) return null;
+      return (await this.fetchContents([ch])).get(ch.meta.sha256) ?? null;
+    } catch (err) {
+      if (err instanceof CompanionError && !(err instanceof RelayUnreachable)) return null;
+      throw err;
+    }
+  }
+
+  private async applyConflict(
+    p: string,
+    ch: RemoteChange,
+    remoteData: Uint8Array | null,
+    lc: Local,
+    local: Map<string, Local>,
+    report: RoundReport,
+    touched: Set<string>,
+  ): Promise<void> {
+    local.delete(p);
+    if (lc.renameTo) local.get(lc.renameTo) && delete local.get(lc.renameTo)!.renameFrom;
+    if (lc.renameFrom) local.get(lc.renameFrom) && delete local.get(lc.renameFrom)!.renameTo;
+    const localData = lc.kind === "deleted" ? null : lc.data!;
+    const remote = ch.meta.deleted ? null : remoteData;
+    const needsBase = localData !== null && remote !== null ? isText(localData) && isText(remote) : true;
+    const base = needsBase ? await this.base(p) : null;
+    const res = resolve(
+      p,
+      { data: localData, deviceName: this.device.deviceName, deviceKind: this.device.kind },
+      { data: remote, deviceName: ch.deviceName, deviceKind: ch.kind },
+      base,
+      this.now(),
+      this.taken,
+    );
+    if (res.copy) {
+      // the losing version is safe on disk before the note changes
+      await this.fs.write(res.copy.path, res.copy.data);
+      touched.add(res.copy.path);
+    }
+    let st: FileStat | null = null;
+    if (res.writeLocal) {
+      if (res.note === null) await this.fs.remove(p);
+      else st = await this.fs.write(p, res.note, sameBytes(res.note, remote) ? this.writeOpts(ch.meta) : {});
+    } else if (res.note !== null) st = lc.stat ?? null;
+    const inSync = sameBytes(res.note, remote);
+    this.record(p, ch, inSync ? st : null);
+    if (res.copy) {
+      report.conflicts.push(
+        this.conflictInfo(p, res.copy.path, res.outcome === "local_wins" ? this.device.deviceName : ch.deviceName, res.copy.deviceName, res.outcome, res.message),
+      );
+    } else if (res.outcome === "merged") report.merged.push(p);
+    else if (res.outcome === "keep_edit") report.keptEdits.push(p);
+    if (res.writeLocal && res.note !== null && inSync) report.downloaded.push(p);
+  }
+
+  // ------------------------------------------------------------------ pushing
+
+  private blocked(path: string, fid: string | undefined): boolean {
+    if (this.state.held[path]) return true;
+    return !!(fid && this.state.quarantine[fid]);
+  }
+
+  private async push(local: Map<string, Local>, allowMassDelete: boolean, report: RoundReport, touched: Set<string>): Promise<boolean> {
+    report.heldDeletes = 0;
+    for (const [p] of [...local]) {
+      const fid = this.state.files[p]?.fileId || (await this.remote.fileId(p));
+      if (this.blocked(p, fid)) local.delete(p);
+    }
+    report.pendingUpload = local.size;
+    if (!local.size) return false;
+    const deletes = [...local.values()].filter((c) => c.kind === "deleted" && !c.renameTo).map((c) => c.path);
+    const live = this.liveCount();
+    const heldDel = new Set(deletes.length && !allowMassDelete && isMassDelete(deletes.length, live, this.massDeleteRatio) ? deletes : []);
+    report.heldDeletes = heldDel.size;
+    report.heldOf = live;
+    const prepared = new Map<string, { out: Outgoing; local: Local }>();
+    const tombstones = new Map<string, Outgoing>();
+    const small = new Map<string, Uint8Array>();
+    for (const c of [...local.values()].sort((a, b) => (a.path < b.path ? -1 : 1))) {
+      if (this.stopped) return false;
+      if (heldDel.has(c.path)) continue;
+      const e = this.state.files[c.path];
+      if (c.kind === "deleted") {
+        if (!e || e.deleted) continue;
+        tombstones.set(c.path, {
+          meta: makeMeta({
+            path: c.path,
+            size: 0,
+            sha256: e.sha256.length === 64 ? e.sha256 : "",
+            deleted: true,
+            deviceId: this.device.deviceId,
+            deviceName: this.device.deviceName,
+            deviceKind: this.device.kind,
+          }),
+          parentRev: e.rev,
+        });
+        continue;
+      }
+      const data = c.data!;
+      const chunks: ChunkRef[] = [];
+      if (data.length > this.chunkSize) {
+        for (let off = 0; off < data.length; off += this.chunkSize) {
+          const part = data.subarray(off, off + this.chunkSize);
+          const bid = await this.remote.blobId(part);
+          chunks.push({ blobId: bid, length: part.length });
+          // one chunk at a time: an interrupted upload resumes with the chunks the relay lacks
+          await this.remote.upload(new Map([[bid, part]]));
+        }
+      } else if (data.length) {
+        const bid = await this.remote.blobId(data);
+        small.set(bid, data);
+        chunks.push({ blobId: bid, length: data.length });
+      }
+      const executable = this.fs.tracksExec ? !!c.stat?.executable : !!(e && !e.deleted && e.executable);
+      const meta = makeMeta({
+        path: c.path,
+        size: data.length,
+        sha256: c.sha256!,
+        chunks,
+        mtimeNs: c.stat ? BigInt(Math.max(0, Math.round(c.stat.mtime))) * 1_000_000n : null,
+        executable,
+        deviceId: this.device.deviceId,
+        deviceName: this.device.deviceName,
+        deviceKind: this.device.kind,
+        renameFrom: c.renameFrom ?? null,
+      });
+      prepared.set(c.path, { out: { meta, parentRev: e ? e.rev : 0 }, local: c });
+    }
+    if (!prepared.size && !tombstones.size) return false;
+    await this.remote.upload(small);
+    const groups: Outgoing[][] = [];
+    const used = new Set<string>();
+    for (const { out } of prepared.values()) {
+      const old = out.meta.renameFrom;
+      if (old && tombstones.has(old) && !used.has(old)) {
+        groups.push([tombstones.get(old)!, out]);
+        used.add(old);
+      } else groups.push([out]);
+    }
+    for (const [p, t] of tombstones) if (!used.has(p)) groups.push([t]);
+    const reupload = async (ids: string[]) => {
+      const want = new Set(ids);
+      const again = new Map<string, Uint8Array>();
+      for (const { local: c, out } of prepared.values()) {
+        for (let i = 0, off = 0; i < out.meta.chunks.length; off += out.meta.chunks[i].length, i++) {
+          const ref = out.meta.chunks[i];
+          if (want.has(ref.blobId)) again.set(ref.blobId, c.data!.subarray(off, off + ref.length));
+        }
+      }
+      await this.remote.upload(again);
+    };
+    const result = await this.remote.commit(groups, reupload);
+    for (const b of result.bad) this.quarantine(b.fileId, b.rev, b.reason, report);
+    for (const [p, rev] of result.committed) {
+      const fid = await this.remote.fileId(p);
+      const t = tombstones.get(p);
+      if (t) {
+        this.state.files[p] = { fileId: fid, rev, sha256: "", size: 0, mtime: 0, deleted: true, executable: false, device: this.device.deviceName, deviceKind: this.device.kind };
+        if (!local.get(p)?.renameTo) report.deletedRemote.push(p);
+        continue;
+      }
+      const { out, local: c } = prepared.get(p)!;
+      this.state.files[p] = {
+        fileId: fid,
+        rev,
+        sha256: out.meta.sha256,
+        size: out.meta.size,
+        mtime: c.stat!.mtime,
+        deleted: false,
+        executable: out.meta.executable,
+        device: this.device.deviceName,
+        deviceKind: this.device.kind,
+      };
+      report.uploaded.push(p);
+    }
+    report.pendingUpload = local.size - result.committed.size;
+    for (const [p, head] of result.conflicts) {
+      touched.add(p);
+      if (head) {
+        this.state.inbox[p] = queued(head);
+        this.verified.set(p, head);
+      }
+    }
+    return result.committed.size > 0 || result.conflicts.size > 0;
+  }
+
+  // ------------------------------------------------------------------ held and quarantined
+
+  /** Apply a held change the person approved (the next round writes it). */
+  acceptHeld(path: string): Promise<RoundReport> {
+    return this.exclusive(async () => {
+      await this.load();
+      const h = this.state.held[path];
+      if (!h) throw new InputError(`no held change for ${path}`);
+      delete this.state.held[path];
+      const { path: _p, reason: _r, deleted: _d, size: _s, deviceName: _n, deviceKind: _k, renameFrom: _f, time: _t, ...q } = h;
+      this.state.inbox[path] = q;
+      this.approved.add(path);
+      if (h.renameFrom) {
+        const from = this.state.held[h.renameFrom];
+        if (from) {
+          delete this.state.held[h.renameFrom];
+          const { path: _a, reason: _b, deleted: _c, size: _e, deviceName: _g, deviceKind: _h, renameFrom: _i, time: _j, ...q2 } = from;
+          this.state.inbox[h.renameFrom] = q2;
+          this.approved.add(h.renameFrom);
+        }
+      }
+      await this.save();
+    }).then(() => this.round({ paths: [path] }));
+  }
+
+  /** Refuse a held change: this device's version is committed on top of it, everywhere. */
+  refuseHeld(path: string): Promise<RoundReport> {
+    return this.exclusive(async () => {
+      await this.load();
+      const h = this.state.held[path];
+      if (!h) throw new InputError(`no held change for ${path}`);
+      delete this.state.held[path];
+      const e = this.state.files[path];
+      const ch = await this.remote.open(wire(h));
+      // adopt the held revision as the parent, but not its content: the scan then pushes ours
+      this.state.files[path] = {
+        fileId: h.fileId,
+        rev: h.rev,
+        sha256: ch.meta.deleted ? "" : ch.meta.sha256,
+        size: ch.meta.deleted ? 0 : ch.meta.size,
+        mtime: -1,
+        deleted: ch.meta.deleted,
+        executable: e ? e.executable : false,
+        device: ch.deviceName,
+        deviceKind: ch.kind,
+        force: !ch.meta.deleted,
+      };
+      await this.save();
+    }).then(() => this.round({ paths: [path] }));
+  }
+
+  /** Replace a quarantined record by this device's own version of the file (human devices). */
+  supersede(fileId: string): Promise<RoundReport> {
+    return this.exclusive(async () => {
+      await this.load();
+      const q = this.state.quarantine[fileId];
+      if (!q) throw new InputError("no quarantined record with that id");
+      if (this.device.kind !== HUMAN) throw new InputError("only a person's device can supersede a quarantined record");
+      const path = q.path ?? Object.entries(this.state.files).find(([, e]) => e.fileId === fileId)?.[0];
+      if (!path || !(await this.fs.stat(path))) throw new InputError("this device has no version of that file to commit");
+      delete this.state.quarantine[fileId];
+      const e = this.state.files[path];
+      this.state.files[path] = { ...e, rev: Math.max(e.rev, q.rev), mtime: -1, force: true };
+      await this.save();
+      return path;
+    }).then((path) => this.round({ paths: [path] }));
+  }
+
+  /** Mark every quarantined record as reported (the status shows each once). */
+  async markReported(): Promise<void> {
+    for (const q of Object.values(this.state.quarantine)) q.reported = true;
+    await this.save();
+  }
+
+  // ------------------------------------------------------------------ history and restore
+
+  async history(path: string): Promise<HistoryRow[]> {
+    const rel = normalize(path);
+    const revs = await this.remote.history(rel);
+    return revs.map((r) => {
+      if ("reason" in r) return { rev: r.rev, time: null, device: "?", kind: "?", size: 0, deleted: false, sha256: "", renameFrom: null, error: r.reason };
+      const m = r.meta;
+      return {
+        rev: r.rev,
+        time: r.committedAt ?? (m.recordedNs !== null ? Number(m.recordedNs / 1_000_000n) / 1000 : null),
+        device: r.deviceName,
+        kind: r.kind,
+        size: m.size,
+        deleted: m.deleted,
+        sha256: m.sha256,
+        renameFrom: m.renameFrom,
+      };
+    });
+  }
+
+  /** Bring back revision `rev` as a new edit (the current version is synced first). */
+  async restore(path: string, rev: number): Promise<RoundReport> {
+    const rel = normalize(path);
+    await this.round();
+    const ch = await this.remote.record(rel, rev);
+    if (!ch) throw new InputError(`the relay has no revision ${rev} of '${rel}' (old revisions are pruned after the relay's retention period)`);
+    if (ch.meta.deleted) throw new InputError(`revision ${rev} of '${rel}' is a deletion; restore an earlier revision`);
+    const content = (await this.fetchContents([ch])).get(ch.meta.sha256)!;
+    await this.exclusive(() => this.fs.write(rel, content));
+    return this.round({ paths: [rel] });
+  }
+
+  waitForChanges(waitS: number): Promise<boolean> {
+    return this.remote.waitForChanges(this.state.cursor, waitS);
+  }
+
+  conflictCopyName(path: string, device: string): string {
+    return conflictCopyName(path, device, this.now(), this.taken);
+  }
+}
+
+function sameBytes(a: Uint8Array | null, b: Uint8Array | null): boolean {
+  if (a === null || b === null) return a === b;
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
+  return true;
+}
+
+export type { Entry };

@@ -1,0 +1,47 @@
+/**
+ * Vault-relative paths: one canonical spelling (companion/sync/pathsafe.py). NFC, forward
+ * slashes, relative, no empty/./.. segments, no control characters, never an engine temp name.
+ */
+
+import { CompanionError } from "../errors";
+
+export const TEMP_PREFIX = ".companion-tmp-";
+
+export class UnsafePath extends CompanionError {}
+
+export function isTempName(name: string): boolean {
+  return name.startsWith(TEMP_PREFIX);
+}
+
+export function normalize(rel: string): string {
+  if (typeof rel !== "string" || !rel) throw new UnsafePath("empty path");
+  const p = rel.normalize("NFC").replace(/\\/g, "/");
+  const shown = JSON.stringify(rel).slice(1, -1).slice(0, 200);
+  if (/[\x00-\x1f\x7f]/.test(p)) throw new UnsafePath(`path '${shown}' contains a control character`);
+  if (p.startsWith("/") || /^[A-Za-z]:/.test(p)) throw new UnsafePath(`path '${shown}' is absolute, expected a path inside the vault`);
+  for (const seg of p.split("/")) {
+    if (seg === "") throw new UnsafePath(`path '${shown}' has an empty segment`);
+    if (seg === "." || seg === "..") throw new UnsafePath(`path '${shown}' contains '${seg}'`);
+    if (isTempName(seg)) throw new UnsafePath(`path '${shown}' is an engine temporary file`);
+  }
+  return p;
+}
+
+/** Normalised path or null (for listing input that may hold unusable names). */
+export function tryNormalize(rel: string): string | null {
+  try {
+    return normalize(rel);
+  } catch {
+    return null;
+  }
+}
+
+/** The key two names share on a case-insensitive file system. */
+export function fold(rel: string): string {
+  return rel.normalize("NFC").toLowerCase().normalize("NFC");
+}
+
+export function parentOf(rel: string): string {
+  const i = rel.lastIndexOf("/");
+  return i < 0 ? "" : rel.slice(0, i);
+}

@@ -1,0 +1,137 @@
+/**
+ * What a device remembers about its vault copy between rounds (the Python side's sync index,
+ * in one JSON document): per path the last synced revision and the local stat at that time,
+ * the change-feed cursor, queued remote changes (still sealed, verified again before use),
+ * held and quarantined changes, and the rolling conflict and error lists of the status.
+ */
+
+export interface Entry {
+  fileId: string;
+  rev: number;
+  sha256: string;
+  size: number;
+  /** Local mtime when last synced; -1: unknown, so the next scan hashes and compares. */
+  mtime: number;
+  deleted: boolean;
+  executable: boolean;
+  device: string;
+  deviceKind: string;
+  /** Push the local content on the next round even if its hash equals `sha256`. */
+  force?: boolean;
+}
+
+/** A remote revision as queued: still sealed; `relayKind`/`relayName` as the relay said. */
+export interface Queued {
+  fileId: string;
+  rev: number;
+  parentRev: number;
+  sealed: string;
+  seq: number | null;
+  deviceId: string | null;
+  relayKind: string | null;
+  relayName: string | null;
+  committedAt: number | null;
+}
+
+export interface Held extends Queued {
+  path: string;
+  reason: string;
+  deleted: boolean;
+  size: number;
+  deviceName: string;
+  deviceKind: string;
+  renameFrom: string | null;
+  time: number;
+}
+
+export interface Quarantined {
+  fileId: string;
+  rev: number;
+  path: string | null;
+  reason: string;
+  time: number;
+  reported: boolean;
+}
+
+export interface ConflictInfo {
+  path: string;
+  copy: string;
+  kept: string;
+  moved: string;
+  outcome: string;
+  message: string;
+  time: number;
+}
+
+export interface ErrorInfo {
+  time: number;
+  kind: string;
+  message: string;
+}
+
+export type SyncStateName = "synced" | "conflict" | "pending" | "syncing" | "offline" | "error" | "never_synced" | "held";
+
+export interface SyncState {
+  version: 1;
+  cursor: number;
+  ignoreSignature: string;
+  files: Record<string, Entry>;
+  inbox: Record<string, Queued>;
+  held: Record<string, Held>;
+  quarantine: Record<string, Quarantined>;
+  conflicts: ConflictInfo[];
+  errors: ErrorInfo[];
+  lastSync: number | null;
+  lastAttempt: number | null;
+  state: SyncStateName;
+  pending: { upload: number; download: number };
+}
+
+export function emptyState(): SyncState {
+  return {
+    version: 1,
+    cursor: 0,
+    ignoreSignature: "",
+    files: {},
+    inbox: {},
+    held: {},
+    quarantine: {},
+    conflicts: [],
+    errors: [],
+    lastSync: null,
+    lastAttempt: null,
+    state: "never_synced",
+    pending: { upload: 0, download: 0 },
+  };
+}
+
+/** Where the state lives: a file beside the CLI's device state, the plugin's folder, memory. */
+export interface StateStore {
+  load(): Promise<SyncState | null>;
+  save(state: SyncState): Promise<void>;
+}
+
+export class MemoryStateStore implements StateStore {
+  saved: string | null = null;
+  saves = 0;
+  async load(): Promise<SyncState | null> {
+    return this.saved ? JSON.parse(this.saved) : null;
+  }
+  async save(state: SyncState): Promise<void> {
+    this.saved = JSON.stringify(state);
+    this.saves++;
+  }
+}
+
+export const MAX_CONFLICTS = 50;
+export const MAX_ERRORS = 20;
+
+export function addError(state: SyncState, kind: string, message: string): void {
+  state.errors.push({ time: Date.now() / 1000, kind, message });
+  state.errors.splice(0, Math.max(0, state.errors.length - MAX_ERRORS));
+}
+
+export function addConflicts(state: SyncState, items: ConflictInfo[]): void {
+  state.conflicts.push(...items);
+  state.conflicts.splice(0, Math.max(0, state.conflicts.length - MAX_CONFLICTS));
+}

@@ -1,0 +1,115 @@
+/**
+ * The vault as the sync core sees it. Three implementations: Obsidian's vault and adapter
+ * (src/obsidian/vault.ts), the file system for the headless CLI (src/cli/nodevault.ts), and
+ * `MemoryVault` for tests.
+ */
+
+export interface FileStat {
+  path: string;
+  size: number;
+  /** Modification time in ms (what Obsidian reports); compared, never trusted for content. */
+  mtime: number;
+  executable?: boolean;
+}
+
+export interface WriteOptions {
+  mtime?: number;
+  executable?: boolean;
+}
+
+/** One file of a bulk write: `expected` is the local file the index knows (null: absent). */
+export interface BulkItem {
+  path: string;
+  data: Uint8Array;
+  opts: WriteOptions;
+  expected: { size: number; mtime: number } | null;
+}
+
+/** A file of a bulk write that changed since the scan (it is left alone, the write deferred). */
+export class ChangedSinceScan extends Error {}
+
+export interface VaultFS {
+  /** Every file of the vault, hidden ones included (paths as stored on disk, `/`-separated). */
+  list(): Promise<FileStat[]>;
+  stat(path: string): Promise<FileStat | null>;
+  read(path: string): Promise<Uint8Array>;
+  /** Create or replace atomically, creating parent folders; returns the new stat. */
+  write(path: string, data: Uint8Array, opts?: WriteOptions): Promise<FileStat>;
+  remove(path: string): Promise<void>;
+  /** Rename a file (parent folders of `to` created). */
+  rename(from: string, to: string): Promise<FileStat>;
+  /** Many new versions at once, each file still atomic and checked against `expected`; one
+   * flush for all instead of one per file. Optional: the engine writes one by one without. */
+  writeMany?(items: BulkItem[]): Promise<(FileStat | Error)[]>;
+  /** Whether this vault knows executable bits (Obsidian's adapters do not). */
+  readonly tracksExec: boolean;
+  /** Whether two names differing only by case are one file here. */
+  readonly caseInsensitive: boolean;
+}
+
+/** An in-memory vault for unit tests; `clock` gives mtimes so tests control them. */
+export class MemoryVault implements VaultFS {
+  files = new Map<string, { data: Uint8Array; mtime: number; executable: boolean }>();
+  readonly tracksExec = true;
+  private tick = 1_700_000_000_000;
+  constructor(readonly caseInsensitive = false) {}
+
+  private now(): number {
+    return ++this.tick;
+  }
+
+  private find(path: string): string | undefined {
+    if (this.files.has(path)) return path;
+    if (!this.caseInsensitive) return undefined;
+    const low = path.toLowerCase();
+    return [...this.files.keys()].find((k) => k.toLowerCase() === low);
+  }
+
+  async list(): Promise<FileStat[]> {
+    return [...this.files.entries()].map(([path, f]) => ({ path, size: f.data.length, mtime: f.mtime, executable: f.executable }));
+  }
+
+  async stat(path: string): Promise<FileStat | null> {
+    const k = this.find(path);
+    if (k === undefined) return null;
+    const f = this.files.get(k)!;
+    return { path: k, size: f.data.length, mtime: f.mtime, executable: f.executable };
+  }
+
+  async read(path: string): Promise<Uint8Array> {
+    const k = this.find(path);
+    if (k === undefined) throw new Error(`no such file: ${path}`);
+    return this.files.get(k)!.data.slice();
+  }
+
+  async write(path: string, data: Uint8Array, opts: WriteOptions = {}): Promise<FileStat> {
+    const k = this.find(path) ?? path;
+    const mtime = this.now();
+    this.files.set(k, { data: data.slice(), mtime, executable: opts.executable ?? this.files.get(k)?.executable ?? false });
+    return (await this.stat(k))!;
+  }
+
+  async remove(path: string): Promise<void> {
+    const k = this.find(path);
+    if (k !== undefined) this.files.delete(k);
+  }
+
+  async rename(from: string, to: string): Promise<FileStat> {
+    const k = this.find(from);
+    if (k === undefined) throw new Error(`no such file: ${from}`);
+    const f = this.files.get(k)!;
+    this.files.delete(k);
+    this.files.set(to, f);
+    return (await this.stat(to))!;
+  }
+
+  /** Test helper: a person's edit (text). */
+  async put(path: string, text: string | Uint8Array): Promise<void> {
+    await this.write(path, typeof text === "string" ? new TextEncoder().encode(text) : text);
+  }
+
+  text(path: string): string | undefined {
+    const f = this.files.get(path);
+    return f ? new TextDecoder().decode(f.data) : undefined;
+  }
+}

@@ -1,0 +1,183 @@
+// @vitest-environment happy-dom
+/**
+ * The settings tab, the status bar and the held-changes modal against a DOM (happy-dom), with
+ * a real relay behind the Join button. Obsidian itself cannot run here: `obsidian` resolves to
+ * test/fake-obsidian.ts (see vitest.config.ts).
+ */
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { CompanionSettingTab, DEFAULT_SETTINGS, type PluginSettings } from "../src/obsidian/settings";
+import { StatusBar } from "../src/obsidian/statusbar";
+import { joinFromSettings } from "../src/obsidian/joinflow";
+import { HeldModal } from "../src/obsidian/modals";
+import { secretStore } from "../src/obsidian/secrets";
+import { emptyState } from "../src/sync/state";
+import { RelayClient } from "../src/relay/client";
+import { TEST_KDF_PARAMS, wrapVaultKey } from "../src/crypto/wrap";
+import { VaultKey } from "../src/crypto/keys";
+import { TestRelay } from "./relay";
+import { httpTransport } from "./http";
+import { device, PASS } from "./helpers";
+
+let relay: TestRelay;
+beforeAll(async () => {
+  relay = await TestRelay.start();
+});
+afterAll(async () => {
+  await relay.stop();
+});
+
+const flush = () => new Promise((r) => setTimeout(r, 0));
+async function until(cond: () => boolean, ms = 20_000): Promise<void> {
+  const end = Date.now() + ms;
+  while (!cond()) {
+    if (Date.now() > end) throw new Error("timed out");
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+function input(tab: CompanionSettingTab, name: string): HTMLInputElement {
+  const row = [...tab.containerEl.querySelectorAll(".setting-item")].find((r) => r.querySelector(".setting-item-name")?.textContent === name);
+  if (!row) throw new Error(`no setting ${name}`);
+  return row.querySelector("input, textarea") as HTMLInputElement;
+}
+
+function type(el: HTMLInputElement, value: string): void {
+  el.value = value;
+  el.dispatchEvent(new Event("input"));
+}
+
+function button(root: HTMLElement, label: string): HTMLButtonElement {
+  const b = [...root.querySelectorAll("button")].find((x) => x.textContent === label);
+  if (!b) throw new Error(`no button ${label}`);
+  return b as HTMLButtonElement;
+}
+
+async function vaultWithKey(): Promise<string> {
+  // a vault whose key a first device already set (so the tab's join unwraps it)
+  const client = new RelayClient(relay.url, httpTransport);
+  const j = await client.join(await relay.newVault(), "laptop", "human");
+  await client.putKeyBlob(await wrapVaultKey(await VaultKey.generate(), PASS, j.vaultId, TEST_KDF_PARAMS));
+  return j.vaultId;
+}
+
+function makeTab() {
+  const settings: PluginSettings = { ...DEFAULT_SETTINGS };
+  const saved: string[] = [];
+  const secrets = new Map<string, string>();
+  const app = { secretStorage: { getSecret: (k: string) => secrets.get(k) ?? null, setSecret: (k: string, v: string) => void secrets.set(k, v) } };
+  const store = secretStore(app, null);
+  const save = async () => void saved.push(JSON.stringify(settings));
+  const tab = new CompanionSettingTab(app as never, {} as never, {
+    settings,
+    state: () => null,
+    saveSettings: save,
+    join: (form) => joinFromSettings(form, { transport: httpTransport, secrets: store, settings, save }),
+    syncNow: async () => {},
+    forget: async () => {},
+  });
+  document.body.appendChild(tab.containerEl);
+  return { tab, settings, saved, secrets };
+}
+
+describe("settings tab", () => {
+  it("joins through the form; the token and key go to secret storage, never to data.json", async () => {
+    const vid = await vaultWithKey();
+    const { tab, settings, saved, secrets } = makeTab();
+    tab.display();
+    type(input(tab, "Relay URL"), relay.url);
+    type(input(tab, "Invite code"), await relay.invite(vid));
+    type(input(tab, "Device name"), "phone");
+    expect(input(tab, "Passphrase").type).toBe("password");
+    type(input(tab, "Passphrase"), PASS);
+    button(tab.containerEl, "Join").click();
+    await until(() => !!settings.vaultId);
+    await until(() => tab.containerEl.textContent!.includes("Key fingerprint"));
+    expect(settings.vaultId).toBe(vid);
+    expect(tab.containerEl.querySelector(".vault-companion-message")!.textContent).toMatch(/^Joined vault/);
+    const token = secrets.get(`vault-companion-token-${settings.deviceId}`)!;
+    const key = secrets.get(`vault-companion-key-${vid}`)!;
+    expect(token).toMatch(/\./);
+    expect(key).toMatch(/^[0-9a-f]{64}$/);
+    for (const s of saved) {
+      expect(s).not.toContain(token);
+      expect(s).not.toContain(key);
+      expect(s).not.toContain(PASS);
+    }
+    expect(tab.containerEl.textContent).toContain(settings.fingerprint);
+  });
+
+  it("shows a one-line error for a wrong passphrase and stays unjoined", async () => {
+    const vid = await vaultWithKey();
+    const { tab, settings, secrets } = makeTab();
+    tab.display();
+    type(input(tab, "Relay URL"), relay.url);
+    type(input(tab, "Invite code"), await relay.invite(vid));
+    type(input(tab, "Device name"), "phone");
+    type(input(tab, "Passphrase"), "not the passphrase");
+    button(tab.containerEl, "Join").click();
+    await until(() => tab.containerEl.textContent!.includes("Could not join"));
+    expect(tab.containerEl.querySelector(".vault-companion-message")!.textContent).toMatch(/wrong passphrase/);
+    expect(settings.vaultId).toBe("");
+    expect(secrets.size).toBe(0);
+  });
+
+  it("refuses a relay URL that is not http(s)", async () => {
+    const { tab } = makeTab();
+    tab.display();
+    type(input(tab, "Relay URL"), "relay.example.org");
+    button(tab.containerEl, "Join").click();
+    await until(() => tab.containerEl.textContent!.includes("Could not join"));
+    expect(tab.containerEl.textContent).toContain("must start with https://");
+  });
+});
+
+describe("status bar", () => {
+  it("shows the state and the held / quarantined counts", () => {
+    const el = document.createElement("div");
+    const bar = new StatusBar(el);
+    expect(bar.render(null).text).toBe("Vault: not joined");
+    const st = emptyState();
+    st.state = "synced";
+    st.lastSync = 1_700_000_000;
+    bar.render(st);
+    expect(el.textContent).toBe("Vault ✓");
+    expect(el.classList.contains("vc-ok")).toBe(true);
+    st.state = "held";
+    st.held["x"] = { path: ".obsidian/app.json" } as never;
+    st.quarantine["f"] = { fileId: "f" } as never;
+    bar.render(st);
+    expect(el.textContent).toBe("Vault ✓ · 1 held · 1 quarantined");
+    expect(el.classList.contains("vc-attention")).toBe(true);
+    expect(el.getAttribute("aria-label")).toMatch(/wait for your approval/);
+    bar.render(st, true);
+    expect(el.textContent).toMatch(/^Vault ⟳ syncing/);
+    st.state = "offline";
+    st.errors.push({ time: 1, kind: "offline", message: "cannot reach the relay" });
+    bar.render(st);
+    expect(el.textContent).toBe("Vault offline · 1 held · 1 quarantined");
+    expect(el.title).toBe("cannot reach the relay");
+    bar.render(st, false, "Argon2id self-test failed");
+    expect(el.textContent).toBe("Vault ⚠ off");
+  });
+});
+
+describe("held changes modal", () => {
+  it("lists an agent's held plugin change and accepts it with a click", async () => {
+    const vaultInvite = await relay.newVault();
+    const h = await device(relay, vaultInvite, "phone", "human", { transport: httpTransport });
+    const a = await device(relay, await relay.invite(h.engine.remote.vaultId), "server", "agent", { transport: httpTransport });
+    await a.vault.put(".obsidian/plugins/x/main.js", "code");
+    await a.engine.round();
+    await h.engine.round();
+    let changed = 0;
+    const modal = new HeldModal({} as never, h.engine, () => void changed++);
+    modal.open();
+    expect(modal.contentEl.textContent).toContain(".obsidian/plugins/x/main.js");
+    expect(modal.contentEl.textContent).toContain("by server");
+    button(modal.contentEl, "Accept").click();
+    await until(() => changed === 1);
+    await flush();
+    expect(h.vault.text(".obsidian/plugins/x/main.js")).toBe("code");
+    expect(modal.contentEl.textContent).toContain("No changes wait for your approval.");
+  });
+});

@@ -1,0 +1,307 @@
+/** The sync core with in-memory vaults against the real relay (Python, started per file). */
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { TestRelay } from "./relay";
+import { device, pair, PASS, text } from "./helpers";
+import { fromBase64, toBase64 } from "../src/crypto/bytes";
+import { MassDeleteRefused, RelayBusy, WrongPassphrase, CompanionError } from "../src/errors";
+import { RelayClient } from "../src/relay/client";
+import { fetchTransport } from "../src/relay/transport";
+import { joinVault } from "../src/sync/join";
+import { Backoff, retryDelay } from "../src/sync/policy";
+import { TEST_KDF_PARAMS } from "../src/crypto/wrap";
+
+let relay: TestRelay;
+beforeAll(async () => {
+  relay = await TestRelay.start();
+});
+afterAll(async () => {
+  await relay.stop();
+});
+
+describe("two devices", () => {
+  it("propagate creates, edits, renames (as renames) and deletes both ways", async () => {
+    const [h, a] = await pair(relay);
+    await h.vault.put("Home.md", "# Home\n");
+    await h.vault.put("notes/a.md", "alpha\n");
+    await h.engine.round();
+    await a.engine.round();
+    expect(a.vault.text("Home.md")).toBe("# Home\n");
+    await a.vault.put("notes/a.md", "alpha\nfrom the agent\n");
+    await a.engine.round();
+    await h.engine.round();
+    expect(h.vault.text("notes/a.md")).toBe("alpha\nfrom the agent\n");
+    await h.vault.rename("notes/a.md", "notes/b.md");
+    const r1 = await h.engine.round();
+    expect(r1.uploaded).toEqual(["notes/b.md"]);
+    const r2 = await a.engine.round();
+    expect(r2.renamedLocal).toEqual([["notes/a.md", "notes/b.md"]]);
+    await a.vault.remove("Home.md");
+    await a.engine.round();
+    const r3 = await h.engine.round();
+    expect(r3.deletedLocal).toEqual(["Home.md"]);
+    expect([...h.vault.files.keys()].sort()).toEqual([...a.vault.files.keys()].sort());
+    expect(h.engine.state.state).toBe("synced");
+  });
+
+  it("keeps the person's version in a true conflict and the agent's in a conflict copy", async () => {
+    const [h, a] = await pair(relay);
+    await h.vault.put("plan.md", "one\n");
+    await h.engine.round();
+    await a.engine.round();
+    await a.vault.put("plan.md", "agent\n");
+    await h.vault.put("plan.md", "person\n");
+    await a.engine.round();
+    const r = await h.engine.round();
+    expect(r.conflicts).toHaveLength(1);
+    expect(h.vault.text("plan.md")).toBe("person\n");
+    const copy = r.conflicts[0].copy;
+    expect(copy).toMatch(/^plan \(conflict server \d{4}-\d\d-\d\d \d{4}\)\.md$/);
+    expect(h.vault.text(copy)).toBe("agent\n");
+    await a.engine.round();
+    expect(a.vault.text("plan.md")).toBe("person\n");
+    expect(a.vault.text(copy)).toBe("agent\n");
+    expect(h.engine.state.state).toBe("conflict");
+  });
+
+  it("merges edits in different places and keeps an edit over a deletion", async () => {
+    const [h, a] = await pair(relay);
+    await h.vault.put("m.md", "a\nb\nc\nd\ne\n");
+    await h.vault.put("gone.md", "x\n");
+    await h.engine.round();
+    await a.engine.round();
+    await a.vault.put("m.md", "A\nb\nc\nd\ne\n");
+    await a.vault.remove("gone.md");
+    await h.vault.put("m.md", "a\nb\nc\nd\nE\n");
+    await h.vault.put("gone.md", "x\nkept\n");
+    await a.engine.round();
+    const r = await h.engine.round();
+    expect(r.merged).toContain("m.md");
+    expect(r.keptEdits).toContain("gone.md");
+    await a.engine.round();
+    expect(a.vault.text("m.md")).toBe("A\nb\nc\nd\nE\n");
+    expect(a.vault.text("gone.md")).toBe("x\nkept\n");
+  });
+
+  it("renames decomposed (NFD) names to NFC and syncs them under one id", async () => {
+    const [h, a] = await pair(relay);
+    await h.vault.put("notas/cafe\u0301.md", "café\n");
+    await h.engine.round();
+    expect([...h.vault.files.keys()]).toEqual(["notas/caf\u00e9.md"]);
+    await a.engine.round();
+    expect(a.vault.text("notas/caf\u00e9.md")).toBe("café\n");
+  });
+
+  it("chunks large files and resumes an interrupted download from verified chunks", async () => {
+    const [h, a] = [await pair(relay)].flat();
+    h.engine["chunkSize" as never] = 1000 as never;
+    const big = new Uint8Array(5500).map((_, i) => (i * 7919) % 251);
+    await h.vault.put("att/big.bin", big);
+    await h.engine.round();
+    const rec = Object.values(h.engine.state.files)[0];
+    expect(rec.size).toBe(5500);
+    // pretend an earlier download stopped after two chunks
+    const meta = (await h.engine.remote.record("att/big.bin", rec.rev))!.meta;
+    expect(meta.chunks).toHaveLength(6);
+    await a.partials.put(meta.sha256, 0, big.subarray(0, 1000));
+    await a.partials.put(meta.sha256, 1, big.subarray(1000, 2000));
+    a.wire.requests = [];
+    await a.engine.round();
+    expect(a.vault.files.get("att/big.bin")!.data).toEqual(big);
+    expect(a.wire.requests.filter((r) => r.method === "GET" && r.url.includes("/blobs/"))).toHaveLength(4);
+  });
+
+  it("lists history and restores a revision as a new edit", async () => {
+    const [h] = await pair(relay);
+    await h.vault.put("n.md", "v1\n");
+    await h.engine.round();
+    await h.vault.put("n.md", "v2\n");
+    await h.engine.round();
+    const hist = await h.engine.history("n.md");
+    expect(hist.map((r) => r.rev)).toEqual([2, 1]);
+    expect(hist[0].kind).toBe("human");
+    await h.engine.restore("n.md", 1);
+    expect(h.vault.text("n.md")).toBe("v1\n");
+    expect((await h.engine.history("n.md")).map((r) => r.rev)).toEqual([3, 2, 1]);
+  });
+});
+
+describe("held changes (agent edits to Obsidian's behavioural config)", () => {
+  it("holds an agent's plugin change, applies it when accepted", async () => {
+    const [h, a] = await pair(relay);
+    await a.vault.put(".obsidian/plugins/evil/main.js", "module.exports = 1");
+    await a.vault.put("ok.md", "fine\n");
+    await a.engine.round();
+    const r = await h.engine.round();
+    expect(r.held).toEqual([".obsidian/plugins/evil/main.js"]);
+    expect(h.vault.text(".obsidian/plugins/evil/main.js")).toBeUndefined();
+    expect(h.vault.text("ok.md")).toBe("fine\n");
+    expect(h.engine.state.state).toBe("held");
+    await h.engine.acceptHeld(".obsidian/plugins/evil/main.js");
+    expect(h.vault.text(".obsidian/plugins/evil/main.js")).toBe("module.exports = 1");
+    expect(Object.keys(h.engine.state.held)).toEqual([]);
+  });
+
+  it("refusing puts the person's version back everywhere", async () => {
+    const [h, a] = await pair(relay);
+    await h.vault.put(".obsidian/hotkeys.json", '{"mine":1}');
+    await h.engine.round();
+    await a.engine.round();
+    await a.vault.put(".obsidian/hotkeys.json", '{"agent":1}');
+    await a.vault.put(".obsidian/snippets/new.css", "body{}");
+    await a.engine.round();
+    const r = await h.engine.round();
+    expect(r.held.sort()).toEqual([".obsidian/hotkeys.json", ".obsidian/snippets/new.css"]);
+    await h.engine.refuseHeld(".obsidian/hotkeys.json");
+    await h.engine.refuseHeld(".obsidian/snippets/new.css");
+    await a.engine.round();
+    expect(a.vault.text(".obsidian/hotkeys.json")).toBe('{"mine":1}');
+    expect(a.vault.text(".obsidian/snippets/new.css")).toBeUndefined();
+    expect(h.vault.text(".obsidian/hotkeys.json")).toBe('{"mine":1}');
+  });
+
+  it("holds an agent change that sets the executable bit, and nothing from a human", async () => {
+    const [h, a] = await pair(relay);
+    await a.vault.write("tools/run.sh", text("#!/bin/sh\n"), { executable: true });
+    await a.engine.round();
+    const r = await h.engine.round();
+    expect(r.held).toEqual(["tools/run.sh"]);
+    const h2 = await device(relay, await relay.invite(h.engine.remote.vaultId), "laptop", "human");
+    await h2.vault.put(".obsidian/app.json", "{}");
+    await h2.engine.round();
+    const r2 = await h.engine.round();
+    expect(r2.held).toEqual([]);
+    expect(h.vault.text(".obsidian/app.json")).toBe("{}");
+  });
+});
+
+describe("quarantine", () => {
+  it("quarantines a tampered record for its file only; the rest keeps syncing both ways", async () => {
+    const [h, a] = await pair(relay);
+    await a.vault.put("bad.md", "x\n");
+    await a.vault.put("good.md", "y\n");
+    await a.engine.round();
+    const badFid = await h.engine.remote.fileId("bad.md");
+    h.wire.rewrite = (req, resp) => {
+      if (!req.url.includes("/changes")) return resp;
+      const body = JSON.parse(new TextDecoder().decode(resp.body));
+      for (const r of body.records) {
+        if (r.file_id !== badFid) continue;
+        const s = fromBase64(r.sealed);
+        s[s.length - 1] ^= 1;
+        r.sealed = toBase64(s);
+      }
+      return { ...resp, body: text(JSON.stringify(body)) };
+    };
+    const r = await h.engine.round();
+    expect(r.quarantined).toHaveLength(1);
+    expect(h.vault.text("good.md")).toBe("y\n");
+    expect(h.vault.text("bad.md")).toBeUndefined();
+    expect(Object.keys(h.engine.state.quarantine)).toEqual([badFid]);
+    await h.vault.put("mine.md", "z\n");
+    const r2 = await h.engine.round();
+    expect(r2.quarantined).toEqual([]); // reported once
+    expect(r2.uploaded).toEqual(["mine.md"]);
+    await a.engine.round();
+    expect(a.vault.text("mine.md")).toBe("z\n");
+  });
+
+  it("refuses a record whose sealed kind disagrees with the relay's device_kind, and uses the relay's kind", async () => {
+    const [h, a] = await pair(relay);
+    await a.vault.put("claims-human.md", "agent text\n");
+    await a.vault.put("plain.md", "agent text\n");
+    await a.engine.round();
+    const fid = await h.engine.remote.fileId("claims-human.md");
+    h.wire.rewrite = (req, resp) => {
+      if (!req.url.includes("/changes")) return resp;
+      const body = JSON.parse(new TextDecoder().decode(resp.body));
+      // as a relay from issue #12 on: it says who committed; for one file it says "human"
+      for (const r of body.records) r.device_kind = r.file_id === fid ? "human" : "agent";
+      return { ...resp, body: text(JSON.stringify(body)) };
+    };
+    const r = await h.engine.round();
+    expect(r.quarantined).toEqual(["file " + fid.slice(0, 12)]);
+    expect(h.vault.text("plain.md")).toBe("agent text\n");
+    expect(h.engine.state.files["plain.md"].deviceKind).toBe("agent");
+  });
+
+  it("lets the person supersede a quarantined record with their own version", async () => {
+    const [h, a] = await pair(relay);
+    await h.vault.put("n.md", "mine\n");
+    await h.engine.round();
+    await a.engine.round();
+    await a.vault.put("n.md", "theirs\n");
+    await a.engine.round();
+    const fid = await h.engine.remote.fileId("n.md");
+    h.wire.rewrite = (req, resp) => {
+      if (!req.url.includes("/changes") && !req.url.includes("/commit")) return resp;
+      const body = JSON.parse(new TextDecoder().decode(resp.body));
+      for (const r of body.records ?? []) if (r.file_id === fid) r.sealed = toBase64(new Uint8Array(40).fill(1));
+      return { ...resp, body: text(JSON.stringify(body)) };
+    };
+    await h.engine.round();
+    expect(h.engine.state.quarantine[fid]).toBeDefined();
+    h.wire.rewrite = null;
+    await h.engine.supersede(fid);
+    await a.engine.round();
+    expect(a.vault.text("n.md")).toBe("mine\n");
+  });
+});
+
+describe("guards", () => {
+  it("holds back a mass deletion and sends everything else", async () => {
+    const [h, a] = await pair(relay);
+    for (let i = 0; i < 20; i++) await h.vault.put(`n${i}.md`, `${i}\n`);
+    await h.engine.round();
+    await a.engine.round();
+    for (let i = 0; i < 15; i++) await h.vault.remove(`n${i}.md`);
+    await h.vault.put("new.md", "new\n");
+    await expect(h.engine.round()).rejects.toBeInstanceOf(MassDeleteRefused);
+    await a.engine.round();
+    expect(a.vault.files.size).toBe(21);
+    await h.engine.round({ allowMassDelete: true });
+    await a.engine.round();
+    expect(a.vault.files.size).toBe(6);
+  });
+
+  it("backs off on 429/503 honouring Retry-After", async () => {
+    const client = new RelayClient(relay.url, async () => ({ status: 503, headers: { "retry-after": "7" }, body: text("{}") }));
+    const err = await client.health().catch((e) => e);
+    expect(err).toBeInstanceOf(RelayBusy);
+    expect(err.retryAfterS).toBe(7);
+    expect(retryDelay(new Backoff(0.5, 60, () => 0), err.retryAfterS)).toBe(7);
+    expect(retryDelay(new Backoff(0.5, 60, () => 0), null)).toBe(0.25);
+  });
+});
+
+describe("join", () => {
+  it("a wrong passphrase leaves the vault and stores nothing", async () => {
+    const [h] = await pair(relay);
+    const client = new RelayClient(relay.url, fetchTransport());
+    const stored: unknown[] = [];
+    const err = await joinVault({
+      client,
+      invite: await relay.invite(h.engine.remote.vaultId),
+      deviceName: "tablet",
+      passphrase: "not it",
+      persist: async (j) => void stored.push(j),
+    }).catch((e) => e);
+    expect(err).toBeInstanceOf(WrongPassphrase);
+    expect(stored).toEqual([]);
+  });
+
+  it("refuses to create a vault key when other devices are in the vault", async () => {
+    const invite = await relay.newVault();
+    const first = new RelayClient(relay.url, fetchTransport());
+    const j = await first.join(invite, "half-joined", "agent"); // joined, never set the key
+    const err = await joinVault({
+      client: new RelayClient(relay.url, fetchTransport()),
+      invite: await relay.invite(j.vaultId),
+      deviceName: "phone",
+      passphrase: PASS,
+      kdf: TEST_KDF_PARAMS,
+      persist: async () => {},
+    }).catch((e) => e);
+    expect(err).toBeInstanceOf(CompanionError);
+    expect(err.message).toMatch(/refusing to create a new key/);
+  });
+});

@@ -1,0 +1,134 @@
+/** Pure pieces: conflict names, merge, the record JSON, trust rules, Obsidian's transport. */
+import { describe, expect, it } from "vitest";
+import { conflictCopyName, resolve, sanitizeDevice } from "../src/sync/conflicts";
+import { mergeText } from "../src/sync/merge";
+import { parseJson, pyDumps } from "../src/crypto/json";
+import { effectiveKind, isBehaviouralConfig, isMassDelete, kindMismatch, mustHold } from "../src/sync/policy";
+import { normalize, UnsafePath } from "../src/sync/paths";
+import { IgnoreRules } from "../src/sync/ignore";
+import { obsidianTransport } from "../src/obsidian/transport";
+import { parseRetryAfter } from "../src/relay/client";
+
+const t = (s: string) => new TextEncoder().encode(s);
+
+describe("conflicts", () => {
+  it("names copies like the Python side", () => {
+    const when = new Date(2025, 0, 15, 9, 5);
+    expect(conflictCopyName("notes/plan.md", "Ana's laptop", when)).toBe("notes/plan (conflict Ana's laptop 2025-01-15 0905).md");
+    expect(conflictCopyName(".hidden", "x", when)).toBe(".hidden (conflict x 2025-01-15 0905)");
+    const taken = new Set(["a (conflict s 2025-01-15 0905).md"]);
+    expect(conflictCopyName("a.md", "s", when, (p) => taken.has(p))).toBe("a (conflict s 2025-01-15 0905 2).md");
+    expect(sanitizeDevice(' my:\tphone/"x" ')).toBe("my_ phone_x_");
+  });
+
+  it("keeps a human's version over an agent's, and the first committer between equals", () => {
+    const when = new Date();
+    const human = { data: t("h"), deviceName: "phone", deviceKind: "human" };
+    const agent = { data: t("a"), deviceName: "server", deviceKind: "agent" };
+    expect(resolve("n.md", human, agent, null, when).outcome).toBe("local_wins");
+    expect(resolve("n.md", agent, human, null, when).outcome).toBe("remote_wins");
+    expect(resolve("n.md", { ...human, data: t("h2") }, human, null, when).outcome).toBe("remote_wins");
+    expect(resolve("n.md", { ...human, data: null }, agent, t("x"), when).outcome).toBe("keep_edit");
+  });
+});
+
+describe("merge", () => {
+  it("merges separate edits, keeps CRLF, refuses overlapping ones", () => {
+    expect(mergeText("a\nb\nc\n", "A\nb\nc\n", "a\nb\nC\n")).toEqual({ clean: true, text: "A\nb\nC\n", conflicts: 0 });
+    expect(mergeText("a\r\nb\r\nc\r\n", "A\r\nb\r\nc\r\n", "a\nb\nC\n").text).toBe("A\r\nb\r\nC\r\n");
+    expect(mergeText("a\r\nb\r\n", "A\r\nb\r\n", "a\nB\n").clean).toBe(false); // adjacent: as merge3
+    expect(mergeText("a\nb", "a\nb\nc", "x\nb").text).toBe("x\nb\nc");
+    expect(mergeText("a\n", "b\n", "c\n").clean).toBe(false);
+  });
+});
+
+describe("record JSON", () => {
+  it("keeps nanosecond integers exact and writes like Python", () => {
+    const v = parseJson('{"b":1736930000123456789,"a":"caf\\u00e9\\n","c":[1,2.5]}') as Record<string, unknown>;
+    expect(v.b).toBe(1736930000123456789n);
+    expect(pyDumps({ b: 1736930000123456789n, a: "café\n\u0001\u2028", z: null, y: true })).toBe(
+      '{"a":"café\\n\\u0001\u2028","b":1736930000123456789,"y":true,"z":null}',
+    );
+    expect(() => parseJson('{"a":1} x')).toThrow();
+  });
+});
+
+describe("trust rules", () => {
+  it("classifies Obsidian's behavioural config", () => {
+    for (const p of [".obsidian/plugins/x/main.js", ".obsidian/snippets/a.css", ".obsidian/themes/T/theme.css", ".obsidian/community-plugins.json", ".obsidian/hotkeys.json", ".obsidian/app.json"]) {
+      expect(isBehaviouralConfig(p)).toBe(true);
+    }
+    for (const p of [".obsidian/appearance.json", "notes/plugins/x.md", ".obsidian/bookmarks.json"]) expect(isBehaviouralConfig(p)).toBe(false);
+    expect(isBehaviouralConfig(".config/plugins/x/main.js", ".config")).toBe(true);
+  });
+
+  it("holds only agent changes on a human device", () => {
+    const base = { path: ".obsidian/app.json", setsExec: false };
+    expect(mustHold({ ...base, localKind: "human", remoteKind: "agent" })).toMatch(/agent/);
+    expect(mustHold({ ...base, localKind: "human", remoteKind: "human" })).toBeNull();
+    expect(mustHold({ ...base, localKind: "agent", remoteKind: "agent" })).toBeNull();
+    expect(mustHold({ path: "run.sh", setsExec: true, localKind: "human", remoteKind: "agent" })).toMatch(/executable/);
+    expect(mustHold({ path: "n.md", renameFrom: ".obsidian/plugins/x/a.js", setsExec: false, localKind: "human", remoteKind: "agent" })).not.toBeNull();
+  });
+
+  it("uses the relay's kind, falls back to the sealed one, and spots a mismatch", () => {
+    expect(effectiveKind("agent", "human")).toBe("agent");
+    expect(effectiveKind(null, "human")).toBe("human");
+    expect(effectiveKind(undefined, "robot")).toBe("agent");
+    expect(kindMismatch("agent", "human")).toBe(true);
+    expect(kindMismatch(null, "human")).toBe(false);
+    expect(isMassDelete(9, 10, 0.5)).toBe(false);
+    expect(isMassDelete(11, 20, 0.5)).toBe(true);
+  });
+
+  it("parses Retry-After in seconds and as a date", () => {
+    expect(parseRetryAfter("12")).toBe(12);
+    expect(parseRetryAfter(new Date(Date.now() + 30_000).toUTCString())).toBeGreaterThan(25);
+    expect(parseRetryAfter(undefined)).toBeNull();
+  });
+});
+
+describe("paths and ignore rules", () => {
+  it("normalises like pathsafe and ignores like the defaults", () => {
+    expect(normalize("notas\\cafe\u0301.md")).toBe("notas/caf\u00e9.md");
+    for (const bad of ["/etc/passwd", "a/../b", "a//b", "C:x", "a/.companion-tmp-1", "a\u0007"]) expect(() => normalize(bad)).toThrow(UnsafePath);
+    const r = new IgnoreRules(["secret/"], [".obsidian/plugins/vault-companion/data.json"]);
+    for (const p of [".obsidian/workspace.json", ".trash/x.md", ".git/HEAD", "a.swp", "secret/x.md", ".obsidian/plugins/vault-companion/data.json"]) expect(r.isIgnored(p)).toBe(true);
+    for (const p of ["Home.md", ".obsidian/app.json", ".companionignore", ".companion/report.json"]) expect(r.isIgnored(p)).toBe(false);
+    r.load("drafts/\n!keep.md\n");
+    expect(r.isIgnored("drafts/x.md")).toBe(true);
+  });
+});
+
+describe("Obsidian transport", () => {
+  it("sends bounded requests through requestUrl and falls back from a failing native fetch", async () => {
+    const calls: string[] = [];
+    const requestUrl = async (r: { url: string; method?: string; contentType?: string }) => {
+      calls.push(`${r.method} ${r.url} ${r.contentType ?? ""}`);
+      return { status: 200, headers: { "X-A": "1" }, arrayBuffer: new TextEncoder().encode("{}").buffer, json: {}, text: "{}" } as never;
+    };
+    const badFetch = (async () => {
+      throw new TypeError("Failed to fetch (CORS)");
+    }) as unknown as typeof fetch;
+    const tr = obsidianTransport(requestUrl as never, badFetch);
+    const r1 = await tr({ method: "POST", url: "https://r/v1/x", headers: { "Content-Type": "application/json" }, body: t("{}"), timeoutMs: 1000 });
+    expect(r1.headers["x-a"]).toBe("1");
+    await tr({ method: "GET", url: "https://r/v1/changes?wait=25", headers: {}, longPoll: true, timeoutMs: 1000 });
+    expect(calls).toEqual(["POST https://r/v1/x application/json", "GET https://r/v1/changes?wait=25 "]);
+  });
+});
+
+describe("join against a relay that fixed the device kind (issue #12)", () => {
+  it("explains a 409 kind_mismatch", async () => {
+    const { RelayClient } = await import("../src/relay/client");
+    const { joinVault } = await import("../src/sync/join");
+    const client = new RelayClient("http://relay", async () => ({
+      status: 409,
+      headers: {},
+      body: t(JSON.stringify({ error: "kind_mismatch", message: "this invite admits an agent device" })),
+    }));
+    const err = await joinVault({ client, invite: "v-s", deviceName: "phone", passphrase: "p", persist: async () => {} }).catch((e) => e);
+    expect(err.message).toMatch(/--kind human/);
+    expect(err.exitCode).toBe(2);
+  });
+});

@@ -1,0 +1,300 @@
+"""The Obsidian plugin's sync core (TypeScript, run by Node through `obsidian-plugin/dist/cli.js`)
+against a Python device, through a real relay on loopback.
+
+The plugin is always a person's (human) device; the Python device here is the agent. Covered:
+join with the same COMPANION_HOME / COMPANION_PASSPHRASE_FILE conventions, edits both ways, a
+true conflict (the person's version stays, the agent's goes to a conflict copy, whichever side
+detects it), a rename applied as a rename, a deletion, binary and multi-chunk attachments, NFD
+names, a held `.obsidian/plugins` change (accepted) and a held config change (refused), the
+exit statuses, and `watch` (long-poll and file watching) with a clean SIGTERM. After each
+scenario both copies are byte-identical.
+
+`dist/cli.js` is built by the README's test command (`npm run build`); when it is missing the
+fixture builds it, and fails if that is impossible (never skipped).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import time
+import unicodedata
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.syncharness import Device, SyncCluster
+
+PLUGIN = Path(__file__).resolve().parent.parent / "obsidian-plugin"
+CLI = PLUGIN / "dist" / "cli.js"
+
+
+@pytest.fixture(scope="module")
+def cli() -> Path:
+    if not CLI.exists():
+        subprocess.run(["npm", "run", "build"], cwd=PLUGIN, check=True, capture_output=True)
+    assert CLI.exists(), "obsidian-plugin/dist/cli.js is missing: run `npm ci && npm run build`"
+    return CLI
+
+
+def wait_for(cond: Callable[[], object], timeout: float = 30.0, what: str = "condition") -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if cond():
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+class PluginDevice:
+    """The plugin's core as a device: its own COMPANION_HOME and vault folder."""
+
+    def __init__(self, cluster: SyncCluster, cli: Path, name: str = "phone") -> None:
+        self.cluster = cluster
+        self.cli = cli
+        self.name = name
+        self.home = cluster.base / "devices" / f"plugin-{name}"
+        self.home.mkdir(parents=True, exist_ok=True)
+        self.vault = cluster.base / "vaults" / f"plugin-{name}"
+
+    def env(self, **extra: str) -> dict[str, str]:
+        env = dict(os.environ)
+        env.update(
+            COMPANION_HOME=str(self.home),
+            COMPANION_PASSPHRASE_FILE=str(self.cluster.passphrase_file),
+            COMPANION_TEST_WEAK_KDF="1",
+        )
+        env.update(extra)
+        return env
+
+    def run(self, *args: str, timeout: float = 120, **env: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            ["node", str(self.cli), *args],
+            capture_output=True,
+            text=True,
+            env=self.env(**env),
+            timeout=timeout,
+        )
+
+    def join(self) -> subprocess.CompletedProcess[str]:
+        r = self.run(
+            "join", str(self.vault), "--relay", self.cluster.relay.url,
+            "--invite", self.cluster.invite(), "--device-name", self.name,
+        )  # fmt: skip
+        assert r.returncode == 0, r.stderr
+        return r
+
+    def sync(self, *args: str) -> subprocess.CompletedProcess[str]:
+        return self.run("sync", str(self.vault), *args)
+
+    def synced(self) -> str:
+        r = self.sync()
+        assert r.returncode == 0, r.stdout + r.stderr
+        return r.stdout
+
+    def status(self) -> dict:
+        r = self.run("status", str(self.vault), "--json")
+        assert r.returncode == 0, r.stderr
+        return json.loads(r.stdout)
+
+    def write(self, rel: str, data: str | bytes) -> None:
+        p = self.vault / rel
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_bytes(data.encode() if isinstance(data, str) else data)
+
+    def read(self, rel: str) -> bytes | None:
+        try:
+            return (self.vault / rel).read_bytes()
+        except FileNotFoundError:
+            return None
+
+    def files(self) -> dict[str, bytes]:
+        out = {}
+        for p in self.vault.rglob("*"):
+            if p.is_file() and not p.name.startswith(".companion-tmp-"):
+                out[p.relative_to(self.vault).as_posix()] = p.read_bytes()
+        return out
+
+
+@pytest.fixture
+def pair(tmp_path: Path, cli: Path) -> Iterator[tuple[Device, PluginDevice]]:
+    with SyncCluster(tmp_path) as cluster:
+        agent = cluster.add_device("server", "agent")
+        phone = PluginDevice(cluster, cli)
+        phone.join()
+        yield agent, phone
+
+
+def assert_identical(agent: Device, phone: PluginDevice) -> dict[str, bytes]:
+    a, b = agent.files(), phone.files()
+    assert sorted(a) == sorted(b)
+    assert [p for p in a if a[p] != b[p]] == []
+    return a
+
+
+def test_join_edits_rename_delete_binary_and_nfd_names_converge(pair):
+    agent, phone = pair
+    noise = os.urandom(300_000)
+    big = os.urandom(5 * 1024 * 1024 + 123)  # more than one 4 MiB chunk
+    agent.write("Home.md", "# Home\n\nSee [[knowledge/git]].\n")
+    agent.write("knowledge/git.md", "rebase with care\n")
+    agent.write("attachments/photo.jpg", noise)
+    agent.write("attachments/video.bin", big)
+    agent.write(unicodedata.normalize("NFD", "notas/café.md"), "de la máquina\n")
+    agent.sync()
+    out = phone.synced()
+    assert "downloaded" in out
+    assert phone.read("attachments/video.bin") == big
+    assert phone.read("notas/café.md") == "de la máquina\n".encode()
+
+    phone.write("knowledge/git.md", "rebase with care\nfrom the phone\n")
+    (phone.vault / "Home.md").rename(phone.vault / "Start.md")
+    (phone.vault / "attachments/photo.jpg").unlink()
+    phone.write(unicodedata.normalize("NFD", "ideas/niño.md"), "escrita en el teléfono\n")
+    phone.write("attachments/scan.pdf", os.urandom(70_000))
+    phone.synced()
+    report = agent.sync()
+    assert ("Home.md", "Start.md") in report.renamed_local
+    assert "attachments/photo.jpg" in report.deleted_local
+    assert agent.read("ideas/niño.md") == "escrita en el teléfono\n".encode()
+    assert agent.read("knowledge/git.md") == b"rebase with care\nfrom the phone\n"
+    phone.synced()
+    files = assert_identical(agent, phone)
+    assert all(p == unicodedata.normalize("NFC", p) for p in files)
+
+
+def test_true_conflict_keeps_the_person_version_whichever_side_sees_it(pair):
+    agent, phone = pair
+    agent.write("plan.md", "step one\n")
+    agent.write("todo.md", "buy milk\n")
+    agent.sync()
+    phone.synced()
+    # the agent commits first: the plugin detects the conflict
+    agent.write("plan.md", "step one, the agent's way\n")
+    phone.write("plan.md", "step one, my way\n")
+    agent.sync()
+    out = phone.synced()
+    assert "conflict:" in out
+    assert phone.read("plan.md") == b"step one, my way\n"
+    copies = [p for p in phone.files() if p.startswith("plan (conflict server ")]
+    assert len(copies) == 1 and phone.read(copies[0]) == b"step one, the agent's way\n"
+    agent.sync()
+    assert agent.read("plan.md") == b"step one, my way\n"
+    # the person commits first: the Python agent detects it, and the person still wins
+    phone.write("todo.md", "buy oat milk\n")
+    agent.write("todo.md", "buy almond milk\n")
+    phone.synced()
+    report = agent.sync()
+    assert len(report.conflicts) == 1
+    assert agent.read("todo.md") == b"buy oat milk\n"
+    phone.synced()
+    assert_identical(agent, phone)
+
+
+def test_agent_changes_to_obsidian_plugins_are_held_until_the_person_decides(pair):
+    agent, phone = pair
+    phone.write(".obsidian/hotkeys.json", '{"mine": true}\n')
+    phone.synced()
+    agent.sync()
+    agent.write(".obsidian/plugins/helper/main.js", "module.exports = class {}\n")
+    agent.write(".obsidian/hotkeys.json", '{"agent": true}\n')
+    agent.write("notes/ok.md", "a normal note\n")
+    agent.sync()
+    out = phone.synced()
+    assert "held:" in out
+    assert phone.read(".obsidian/plugins/helper/main.js") is None
+    assert phone.read(".obsidian/hotkeys.json") == b'{"mine": true}\n'
+    assert phone.read("notes/ok.md") == b"a normal note\n"  # the rest kept syncing
+    held = {h["path"] for h in phone.status()["held"]}
+    assert held == {".obsidian/plugins/helper/main.js", ".obsidian/hotkeys.json"}
+    r = phone.run("held", str(phone.vault), "--accept", ".obsidian/plugins/helper/main.js")
+    assert r.returncode == 0, r.stderr
+    r = phone.run("held", str(phone.vault), "--refuse", ".obsidian/hotkeys.json")
+    assert r.returncode == 0, r.stderr
+    assert phone.read(".obsidian/plugins/helper/main.js") == b"module.exports = class {}\n"
+    agent.sync()
+    assert agent.read(".obsidian/hotkeys.json") == b'{"mine": true}\n'
+    phone.synced()
+    assert phone.status()["held"] == []
+    assert_identical(agent, phone)
+
+
+def test_exit_statuses_match_the_companion_cli(pair, tmp_path):
+    agent, phone = pair
+    # 2: not set up / passphrase file others can read
+    other = tmp_path / "not-joined"
+    other.mkdir()
+    assert phone.run("sync", str(other)).returncode == 2
+    loose = tmp_path / "loose-pass.txt"
+    loose.write_text("x\n")
+    loose.chmod(0o644)
+    r = phone.run(
+        "join", str(tmp_path / "v2"), "--relay", phone.cluster.relay.url,
+        "--invite", phone.cluster.invite(), "--device-name", "t",
+        COMPANION_PASSPHRASE_FILE=str(loose),
+    )  # fmt: skip
+    assert r.returncode == 2 and "other users" in r.stderr
+    # 5: the relay is unreachable
+    r = phone.run(
+        "join", str(tmp_path / "v3"), "--relay", "http://127.0.0.1:9", "--invite", "x-y",
+        "--device-name", "t",
+    )  # fmt: skip
+    assert r.returncode == 5, r.stderr
+    # 3: a mass deletion is held back (and the rest still goes out)
+    for i in range(20):
+        phone.write(f"n/{i}.md", f"{i}\n")
+    phone.synced()
+    for i in range(15):
+        (phone.vault / f"n/{i}.md").unlink()
+    assert phone.sync().returncode == 3
+    assert phone.sync("--allow-mass-delete").returncode == 0
+    # 4: another companion holds the lock (a live pid: this test process)
+    lock = next((phone.home / "data" / "obsidian-cli").iterdir()) / "engine.lock"
+    lock.write_text(json.dumps({"pid": os.getpid(), "command": "pytest"}))
+    r = phone.sync()
+    assert r.returncode == 4 and str(os.getpid()) in r.stderr
+    lock.unlink()
+    # 1: a wrong passphrase (the device leaves again; nothing is stored)
+    wrong = tmp_path / "wrong.txt"
+    wrong.write_text("not the passphrase\n")
+    wrong.chmod(0o600)
+    r = phone.run(
+        "join", str(tmp_path / "v4"), "--relay", phone.cluster.relay.url,
+        "--invite", phone.cluster.invite(), "--device-name", "t",
+        COMPANION_PASSPHRASE_FILE=str(wrong),
+    )  # fmt: skip
+    assert r.returncode == 1 and "wrong passphrase" in r.stderr
+    assert phone.run("sync", str(tmp_path / "v4")).returncode == 2
+
+
+def test_watch_propagates_both_ways_and_stops_on_sigterm(pair):
+    agent, phone = pair
+    agent.write("seed.md", "seed\n")
+    agent.sync()
+    phone.synced()
+    proc = subprocess.Popen(
+        ["node", str(phone.cli), "watch", str(phone.vault)],
+        env=phone.env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        agent.write("from-agent.md", "hello phone\n")
+        agent.sync()
+        wait_for(lambda: phone.read("from-agent.md") == b"hello phone\n", what="the long-poll")
+        phone.write("from-phone.md", "hello server\n")
+
+        def arrived() -> bool:
+            agent.sync()
+            return agent.read("from-phone.md") == b"hello server\n"
+
+        wait_for(arrived, what="the file watcher")
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        out, err = proc.communicate(timeout=30)
+    assert proc.returncode == 0, err
+    assert_identical(agent, phone)

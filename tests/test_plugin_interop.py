@@ -82,7 +82,7 @@ class PluginDevice:
     def join(self) -> subprocess.CompletedProcess[str]:
         r = self.run(
             "join", str(self.vault), "--relay", self.cluster.relay.url,
-            "--invite", self.cluster.invite(), "--device-name", self.name,
+            "--invite", self.cluster.invite("human"), "--device-name", self.name,
         )  # fmt: skip
         assert r.returncode == 0, r.stderr
         return r
@@ -233,7 +233,7 @@ def test_exit_statuses_match_the_companion_cli(pair, tmp_path):
     loose.chmod(0o644)
     r = phone.run(
         "join", str(tmp_path / "v2"), "--relay", phone.cluster.relay.url,
-        "--invite", phone.cluster.invite(), "--device-name", "t",
+        "--invite", phone.cluster.invite("human"), "--device-name", "t",
         COMPANION_PASSPHRASE_FILE=str(loose),
     )  # fmt: skip
     assert r.returncode == 2 and "other users" in r.stderr
@@ -263,7 +263,7 @@ def test_exit_statuses_match_the_companion_cli(pair, tmp_path):
     wrong.chmod(0o600)
     r = phone.run(
         "join", str(tmp_path / "v4"), "--relay", phone.cluster.relay.url,
-        "--invite", phone.cluster.invite(), "--device-name", "t",
+        "--invite", phone.cluster.invite("human"), "--device-name", "t",
         COMPANION_PASSPHRASE_FILE=str(wrong),
     )  # fmt: skip
     assert r.returncode == 1 and "wrong passphrase" in r.stderr

@@ -19,7 +19,7 @@ from companion.relay.testing import running_relay
 def live(tmp_path_factory):
     with running_relay(tmp_path_factory.mktemp("relay")) as relay:
         client = RelayClient(relay.url)
-        joined = client.join(relay.invite(), "phone", "human")
+        joined = client.join(relay.invite(kind="human"), "phone", "human")
         client.close()
         yield relay, joined
 

@@ -165,7 +165,7 @@ describe("held changes modal", () => {
   it("lists an agent's held plugin change and accepts it with a click", async () => {
     const vaultInvite = await relay.newVault();
     const h = await device(relay, vaultInvite, "phone", "human", { transport: httpTransport });
-    const a = await device(relay, await relay.invite(h.engine.remote.vaultId), "server", "agent", { transport: httpTransport });
+    const a = await device(relay, await relay.invite(h.engine.remote.vaultId, "agent"), "server", "agent", { transport: httpTransport });
     await a.vault.put(".obsidian/plugins/x/main.js", "code");
     await a.engine.round();
     await h.engine.round();

@@ -290,7 +290,7 @@ describe("join", () => {
   });
 
   it("refuses to create a vault key when other devices are in the vault", async () => {
-    const invite = await relay.newVault();
+    const invite = await relay.newVault("agent");
     const first = new RelayClient(relay.url, fetchTransport());
     const j = await first.join(invite, "half-joined", "agent"); // joined, never set the key
     const err = await joinVault({

@@ -62,7 +62,7 @@ export async function pair(relay: TestRelay): Promise<[Device, Device]> {
   const vaultInvite = await relay.newVault();
   const human = await device(relay, vaultInvite, "phone", "human");
   const vid = human.engine.remote.vaultId;
-  const agent = await device(relay, await relay.invite(vid), "server", "agent");
+  const agent = await device(relay, await relay.invite(vid, "agent"), "server", "agent");
   return [human, agent];
 }
 

@@ -40,13 +40,14 @@ export class TestRelay {
     return new Promise((res) => this.waiters.push(res));
   }
 
-  async invite(vault?: string): Promise<string> {
-    this.proc.stdin.write(`invite ${vault ?? ""}\n`);
+  /** An invite for a device of `kind` (the relay fixes the kind; default: a person's). */
+  async invite(vault?: string, kind: "human" | "agent" = "human"): Promise<string> {
+    this.proc.stdin.write(`invite ${kind} ${vault ?? ""}\n`);
     return (await this.next()).split(" ")[1];
   }
 
-  async newVault(): Promise<string> {
-    this.proc.stdin.write("new-vault\n");
+  async newVault(kind: "human" | "agent" = "human"): Promise<string> {
+    this.proc.stdin.write(`new-vault ${kind}\n`);
     return (await this.next()).split(" ")[1];
   }
 

@@ -12,8 +12,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from companion.vault.graph import anchor_key
 from companion.vault.code import mask_code
+from companion.vault.graph import anchor_key
 from companion.vault.note import split_frontmatter
 
 _HEADING = re.compile(r"^[ \t]{0,3}(#{1,6})[ \t]+(.*?)(?:[ \t]+#+)?[ \t]*$")

@@ -5,6 +5,8 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -62,3 +64,34 @@ def _settle_qt_after_gui_tests(request: pytest.FixtureRequest):
             app.processEvents()
             app.sendPostedEvents(None, QEvent.Type.DeferredDelete.value)  # deleteLater
     gc.collect()
+
+
+def wait_for(
+    cond: Callable[[], object], timeout: float = 15.0, what: str = "condition", step: float = 0.02
+) -> float:
+    """Poll `cond` until it is true, at most `timeout` seconds (a deadline, never a fixed
+    sleep); returns the seconds it took, raises AssertionError naming `what` otherwise."""
+    start = time.monotonic()
+    while not cond():
+        if time.monotonic() - start > timeout:
+            raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}")
+        time.sleep(step)
+    return time.monotonic() - start
+
+
+@pytest.fixture
+def app_log(caplog: pytest.LogCaptureFixture) -> Iterator[pytest.LogCaptureFixture]:
+    """`caplog` that sees the 'companion' logger even after a CLI run in this process set it
+    up (`setup_logging` stops propagation to the root logger, where caplog listens)."""
+    import logging
+
+    logger = logging.getLogger("companion")
+    logger.addHandler(caplog.handler)
+    old_level = logger.level
+    logger.setLevel(logging.DEBUG)
+    caplog.handler.setLevel(logging.DEBUG)
+    try:
+        yield caplog
+    finally:
+        logger.removeHandler(caplog.handler)
+        logger.setLevel(old_level)

@@ -32,7 +32,6 @@ from companion.gui.notify_policy import (
     Action,
     Notification,
     notifications_for,
-    parse_hhmm,
 )
 
 NOW = datetime(2025, 11, 28, 9, 0)
@@ -134,12 +133,6 @@ def test_spanish() -> None:
         assert got[1].title == "Se creó 1 copia en conflicto"
     finally:
         i18n.set_language("en")
-
-
-def test_parse_hhmm() -> None:
-    assert parse_hhmm("08:05").hour == 8
-    for bad in ("8:05", "24:00", "08:60", "0805", "", "aa:bb", "08:05:00"):
-        assert parse_hhmm(bad) is None
 
 
 # ---- showing -------------------------------------------------------------------------------

@@ -257,12 +257,12 @@ def dream(
                 click.echo(f"  {p} is not on this device: run the same undo where the agent runs")
         return
     if schedule:
-        from companion.dream.schedule import build_scheduler, parse_hhmm  # noqa: PLC0415
+        from companion.dream.schedule import build_scheduler, dream_time  # noqa: PLC0415
 
         sched = build_scheduler(root.resolve(), config, app.paths, blocking=True)
-        hour, minute = parse_hhmm(config.get("dream", "time"))
+        at = dream_time(config)
         click.echo(
-            f"Dreaming {root} nightly at {hour:02d}:{minute:02d} "
+            f"Dreaming {root} nightly at {at:%H:%M} "
             f"{config.get('dream', 'timezone')}; Ctrl+C stops."
         )
         try:

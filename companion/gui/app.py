@@ -16,7 +16,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from PySide6.QtCore import QLocale, QObject, QSocketNotifier, QTimer
+from PySide6.QtCore import QLocale, QObject, QSocketNotifier, QTimer, Signal
 from PySide6.QtWidgets import QApplication, QSystemTrayIcon
 
 from companion.config import Config
@@ -58,15 +58,18 @@ def create_engine(config: Config) -> EngineFacade:
     vault = str(config.get("vault", "path") or "")
     paused = bool(config.get("sync", "paused"))
     folder = Path(vault).expanduser() if vault else None
+    engine: IdleEngine | None = None
     if folder is not None and folder.is_dir():
         from companion.sync.device import DeviceState  # noqa: PLC0415 - light; the rest is lazy
 
         if DeviceState.exists(config.paths, os.path.realpath(folder)):
             from companion.gui.sync_facade import SyncFacade  # noqa: PLC0415
 
-            return SyncFacade(folder, config, paused=paused)
-    engine = IdleEngine(folder)
-    engine.set_paused(paused)
+            engine = SyncFacade(folder, config, paused=paused)
+    if engine is None:
+        engine = IdleEngine(folder)
+        engine.set_paused(paused)
+    engine.set_problems([p.message for p in config.problems])
     return engine
 
 
@@ -126,6 +129,8 @@ def memories_dir(config: Config) -> Path:
 class CompanionApp(QObject):
     """Everything the running app holds; `start()` shows it."""
 
+    _dream_refused = Signal(str)  # from the dream clock's thread: why the local dream cannot run
+
     def __init__(
         self,
         config: Config,
@@ -172,6 +177,7 @@ class CompanionApp(QObject):
             relay_reachable=self._relay_reachable,
             launch=self._launch_local_dream,
             now=now,
+            on_blocked=lambda decision: self._dream_refused.emit(decision.reason),
         )
         self._dream_clock_wanted = dream_clock
         self._local_dream: Decision | None = None
@@ -183,6 +189,9 @@ class CompanionApp(QObject):
         a.quit_requested.connect(self.quit)
         a.notice.connect(self.notice)
         a.secret_move_requested.connect(self.move_secret)
+        self._dream_refused.connect(
+            lambda reason: self.notice(tr("notify.dream_refused.title"), reason)
+        )
         self.secrets.notice.connect(self.notice)
         self.secrets.moved.connect(self._secret_moved)
         self.notifier.clicked.connect(self.run_action)
@@ -204,8 +213,20 @@ class CompanionApp(QObject):
             self.show_main()
         self.worker.refresh()
         self.timer.start()
-        if not self.config.get("vault", "path"):
+        if self.config.problems:
+            self._show_config_problems()
+        elif not self.config.get("vault", "path"):
             self.open_settings("sync")  # first run: nothing works until a vault is chosen
+
+    def _show_config_problems(self) -> None:
+        """A broken config file: logged once, and shown in the window until it is fixed (the
+        defaults stand in for the refused keys meanwhile; no local dream runs)."""
+        for p in self.config.problems:
+            log.error("configuration problem: %s", p.message)
+        body = "\n".join(p.message for p in self.config.problems)
+        self.show_main().show_notice(
+            tr("config.broken_title"), body + "\n" + tr("config.broken_hint")
+        )
 
     # ---- windows -----------------------------------------------------------------------------
 
@@ -277,6 +298,10 @@ class CompanionApp(QObject):
         self.worker.refresh()
 
     def _settings_saved(self) -> None:
+        problems = [p.message for p in self.config.problems]
+        self.worker.engine.set_problems(problems)  # cheap and thread-safe
+        if not problems and self.main is not None:
+            self.main.clear_notice()
         before = current_language()
         after = set_language(self.config.get("gui", "language"), QLocale.system().name())
         self.worker.set_paused(bool(self.config.get("sync", "paused")))
@@ -457,7 +482,8 @@ def run_tray(app_ctx: Any, argv: list[str] | None = None) -> int:
     app.setApplicationName("vault-companion")
     app.setApplicationDisplayName(tr("app.name"))
     app.setWindowIcon(app_icon())
-    config: Config = app_ctx.config
+    # A broken file does not stop the app: it says what is wrong in its window (see start()).
+    config: Config = app_ctx.lenient_config()
     set_language(config.get("gui", "language"), QLocale.system().name())
     signals = SignalQuit(app)
 

@@ -79,6 +79,11 @@ class EngineFacade(Protocol):
         """Events since the previous call (each returned once), oldest first."""
         ...
 
+    def set_problems(self, problems: list[str]) -> None:
+        """Problems outside the engine a person must fix (the config file's): part of
+        `snapshot().errors` until replaced by an empty list. Cheap; any thread."""
+        ...
+
 
 def is_conflict_copy(name: str) -> bool:
     """True for a conflict copy's file name as the sync engine writes it
@@ -176,7 +181,7 @@ class IdleEngine:
         self._drain_lock = threading.Lock()
         self._paused = False
         self._dreaming = False
-        self._errors: list[str] = []
+        self._errors: list[str] = []  # problems a person must fix (a broken config file)
         self._seen_reports: set[Path] | None = None
         self._seen_conflicts: set[Path] | None = None
         self._fresh = timedelta(hours=fresh_hours)
@@ -184,6 +189,12 @@ class IdleEngine:
 
     def vault_path(self) -> Path | None:
         return self._vault
+
+    def set_problems(self, problems: list[str]) -> None:
+        """Problems outside the engine a person must fix (the config file's), shown as the
+        error state until they are gone."""
+        with self._lock:
+            self._errors = list(problems)
 
     def _vault_errors(self) -> list[str]:
         if self._vault is None:

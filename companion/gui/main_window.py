@@ -6,6 +6,8 @@ system tray, in which case it says so instead of leaving the person with nothing
 
 from __future__ import annotations
 
+import html
+
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QCloseEvent
 from PySide6.QtWidgets import (
@@ -39,7 +41,7 @@ class MainWindow(QMainWindow):
     ) -> None:
         super().__init__(parent)
         self.worker = worker
-        self.actions = actions
+        self.app_actions = actions  # not `actions`: QWidget.actions() is Qt's
         self.tray_available = tray_available
         self.setWindowTitle(tr("app.name"))
         self.setWindowIcon(app_icon())
@@ -114,8 +116,13 @@ class MainWindow(QMainWindow):
         self.update_view(worker.last_view or EngineView(EngineSnapshot()))
 
     def show_notice(self, title: str, text: str) -> None:
-        self.notice.setText(f"<b>{title}</b><br>{text}".replace("\n", "<br>"))
+        body = html.escape(text).replace("\n", "<br>")
+        self.notice.setText(f"<b>{html.escape(title)}</b><br>{body}")
         self.notice.show()
+
+    def clear_notice(self) -> None:
+        self.notice.clear()
+        self.notice.hide()
 
     def update_view(self, view: EngineView) -> None:
         self.view = view
@@ -158,4 +165,4 @@ class MainWindow(QMainWindow):
             self.hide()
         else:
             event.accept()
-            self.actions.quit()
+            self.app_actions.quit()

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from datetime import datetime, time, timedelta
 from typing import Any
 
+from companion.config import parse_hhmm
 from companion.gui.events import (
     ConflictsCreated,
     DreamLanded,
@@ -55,17 +56,6 @@ class Notification:
     buttons: tuple[tuple[str, Action], ...] = ()
 
 
-def parse_hhmm(value: str) -> time | None:
-    """`time` for a valid "HH:MM" (24-hour clock), else None."""
-    parts = value.strip().split(":") if isinstance(value, str) else []
-    if len(parts) != 2 or not all(p.isdigit() and len(p) == 2 for p in parts):
-        return None
-    hours, minutes = int(parts[0]), int(parts[1])
-    if hours > 23 or minutes > 59:
-        return None
-    return time(hours, minutes)
-
-
 def dream_counts_text(counts: Mapping[str, int]) -> str:
     """ "2 consolidated, 1 promoted" (known kinds in a fixed order, zeros left out)."""
     keys = {
@@ -81,7 +71,10 @@ def dream_counts_text(counts: Mapping[str, int]) -> str:
 
 def _morning(now: datetime, cfg: Mapping[str, Any]) -> datetime | None:
     """Today's morning notification time if it is still ahead, else None (show now)."""
-    at = parse_hhmm(str(cfg.get("morning_time", "08:00"))) or time(8, 0)
+    try:
+        at = parse_hhmm(str(cfg.get("morning_time", "08:00")))
+    except ValueError:  # the config schema refuses it; a hand-built mapping may still hold it
+        at = time(8, 0)
     morning = now.replace(hour=at.hour, minute=at.minute, second=0, microsecond=0)
     return morning if now < morning else None
 

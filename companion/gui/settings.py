@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from PySide6.QtCore import Qt, QUrl, Signal
+from PySide6.QtGui import QColor
 from PySide6.QtWidgets import (
     QCheckBox,
     QComboBox,
@@ -48,7 +49,8 @@ log = get_logger("gui.settings")
 
 IGNORE_FILE = ".companionignore"
 TABS = ("sync", "keys", "schedule", "memory", "advanced")
-ERROR_STYLE = "color: #cf222e;"
+ERROR_COLOR = "#cf222e"
+ERROR_STYLE = f"color: {ERROR_COLOR};"
 
 
 @dataclass(frozen=True)
@@ -80,6 +82,7 @@ class _Field:
     get: Callable[[], Any]
     check: Callable[[Any], str | None]
     error: QLabel
+    tab: int  # index of the tab the field is on
 
 
 class SettingsWindow(QDialog):
@@ -110,11 +113,23 @@ class SettingsWindow(QDialog):
         self.setMinimumWidth(560)
 
         self.tabs = QTabWidget()
-        self.tabs.addTab(self._sync_tab(), tr("settings.tab.sync"))
-        self.tabs.addTab(self._keys_tab(), tr("settings.tab.keys"))
-        self.tabs.addTab(self._schedule_tab(), tr("settings.tab.schedule"))
-        self.tabs.addTab(self._memory_tab(), tr("settings.tab.memory"))
-        self.tabs.addTab(self._advanced_tab(), tr("settings.tab.advanced"))
+        self._tab_labels = [
+            tr("settings.tab.sync"),
+            tr("settings.tab.keys"),
+            tr("settings.tab.schedule"),
+            tr("settings.tab.memory"),
+            tr("settings.tab.advanced"),
+        ]
+        builders = (
+            self._sync_tab,
+            self._keys_tab,
+            self._schedule_tab,
+            self._memory_tab,
+            self._advanced_tab,
+        )
+        for index, (build, label) in enumerate(zip(builders, self._tab_labels, strict=True)):
+            self._building_tab = index
+            self.tabs.addTab(build(), label)
 
         self.status = QLabel()
         self.status.setWordWrap(True)
@@ -164,8 +179,15 @@ class SettingsWindow(QDialog):
         check: Callable[[Any], str | None] = lambda _v: None,
         holder: QWidget | None = None,
     ) -> _Field:
-        """Put `widget` on the form, load its value from the config, check it on every edit."""
+        """Put `widget` on the form, load its value from the config, check it on every edit.
+
+        A value the config file holds but the schema refused is shown as written, so the field
+        is marked in red where the person can fix it.
+        """
         value = self.config.get(section, name)
+        raw = self.config.raw_value(section, name)
+        if isinstance(widget, QLineEdit | QComboBox) and isinstance(raw, str):
+            value = raw
         if isinstance(widget, QLineEdit):
             widget.setText(str(value))
             widget.textChanged.connect(self.revalidate)
@@ -192,7 +214,7 @@ class SettingsWindow(QDialog):
             raise TypeError(widget)
         error = self._error_label()
         self._row(form, label, holder or widget, error)
-        f = _Field(section, name, get, check, error)
+        f = _Field(section, name, get, check, error, self._building_tab)
         self.fields.append(f)
         return f
 
@@ -502,7 +524,22 @@ class SettingsWindow(QDialog):
         self.ignore_error.setText(errors.get("ignore", ""))
         self.ignore_error.setVisible("ignore" in errors)
         self.save_button.setEnabled(not errors)
-        self.status.setText(tr("settings.fix_errors") if errors else "")
+        # The tabs holding a bad field are marked too, and named: the field may be on a tab
+        # that is not the one showing.
+        bad_tabs = sorted(
+            {f.tab for f in self.fields if f"{f.section}.{f.name}" in errors}
+            | ({TABS.index("advanced")} if "ignore" in errors else set())
+        )
+        bar = self.tabs.tabBar()
+        for index, label in enumerate(self._tab_labels):
+            marked = index in bad_tabs
+            self.tabs.setTabText(index, f"⚠ {label}" if marked else label)
+            bar.setTabTextColor(index, QColor(ERROR_COLOR) if marked else QColor())
+        if errors:
+            names = ", ".join(self._tab_labels[i] for i in bad_tabs)
+            self.status.setText(tr("settings.fix_errors_on", tabs=names))
+        else:
+            self.status.setText("")
         self.status.setStyleSheet(ERROR_STYLE)
         self._update_buttons()
 

@@ -86,12 +86,15 @@ def app_log(caplog: pytest.LogCaptureFixture) -> Iterator[pytest.LogCaptureFixtu
     import logging
 
     logger = logging.getLogger("companion")
-    logger.addHandler(caplog.handler)
+    attach = not logger.propagate  # else the record reaches caplog through the root already
+    if attach:
+        logger.addHandler(caplog.handler)
     old_level = logger.level
     logger.setLevel(logging.DEBUG)
     caplog.handler.setLevel(logging.DEBUG)
     try:
         yield caplog
     finally:
-        logger.removeHandler(caplog.handler)
+        if attach:
+            logger.removeHandler(caplog.handler)
         logger.setLevel(old_level)

@@ -94,6 +94,7 @@ def chapter_dream(world: DemoWorld) -> None:
 
     from companion.demo.sample import write_hermes_state
     from companion.dream import run_dream
+    from companion.dream.summary import change_text
     from companion.memory import Snapshot
 
     say("6. The nightly dream on the server (02:00 Europe/Madrid)")
@@ -117,7 +118,7 @@ def chapter_dream(world: DemoWorld) -> None:
     summary = ", ".join(f"{v} {k}" for k, v in counts.items() if v and k != "candidates")
     click.echo(f"Dream report: {summary or 'nothing changed'}")
     for c in report.changes:
-        click.echo(f"  {c.kind:<12} {c.note}: {c.summary}")
+        click.echo(f"  {c.kind:<12} {c.note}: {change_text(c, 'en')}")
     if report.path is not None:
         click.echo(f"Machine-readable report: {report.path.relative_to(world.server_vault)}")
     verify = report.to_dict().get("verify") or {}

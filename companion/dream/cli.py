@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
-import difflib
 import json
 import re
 from pathlib import Path
@@ -14,7 +13,9 @@ import click
 
 from companion.cli import AppContext, pass_app
 from companion.dream.report import DreamReport
+from companion.dream.summary import change_text
 from companion.errors import InputError
+from companion.language import interface_language
 
 _WINDOW = re.compile(r"^\s*(\d+)\s*(h|hours?|d|days?)?\s*$", re.I)
 
@@ -50,21 +51,10 @@ def _vault(app: AppContext, vault: Path | None) -> Path:
 
 
 def _diff(rep: DreamReport) -> list[str]:
-    out: list[str] = []
-    for c in rep.run_changes:
-        out.extend(
-            difflib.unified_diff(
-                (c.before or "").splitlines(),
-                (c.after or "").splitlines(),
-                fromfile=f"a/{c.note}" if c.before is not None else "/dev/null",
-                tofile=f"b/{c.note}",
-                lineterm="",
-            )
-        )
-    return out
+    return [line for c in rep.run_changes for line in c.diff_lines()]
 
 
-def _print_report(rep: DreamReport, *, dry_run: bool) -> None:
+def _print_report(rep: DreamReport, *, dry_run: bool, lang: str = "en") -> None:
     w = rep.window or {}
     head = f"Dream of {rep.date} ({rep.distiller} distiller, {rep.ran_on})"
     if w:
@@ -78,8 +68,8 @@ def _print_report(rep: DreamReport, *, dry_run: bool) -> None:
         return
     if rep.nothing_changed:
         click.echo("  Nothing changed." + (" (dry run)" if dry_run else ""))
-    for c in rep.run_changes:
-        click.echo(f"  {c.kind:<12} {c.note}: {c.summary}")
+    for c in rep.run_changes:  # the summaries in the interface's language ([gui] language)
+        click.echo(f"  {c.kind:<12} {c.note}: {change_text(c, lang)}")
     if rep.skipped:
         by: dict[str, int] = {}
         for s in rep.skipped:
@@ -293,7 +283,7 @@ def dream(
                 sync=hook,
             )
     except DreamSyncError as exc:
-        _print_report(exc.report, dry_run=False)
+        _print_report(exc.report, dry_run=False, lang=interface_language(config))
         raise
     if as_json:
         data = rep.to_dict(explain=explain)
@@ -305,6 +295,6 @@ def dream(
     if dry_run:
         for line in _diff(rep):
             click.echo(line)
-    _print_report(rep, dry_run=dry_run)
+    _print_report(rep, dry_run=dry_run, lang=interface_language(config))
     if explain:
         _print_explain(rep)

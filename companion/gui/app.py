@@ -20,6 +20,8 @@ from PySide6.QtCore import QLocale, QObject, QSocketNotifier, QTimer, Signal
 from PySide6.QtWidgets import QApplication, QSystemTrayIcon
 
 from companion.config import Config
+from companion.dream.report import ReportError, read_report
+from companion.dream.undo import NoteLocator
 from companion.gui.actions import AppActions
 from companion.gui.bridge import EngineFacade, EngineWorker, IdleEngine
 from companion.gui.dreamclock import NO_RELAY, OFFLINE, Decision, DreamClock, utc_now
@@ -36,7 +38,6 @@ from companion.gui.notify_policy import (
     Action,
     notifications_for,
 )
-from companion.gui.report import NoteLocator, ReportError, load_report
 from companion.gui.secretmove import NameAsker, SecretMover, ask_name_dialog
 from companion.gui.single import SingleInstance, server_name
 from companion.gui.tray import TrayController, app_icon
@@ -382,7 +383,7 @@ class CompanionApp(QObject):
         if decision.cause == NO_RELAY or not isinstance(result, Path):
             return  # the only dreamer (its report's own notification says it) / skipped
         try:
-            rep = load_report(result)
+            rep = read_report(result)
         except ReportError as exc:
             log.warning("cannot read the local dream's report: %s", exc)
             return

@@ -12,6 +12,7 @@ from datetime import datetime, time, timedelta
 from typing import Any
 
 from companion.config import parse_hhmm
+from companion.dream.report import KINDS
 from companion.gui.events import (
     ConflictsCreated,
     DreamLanded,
@@ -23,7 +24,6 @@ from companion.gui.events import (
     SecretFound,
 )
 from companion.gui.i18n import N_, tr
-from companion.gui.report import KINDS
 
 # What clicking a notification does (Action.kind).
 OPEN_REVIEW = "open_review"  # target: the dream report path

@@ -288,12 +288,13 @@ def _no_gui_reason(mode: str, environ: Any = None) -> str | None:
         return "--headless"
     if mode == "always":
         return None
+    from companion.gui.display import display_problem  # Qt-free
+
     env = os.environ if environ is None else environ
     if env.get("QT_QPA_PLATFORM", "") == "offscreen":
         return "QT_QPA_PLATFORM is offscreen"
-    if not (env.get("DISPLAY") or env.get("WAYLAND_DISPLAY")):
-        return "no display (neither DISPLAY nor WAYLAND_DISPLAY is set)"
-    return None
+    problem = display_problem(env)
+    return f"no display ({problem})" if problem else None
 
 
 def _morning_gui(world: DemoWorld, report: Path, notes: list[Any]) -> None:

@@ -22,8 +22,10 @@ from PySide6.QtWidgets import QApplication, QSystemTrayIcon
 from companion.config import Config
 from companion.dream.report import ReportError, read_report
 from companion.dream.undo import NoteLocator
+from companion.errors import CompanionError
 from companion.gui.actions import AppActions
 from companion.gui.bridge import EngineFacade, EngineWorker, IdleEngine
+from companion.gui.display import display_problem
 from companion.gui.dreamclock import NO_RELAY, OFFLINE, Decision, DreamClock, utc_now
 from companion.gui.events import EngineEvent, LocalDreamRan, RelayUnreachable, SecretFound
 from companion.gui.i18n import current_language, set_language, tr
@@ -476,8 +478,21 @@ class SignalQuit:
             pass
 
 
+class NoDisplay(CompanionError):
+    """No display to show the app on (exit status 2, like any bad setup)."""
+
+    exit_code = 2
+
+
 def run_tray(app_ctx: Any, argv: list[str] | None = None) -> int:
     """Start the desktop app (or wake the one already running) and return its exit status."""
+    if QApplication.instance() is None:
+        problem = display_problem()
+        if problem is not None:  # Qt would abort (SIGABRT) with a page of plugin messages
+            raise NoDisplay(
+                f"the desktop app needs a display, and there is none here: {problem}. "
+                "On a server, sync with `companion watch VAULT` instead"
+            )
     app = QApplication.instance() or QApplication(argv or sys.argv[:1])
     assert isinstance(app, QApplication)
     app.setApplicationName("vault-companion")

@@ -112,7 +112,7 @@ def settings_hooks(config: Config) -> SettingsHooks:
             req.passphrase,
         )
 
-    hooks = SettingsHooks(join=join)
+    hooks = SettingsHooks(join=join, sync_state=lambda folder: keys.sync_state(paths, folder))
     if keys.is_sync_copy(paths, str(config.get("vault", "path") or "")):
         hooks.fingerprint = lambda: keys.fingerprint(paths, config, vault())
         hooks.export_recovery_key = lambda: keys.export_recovery_key(paths, config, vault())

@@ -9,6 +9,7 @@ message ever repeats them.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -27,7 +28,13 @@ from companion.relay.client import RelayClient
 from companion.relay.errors import ConflictError
 from companion.secrets.store import SecretStore, open_store
 from companion.sync.device import DeviceState
-from companion.sync.join import JoinResult, join_vault, kdf_params, passphrase_source
+from companion.sync.join import (
+    JoinResult,
+    join_vault,
+    kdf_params,
+    passphrase_source,
+    remember_join,
+)
 
 log = get_logger("gui.keys")
 
@@ -60,6 +67,25 @@ def is_sync_copy(paths: DevicePaths, vault: PathLike | None) -> bool:
         return DeviceState.load(paths, root).key_ready
     except CompanionError:
         return False
+
+
+def sync_state(paths: DevicePaths, vault: PathLike | None) -> DeviceState | None:
+    """How `vault` joined its relay on this device (relay, device name, kind), or None when
+    it is not a sync copy here. What the settings window shows instead of the config's
+    `[sync]` defaults, which only serve the next join."""
+    if not vault:
+        return None
+    folder = Path(vault).expanduser()
+    if not folder.is_dir():
+        return None
+    root = os.path.realpath(folder)
+    if not DeviceState.exists(paths, root):
+        return None
+    try:
+        return DeviceState.load(paths, root)
+    except CompanionError as exc:
+        log.warning("cannot read the sync state of %s: %s", root, exc)
+        return None
 
 
 def _context(paths: DevicePaths, config: Any, vault: PathLike) -> KeyContext:
@@ -156,13 +182,15 @@ def join(
     `companion init` does without a terminal.
     """
     store = open_store(config)
+    source: Callable[[str, bool], str]
     if passphrase:
         register_secret(passphrase)
         phrase = passphrase
 
-        def source(_vault_id: str, _creating: bool) -> str:
+        def typed(_vault_id: str, _creating: bool) -> str:
             return phrase
 
+        source = typed
     else:
         source = passphrase_source(store, interactive=False)
     result = join_vault(
@@ -176,10 +204,5 @@ def join(
         passphrase=source,
         kdf=kdf,
     )
-    state = result.state
-    config.set("vault", "path", state.vault_root)
-    config.set("sync", "relay_url", state.relay_url)
-    config.set("sync", "device_name", state.device_name)
-    config.set("sync", "kind", state.kind)
-    config.save()
+    remember_join(config, result.state)
     return result

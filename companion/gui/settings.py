@@ -73,6 +73,9 @@ class SettingsHooks:
     fingerprint: Callable[[], str | None] | None = None
     export_recovery_key: Callable[[], str] | None = None
     open_url: Callable[[QUrl], bool] | None = None
+    # how a folder joined its relay on this device (`keys.sync_state`): an object with
+    # relay_url, device_name, kind and vault_id, or None when it is not a sync copy here
+    sync_state: Callable[[str], Any] | None = None
 
 
 @dataclass
@@ -292,23 +295,68 @@ class SettingsWindow(QDialog):
         self.invite_code.setPlaceholderText(tr("settings.invite_hint"))
         self.join_button = QPushButton(tr("settings.join"))
         self.join_button.clicked.connect(self._join)
-        box = QWidget()
-        h = QHBoxLayout(box)
+        self._invite_box = QWidget()
+        h = QHBoxLayout(self._invite_box)
         h.setContentsMargins(0, 0, 0, 0)
         h.addWidget(self.invite_code, 1)
         h.addWidget(self.join_button)
-        form.addRow(tr("settings.invite"), box)
+        form.addRow(tr("settings.invite"), self._invite_box)
         self.invite_code.textChanged.connect(self._update_buttons)
         self.join_pass = QLineEdit()
         self.join_pass.setEchoMode(QLineEdit.EchoMode.Password)
         self.join_pass.setPlaceholderText(tr("settings.join_pass_hint"))
+        self.join_pass.setToolTip(tr("settings.join_pass_hint"))
         self.join_pass.textChanged.connect(self._update_buttons)
         self.join_pass_error = self._error_label()
         self._row(form, tr("settings.join_pass"), self.join_pass, self.join_pass_error)
+        self._join_pass_box = self.join_pass.parentWidget()
+        # a folder that already syncs: how it joined, instead of the invite and join fields
+        self.joined = QLabel()
+        self.joined.setWordWrap(True)
+        self.joined.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        form.addRow(tr("settings.joined_label"), self.joined)
+        self._sync_form = form
         if self.hooks.join is None:
             self._unavailable(self.join_button)
         self._hint(form, tr("settings.hint.sync"))
+        self.vault_path.textChanged.connect(self._show_joined)
+        self._show_joined()
         return tab
+
+    def _show_joined(self, *_: object) -> None:
+        """A folder set up for sync on this device shows the relay and the device name it
+        joined with, read-only (the engine syncs with those, not with the config's `[sync]`
+        defaults); any other folder shows the fields to join with an invite."""
+        hook = self.hooks.sync_state
+        state = hook(self.vault_path.text().strip()) if hook is not None else None
+        form = self._sync_form
+        joined = state is not None
+        for edit in (self.relay_url, self.device_name):
+            edit.setReadOnly(joined)
+            edit.setToolTip(tr("settings.joined_field") if joined else "")
+        if state is not None:
+            self.relay_url.setText(str(state.relay_url))
+            self.device_name.setText(str(state.device_name))
+            kind = {"human": tr("settings.kind.human"), "agent": tr("settings.kind.agent")}.get(
+                str(state.kind), ""
+            )
+            self.joined.setText(
+                tr(
+                    "settings.joined_as",
+                    device=state.device_name,
+                    kind=kind or state.kind,
+                    relay=state.relay_url,
+                    vault=state.vault_id,
+                )
+            )
+        elif self.relay_url.isReadOnly() is False and getattr(self, "_was_joined", False):
+            self.relay_url.setText(str(self.config.raw_value("sync", "relay_url")))
+            self.device_name.setText(str(self.config.raw_value("sync", "device_name")))
+        self._was_joined = joined
+        form.setRowVisible(self.joined, joined)
+        form.setRowVisible(self._invite_box, not joined)
+        if self._join_pass_box is not None:
+            form.setRowVisible(self._join_pass_box, not joined)
 
     def _keys_tab(self) -> QWidget:
         tab = QWidget()

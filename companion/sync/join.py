@@ -23,6 +23,7 @@ import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -180,6 +181,17 @@ def join_vault(
     state.store_key(store, key)
     state.save(paths)
     return JoinResult(state, created, resumed)
+
+
+def remember_join(config: Any, state: DeviceState) -> None:
+    """Make the joined copy this device's vault in the config: `[vault] path`, and the
+    relay, device name and kind it joined with (never a secret). The desktop app's join and
+    `companion init` both call it, so the tray app finds the vault either way."""
+    config.set("vault", "path", state.vault_root)
+    config.set("sync", "relay_url", state.relay_url)
+    config.set("sync", "device_name", state.device_name)
+    config.set("sync", "kind", state.kind)
+    config.save()
 
 
 def _unlock(

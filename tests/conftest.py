@@ -98,3 +98,65 @@ def app_log(caplog: pytest.LogCaptureFixture) -> Iterator[pytest.LogCaptureFixtu
         if attach:
             logger.removeHandler(caplog.handler)
         logger.setLevel(old_level)
+
+
+XVFB_DISPLAYS = range(51, 60)  # the display numbers this project's tests may use
+
+
+@pytest.fixture
+def x_desktop() -> Iterator[dict[str, str]]:
+    """A real X screen (Xvfb on a free display of :51-:59) with a tray host (trayer), for the
+    few tests whose bug only shows on a real desktop. Yields the environment to run Qt on it;
+    both processes are stopped afterwards, whatever happened."""
+    import shutil
+    import signal
+
+    from companion.gui.display import display_problem
+
+    missing = [tool for tool in ("Xvfb", "trayer") if shutil.which(tool) is None]
+    if missing:
+        pytest.fail(f"needs {', '.join(missing)} (apt-get install xvfb trayer; see .ci/run)")
+    procs: list[subprocess.Popen[bytes]] = []
+    try:
+        for number in XVFB_DISPLAYS:
+            if Path(f"/tmp/.X{number}-lock").exists():
+                continue
+            proc = subprocess.Popen(
+                ["Xvfb", f":{number}", "-screen", "0", "1280x800x24", "-nolisten", "tcp"],
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+            )
+            display = {"DISPLAY": f":{number}"}
+            try:
+                wait_for(
+                    lambda p=proc, d=display: p.poll() is not None or display_problem(d) is None,
+                    10,
+                    "Xvfb",
+                )
+            except AssertionError:
+                proc.kill()
+                proc.wait()
+                continue
+            if proc.poll() is None:
+                procs.append(proc)
+                break
+        else:
+            pytest.fail("no free X display among :51-:59")
+        env = {"DISPLAY": f":{number}", "QT_QPA_PLATFORM": "xcb"}
+        tray = subprocess.Popen(
+            ["trayer", "--edge", "top", "--align", "right", "--SetDockType", "true"],
+            env={**os.environ, **env},
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        procs.append(tray)
+        yield env
+    finally:
+        for proc in reversed(procs):
+            if proc.poll() is None:
+                proc.send_signal(signal.SIGTERM)
+                try:
+                    proc.wait(5)
+                except subprocess.TimeoutExpired:
+                    proc.kill()
+                    proc.wait()

@@ -252,6 +252,7 @@ class CompanionApp(QObject):
             self.settings.setWindowIcon(app_icon())
             self.settings.saved.connect(self._settings_saved)
             self.settings.runner.call_done.connect(self._settings_task_done)
+            log.info("settings window opened")
         if tab:
             self.settings.show_tab(tab)
         self.settings.show()
@@ -280,6 +281,7 @@ class CompanionApp(QObject):
             window.setWindowIcon(app_icon())
             window.reverted.connect(lambda _paths: self.worker.refresh())
             self.reviews[report] = window
+            log.info("review window opened on %s", report)
         else:
             window.reload()
         window.show()
@@ -425,9 +427,18 @@ class CompanionApp(QObject):
             self.move_secret(SecretFound(action.target, action.detail, action.line))
 
     def handle_message(self, message: str) -> None:
-        """A request from a second start ("show")."""
+        """A request from another process of this user (`SingleInstance.send`): "show" (a
+        second start), "settings", "review" (the last dream report) or "quit" (an
+        uninstaller, a session script): the same commands as the tray menu's."""
+        log.info("message from another process: %s", message)
         if message == "show":
             self.show_main()
+        elif message == "settings":
+            self.actions.open_settings()
+        elif message == "review":
+            self.actions.open_last_report()
+        elif message == "quit":
+            self.actions.quit()
 
     def shutdown(self) -> None:
         """Stop timers, the dream clock, running calls (bounded) and the engine; idempotent."""
@@ -440,10 +451,22 @@ class CompanionApp(QObject):
         close_engine(self.worker.engine)
 
     def quit(self) -> None:
+        """Quit: every window goes at once, then the engine stops, then the event loop ends.
+
+        `QApplication.exit`, not `quit`: Qt 6's `quit()` first asks every visible window to
+        close and gives up if one refuses, and the main window refuses while there is a tray
+        (closing it only hides it), so Quit left the app running whenever it was open.
+        """
+        log.info("quitting")
+        if self.main is not None:
+            self.main.allow_close = True
+        for window in [self.main, self.settings, *self.reviews.values()]:
+            if window is not None:
+                window.hide()
         self.shutdown()
         app = QApplication.instance()
         if app is not None:
-            app.quit()
+            app.exit(0)
 
 
 class SignalQuit:

@@ -43,6 +43,7 @@ class MainWindow(QMainWindow):
         self.worker = worker
         self.app_actions = actions  # not `actions`: QWidget.actions() is Qt's
         self.tray_available = tray_available
+        self.allow_close = False  # set when the app quits: closing then really closes
         self.setWindowTitle(tr("app.name"))
         self.setWindowIcon(app_icon())
 
@@ -160,7 +161,7 @@ class MainWindow(QMainWindow):
         b["last_report"].setEnabled(view.latest_report is not None)
 
     def closeEvent(self, event: QCloseEvent) -> None:  # noqa: N802 - Qt's name
-        if self.tray_available:
+        if self.tray_available and not self.allow_close:
             event.ignore()  # the tray keeps the app; the window just hides
             self.hide()
         else:

@@ -86,14 +86,14 @@ def test_the_ledger_is_not_a_dream_report(tmp_path: Path) -> None:
     from companion.gui import i18n
     from companion.gui.notify_policy import notifications_for
 
-    for lang, title in (("en", "Dream of 2025-11-28 landed"), ("es", "del 2025-11-28")):
+    for lang, title in (("en", "Dream of 2025-11-28: 1 consolidated"), ("es", "del 2025-11-28")):
         i18n.set_language(lang)
         try:
             (note,) = notifications_for(events[:1], {"morning_time": "00:00"}, datetime.now())
         finally:
             i18n.set_language("en")
         assert title in note.title and "ledger" not in note.title + note.body
-        assert note.body.startswith(("1 consolidated", "1 consolidada"))
+        assert note.title.endswith(("1 recorded", "1 anotada"))
 
 
 def test_no_vault_is_an_error_state(tmp_path: Path) -> None:

@@ -38,6 +38,8 @@ from companion.gui.notify_policy import (
     OPEN_SETTINGS,
     SHOW_MAIN,
     Action,
+    dream_now_finished,
+    dream_now_started,
     notifications_for,
 )
 from companion.gui.secretmove import NameAsker, SecretMover, ask_name_dialog
@@ -202,6 +204,7 @@ class CompanionApp(QObject):
         self.worker.events_ready.connect(self.on_events)
         self.worker.view_ready.connect(self._track_offline)
         self.worker.view_ready.connect(self._start_dream_clock)
+        self.worker.call_started.connect(self._call_started)
         self.worker.call_done.connect(self._call_done)
         self.worker.call_failed.connect(self._call_failed)
 
@@ -335,6 +338,7 @@ class CompanionApp(QObject):
 
     def notice(self, title: str, text: str) -> None:
         """A message the person should see now (an engine call failed, ...)."""
+        log.info("notice: %s — %s", title, text.replace("\n", " / "))
         if self.tray is not None and self.tray.icon.isVisible():
             self.tray.icon.showMessage(title, text, QSystemTrayIcon.MessageIcon.Warning, 8000)
         self._show_in_main(title, text, force=self.tray is None)
@@ -379,8 +383,31 @@ class CompanionApp(QObject):
             return False
         return True
 
+    def _call_started(self, name: str) -> None:
+        if name == "dream_now" and self._local_dream is None:  # pressed by the person
+            self.notifications.submit([dream_now_started()])
+            self.worker.refresh()  # the tray shows it dreaming now, not at the next poll
+
+    def _dream_now_done(self, result: object) -> None:
+        """The end of a dream started by hand: what it did, said once (the report's own
+        "dream landed" is then not shown again for the same night)."""
+        if not isinstance(result, Path):
+            self.notifications.submit([dream_now_finished(None, "", "local", {})])
+            return
+        try:
+            rep = read_report(result)
+        except ReportError as exc:
+            log.warning("cannot read the dream's report: %s", exc)
+            return
+        self.notifications.mark_seen(f"dream:{rep.date}")
+        done = dream_now_finished(str(result), rep.date, rep.ran_on, dict(rep.counts))
+        self.notifications.submit([done])
+
     def _call_done(self, name: str, result: object) -> None:
-        if name != "dream_now" or self._local_dream is None:
+        if name != "dream_now":
+            return
+        if self._local_dream is None:
+            self._dream_now_done(result)
             return
         decision, self._local_dream = self._local_dream, None
         self.dreamclock.finished(True)

@@ -120,9 +120,12 @@ class Notifier(QObject):
             from desktop_notifier import Button, Urgency
 
             key = n.key
+
+            def pressed(action: Action) -> Callable[[], None]:
+                return lambda: self._button_pressed.emit(action)
+
             buttons = [
-                Button(title=label, on_pressed=lambda a=action: self._button_pressed.emit(a))
-                for label, action in n.buttons
+                Button(title=label, on_pressed=pressed(action)) for label, action in n.buttons
             ]
             assert self._loop is not None
             self._loop.submit(

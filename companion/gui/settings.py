@@ -305,7 +305,7 @@ class SettingsWindow(QDialog):
         self.join_pass = QLineEdit()
         self.join_pass.setEchoMode(QLineEdit.EchoMode.Password)
         self.join_pass.setPlaceholderText(tr("settings.join_pass_hint"))
-        self.join_pass.setToolTip(tr("settings.join_pass_hint"))
+        self.join_pass.setToolTip(tr("settings.join_pass_help"))
         self.join_pass.textChanged.connect(self._update_buttons)
         self.join_pass_error = self._error_label()
         self._row(form, tr("settings.join_pass"), self.join_pass, self.join_pass_error)

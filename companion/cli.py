@@ -137,6 +137,12 @@ def main(argv: list[str] | None = None) -> None:
     except click.exceptions.Abort:
         click.echo("Aborted.", err=True)
         sys.exit(130)
+    except click.BadParameter as exc:
+        if isinstance(exc, click.MissingParameter):  # the usage line says what is missing
+            exc.show()
+        else:  # a bad value (a path that does not exist, a file for a folder): one line
+            click.echo(f"error: {' '.join(exc.format_message().split())}", err=True)
+        sys.exit(exc.exit_code)
     except click.ClickException as exc:
         exc.show()
         sys.exit(exc.exit_code)

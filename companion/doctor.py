@@ -359,7 +359,7 @@ def check_relay(c: Context) -> Check:
             "relay",
             "FAIL",
             str(exc),
-            "the URL must be the relay's base URL: <URL>/v1/health must answer",
+            "the URL must be the relay's base URL (URL/v1/health must answer)",
         )
     c.relay_time = (sent, float(health["time"]), received)
     detail = f"{url} answers in {(received - sent) * 1000:.0f} ms (relay {health['version']})"

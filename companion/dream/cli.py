@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import json
+import os
 import re
 from pathlib import Path
 from typing import Any
@@ -47,6 +48,14 @@ def _vault(app: AppContext, vault: Path | None) -> Path:
     vault = vault.expanduser()
     if not vault.is_dir():
         raise InputError(f"{vault} is not a vault folder")
+    from companion.sync.device import DeviceState  # noqa: PLC0415
+    from companion.vault.layout import looks_like_vault  # noqa: PLC0415
+
+    if not looks_like_vault(vault) and not DeviceState.exists(app.paths, os.path.realpath(vault)):
+        raise InputError(
+            f"{vault} is not a vault (no Home.md, knowledge/, projects/, journal/ or .obsidian/);"
+            f" nothing was written. Make it one with `companion vault init {vault}`"
+        )
     return vault
 
 

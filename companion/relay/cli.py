@@ -37,9 +37,11 @@ def _when(ts: float | None) -> str:
     return datetime.fromtimestamp(ts, UTC).strftime("%Y-%m-%d %H:%M UTC")
 
 
-def _open(data: Path, must_exist: bool = True) -> SqliteStorage:
+def _open(data: Path, must_exist: bool = True, hint: str = "") -> SqliteStorage:
     if must_exist and not (data / "relay.db").is_file():
-        raise InputError(f"no relay data in {data} (start one with: companion relay serve --data)")
+        raise InputError(
+            f"no relay in {data}: give the folder `companion relay serve --data` uses{hint}"
+        )
     try:
         return SqliteStorage(data)
     except OSError as exc:
@@ -151,7 +153,12 @@ def serve(
 @click.option("--vault", "vault_id", metavar="ID", help="The vault to invite to (several vaults).")
 @click.option("--new-vault", is_flag=True, help="Create another vault and invite its first device.")
 @click.option("--expires", default="24h", show_default=True, help="Lifetime: e.g. 30m, 24h, 7d.")
-def invite(data: Path, vault_id: str | None, new_vault: bool, expires: str) -> None:
+@click.option(
+    "--create",
+    is_flag=True,
+    help="Create the relay's data folder if it holds no relay yet (`serve` creates it too).",
+)
+def invite(data: Path, vault_id: str | None, new_vault: bool, expires: str, create: bool) -> None:
     """Print a one-time invite code that admits one device to a vault.
 
     On a relay with no vault yet, the first invite creates one (the first device to join sets
@@ -161,9 +168,10 @@ def invite(data: Path, vault_id: str | None, new_vault: bool, expires: str) -> N
     Example:
       companion relay invite --data /srv/relay
       companion relay invite --data /srv/relay --vault 3f9a0c1d2e4b5a69 --expires 1h
+      companion relay invite --data /srv/new-relay --create
     """
     ttl = parse_duration(expires)
-    store = _open(data, must_exist=False)
+    store = _open(data, must_exist=not create, hint=", or pass --create to start a new relay")
     try:
         issued = issue_invite(store, vault_id=vault_id, new_vault=new_vault, ttl=ttl)
     except InviteTargetError as exc:

@@ -154,8 +154,9 @@ def init(
     import socket
 
     from companion.secrets.store import open_store
-    from companion.sync.join import join_vault, passphrase_source, remember_join
+    from companion.sync.join import check_vault_root, join_vault, passphrase_source, remember_join
 
+    check_vault_root(vault, app.paths)  # before anything is opened or written
     store = open_store(app.config)
     result = join_vault(
         app.paths,

@@ -122,6 +122,31 @@ def passphrase_source(
     return get
 
 
+def check_vault_root(vault_root: str | os.PathLike[str], paths: DevicePaths) -> Path:
+    """The real path of a folder fit to become a vault copy, or `InputError` saying why not:
+    the root of the file system, a whole home folder, or a folder holding this device's own
+    config, data or state (its secrets would sync to every device) are refused."""
+    root = Path(os.path.realpath(os.path.expanduser(vault_root)))
+    shown = os.fspath(vault_root)
+    if root == Path(root.anchor):
+        raise InputError(f"{shown!r} is the root of the file system; give the vault's own folder")
+    home = Path(os.path.realpath(Path.home()))
+    if root == home:
+        raise InputError(
+            f"{shown!r} is your whole home folder; give a folder for the vault, e.g. ~/Vault"
+        )
+    for own in (paths.config_dir, paths.data_dir, paths.state_dir):
+        mine = Path(os.path.realpath(own))
+        if mine == root or mine.is_relative_to(root):
+            raise InputError(
+                f"{shown!r} holds this device's own folder {own} (its keys and secrets would "
+                "sync to every device); give a folder outside it"
+            )
+    if root.exists() and not root.is_dir():
+        raise InputError(f"{shown!r} exists and is not a folder")
+    return root
+
+
 def join_vault(
     paths: DevicePaths,
     store: SecretStore,
@@ -139,9 +164,7 @@ def join_vault(
     """Join (or create) the vault and store the token and key. See the module docstring."""
     if kind not in KINDS:
         raise InputError(f"--kind must be human or agent, not {kind!r}")
-    root = Path(os.path.realpath(vault_root))
-    if root.exists() and not root.is_dir():
-        raise InputError(f"{os.fspath(vault_root)!r} exists and is not a folder")
+    root = check_vault_root(vault_root, paths)
     root.mkdir(parents=True, exist_ok=True)
     resumed = False
     if DeviceState.exists(paths, root):

@@ -99,7 +99,7 @@ class DesktopWorld:
     # ---- setting up --------------------------------------------------------------------------
 
     def __enter__(self) -> DesktopWorld:
-        self.relay = ProcessRelay(self.relay_data)
+        self.relay = ProcessRelay(self.relay_data, die_with_parent=True)
         self._set_up_agent()
         self._set_up_laptop()
         return self

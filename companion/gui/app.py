@@ -16,7 +16,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from PySide6.QtCore import QLocale, QObject, QSocketNotifier, QTimer, Signal
+from PySide6.QtCore import QLocale, QObject, QSocketNotifier, QThread, QTimer, Signal
 from PySide6.QtWidgets import QApplication, QSystemTrayIcon
 
 from companion.config import Config
@@ -492,7 +492,9 @@ class CompanionApp(QObject):
                 window.hide()
         self.shutdown()
         app = QApplication.instance()
-        if app is not None:
+        # Only a running event loop is told to end: `exit` with none running would make every
+        # later event loop of this thread return at once (a test's, or a second app's).
+        if app is not None and QThread.currentThread().loopLevel() > 0:
             app.exit(0)
 
 

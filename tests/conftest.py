@@ -127,12 +127,12 @@ def x_desktop() -> Iterator[dict[str, str]]:
                 stderr=subprocess.DEVNULL,
             )
             display = {"DISPLAY": f":{number}"}
+
+            def up(p: subprocess.Popen[bytes] = proc, d: dict[str, str] = display) -> bool:
+                return p.poll() is not None or display_problem(d) is None
+
             try:
-                wait_for(
-                    lambda p=proc, d=display: p.poll() is not None or display_problem(d) is None,
-                    10,
-                    "Xvfb",
-                )
+                wait_for(up, 10, "Xvfb")
             except AssertionError:
                 proc.kill()
                 proc.wait()

@@ -65,13 +65,16 @@ def test_the_review_window_words_the_facts_in_the_interface_language(qtbot, drea
 
     fx, paths, config = dreamt
     rep = run_dream(fx.vault, config, NOW, paths=paths)
+    assert rep.path is not None
     i18n.set_language("es")
     try:
         w = ReviewWindow(rep.path, NoteLocator(fx.vault, fx.hermes_home / "memories"))
         qtbot.addWidget(w)
         seen = []
         for i in range(w.changes.topLevelItemCount()):
-            w.changes.setCurrentItem(w.changes.topLevelItem(i))
+            item = w.changes.topLevelItem(i)
+            assert item is not None
+            w.changes.setCurrentItem(item)
             seen.append(w.summary.text())
         assert any("lecciones añadidas" in s or "lección añadida" in s for s in seen), seen
         assert not any(ENGLISH_WORDS.search(s) for s in seen), seen

@@ -59,10 +59,13 @@ def test_the_app_shows_a_broken_config_once_and_refuses_the_local_dream(
     try:
         # in the window: the file, the key and the problem, in one message
         qtbot.waitUntil(lambda: app.main is not None and app.main.isVisible(), timeout=5000)
-        qtbot.waitUntil(lambda: "[dream] time" in app.main.notice.text(), timeout=5000)
-        assert str(cfg.file) in app.main.notice.text()
+        main = app.main
+        assert main is not None and app.tray is not None
+        qtbot.waitUntil(lambda: "[dream] time" in main.notice.text(), timeout=5000)
+        assert str(cfg.file) in main.notice.text()
         qtbot.waitUntil(lambda: app.worker.last_view is not None, timeout=5000)
-        assert tray_state(app.worker.last_view.snapshot) is TrayState.ERROR
+        view = app.worker.last_view
+        assert view is not None and tray_state(view.snapshot) is TrayState.ERROR
         assert "[dream] time" in app.tray.icon.toolTip()
         # several polls later: logged once, never a traceback
         for _ in range(3):

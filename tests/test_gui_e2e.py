@@ -82,12 +82,14 @@ def test_the_morning_on_the_laptop(qtbot, world: DesktopWorld) -> None:
 
         # -- clicking it opens the review: the real changes, diffs and provenance
         assert note.action is not None and note.action.kind == OPEN_REVIEW
+        assert note.action.target is not None
         app.run_action(note.action)
         review = app.reviews[Path(note.action.target)]
         assert review.isVisible()
         rows = {}
         for i in range(review.changes.topLevelItemCount()):
             item = review.changes.topLevelItem(i)
+            assert item is not None
             rows[item.text(0)] = item.text(2)
         assert set(rows) == {c.note for c in report.changes}
         assert rows["MEMORY.md"] == "on the agent's machine"

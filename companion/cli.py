@@ -60,6 +60,13 @@ class AppContext:
             self._config = load_config(self.paths)
         return self._config
 
+    def lenient_config(self) -> Config:
+        """The configuration even when the file has problems (`Config.problems` lists them,
+        defaults stand in): for the desktop app and `doctor`, which show them."""
+        if self._config is None:
+            self._config = load_config(self.paths, lenient=True)
+        return self._config
+
 
 class LazyGroup(click.Group):
     def _available(self) -> dict[str, str]:
@@ -120,7 +127,7 @@ def cli(ctx: click.Context, verbose: int) -> None:
         "companion %s: %s", __version__, ctx.invoked_subcommand or "tray"
     )
     ctx.obj = AppContext(paths=paths, verbose=verbose)
-    if ctx.invoked_subcommand not in ("config", "doctor") and not ctx.resilient_parsing:
+    if ctx.invoked_subcommand not in ("config", "doctor", None) and not ctx.resilient_parsing:
         _ = ctx.obj.config  # a bad config file stops every command with a clear error (exit 2)
     if ctx.invoked_subcommand is None:
         try:
@@ -137,6 +144,12 @@ def main(argv: list[str] | None = None) -> None:
     except click.exceptions.Abort:
         click.echo("Aborted.", err=True)
         sys.exit(130)
+    except click.BadParameter as exc:
+        if isinstance(exc, click.MissingParameter):  # the usage line says what is missing
+            exc.show()
+        else:  # a bad value (a path that does not exist, a file for a folder): one line
+            click.echo(f"error: {' '.join(exc.format_message().split())}", err=True)
+        sys.exit(exc.exit_code)
     except click.ClickException as exc:
         exc.show()
         sys.exit(exc.exit_code)

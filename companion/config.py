@@ -9,15 +9,74 @@ of being guessed at.
 from __future__ import annotations
 
 import copy
+import datetime as dt
+import re
 import tomllib
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import tomli_w
 
 from companion.errors import ConfigError
 from companion.paths import DevicePaths, device_paths
+
+# ---- value rules shared by every reader (CLI, desktop app, scheduler, doctor) -----------------
+
+_HHMM = re.compile(r"([01]?[0-9]|2[0-3]):([0-5][0-9])")  # ASCII digits only
+
+
+def parse_hhmm(text: str) -> dt.time:
+    """A time of day written H:MM or HH:MM on the 24-hour clock ("2:00" is "02:00").
+
+    The one parser of configured times: the config schema, the settings window, the nightly
+    schedule and the desktop dream clock all call it. Raises ValueError otherwise.
+    """
+    m = _HHMM.fullmatch(text.strip()) if isinstance(text, str) else None
+    if m is None:
+        raise ValueError(f"expected a time HH:MM on the 24-hour clock (e.g. 02:00), got {text!r}")
+    return dt.time(int(m.group(1)), int(m.group(2)))
+
+
+def hhmm_problem(value: str) -> str | None:
+    try:
+        parse_hhmm(value)
+    except ValueError as exc:
+        return str(exc)
+    return None
+
+
+def timezone_problem(value: str) -> str | None:
+    """None for an IANA time zone name zoneinfo knows (Europe/Madrid, UTC), else why not."""
+    try:
+        if value.strip() != value or not value:
+            raise ValueError(value)
+        ZoneInfo(value)
+    except (ZoneInfoNotFoundError, ValueError, OSError):
+        return f"unknown time zone {value!r} (use an IANA name such as Europe/Madrid)"
+    return None
+
+
+def url_problem(value: str) -> str | None:
+    """None for an empty value or an http(s) URL with a host (and a valid port)."""
+    if not value:
+        return None
+    bad = f"expected an http:// or https:// URL such as https://relay.example.org, got {value!r}"
+    try:
+        parts = urlsplit(value)
+        parts.port  # noqa: B018 - raises ValueError on a bad port
+    except ValueError:
+        return bad
+    if (
+        parts.scheme not in ("http", "https")
+        or not parts.hostname
+        or any(c.isspace() for c in value)
+    ):
+        return bad
+    return None
 
 
 @dataclass(frozen=True)
@@ -29,6 +88,15 @@ class Key:
     choices: tuple[str, ...] | None = None
     minimum: float | None = None
     maximum: float | None = None
+    # a rule beyond the type ("time", "timezone", "url"): `RULES[rule]` says what is wrong
+    rule: str | None = None
+
+
+RULES: dict[str, Callable[[Any], str | None]] = {
+    "time": hhmm_problem,
+    "timezone": timezone_problem,
+    "url": url_problem,
+}
 
 
 SCHEMA: dict[str, dict[str, Key]] = {
@@ -47,7 +115,7 @@ SCHEMA: dict[str, dict[str, Key]] = {
         ),
     },
     "sync": {
-        "relay_url": Key(str, "", "Relay base URL, e.g. https://relay.example.org."),
+        "relay_url": Key(str, "", "Relay base URL, e.g. https://relay.example.org.", rule="url"),
         "device_name": Key(str, "", "This device's name as other devices see it."),
         "kind": Key(
             str, "human", "Who edits this copy: human or agent.", choices=("human", "agent")
@@ -73,8 +141,10 @@ SCHEMA: dict[str, dict[str, Key]] = {
         ),
     },
     "dream": {
-        "time": Key(str, "02:00", "Nightly dream time, HH:MM."),
-        "timezone": Key(str, "Europe/Madrid", "Time zone of the dream time (IANA name)."),
+        "time": Key(str, "02:00", "Nightly dream time, HH:MM (24-hour clock).", rule="time"),
+        "timezone": Key(
+            str, "Europe/Madrid", "Time zone of the dream time (IANA name).", rule="timezone"
+        ),
         "window_hours": Key(int, 48, "Transcript window, 24 to 48 hours.", minimum=24, maximum=48),
         "distiller": Key(str, "rules", "rules (offline) or llm.", choices=("rules", "llm")),
         "local_fallback": Key(
@@ -95,14 +165,18 @@ SCHEMA: dict[str, dict[str, Key]] = {
         "user_char_limit": Key(int, 1375, "Character budget of USER.md.", minimum=1),
     },
     "llm": {
-        "base_url": Key(str, "", "OpenAI-compatible endpoint, e.g. http://127.0.0.1:11434/v1."),
+        "base_url": Key(
+            str, "", "OpenAI-compatible endpoint, e.g. http://127.0.0.1:11434/v1.", rule="url"
+        ),
         "model": Key(str, "", "Model name at that endpoint."),
         "max_tokens": Key(int, 20000, "Token budget per dream.", minimum=1),
         "timeout_s": Key((int, float), 60, "Time budget per dream, seconds.", minimum=1),
         "retries": Key(int, 2, "Retries per request.", minimum=0),
     },
     "notify": {
-        "morning_time": Key(str, "08:00", "When the dream notification is shown, HH:MM."),
+        "morning_time": Key(
+            str, "08:00", "When the dream notification is shown, HH:MM.", rule="time"
+        ),
         "dream_landed": Key(bool, True, "Notify when the nightly dream lands."),
         "conflicts": Key(bool, True, "Notify on conflict copies."),
         "mass_delete": Key(bool, True, "Notify when the mass-deletion guard trips."),
@@ -141,41 +215,95 @@ def _type_name(t: type | tuple[type, ...]) -> str:
     return names.get(t, t.__name__)
 
 
-def _check_value(file: Path, section: str, name: str, key: Key, value: Any) -> None:
-    where = f"{file}: [{section}] {name}"
+def value_problem(section: str, name: str, value: Any) -> str | None:
+    """What is wrong with `value` for [section] name (None: fine). The single validation of a
+    value: loading the file, `Config.set` and the settings window all ask this."""
+    key = SCHEMA[section][name]
     # bool is a subclass of int: refuse true/false where a number is expected
     types = key.type if isinstance(key.type, tuple) else (key.type,)
     if isinstance(value, bool) and bool not in types:
-        raise ConfigError(f"{where}: expected {_type_name(key.type)}, got boolean {value!r}")
+        return f"expected {_type_name(key.type)}, got boolean {value!r}"
     if not isinstance(value, types):
-        raise ConfigError(
-            f"{where}: expected {_type_name(key.type)}, got {type(value).__name__} {value!r}"
-        )
+        return f"expected {_type_name(key.type)}, got {type(value).__name__} {value!r}"
     if key.choices is not None and value not in key.choices:
-        raise ConfigError(f"{where}: {value!r} is not one of {', '.join(key.choices)}")
-    if key.minimum is not None and value < key.minimum:
-        raise ConfigError(f"{where}: {value!r} is below the minimum {key.minimum}")
-    if key.maximum is not None and value > key.maximum:
-        raise ConfigError(f"{where}: {value!r} is above the maximum {key.maximum}")
-    if key.must_exist and value and not Path(value).expanduser().exists():
-        raise ConfigError(f"{where}: the path {value!r} does not exist")
+        return f"{value!r} is not one of {', '.join(key.choices)}"
+    number: Any = value  # a number when the key has a minimum or maximum (checked above)
+    if key.minimum is not None and number < key.minimum:
+        return f"{value!r} is below the minimum {key.minimum}"
+    if key.maximum is not None and number > key.maximum:
+        return f"{value!r} is above the maximum {key.maximum}"
+    if key.rule is not None:
+        problem = RULES[key.rule](value)
+        if problem:
+            return problem
+    if key.must_exist and value and not Path(str(value)).expanduser().exists():
+        return f"the path {value!r} does not exist"
+    return None
 
 
-def validate(raw: dict[str, Any], file: Path) -> dict[str, dict[str, Any]]:
-    """Merge `raw` over the defaults, refusing unknown sections/keys and wrong types."""
+def _check_value(file: Path, section: str, name: str, value: Any) -> None:
+    problem = value_problem(section, name, value)
+    if problem:
+        raise ConfigError(f"{file}: [{section}] {name}: {problem}")
+
+
+@dataclass(frozen=True)
+class ConfigProblem:
+    """One thing wrong with the file, found by a lenient load. `section`/`name` are None for
+    the file as a whole (unreadable, not TOML), `name` None for a whole section."""
+
+    section: str | None
+    name: str | None
+    value: Any
+    message: str  # one line naming the file, the key and the problem
+
+
+def validate(
+    raw: dict[str, Any], file: Path, problems: list[ConfigProblem] | None = None
+) -> dict[str, dict[str, Any]]:
+    """Merge `raw` over the defaults, refusing unknown sections/keys and wrong types.
+
+    With a `problems` list, nothing is raised: each problem is appended and the default is
+    kept in its place (the desktop app shows them instead of refusing to start).
+    """
     merged = defaults()
+
+    def fail(section: str | None, name: str | None, value: Any, message: str) -> None:
+        if problems is None:
+            raise ConfigError(message)
+        problems.append(ConfigProblem(section, name, value, message))
+
     for section, table in raw.items():
         if section not in SCHEMA:
-            raise ConfigError(f"{file}: unknown section [{section}] (known: {', '.join(SCHEMA)})")
+            fail(
+                section,
+                None,
+                table,
+                f"{file}: unknown section [{section}] (known: {', '.join(SCHEMA)})",
+            )
+            continue
         if not isinstance(table, dict):
-            raise ConfigError(f"{file}: [{section}] must be a table, got {type(table).__name__}")
+            fail(
+                section,
+                None,
+                table,
+                f"{file}: [{section}] must be a table, got {type(table).__name__}",
+            )
+            continue
         for name, value in table.items():
             key = SCHEMA[section].get(name)
             if key is None:
-                raise ConfigError(
-                    f"{file}: unknown key [{section}] {name} (known: {', '.join(SCHEMA[section])})"
+                fail(
+                    section,
+                    name,
+                    value,
+                    f"{file}: unknown key [{section}] {name} (known: {', '.join(SCHEMA[section])})",
                 )
-            _check_value(file, section, name, key, value)
+                continue
+            problem = value_problem(section, name, value)
+            if problem:
+                fail(section, name, value, f"{file}: [{section}] {name}: {problem}")
+                continue
             merged[section][name] = value
     return merged
 
@@ -187,17 +315,34 @@ class Config:
     values: dict[str, dict[str, Any]]
     paths: DevicePaths
     file: Path
+    # what a lenient load found wrong (the defaults stand in for those keys)
+    problems: list[ConfigProblem] = field(default_factory=list)
 
     def get(self, section: str, name: str) -> Any:
         return self.values[section][name]
 
+    def raw_value(self, section: str, name: str) -> Any:
+        """The value as written in the file, even when it was refused (for the settings
+        window, which shows it marked in red); else the value in use."""
+        for p in self.problems:
+            if (p.section, p.name) == (section, name):
+                return p.value
+        return self.get(section, name)
+
     def set(self, section: str, name: str, value: Any) -> None:
-        key = SCHEMA[section][name]
-        _check_value(self.file, section, name, key, value)
+        _check_value(self.file, section, name, value)
         self.values[section][name] = value
+        self.problems = [p for p in self.problems if (p.section, p.name) != (section, name)]
 
     def save(self) -> None:
-        """Write only the keys that differ from the defaults, atomically."""
+        """Write only the keys that differ from the defaults, atomically.
+
+        A file that could not be read as TOML is never overwritten: the person's text would be
+        lost; it has to be fixed by hand first.
+        """
+        for p in self.problems:
+            if p.section is None:
+                raise ConfigError(f"{p.message}; fix the file by hand before saving settings")
         d = defaults()
         out = {
             s: {k: v for k, v in table.items() if v != d[s][k]} for s, table in self.values.items()
@@ -209,21 +354,39 @@ class Config:
         tmp.replace(self.file)
 
 
-def load_config(paths: DevicePaths | None = None, file: Path | None = None) -> Config:
-    """Load and validate the config file; a missing file means all defaults."""
+def load_config(
+    paths: DevicePaths | None = None, file: Path | None = None, *, lenient: bool = False
+) -> Config:
+    """Load and validate the config file; a missing file means all defaults.
+
+    Strict (the default) raises `ConfigError` at the first problem. `lenient=True` never
+    raises for the file's content: every problem is listed in `Config.problems` and the
+    defaults stand in for what was refused (the desktop app and `doctor` use it to show the
+    problems instead of stopping).
+    """
     paths = paths or device_paths()
     file = file or paths.config_file
     raw: dict[str, Any] = {}
+    problems: list[ConfigProblem] | None = [] if lenient else None
     if file.exists():
         try:
             text = file.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as exc:
-            raise ConfigError(f"{file}: cannot read the configuration file: {exc}") from None
-        try:
             raw = tomllib.loads(text)
+        except (OSError, UnicodeDecodeError) as exc:
+            message = f"{file}: cannot read the configuration file: {_one_line(exc)}"
+            if problems is None:
+                raise ConfigError(message) from None
+            problems.append(ConfigProblem(None, None, None, message))
         except tomllib.TOMLDecodeError as exc:
-            raise ConfigError(f"{file}: not valid TOML: {exc}") from None
-    return Config(validate(raw, file), paths, file)
+            message = f"{file}: not valid TOML: {_one_line(exc)}"
+            if problems is None:
+                raise ConfigError(message) from None
+            problems.append(ConfigProblem(None, None, None, message))
+    return Config(validate(raw, file, problems), paths, file, problems or [])
+
+
+def _one_line(exc: BaseException) -> str:
+    return " ".join(str(exc).split())
 
 
 def describe_schema() -> str:

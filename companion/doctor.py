@@ -126,6 +126,15 @@ def _mode(path: Path) -> str:
 
 def check_config(c: Context) -> Check:
     f = c.config.file
+    if c.config.problems:
+        found = "; ".join(p.message for p in c.config.problems)
+        return Check(
+            "config",
+            "FAIL",
+            found,
+            "edit the file (`companion config show --defaults` lists every key); "
+            "the other checks used the defaults for these keys",
+        )
     if not f.exists():
         return Check("config", "ok", f"no file at {f}: every setting is its default")
     return Check("config", "ok", f"{f} is valid")
@@ -314,7 +323,8 @@ def check_sync(c: Context) -> Check:
 def check_relay(c: Context) -> Check:
     from companion.relay.client import RelayClient, RelayError, RelayUnreachable
 
-    url, verify = c.relay_url, True
+    url = c.relay_url
+    verify: bool | str = True
     if not url and c.device is not None:
         url = c.device.relay_url
         verify = getattr(c.device, "ca_cert", "") or True
@@ -349,7 +359,7 @@ def check_relay(c: Context) -> Check:
             "relay",
             "FAIL",
             str(exc),
-            "the URL must be the relay's base URL: <URL>/v1/health must answer",
+            "the URL must be the relay's base URL (URL/v1/health must answer)",
         )
     c.relay_time = (sent, float(health["time"]), received)
     detail = f"{url} answers in {(received - sent) * 1000:.0f} ms (relay {health['version']})"
@@ -756,11 +766,12 @@ def doctor(
       companion doctor --vault ~/vault --relay https://relay.example.org
       companion doctor --json | jq '.checks[] | select(.status != "ok")'
     """
-    configured = app.config.get("vault", "path")
+    config = app.lenient_config()  # a broken file is the first check's FAIL, not a stop
+    configured = config.get("vault", "path")
     chosen = vault or (Path(configured) if configured else None)
     ctx = Context(
         paths=app.paths,
-        config=app.config,
+        config=config,
         vault=chosen.expanduser().resolve() if chosen else None,
         relay_url=relay_url,
         timeout=timeout,

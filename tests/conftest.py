@@ -5,6 +5,8 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -75,3 +77,97 @@ def hermes_agent():
     from tests.interop.hermes import Hermes, hermes_python
 
     return Hermes(hermes_python())
+def wait_for(
+    cond: Callable[[], object], timeout: float = 15.0, what: str = "condition", step: float = 0.02
+) -> float:
+    """Poll `cond` until it is true, at most `timeout` seconds (a deadline, never a fixed
+    sleep); returns the seconds it took, raises AssertionError naming `what` otherwise."""
+    start = time.monotonic()
+    while not cond():
+        if time.monotonic() - start > timeout:
+            raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}")
+        time.sleep(step)
+    return time.monotonic() - start
+
+
+@pytest.fixture
+def app_log(caplog: pytest.LogCaptureFixture) -> Iterator[pytest.LogCaptureFixture]:
+    """`caplog` that sees the 'companion' logger even after a CLI run in this process set it
+    up (`setup_logging` stops propagation to the root logger, where caplog listens)."""
+    import logging
+
+    logger = logging.getLogger("companion")
+    attach = not logger.propagate  # else the record reaches caplog through the root already
+    if attach:
+        logger.addHandler(caplog.handler)
+    old_level = logger.level
+    logger.setLevel(logging.DEBUG)
+    caplog.handler.setLevel(logging.DEBUG)
+    try:
+        yield caplog
+    finally:
+        if attach:
+            logger.removeHandler(caplog.handler)
+        logger.setLevel(old_level)
+
+
+XVFB_DISPLAYS = range(51, 60)  # the display numbers this project's tests may use
+
+
+@pytest.fixture
+def x_desktop() -> Iterator[dict[str, str]]:
+    """A real X screen (Xvfb on a free display of :51-:59) with a tray host (trayer), for the
+    few tests whose bug only shows on a real desktop. Yields the environment to run Qt on it;
+    both processes are stopped afterwards, whatever happened."""
+    import shutil
+    import signal
+
+    from companion.gui.display import display_problem
+
+    missing = [tool for tool in ("Xvfb", "trayer") if shutil.which(tool) is None]
+    if missing:
+        pytest.fail(f"needs {', '.join(missing)} (apt-get install xvfb trayer; see .ci/run)")
+    procs: list[subprocess.Popen[bytes]] = []
+    try:
+        for number in XVFB_DISPLAYS:
+            if Path(f"/tmp/.X{number}-lock").exists():
+                continue
+            proc = subprocess.Popen(
+                ["Xvfb", f":{number}", "-screen", "0", "1280x800x24", "-nolisten", "tcp"],
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+            )
+            display = {"DISPLAY": f":{number}"}
+
+            def up(p: subprocess.Popen[bytes] = proc, d: dict[str, str] = display) -> bool:
+                return p.poll() is not None or display_problem(d) is None
+
+            try:
+                wait_for(up, 10, "Xvfb")
+            except AssertionError:
+                proc.kill()
+                proc.wait()
+                continue
+            if proc.poll() is None:
+                procs.append(proc)
+                break
+        else:
+            pytest.fail("no free X display among :51-:59")
+        env = {"DISPLAY": f":{number}", "QT_QPA_PLATFORM": "xcb"}
+        tray = subprocess.Popen(
+            ["trayer", "--edge", "top", "--align", "right", "--SetDockType", "true"],
+            env={**os.environ, **env},
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        procs.append(tray)
+        yield env
+    finally:
+        for proc in reversed(procs):
+            if proc.poll() is None:
+                proc.send_signal(signal.SIGTERM)
+                try:
+                    proc.wait(5)
+                except subprocess.TimeoutExpired:
+                    proc.kill()
+                    proc.wait()

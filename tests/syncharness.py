@@ -43,10 +43,29 @@ PASSPHRASE = "correct horse battery staple, but longer"
 # ------------------------------------------------------------------------------------ relays
 
 
+def _die_with_parent() -> None:
+    """In a child before exec: SIGTERM when the parent goes (Linux; elsewhere nothing)."""
+    import ctypes
+
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+
+
 class ProcessRelay:
     """`companion relay serve` in a subprocess on a free port of 127.0.0.1."""
 
-    def __init__(self, data_dir: Path, *, log_level: str = "info", port: int = 0) -> None:
+    def __init__(
+        self,
+        data_dir: Path,
+        *,
+        log_level: str = "info",
+        port: int = 0,
+        die_with_parent: bool = False,
+    ) -> None:
+        """`die_with_parent`: the relay gets SIGTERM when the thread that started it ends
+        (Linux PR_SET_PDEATHSIG), so a killed test or script leaves no relay behind. Only
+        for relays started and used from the main thread."""
+        self.die_with_parent = die_with_parent
         self.data_dir = Path(data_dir)
         self.data_dir.mkdir(parents=True, exist_ok=True)
         self.log_file = self.data_dir.parent / f"{self.data_dir.name}.log"
@@ -71,6 +90,7 @@ class ProcessRelay:
             stdout=log,
             stderr=log,
             env=env,
+            preexec_fn=_die_with_parent if self.die_with_parent else None,  # noqa: PLW1509
         )  # fmt: skip
         log.close()
         deadline = time.monotonic() + timeout

@@ -102,3 +102,116 @@ def test_documented_keys_match_docs() -> None:
         assert f"[{section}]" in doc
         for name in keys:
             assert f"`{name}`" in doc, f"docs/configuration.md misses [{section}] {name}"
+
+
+# ---- one validation for times, time zones and URLs (issue #13, item 5) ----------------------
+
+BAD_VALUES = [
+    ("dream", "time", "25:00", "HH:MM"),
+    ("dream", "time", "24:00", "HH:MM"),
+    ("dream", "time", "2:60", "HH:MM"),
+    ("dream", "time", "0200", "HH:MM"),
+    ("dream", "time", "", "HH:MM"),
+    ("notify", "morning_time", "8 am", "HH:MM"),
+    ("dream", "timezone", "Mars/Base", "time zone"),
+    ("dream", "timezone", "", "time zone"),
+    ("dream", "timezone", "../../etc/passwd", "time zone"),
+    ("sync", "relay_url", "ftp://x", "http"),
+    ("sync", "relay_url", "relay.example.org", "http"),
+    ("sync", "relay_url", "https://", "http"),
+    ("sync", "relay_url", "http://host:99999", "http"),
+    ("llm", "base_url", "file:///etc/passwd", "http"),
+]
+
+
+@pytest.mark.parametrize(("section", "name", "value", "fragment"), BAD_VALUES)
+def test_times_zones_and_urls_are_checked_by_the_schema(
+    companion_home: Path, section: str, name: str, value: str, fragment: str
+) -> None:
+    f = write_config(companion_home, f"[{section}]\n{name} = {value!r}\n".replace("'", '"'))
+    with pytest.raises(ConfigError) as info:
+        load_config(device_paths())
+    msg = str(info.value)
+    assert str(f) in msg and f"[{section}] {name}" in msg and fragment in msg
+    assert "\n" not in msg
+    fresh = load_config(device_paths(), file=companion_home / "absent.toml")
+    with pytest.raises(ConfigError):  # the same rule when a value is set (the settings window)
+        fresh.set(section, name, value)
+
+
+@pytest.mark.parametrize(
+    ("section", "name", "value"),
+    [
+        ("dream", "time", "25:00"),
+        ("dream", "timezone", "Mars/Base"),
+        ("sync", "relay_url", "ftp://x"),
+    ],
+)
+def test_config_show_and_doctor_name_a_bad_value(
+    companion_home: Path, section: str, name: str, value: str
+) -> None:
+    f = write_config(companion_home, f'[{section}]\n{name} = "{value}"\n')
+    shown = run_companion("config", "show")
+    assert shown.returncode == 2, shown.stdout
+    assert shown.stderr.count("\n") == 1 and str(f) in shown.stderr
+    assert f"[{section}] {name}" in shown.stderr and "Traceback" not in shown.stderr
+    doctor = run_companion("doctor", "--json")
+    assert "Traceback" not in doctor.stderr
+    import json
+
+    checks = {c["name"]: c for c in json.loads(doctor.stdout)["checks"]}
+    assert checks["config"]["status"] == "FAIL"
+    assert f"[{section}] {name}" in checks["config"]["detail"]
+    assert doctor.returncode == 1
+
+
+HHMM_CASES = ["02:00", "2:00", "23:59", "0:00", "00:00", " 07:15 ", "24:00", "25:00", "2:5",
+              "02:5", "02:60", "-1:00", "2:00pm", "02:00:00", "", "٠٢:٠٠"]  # fmt: skip
+
+
+@pytest.mark.parametrize("text", HHMM_CASES)
+def test_config_window_and_scheduler_agree_on_times(companion_home: Path, text: str) -> None:
+    """One rule for HH:MM: what the config accepts, the settings window and both schedulers
+    accept too (and the other way round)."""
+    from companion.dream.schedule import trigger
+    from companion.gui import i18n, validate
+
+    i18n.set_language("en")
+    cfg = load_config(device_paths())
+    try:
+        cfg.set("dream", "time", text)
+        config_ok = True
+    except ConfigError:
+        config_ok = False
+    window_ok = validate.hhmm(text) is None
+    assert window_ok == config_ok, text
+    if config_ok:
+        trig = trigger(cfg)  # the nightly schedule reads it with the same rule
+        fields = {f.name: str(f) for f in trig.fields}
+        hour, minute = (int(p) for p in text.strip().split(":"))
+        assert (fields["hour"], fields["minute"]) == (str(hour), str(minute))
+
+
+def test_lenient_load_keeps_the_good_keys_and_names_the_bad_ones(companion_home: Path) -> None:
+    """The desktop app loads a broken file leniently: each bad key is one problem, its value
+    falls back to the default, and everything else is kept."""
+    write_config(
+        companion_home,
+        '[dream]\ntime = "25:00"\ntimezone = "America/Lima"\n[sync]\nrelay_url = "ftp://x"\n',
+    )
+    cfg = load_config(device_paths(), lenient=True)
+    assert [(p.section, p.name) for p in cfg.problems] == [("dream", "time"), ("sync", "relay_url")]
+    assert cfg.get("dream", "time") == "02:00" and cfg.get("dream", "timezone") == "America/Lima"
+    assert cfg.raw_value("dream", "time") == "25:00"
+    assert all("\n" not in p.message and str(cfg.file) in p.message for p in cfg.problems)
+    cfg.set("dream", "time", "03:00")
+    assert [(p.section, p.name) for p in cfg.problems] == [("sync", "relay_url")]
+
+
+def test_lenient_load_never_overwrites_a_file_that_is_not_toml(companion_home: Path) -> None:
+    f = write_config(companion_home, "[dream\ntime = 1\n")
+    cfg = load_config(device_paths(), lenient=True)
+    assert len(cfg.problems) == 1 and "not valid TOML" in cfg.problems[0].message
+    with pytest.raises(ConfigError, match="not valid TOML"):
+        cfg.save()
+    assert f.read_text(encoding="utf-8") == "[dream\ntime = 1\n"

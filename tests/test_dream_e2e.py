@@ -16,8 +16,8 @@ from companion.config import load_config
 from companion.dream import blocks
 from companion.dream.engine import run_dream
 from companion.dream.read import find_messages
-from companion.dream.report import load_report
-from companion.dream.undo import UndoRefused, undo_dream
+from companion.dream.report import DreamReport, load_report, read_report
+from companion.dream.undo import NoteLocator, UndoRefused, note_status, revert_dream, undo_dream
 from companion.dream.verify import verify_vault
 from companion.paths import device_paths
 from tests.fixtures.dream import NOW, SECRET, build, snapshot, write_config
@@ -341,21 +341,17 @@ def test_report_shape_and_hashes(tmp_path):
             assert set(p) >= {"source", "line", "message_id", "quote"}
     counts = data["counts"]
     assert counts["consolidated"] == sum(c["kind"] == "consolidated" for c in data["changes"])
-    # the desktop app's loader reads it and sees every change as applied
-    gui_report = pytest.importorskip("companion.gui.report")
-    rep = gui_report.load_report(fx.vault / ".companion/dreams/2026-11-28.json")
-    loc = gui_report.NoteLocator(fx.vault, fx.hermes_home / "memories")
+    # the loader the desktop app uses reads it and sees every change as applied
+    rep = read_report(fx.vault / ".companion/dreams/2026-11-28.json")
+    loc = NoteLocator(fx.vault, fx.hermes_home / "memories")
     last = {c.note: c for c in rep.changes}  # several changes to one note form a chain
-    assert {gui_report.note_status(c, loc) for c in last.values()} == {"applied"}
-    # and reverting one whole note from the review window restores it exactly
+    assert {note_status(c, loc) for c in last.values()} == {"applied"}
+    # and reverting one whole note (its chain of changes) restores it exactly
     note = "projects/Weather station.md"
     first = next(c for c in rep.changes if c.note == note)
-    gui_report.revert_dream(
-        gui_report.DreamReport(
-            rep.date, rep.ran_on, tuple(c for c in rep.changes if c.note == note)
-        ),
-        loc,
-    )
+    one_note = DreamReport(rep.date, rep.ran_on)
+    one_note.changes = [c for c in rep.changes if c.note == note]
+    revert_dream(one_note, loc)
     assert (fx.vault / note).read_text(encoding="utf-8") == first.before
 
 

@@ -13,10 +13,10 @@ from companion.config import load_config
 from companion.dream.schedule import (
     ScheduleState,
     build_scheduler,
+    dream_time,
     last_scheduled,
     local_fallback_due,
     needs_catch_up,
-    parse_hhmm,
     trigger,
 )
 from companion.errors import ConfigError
@@ -53,11 +53,13 @@ def test_last_scheduled_across_the_spring_dst_gap():
     assert before == dt.datetime(2026, 11, 27, 2, tzinfo=MADRID)
 
 
-def test_parse_hhmm():
-    assert parse_hhmm("02:00") == (2, 0) and parse_hhmm("23:59") == (23, 59)
-    for bad in ("24:00", "2am", "02:60"):
-        with pytest.raises(ConfigError):
-            parse_hhmm(bad)
+def test_dream_time_reads_the_schema_rule():
+    paths, cfg = config()
+    cfg.set("dream", "time", "2:30")  # H:MM is the same time as HH:MM everywhere
+    assert dream_time(cfg) == dt.time(2, 30)
+    cfg.values["dream"]["time"] = "24:00"  # a config built in code, bypassing the schema
+    with pytest.raises(ConfigError, match=r"\[dream\] time"):
+        dream_time(cfg)
 
 
 def test_catch_up_only_for_a_missed_night(tmp_path):

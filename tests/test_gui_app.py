@@ -76,7 +76,7 @@ def test_without_a_tray_the_main_window_says_so(qtbot, config) -> None:
         assert app.main.state_text.text() == "Sync not set up"
         # the dream notification has nowhere else to go: it shows in the window
         qtbot.waitUntil(
-            lambda: "Dream of 2025-11-28 landed" in app.main.notice.text(), timeout=5000
+            lambda: "Dream of 2025-11-28: 1 consolidated" in app.main.notice.text(), timeout=5000
         )
     finally:
         close(app)
@@ -109,7 +109,9 @@ def test_clicking_the_dream_notification_opens_the_review(qtbot, config) -> None
     try:
         qtbot.waitUntil(lambda: bool(app.notifier.shown), timeout=5000)
         backend, note = app.notifier.shown[0]
-        assert note.title == "Dream of 2025-11-28 landed"
+        assert note.title == (
+            "Dream of 2025-11-28: 1 consolidated, 1 corrected, 1 index update, 1 recorded"
+        )
         assert note.action.kind == OPEN_REVIEW
         app.notifier.clicked.emit(note.action)
         window = app.reviews[Path(note.action.target)]
@@ -270,4 +272,35 @@ def test_local_fallback_dreams_once_off_the_gui_thread(qtbot, config) -> None:
         assert not app.worker.busy("dream_now")
     finally:
         app.dreamclock.stop()
+        close(app)
+
+
+def test_dream_now_says_when_it_starts_and_when_it_ends(qtbot, config, app_log) -> None:
+    """ "Dream now" gives feedback at once and when the dream lands (#13, item 7), and every
+    notification is in the log at INFO with its title and body."""
+    from datetime import UTC, datetime
+    from zoneinfo import ZoneInfo
+
+    app = make_app(qtbot, config, tray=True)
+    try:
+        app.actions.dream_now()
+        qtbot.waitUntil(
+            lambda: any("Dreaming" in n.title for _, n in app.notifier.shown), timeout=5000
+        )
+        app.tray.rebuild_menu()
+        assert "Dreaming…" in app.tray.action_texts()
+        today = datetime.now(UTC).astimezone(ZoneInfo(config.get("dream", "timezone")))
+        date = today.date().isoformat()
+        qtbot.waitUntil(lambda: any(date in n.title for _, n in app.notifier.shown), timeout=60_000)
+        done = next(n for _, n in app.notifier.shown if date in n.title)
+        assert done.action is not None and done.action.kind == OPEN_REVIEW
+        assert "recorded" in done.title  # the counts: at least the journal line
+        qtbot.waitUntil(lambda: not app.worker.busy("dream_now"), timeout=5000)
+        app.tray.rebuild_menu()
+        assert "Dream now" in app.tray.action_texts()
+        shown = [r.getMessage() for r in app_log.records if r.levelname == "INFO"]
+        for _, n in app.notifier.shown:
+            line = f"notification: {n.title} — {n.body}".replace("\n", " / ")
+            assert line in shown, (line, shown)
+    finally:
         close(app)

@@ -71,6 +71,31 @@ def test_latest_report_is_the_newest_date(tmp_path: Path) -> None:
     assert IdleEngine(tmp_path).latest_dream_report() == folder / "2025-11-28.json"
 
 
+def test_the_ledger_is_not_a_dream_report(tmp_path: Path) -> None:
+    """Every dream writes ledger.json beside the reports: it sorts after the dates, and was
+    taken for the newest report ("Dream of ledger landed", #13 item 1)."""
+    vault = tmp_path / "vault"
+    report = write_sample_vault(vault)
+    (report.parent / "ledger.json").write_text('{"version": 1, "seen": {}}', encoding="utf-8")
+    engine = IdleEngine(vault)
+    assert engine.latest_dream_report() == report
+    events = engine.drain_events()
+    assert [e.date for e in events if isinstance(e, DreamLanded)] == ["2025-11-28"]
+    from datetime import datetime
+
+    from companion.gui import i18n
+    from companion.gui.notify_policy import notifications_for
+
+    for lang, title in (("en", "Dream of 2025-11-28: 1 consolidated"), ("es", "del 2025-11-28")):
+        i18n.set_language(lang)
+        try:
+            (note,) = notifications_for(events[:1], {"morning_time": "00:00"}, datetime.now())
+        finally:
+            i18n.set_language("en")
+        assert title in note.title and "ledger" not in note.title + note.body
+        assert note.title.endswith(("1 recorded", "1 anotada"))
+
+
 def test_no_vault_is_an_error_state(tmp_path: Path) -> None:
     assert tray_state(IdleEngine(None).snapshot()) is TrayState.ERROR
     missing = IdleEngine(tmp_path / "gone").snapshot()
@@ -99,7 +124,9 @@ def test_events_new_reports_and_conflicts_once(tmp_path: Path) -> None:
     new_report = report.with_name("2025-11-29.json")
     new_report.write_text('{"date": "2025-11-29", "ran_on": "local", "changes": []}', "utf-8")
     events = engine.drain_events()
-    assert DreamLanded(new_report, "2025-11-29", "local", {}) in events
+    landed = [e for e in events if isinstance(e, DreamLanded)]
+    assert [(e.report, e.date, e.ran_on) for e in landed] == [(new_report, "2025-11-29", "local")]
+    assert not any(landed[0].counts.get(k) for k in ("consolidated", "promoted", "recorded"))
     assert ConflictsCreated((copy,)) in events
     assert engine.drain_events() == []
 

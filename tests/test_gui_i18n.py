@@ -120,3 +120,61 @@ def test_auto_reads_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     assert i18n.resolve_language("auto") == "es"
     monkeypatch.setenv("LC_ALL", "en_US.UTF-8")
     assert i18n.resolve_language("auto") == "en"
+
+
+# ---- Spanish: one word for "passphrase", one register, nothing cut off (#13, item 9) --------
+
+USTED = re.compile(
+    r"\b(usted(es)?|elija|únase|una\s+con|pulse|haga|indique|escriba|guarde|exporte|intente|"
+    r"cierre|abra|compruebe|elimine|confirme|deshaga|espere|vuelva a intentarlo|"
+    r"asegúrese|seleccione|introduzca)\b",
+    re.IGNORECASE,
+)
+
+
+def texts(value) -> list[str]:
+    return list(value.values()) if isinstance(value, dict) else [value]
+
+
+def test_spanish_has_one_word_for_passphrase() -> None:
+    en, es = load("en"), load("es")
+    for key, value in en.items():
+        for english, spanish in zip(texts(value), texts(es[key]), strict=True):
+            assert "frase de paso" not in spanish.lower(), key
+            if "passphrase" in english.lower():
+                assert re.search(r"frases? de contraseña", spanish, re.IGNORECASE), (key, spanish)
+
+
+def test_spanish_speaks_to_the_person_as_tu() -> None:
+    for key, value in load("es").items():
+        for spanish in texts(value):
+            assert not USTED.search(spanish), (key, spanish)
+
+
+@pytest.mark.parametrize("lang", ["en", "es"])
+def test_no_placeholder_is_cut_off_in_settings(qtbot, lang: str) -> None:
+    """Every hint inside a settings field fits in the field at the window's own size."""
+    from PySide6.QtGui import QFontMetrics
+    from PySide6.QtWidgets import QLineEdit
+
+    from companion.config import load_config
+    from companion.gui.settings import SettingsWindow
+    from companion.paths import device_paths
+
+    i18n.set_language(lang)
+    try:
+        w = SettingsWindow(load_config(device_paths()))
+        qtbot.addWidget(w)
+        w.show()
+        for index in range(w.tabs.count()):
+            w.tabs.setCurrentIndex(index)
+            qtbot.waitExposed(w)
+            for edit in w.tabs.widget(index).findChildren(QLineEdit):
+                hint = edit.placeholderText()
+                if not hint or not edit.isVisible():
+                    continue
+                room = edit.contentsRect().width() - edit.textMargins().left() - 8
+                width = QFontMetrics(edit.font()).horizontalAdvance(hint)
+                assert width <= room, (lang, w.tabs.tabText(index), hint, width, room)
+    finally:
+        i18n.set_language("en")

@@ -32,7 +32,6 @@ from companion.gui.notify_policy import (
     Action,
     Notification,
     notifications_for,
-    parse_hhmm,
 )
 
 NOW = datetime(2025, 11, 28, 9, 0)
@@ -65,8 +64,8 @@ def test_everything_on_by_default() -> None:
     got = notifications_for(ALL_EVENTS, cfg(), NOW)
     assert len(got) == 7
     dream = got[0]
-    assert dream.title == "Dream of 2025-11-28 landed"
-    assert dream.body.startswith("2 consolidated, 1 promoted")
+    assert dream.title == "Dream of 2025-11-28: 2 consolidated, 1 promoted"
+    assert dream.body == "Click to review the changes."
     assert dream.action == Action(OPEN_REVIEW, str(REPORT))
     assert got[1].title == "1 conflict copy created" and got[1].action.kind == OPEN_CONFLICTS
     assert "120 of 200" in got[2].body and got[2].urgent
@@ -121,25 +120,18 @@ def test_dream_waits_for_the_morning_time() -> None:
 
 def test_no_changes_and_local_titles() -> None:
     (n,) = notifications_for([DreamLanded(REPORT, "2025-11-28", "local", {})], cfg(), NOW)
-    assert n.title == "Dream of 2025-11-28 landed (ran on this computer)"
-    assert n.body.startswith("No changes")
+    assert n.title == "Dream of 2025-11-28 on this computer: nothing changed"
 
 
 def test_spanish() -> None:
     i18n.set_language("es")
     try:
         got = notifications_for(ALL_EVENTS[:2], cfg(), NOW)
-        assert got[0].title == "Ha llegado el sueño del 2025-11-28"
-        assert got[0].body.startswith("2 consolidadas, 1 promovida")
+        assert got[0].title == "Sueño del 2025-11-28: 2 consolidadas, 1 promovida"
+        assert got[0].body == "Haz clic para revisar los cambios."
         assert got[1].title == "Se creó 1 copia en conflicto"
     finally:
         i18n.set_language("en")
-
-
-def test_parse_hhmm() -> None:
-    assert parse_hhmm("08:05").hour == 8
-    for bad in ("8:05", "24:00", "08:60", "0805", "", "aa:bb", "08:05:00"):
-        assert parse_hhmm(bad) is None
 
 
 # ---- showing -------------------------------------------------------------------------------
@@ -217,9 +209,9 @@ def test_a_local_dream_is_one_notification_for_the_night() -> None:
     offline = LocalDreamRan("2025-11-28", REPORT, {}, offline=True)
     (n_late,) = notifications_for([late], cfg(), NOW)
     (n_off,) = notifications_for([offline], cfg(), NOW)
-    assert n_late.title == "Dreamed on this computer"
-    assert "by the grace time" in n_late.body and "2 consolidated" in n_late.body
-    assert "could not be reached" in n_off.body and "No changes" in n_off.body
+    assert n_late.title == "Dream of 2025-11-28 on this computer: 2 consolidated"
+    assert "by the grace time" in n_late.body
+    assert "could not be reached" in n_off.body and "nothing changed" in n_off.title
     landed = notifications_for([DreamLanded(REPORT, "2025-11-28", "local", {})], cfg(), NOW)
     assert n_late.key == landed[0].key == "dream:2025-11-28"
     early = datetime(2025, 11, 28, 4, 1)  # landed at 04:01: told at the morning time

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 from PySide6.QtCore import QUrl
 
+from companion.dream.undo import NoteLocator
 from companion.gui import i18n
-from companion.gui.report import NoteLocator
 from companion.gui.review import ReviewWindow, diff_html
 from companion.gui.sample import BEFORE_PI, BEFORE_PROJECT, write_sample_vault
 

@@ -57,7 +57,7 @@ def test_defaults_are_valid(window) -> None:
         ("relay_url", "ftp://relay.example.org", "sync.relay_url", "https://"),
         ("relay_url", "https://", "sync.relay_url", "https://"),
         ("dream_time", "25:00", "dream.time", "HH:MM"),
-        ("dream_time", "2:00", "dream.time", "HH:MM"),
+        ("dream_time", "2:5", "dream.time", "HH:MM"),
         ("morning_time", "08:60", "notify.morning_time", "HH:MM"),
         ("vault_path", "/definitely/not/here", "vault.path", "does not exist"),
         ("llm_url", "not a url", "llm.base_url", "https://"),

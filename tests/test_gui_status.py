@@ -151,7 +151,7 @@ def test_engine_side_modules_import_no_qt() -> None:
     code = (
         "import sys\n"
         "import companion.gui.status, companion.gui.events, companion.gui.facade\n"
-        "import companion.gui.notify_policy, companion.gui.report, companion.gui.autostart\n"
+        "import companion.gui.notify_policy, companion.gui.autostart\n"
         "import companion.gui.validate\n"
         "qt = sorted(m for m in sys.modules if m.startswith(('PySide6', 'shiboken')))\n"
         "assert not qt, qt\n"

@@ -134,7 +134,7 @@ def test_sigterm_releases_waiting_long_polls_at_once(tmp_path):
 
 def test_invite_target_errors(tmp_path):
     data = str(tmp_path / "relay")
-    assert run("invite", "--data", data).returncode == 0
+    assert run("invite", "--data", data, "--create").returncode == 0
     assert run("invite", "--data", data, "--new-vault").returncode == 0
     out = run("invite", "--data", data)
     assert out.returncode == 2 and "2 vaults" in out.stderr and "--vault" in out.stderr
@@ -151,9 +151,9 @@ def test_invite_target_errors(tmp_path):
 
 def test_admin_commands_on_missing_data_and_unknown_device(tmp_path):
     out = run("revoke", "--data", str(tmp_path / "none"), "abc")
-    assert out.returncode == 2 and "no relay data" in out.stderr
+    assert out.returncode == 2 and "no relay in" in out.stderr
     data = str(tmp_path / "relay")
-    run("invite", "--data", data)
+    run("invite", "--data", data, "--create")
     out = run("revoke", "--data", data, "0123456789abcdef")
     assert out.returncode == 2 and "no device" in out.stderr
     out = run("prune", "--data", data)

@@ -98,6 +98,7 @@ def chapter_dream(world: DemoWorld) -> None:
 
     from companion.demo.sample import write_hermes_state
     from companion.dream import run_dream
+    from companion.dream.summary import change_text
     from companion.memory import Snapshot
 
     say("6. The nightly dream on the server (02:00 Europe/Madrid)")
@@ -121,7 +122,7 @@ def chapter_dream(world: DemoWorld) -> None:
     summary = ", ".join(f"{v} {k}" for k, v in counts.items() if v and k != "candidates")
     click.echo(f"Dream report: {summary or 'nothing changed'}")
     for c in report.changes:
-        click.echo(f"  {c.kind:<12} {c.note}: {c.summary}")
+        click.echo(f"  {c.kind:<12} {c.note}: {change_text(c, 'en')}")
     if report.path is not None:
         click.echo(f"Machine-readable report: {report.path.relative_to(world.server_vault)}")
     verify = report.to_dict().get("verify") or {}
@@ -291,12 +292,13 @@ def _no_gui_reason(mode: str, environ: Any = None) -> str | None:
         return "--headless"
     if mode == "always":
         return None
+    from companion.gui.display import display_problem  # Qt-free
+
     env = os.environ if environ is None else environ
     if env.get("QT_QPA_PLATFORM", "") == "offscreen":
         return "QT_QPA_PLATFORM is offscreen"
-    if not (env.get("DISPLAY") or env.get("WAYLAND_DISPLAY")):
-        return "no display (neither DISPLAY nor WAYLAND_DISPLAY is set)"
-    return None
+    problem = display_problem(env)
+    return f"no display ({problem})" if problem else None
 
 
 def _morning_gui(world: DemoWorld, report: Path, notes: list[Any]) -> None:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
-import difflib
 import json
+import os
 import re
 from pathlib import Path
 from typing import Any
@@ -14,7 +14,9 @@ import click
 
 from companion.cli import AppContext, pass_app
 from companion.dream.report import DreamReport
+from companion.dream.summary import change_text
 from companion.errors import InputError
+from companion.language import interface_language
 
 _WINDOW = re.compile(r"^\s*(\d+)\s*(h|hours?|d|days?)?\s*$", re.I)
 
@@ -46,25 +48,22 @@ def _vault(app: AppContext, vault: Path | None) -> Path:
     vault = vault.expanduser()
     if not vault.is_dir():
         raise InputError(f"{vault} is not a vault folder")
+    from companion.sync.device import DeviceState  # noqa: PLC0415
+    from companion.vault.layout import looks_like_vault  # noqa: PLC0415
+
+    if not looks_like_vault(vault) and not DeviceState.exists(app.paths, os.path.realpath(vault)):
+        raise InputError(
+            f"{vault} is not a vault (no Home.md, knowledge/, projects/, journal/ or .obsidian/);"
+            f" nothing was written. Make it one with `companion vault init {vault}`"
+        )
     return vault
 
 
 def _diff(rep: DreamReport) -> list[str]:
-    out: list[str] = []
-    for c in rep.run_changes:
-        out.extend(
-            difflib.unified_diff(
-                (c.before or "").splitlines(),
-                (c.after or "").splitlines(),
-                fromfile=f"a/{c.note}" if c.before is not None else "/dev/null",
-                tofile=f"b/{c.note}",
-                lineterm="",
-            )
-        )
-    return out
+    return [line for c in rep.run_changes for line in c.diff_lines()]
 
 
-def _print_report(rep: DreamReport, *, dry_run: bool) -> None:
+def _print_report(rep: DreamReport, *, dry_run: bool, lang: str = "en") -> None:
     w = rep.window or {}
     head = f"Dream of {rep.date} ({rep.distiller} distiller, {rep.ran_on})"
     if w:
@@ -78,8 +77,8 @@ def _print_report(rep: DreamReport, *, dry_run: bool) -> None:
         return
     if rep.nothing_changed:
         click.echo("  Nothing changed." + (" (dry run)" if dry_run else ""))
-    for c in rep.run_changes:
-        click.echo(f"  {c.kind:<12} {c.note}: {c.summary}")
+    for c in rep.run_changes:  # the summaries in the interface's language ([gui] language)
+        click.echo(f"  {c.kind:<12} {c.note}: {change_text(c, lang)}")
     if rep.skipped:
         by: dict[str, int] = {}
         for s in rep.skipped:
@@ -257,12 +256,12 @@ def dream(
                 click.echo(f"  {p} is not on this device: run the same undo where the agent runs")
         return
     if schedule:
-        from companion.dream.schedule import build_scheduler, parse_hhmm  # noqa: PLC0415
+        from companion.dream.schedule import build_scheduler, dream_time  # noqa: PLC0415
 
         sched = build_scheduler(root.resolve(), config, app.paths, blocking=True)
-        hour, minute = parse_hhmm(config.get("dream", "time"))
+        at = dream_time(config)
         click.echo(
-            f"Dreaming {root} nightly at {hour:02d}:{minute:02d} "
+            f"Dreaming {root} nightly at {at:%H:%M} "
             f"{config.get('dream', 'timezone')}; Ctrl+C stops."
         )
         try:
@@ -293,7 +292,7 @@ def dream(
                 sync=hook,
             )
     except DreamSyncError as exc:
-        _print_report(exc.report, dry_run=False)
+        _print_report(exc.report, dry_run=False, lang=interface_language(config))
         raise
     if as_json:
         data = rep.to_dict(explain=explain)
@@ -305,6 +304,6 @@ def dream(
     if dry_run:
         for line in _diff(rep):
             click.echo(line)
-    _print_report(rep, dry_run=dry_run)
+    _print_report(rep, dry_run=dry_run, lang=interface_language(config))
     if explain:
         _print_explain(rep)

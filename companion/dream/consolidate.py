@@ -26,6 +26,7 @@ from companion.dream import blocks
 from companion.dream.model import Candidate
 from companion.dream.plan import Plan
 from companion.dream.report import Skipped
+from companion.dream.summary import fact
 from companion.dream.text import jaccard, norm_key, words
 from companion.dream.topics import NoteCatalog, TopicMatch
 
@@ -226,25 +227,21 @@ def _write_note(
         after = blocks.add_lines(current, new_lines, tail_only=recent)
         cands = [c for c, _ln in lines]
         n = len(cands)
-        what = {
-            "knowledge": f"{n} lesson{'s' if n != 1 else ''}",
-            "decision": f"{n} decision{'s' if n != 1 else ''}",
-            "status": "project status",
-        }[kind]
-        summary = (
-            f"new note with {what}"
-            if not exists and current == base and text is None
-            else f"{what} added"
-        )
-        if kind == "status" and removed:
-            summary = "project status updated"
+        if kind == "knowledge":
+            facts = [fact("lessons_added", n=n)]
+        elif kind == "decision":
+            facts = [fact("decisions_added", n=n)]
+        else:
+            facts = [fact("status_updated" if removed else "status_added")]
+        if not exists and current == base and text is None:
+            facts.append(fact("new_note"))
         if recent:
-            summary += " (appended at the end: a person edited the note recently)"
+            facts.append(fact("appended_recent"))
         change = plan.write(
             rel,
             after,
             kind="corrected" if kind == "status" else "consolidated",
-            summary=summary,
+            facts=facts,
             provenance=[_prov(c, p) for c in cands for p in c.provenance],
             keys=[c.key for c in cands],
             removed=removed,

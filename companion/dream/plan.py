@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from companion.dream import blocks
+from companion.dream import summary as summary_text
 from companion.dream.report import Change
 from companion.dream.state import DreamState, EditorInfo, edited_recently
 from companion.logs import get_logger
@@ -248,14 +249,18 @@ class Plan:
         new_text: str,
         *,
         kind: str,
-        summary: str,
+        summary: str = "",
+        facts: list[dict[str, Any]] | None = None,
         provenance: list[dict[str, Any]] | None = None,
         keys: list[str] | None = None,
         removed: int = 0,
         allow_link_edit: bool = False,
     ) -> Change | None:
         """Plan `rel` to become `new_text`. Returns the change, or None when refused (a
-        warning says why) or when nothing changes."""
+        warning says why) or when nothing changes. `facts` say what it did (dream.summary);
+        `summary` defaults to their English wording."""
+        facts = list(facts or [])
+        summary = summary or summary_text.render(facts)
         f = self._load(rel)
         if not f.readable:
             self.warnings.append(f"{rel}: left alone ({f.why_unreadable}; never rewritten)")
@@ -266,7 +271,9 @@ class Plan:
         try:
             check_edit(before, new_text, allow_link_edit=allow_link_edit)
             if f.has_secret is None:
-                f.has_secret = bool(f.original) and self.is_secret(f.original.decode("utf-8"))
+                f.has_secret = f.original is not None and self.is_secret(
+                    f.original.decode("utf-8")
+                )
             if f.has_secret:
                 raise EditRefused("it holds a secret (run `companion secrets scan`)")
             old = set(blocks.split_lines(before or ""))
@@ -287,7 +294,10 @@ class Plan:
             last.provenance.extend(provenance or [])
             last.keys.extend(k for k in keys or [] if k not in last.keys)
             last.removed += removed
-            if summary and summary not in last.summary:
+            if facts:
+                summary_text.merge(last.facts, facts)
+                last.summary = summary_text.render(last.facts)
+            elif summary and summary not in last.summary:
                 last.summary = f"{last.summary}; {summary}" if last.summary else summary
             return last
         change = Change(
@@ -298,6 +308,7 @@ class Plan:
             after=self._file_text(f, new_text),
             provenance=list(provenance or []),
             summary=summary,
+            facts=facts,
             keys=list(keys or []),
             removed=removed,
         )

@@ -26,6 +26,7 @@ from companion.dream.model import Candidate
 from companion.dream.plan import Plan
 from companion.dream.quality import promotion_problem
 from companion.dream.report import Change, Skipped
+from companion.dream.summary import fact, render
 from companion.dream.text import jaccard, words
 from companion.memory import MemoryRefused, MemoryStore, Op
 from companion.memory import format as fmt
@@ -115,10 +116,10 @@ def plan_promotions(
     eligible = [c for c in cands if c.promote]
     eligible.sort(key=lambda c: (_ORDER.get(c.promote or "", 9), c.time or 0))  # type: ignore[operator]
     for c in eligible:
-        maybe = stores.get(c.target)
-        if c.target not in working or maybe is None:
+        found = stores.get(c.target)
+        if c.target not in working or found is None:
             continue
-        store = maybe
+        store = found
         entries = working[c.target]
         content = fmt.normalise_entry(c.entry or c.text)
         if rejected(c.key):
@@ -232,16 +233,24 @@ def apply_promotions(
         adds = sum(1 for p in done if p.op.action == "add")
         reps = sum(1 for p in done if p.op.action == "replace")
         rems = sum(1 for p in done if p.op.action == "remove")
-        bits = []
+        facts = []
         if adds:
-            bits.append(f"{adds} fact{'s' if adds != 1 else ''} added")
+            facts.append(fact("facts_added", n=adds))
         if reps:
-            bits.append(f"{reps} stale entr{'ies' if reps != 1 else 'y'} replaced")
+            facts.append(fact("entries_replaced", n=reps))
         if rems:
-            bits.append(f"{rems} stale entr{'ies' if rems != 1 else 'y'} removed")
+            facts.append(fact("entries_removed", n=rems))
         with contextlib.suppress(MemoryRefused):
             usage = store.usage(pp.simulated[target]) if dry_run else store.usage()
-            bits.append(f"now {usage.describe()}")
+            facts.append(
+                fact(
+                    "memory_usage",
+                    file=store.name,
+                    current=usage.current,
+                    limit=usage.limit,
+                    percent=usage.percent,
+                )
+            )
         changes.append(
             Change(
                 id=next_id(),
@@ -250,7 +259,8 @@ def apply_promotions(
                 before=before,
                 after=after,
                 provenance=[q.to_dict() for p in done for q in p.cand.provenance],
-                summary="; ".join(bits),
+                summary=render(facts),
+                facts=facts,
                 keys=[p.cand.key for p in done],
                 removed=reps,
             )

@@ -19,6 +19,7 @@ from companion.dream import blocks
 from companion.dream.blocks import Ref
 from companion.dream.plan import Plan
 from companion.dream.report import DREAMS_DIR
+from companion.dream.summary import fact
 from companion.vault.journal import section_key
 from companion.vault.layout import new_journal_text
 
@@ -288,12 +289,11 @@ def record_journal(plan: Plan, today: dt.date, s: RunSummary, lang: str) -> bool
     else:
         heading = [] if _last_section_is_dreaming(base) else ["## Dreaming", ""]
         after = blocks.append_block(base, "log", [*heading, *lines])
-    summary = "what the dream did, in today's journal"
     change = plan.write(
         rel,
         after,
         kind="recorded",
-        summary=summary,
+        facts=[fact("journal_logged")],
         provenance=[
             {"source": ref.source, "line": None, "message_id": None, "quote": "## Dreaming"}
         ],

@@ -1,22 +1,30 @@
 """The dream report: `.companion/dreams/YYYY-MM-DD.json`, one file per dream day.
 
-The desktop app's notification and review window read it, and `companion dream --undo DATE`
-restores from it: each change holds the whole file before and after (with their SHA-256), so
+The one model of a report, for every reader: the dream writes it, `companion dream --undo`
+and the desktop app's notification and review window read it (`read_report`, tolerant of
+missing optional fields and of fields a newer version adds), and `companion.dream.undo`
+reverts from it: each change holds the whole file before and after (with their SHA-256), so
 the report is also the snapshot of everything the dream replaced. Several dreams on the same
 day add to the same report (`runs` lists them); the top-level fields describe the latest run.
-The shape is documented in docs/dream.md.
+What each change did is kept as structured `facts` (kind, counts, names) that
+`companion.dream.summary` words in the reader's language; `summary` is the English wording,
+for people reading the JSON. The shape is documented in docs/dream.md.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import difflib
 import hashlib
 import json
 import os
+import re
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+from companion.errors import CompanionError
 
 if TYPE_CHECKING:
     from companion.dream.model import Candidate
@@ -25,10 +33,39 @@ REPORT_VERSION = 1
 KINDS = ("consolidated", "corrected", "promoted", "represented", "recorded")
 DREAMS_DIR = Path(".companion") / "dreams"
 MEMORY_NOTES = ("MEMORY.md", "USER.md")
+# A report's file name is its date; other files in the folder (ledger.json) are not reports.
+REPORT_NAME = re.compile(r"^\d{4}-\d{2}-\d{2}\.json$")
+
+
+class ReportError(CompanionError):
+    """A dream report that cannot be read: `path` and, in `detail`, why."""
+
+    def __init__(self, path: Path, detail: str) -> None:
+        super().__init__(f"the dream report {path} cannot be read: {detail}")
+        self.path = path
+        self.detail = detail
 
 
 def sha256_text(text: str | None) -> str | None:
     return hashlib.sha256(text.encode("utf-8")).hexdigest() if text is not None else None
+
+
+def describe_ref(ref: dict[str, Any]) -> str:
+    """Where a provenance reference points: `journal/2026-11-27.md:9`, `hermes:... #4812`."""
+    out = str(ref.get("source") or "?")
+    if ref.get("line") is not None:
+        out += f":{ref['line']}"
+    if ref.get("message_id"):
+        out += f" #{ref['message_id']}"
+    return out
+
+
+def _opt_str(value: Any) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+def _opt_int(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
 @dataclass
@@ -41,9 +78,14 @@ class Change:
     before: str | None
     after: str | None
     provenance: list[dict[str, Any]] = field(default_factory=list)
-    summary: str = ""
+    summary: str = ""  # the English wording of `facts`
     keys: list[str] = field(default_factory=list)  # normalised texts of the candidates
     removed: int = 0  # lines or entries this change removed or replaced
+    # what the change did, as data: [{"fact": "lessons_added", "n": 2}, ...] (dream.summary)
+    facts: list[dict[str, Any]] = field(default_factory=list)
+    # the SHA-256 the file recorded (None: not recorded, or a change made in this process)
+    recorded_before_sha256: str | None = field(default=None, repr=False, compare=False)
+    recorded_after_sha256: str | None = field(default=None, repr=False, compare=False)
 
     @property
     def before_sha256(self) -> str | None:
@@ -52,6 +94,28 @@ class Change:
     @property
     def after_sha256(self) -> str | None:
         return sha256_text(self.after)
+
+    @property
+    def expected_after_sha256(self) -> str | None:
+        """What the file must hold for this change to count as still applied."""
+        return self.recorded_after_sha256 or self.after_sha256
+
+    def snapshot_intact(self) -> bool:
+        """The `before` snapshot still matches the checksum recorded with it."""
+        return self.recorded_before_sha256 in (None, self.before_sha256)
+
+    def diff_lines(self, context: int = 3) -> list[str]:
+        """Unified diff of before/after (lines without trailing newlines)."""
+        return list(
+            difflib.unified_diff(
+                (self.before or "").splitlines(),
+                (self.after or "").splitlines(),
+                fromfile=f"a/{self.note}" if self.before is not None else "/dev/null",
+                tofile=f"b/{self.note}" if self.after is not None else "/dev/null",
+                n=context,
+                lineterm="",
+            )
+        )
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -64,22 +128,26 @@ class Change:
             "after": self.after,
             "provenance": self.provenance,
             "summary": self.summary,
+            "facts": self.facts,
             "keys": self.keys,
             "removed": self.removed,
         }
 
     @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> Change:
+    def from_dict(cls, d: dict[str, Any], default_id: str = "") -> Change:
         return cls(
-            id=str(d.get("id") or ""),
-            kind=str(d.get("kind") or ""),
+            id=str(d.get("id") or default_id),
+            kind=str(d.get("kind") or "changed"),
             note=str(d.get("note") or ""),
-            before=d.get("before") if isinstance(d.get("before"), str) else None,
-            after=d.get("after") if isinstance(d.get("after"), str) else None,
+            before=_opt_str(d.get("before")),
+            after=_opt_str(d.get("after")),
             provenance=[p for p in d.get("provenance") or [] if isinstance(p, dict)],
             summary=str(d.get("summary") or ""),
             keys=[str(k) for k in d.get("keys") or []],
-            removed=int(d.get("removed") or 0),
+            removed=_opt_int(d.get("removed")) or 0,
+            facts=[f for f in d.get("facts") or [] if isinstance(f, dict) and f.get("fact")],
+            recorded_before_sha256=_opt_str(d.get("before_sha256")),
+            recorded_after_sha256=_opt_str(d.get("after_sha256")),
         )
 
 
@@ -119,15 +187,7 @@ class Skipped:
         }
 
     def where(self) -> str:
-        if not self.refs:
-            return "?"
-        r = self.refs[0]
-        out = str(r.get("source"))
-        if r.get("line") is not None:
-            out += f":{r['line']}"
-        if r.get("message_id"):
-            out += f" #{r['message_id']}"
-        return out
+        return describe_ref(self.refs[0]) if self.refs else "?"
 
 
 @dataclass
@@ -165,6 +225,9 @@ class DreamReport:
         if not self.run_changes and self.loaded_nothing_changed is not None:
             return self.loaded_nothing_changed
         return all(c.kind == "recorded" for c in self.run_changes)
+
+    def change(self, change_id: str) -> Change | None:
+        return next((c for c in self.changes if c.id == change_id), None)
 
     @property
     def counts(self) -> dict[str, int]:
@@ -232,7 +295,11 @@ class DreamReport:
         rep.started_at = str(d.get("started_at") or "")
         rep.finished_at = str(d.get("finished_at") or "")
         rep.status = str(d.get("status") or "ok")
-        rep.changes = [Change.from_dict(c) for c in d.get("changes") or [] if isinstance(c, dict)]
+        rep.changes = [  # a change without the note it touched cannot be shown or reverted
+            Change.from_dict(c, f"change-{i + 1}")
+            for i, c in enumerate(d.get("changes") or [])
+            if isinstance(c, dict) and isinstance(c.get("note"), str) and c["note"]
+        ]
         rep.skipped = [
             Skipped(
                 str(s.get("code") or ""),
@@ -246,13 +313,14 @@ class DreamReport:
         ]
         rep.orphans = [str(o) for o in d.get("orphans") or []]
         rep.warnings = [str(w) for w in d.get("warnings") or []]
-        rep.memory = d.get("memory") if isinstance(d.get("memory"), dict) else {}
-        rep.verify = d.get("verify") if isinstance(d.get("verify"), dict) else {}
+        memory, verify = d.get("memory"), d.get("verify")
+        rep.memory = memory if isinstance(memory, dict) else {}
+        rep.verify = verify if isinstance(verify, dict) else {}
         rep.runs = [r for r in d.get("runs") or [] if isinstance(r, dict)]
         rep.undone_at = d.get("undone_at")
         rep.loaded_nothing_changed = bool(d.get("nothing_changed", False))
-        counts = d.get("counts") if isinstance(d.get("counts"), dict) else {}
-        rep.candidates = int(counts.get("candidates") or 0)
+        counts = d.get("counts")
+        rep.candidates = _opt_int(counts.get("candidates")) or 0 if isinstance(counts, dict) else 0
         rep.path = path
         return rep
 
@@ -261,26 +329,38 @@ def report_path(vault: Path, date: str) -> Path:
     return Path(vault) / DREAMS_DIR / f"{date}.json"
 
 
-def load_report(vault: Path, date: str) -> DreamReport | None:
-    path = report_path(vault, date)
+def read_report(path: Path) -> DreamReport:
+    """The report in `path`: the one loader (the dream, undo, the desktop app)."""
+    path = Path(path)
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
-        return None
+        raise ReportError(path, "no such file") from None
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        from companion.errors import CompanionError  # noqa: PLC0415
-
-        raise CompanionError(f"the dream report {path} cannot be read: {exc}") from None
+        raise ReportError(path, " ".join(str(exc).split())) from None
     if not isinstance(data, dict):
-        return None
+        raise ReportError(path, "not a dream report (expected a JSON object)")
     return DreamReport.from_dict(data, path)
 
 
+def load_report(vault: Path, date: str) -> DreamReport | None:
+    """The report of `date` in `vault`, or None when that day has none."""
+    path = report_path(vault, date)
+    if not path.exists():
+        return None
+    return read_report(path)
+
+
+def is_report_name(name: str) -> bool:
+    return REPORT_NAME.match(name) is not None
+
+
 def list_reports(vault: Path) -> list[Path]:
+    """The vault's dream reports, oldest first (ledger.json and other files left out)."""
     folder = Path(vault) / DREAMS_DIR
     if not folder.is_dir():
         return []
-    return sorted(p for p in folder.glob("????-??-??.json") if p.is_file())
+    return sorted(p for p in folder.glob("*.json") if p.is_file() and is_report_name(p.name))
 
 
 def last_dream_end(vault: Path) -> dt.datetime | None:

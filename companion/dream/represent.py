@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 
 from companion.dream import blocks
 from companion.dream.plan import Plan
+from companion.dream.summary import fact
 from companion.dream.text import title_key
 from companion.dream.topics import NoteCatalog, fast_area
 from companion.vault.code import mask_code
@@ -136,11 +137,13 @@ def update_home(plan: Plan, catalog: NoteCatalog, language: str, out: Represente
     if after == text:
         return
     added = sorted(new_links - old_links)
-    summary_bits = []
+    facts = []
     if added:
-        summary_bits.append(f"listed {len(added)} note{'s' if len(added) != 1 else ''}")
+        facts.append(fact("index_listed", n=len(added)))
     if dropped:
-        summary_bits.append(f"dropped {len(dropped)} gone")
+        facts.append(fact("index_dropped", n=len(dropped)))
+    if not facts:
+        facts.append(fact("index_reordered"))
     prov = [
         {"source": p, "line": None, "message_id": None, "quote": link_text(p, catalog)}
         for p in wanted
@@ -150,7 +153,7 @@ def update_home(plan: Plan, catalog: NoteCatalog, language: str, out: Represente
         home,
         after,
         kind="represented",
-        summary="index: " + (", ".join(summary_bits) or "reordered"),
+        facts=facts,
         provenance=prov,
         removed=len(dropped),
     )
@@ -243,7 +246,7 @@ def repair_links(
             rel,
             "\n".join(lines),
             kind="represented",
-            summary=f"repaired {len(done)} broken link{'s' if len(done) != 1 else ''}",
+            facts=[fact("links_repaired", n=len(done))],
             provenance=prov,
             removed=len(changed),
             allow_link_edit=True,

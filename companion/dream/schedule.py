@@ -15,7 +15,6 @@ prefer systemd to a long-running process.
 from __future__ import annotations
 
 import datetime as dt
-import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -26,7 +25,7 @@ from apscheduler.schedulers.base import BaseScheduler
 from apscheduler.schedulers.blocking import BlockingScheduler
 from apscheduler.triggers.cron import CronTrigger
 
-from companion.config import Config
+from companion.config import Config, parse_hhmm
 from companion.dream.report import load_report
 from companion.dream.state import vault_key
 from companion.errors import CompanionError, ConfigError
@@ -35,21 +34,22 @@ from companion.paths import DevicePaths
 from companion.statefile import JsonStateFile
 
 log = get_logger("dream.schedule")
-_TIME = re.compile(r"^([01]?\d|2[0-3]):([0-5]\d)$")
 
 
-def parse_hhmm(text: str) -> tuple[int, int]:
-    m = _TIME.match(text.strip())
-    if not m:
-        raise ConfigError(f"[dream] time: expected HH:MM (24-hour), got {text!r}")
-    return int(m.group(1)), int(m.group(2))
+def dream_time(config: Config) -> dt.time:
+    """`[dream] time` (validated by the config schema's `parse_hhmm`)."""
+    text = config.get("dream", "time")
+    try:
+        return parse_hhmm(text)
+    except ValueError as exc:  # a config built in code, not loaded: still one clear line
+        raise ConfigError(f"[dream] time: {exc}") from None
 
 
 def trigger(config: Config) -> CronTrigger:
     from companion.dream.engine import dream_timezone  # noqa: PLC0415 - avoid an import cycle
 
-    hour, minute = parse_hhmm(config.get("dream", "time"))
-    return CronTrigger(hour=hour, minute=minute, timezone=dream_timezone(config))
+    at = dream_time(config)
+    return CronTrigger(hour=at.hour, minute=at.minute, timezone=dream_timezone(config))
 
 
 def last_scheduled(trig: CronTrigger, now: dt.datetime) -> dt.datetime | None:
@@ -194,8 +194,7 @@ def local_fallback_due(vault: Path, config: Config, now: dt.datetime | None = No
 
     tz: ZoneInfo = dream_timezone(config)
     now = (now or dt.datetime.now(dt.UTC)).astimezone(tz)
-    hour, minute = parse_hhmm(config.get("dream", "time"))
-    due = dt.datetime.combine(now.date(), dt.time(hour, minute), tz) + dt.timedelta(
+    due = dt.datetime.combine(now.date(), dream_time(config), tz) + dt.timedelta(
         minutes=int(config.get("dream", "grace_minutes"))
     )
     if now < due:

@@ -1,14 +1,21 @@
-"""`companion dream VAULT --undo DATE`: put back every file a day's dreams changed.
+"""Reverting a dream: one change (the review window) or a whole day (`companion dream --undo
+DATE`, and the review window's "Revert the whole dream"). The one implementation of both.
 
 The day's report is the snapshot: each change holds the whole file before and after, with
-their SHA-256. Undo walks the changes newest first; each file must still hold exactly what the
-dream wrote (its `after`), otherwise nothing at all is restored and the error names the files a
-person (or a later change) edited since; a file that already holds its pre-dream bytes (undone
-on another device and synced here) is left as it is. MEMORY.md and USER.md are restored under
-the same lock the agent takes; on a device without them (the laptop, when the agent runs on the
-server) they are left for an undo on that device, and the result says so. Undone lessons are
-remembered in the ledger, so the next dream does not write them again, and the report is
-marked `undone_at` once nothing is left to undo.
+their SHA-256. A file is put back only when it still holds exactly what the dream wrote (its
+newest change's `after`); a file a person (or a later change) edited since is never touched,
+and a whole-day revert then restores nothing at all and names the files. A file that already
+holds its pre-dream bytes (reverted on another device and synced here) is left as it is. A
+`before` snapshot that no longer matches its recorded checksum is refused. MEMORY.md and
+USER.md are restored under the same lock the agent takes; on a device without them (the
+laptop, when the agent runs on the server) they are left for a revert on that device, and the
+result says so. The write is an atomic replace, so the sync engine sees it as the person's
+own edit and carries it to the other copies. Reverted lessons are remembered in the ledger,
+so the next dream does not write them again, and the report is marked `undone_at` once
+nothing of the day is left to undo.
+
+Refusals are `RevertRefused` with a `reason` code (and the note concerned), so the desktop
+app words them in its own language; the English message is for the command line.
 """
 
 from __future__ import annotations
@@ -22,12 +29,32 @@ from filelock import FileLock
 
 from companion.dream.ledger import Ledger
 from companion.dream.plan import atomic_write
-from companion.dream.report import MEMORY_NOTES, Change, load_report, write_json_atomic
+from companion.dream.report import MEMORY_NOTES, Change, DreamReport, load_report, write_json_atomic
 from companion.errors import CompanionError, InputError
 
+# RevertRefused.reason
+EDITED_SINCE = "edited_since"  # the file changed after the dream
+OUTSIDE_VAULT = "outside_vault"  # the report names a path outside the vault
+BAD_SNAPSHOT = "bad_snapshot"  # `before` does not match its recorded checksum
+NO_SNAPSHOT = "no_snapshot"  # the report has a checksum but no `before` text
+NO_MEMORIES = "no_memories"  # MEMORY.md / USER.md are not on this device
+UNKNOWN_CHANGE = "unknown_change"
+DREAM_REFUSED = "dream_refused"  # a whole-day revert refused: `parts` says why, per file
 
-class UndoRefused(CompanionError):
-    """Undo would lose an edit made after the dream; nothing was restored."""
+
+class RevertRefused(CompanionError):
+    """A revert that would lose an edit or cannot be done; nothing was written."""
+
+    def __init__(
+        self, reason: str, note: str, message: str, parts: tuple[RevertRefused, ...] = ()
+    ) -> None:
+        super().__init__(message)
+        self.reason = reason
+        self.note = note  # the note concerned (a change id for UNKNOWN_CHANGE, a date for DAY)
+        self.parts = parts
+
+
+UndoRefused = RevertRefused  # the name `companion dream --undo` has always raised
 
 
 @dataclass
@@ -38,13 +65,38 @@ class UndoResult:
     elsewhere: list[str] = field(default_factory=list)  # memory files not on this device
 
 
-def _locate(change: Change, vault: Path, memories: Path) -> Path:
-    if change.note in MEMORY_NOTES:
-        return memories / change.note
-    rel = PurePosixPath(change.note)
-    if rel.is_absolute() or ".." in rel.parts or not rel.parts:
-        raise UndoRefused(f"the report names a file outside the vault: {change.note}")
-    return vault.joinpath(*rel.parts)
+@dataclass(frozen=True)
+class NoteLocator:
+    """Turns a report's `note` into a file: vault-relative notes, or the Hermes memory files
+    (`memories`: the `memories/` folder of the Hermes home; None or absent: not here)."""
+
+    vault: Path
+    memories: Path | None = None
+
+    def here(self, note: str) -> bool:
+        """Whether the file lives on this device (the memory files may not)."""
+        return note not in MEMORY_NOTES or (self.memories is not None and self.memories.is_dir())
+
+    def resolve(self, note: str) -> Path:
+        if note in MEMORY_NOTES:
+            if not self.here(note):
+                raise RevertRefused(
+                    NO_MEMORIES,
+                    note,
+                    f"{note} is not on this device (the agent's Hermes home); revert it there",
+                )
+            assert self.memories is not None
+            return self.memories / note
+        rel = PurePosixPath(note.replace("\\", "/"))
+        outside = RevertRefused(
+            OUTSIDE_VAULT, note, f"the report names a file outside the vault: {note}"
+        )
+        if rel.is_absolute() or not rel.parts or ".." in rel.parts:
+            raise outside
+        path = self.vault.joinpath(*rel.parts)
+        if not path.resolve().is_relative_to(self.vault.resolve()):
+            raise outside
+        return path
 
 
 def _sha(data: bytes | None) -> str | None:
@@ -58,9 +110,154 @@ def _read(path: Path) -> bytes | None:
         return None
 
 
-def undo_dream(
-    vault: Path, date: str, memories: Path, *, now: dt.datetime | None = None
+def note_status(change: Change, locator: NoteLocator) -> str:
+    """ "applied" (the file holds what this change wrote), "reverted" (what it held before),
+    "edited" (anything else: the person or a later change edited it) or "elsewhere" (the
+    agent's memory files, on the agent's machine, not this one)."""
+    if not locator.here(change.note):
+        return "elsewhere"
+    try:
+        current = _sha(_read(locator.resolve(change.note)))
+    except (RevertRefused, OSError):
+        return "edited"
+    if current == change.expected_after_sha256:
+        return "applied"
+    if current == (change.recorded_before_sha256 or change.before_sha256):
+        return "reverted"
+    return "edited"
+
+
+@dataclass(frozen=True)
+class _Step:
+    """Put `path` back from `newest.after` to `oldest.before` (a chain of changes to it)."""
+
+    note: str
+    path: Path
+    newest: Change
+    oldest: Change
+
+
+def _target(oldest: Change) -> bytes | None:
+    """The bytes to write back (None: remove the file the dream created)."""
+    if oldest.before is None:
+        if oldest.recorded_before_sha256:
+            raise RevertRefused(
+                NO_SNAPSHOT,
+                oldest.note,
+                f"the report keeps no copy of {oldest.note} from before the dream",
+            )
+        return None
+    if not oldest.snapshot_intact():
+        raise RevertRefused(
+            BAD_SNAPSHOT,
+            oldest.note,
+            f"the report's copy of {oldest.note} does not match its checksum; not reverted",
+        )
+    return oldest.before.encode("utf-8")
+
+
+def _check(step: _Step) -> None:
+    if _sha(_read(step.path)) != step.newest.expected_after_sha256:
+        raise RevertRefused(
+            EDITED_SINCE,
+            step.note,
+            f"{step.note} changed after the dream (edited by you or a later change)",
+        )
+
+
+def _apply(step: _Step, result: UndoResult) -> None:
+    target = _target(step.oldest)
+    lock = None
+    if step.note in MEMORY_NOTES:  # one writer at a time: the sidecar lock Hermes takes
+        lock = FileLock(step.path.with_name(step.path.name + ".lock"), timeout=10)
+        lock.acquire()
+    try:
+        _check(step)  # again, right before writing: the person may have saved meanwhile
+        if target is None:
+            step.path.unlink(missing_ok=True)
+            result.removed.append(step.note)
+        else:
+            atomic_write(step.path, target)
+            result.restored.append(step.note)
+    finally:
+        if lock is not None:
+            lock.release()
+
+
+def _reject(vault: Path, changes: list[Change], date: str) -> None:
+    """Lessons a person reverted are not written again by later dreams."""
+    keys = [k for c in changes for k in c.keys]
+    if not keys:
+        return
+    ledger = Ledger.load(vault)
+    for key in keys:
+        ledger.reject(key, date)
+    ledger.save()
+
+
+def revert_change(report: DreamReport, change_id: str, locator: NoteLocator) -> Path:
+    """Put one change's file back as it was before that change; refuse if edited since (a
+    later change to the same file must be reverted first)."""
+    change = report.change(change_id)
+    if change is None:
+        raise RevertRefused(UNKNOWN_CHANGE, change_id, f"the report has no change {change_id!r}")
+    step = _Step(change.note, locator.resolve(change.note), change, change)
+    _target(change)
+    _check(step)
+    _apply(step, UndoResult(report.date))
+    _reject(locator.vault, [change], report.date)
+    return step.path
+
+
+def revert_dream(
+    report: DreamReport, locator: NoteLocator, *, now: dt.datetime | None = None
 ) -> UndoResult:
+    """Revert every change of the report's day, or none: every file is checked first."""
+    result = UndoResult(report.date)
+    chains: dict[str, list[Change]] = {}
+    for change in reversed(report.changes):  # newest first
+        if not locator.here(change.note):
+            if change.note not in result.elsewhere:
+                result.elsewhere.append(change.note)
+            continue
+        chains.setdefault(change.note, []).append(change)
+    result.elsewhere.sort()
+    steps: list[_Step] = []
+    refused: list[RevertRefused] = []
+    for note, chain in chains.items():
+        try:
+            step = _Step(note, locator.resolve(note), chain[0], chain[-1])
+            _target(step.oldest)
+            current = _sha(_read(step.path))
+            if current == step.newest.expected_after_sha256:
+                steps.append(step)
+            elif current != (step.oldest.recorded_before_sha256 or step.oldest.before_sha256):
+                _check(step)  # raises EDITED_SINCE
+        except RevertRefused as exc:
+            refused.append(exc)
+    if refused:
+        names = ", ".join(r.note for r in refused)
+        raise RevertRefused(
+            DREAM_REFUSED,
+            report.date,
+            f"cannot undo the dream of {report.date}: {names}: "
+            + "; ".join(str(r) for r in refused)
+            + ". Nothing was restored",
+            tuple(refused),
+        )
+    for step in steps:
+        _apply(step, result)
+    _reject(locator.vault, list(report.changes), report.date)
+    if not result.elsewhere and report.path is not None:
+        report.undone_at = (now or dt.datetime.now(dt.UTC)).isoformat()
+        write_json_atomic(report.path, report.to_dict())
+    return result
+
+
+def undo_dream(
+    vault: Path, date: str, memories: Path | None, *, now: dt.datetime | None = None
+) -> UndoResult:
+    """`companion dream VAULT --undo DATE`."""
     try:
         dt.date.fromisoformat(date)
     except ValueError:
@@ -70,58 +267,4 @@ def undo_dream(
         raise InputError(f"no dream report for {date} in {vault}")
     if report.undone_at:
         raise CompanionError(f"the dream of {date} was already undone at {report.undone_at}")
-    changes = list(reversed(report.changes))
-    result = UndoResult(date)
-    if not memories.is_dir():
-        # The agent's memory files live on another device (the server): undo them there.
-        result.elsewhere = sorted({c.note for c in changes if c.note in MEMORY_NOTES})
-        changes = [c for c in changes if c.note not in MEMORY_NOTES]
-    # Check every file before touching any: it must hold what the dream wrote last (its
-    # newest change's `after`), or already hold what it had before the dream (undone on
-    # another device and synced here: nothing to do).
-    chains: dict[Path, list[Change]] = {}
-    for ch in changes:  # newest first
-        chains.setdefault(_locate(ch, vault, memories), []).append(ch)
-    todo: list[Change] = []
-    edited = []
-    for path, chain in chains.items():
-        now_sha = _sha(_read(path))
-        if now_sha == chain[0].after_sha256:
-            todo.extend(chain)
-        elif now_sha != chain[-1].before_sha256:
-            edited.append(str(path))
-    if edited:
-        raise UndoRefused(
-            f"cannot undo the dream of {date}: edited since the dream: {', '.join(edited)}. "
-            "Nothing was restored"
-        )
-    for ch in [c for c in changes if c in todo]:
-        path = _locate(ch, vault, memories)
-        lock = None
-        if ch.note in MEMORY_NOTES:
-            lock = FileLock(path.with_name(path.name + ".lock"), timeout=10)
-            lock.acquire()
-        try:
-            if _sha(_read(path)) != ch.after_sha256:
-                raise UndoRefused(f"{path} changed while undoing; the rest was not restored")
-            if ch.before is None:
-                path.unlink(missing_ok=True)
-                result.removed.append(ch.note)
-            else:
-                atomic_write(path, ch.before.encode("utf-8"))
-                if ch.note not in result.restored:
-                    result.restored.append(ch.note)
-        finally:
-            if lock is not None:
-                lock.release()
-    ledger = Ledger.load(vault)
-    for ch in report.changes:
-        for key in ch.keys:
-            ledger.reject(key, date)
-    ledger.save()
-    stamp = (now or dt.datetime.now(dt.UTC)).isoformat()
-    if not result.elsewhere:
-        report.undone_at = stamp
-    assert report.path is not None
-    write_json_atomic(report.path, report.to_dict())
-    return result
+    return revert_dream(report, NoteLocator(vault, memories), now=now)

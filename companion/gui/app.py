@@ -16,12 +16,16 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from PySide6.QtCore import QLocale, QObject, QSocketNotifier, QTimer
+from PySide6.QtCore import QLocale, QObject, QSocketNotifier, QThread, QTimer, Signal
 from PySide6.QtWidgets import QApplication, QSystemTrayIcon
 
 from companion.config import Config
+from companion.dream.report import ReportError, read_report
+from companion.dream.undo import NoteLocator
+from companion.errors import CompanionError
 from companion.gui.actions import AppActions
 from companion.gui.bridge import EngineFacade, EngineWorker, IdleEngine
+from companion.gui.display import display_problem
 from companion.gui.dreamclock import NO_RELAY, OFFLINE, Decision, DreamClock, utc_now
 from companion.gui.events import EngineEvent, LocalDreamRan, RelayUnreachable, SecretFound
 from companion.gui.i18n import current_language, set_language, tr
@@ -34,9 +38,10 @@ from companion.gui.notify_policy import (
     OPEN_SETTINGS,
     SHOW_MAIN,
     Action,
+    dream_now_finished,
+    dream_now_started,
     notifications_for,
 )
-from companion.gui.report import NoteLocator, ReportError, load_report
 from companion.gui.secretmove import NameAsker, SecretMover, ask_name_dialog
 from companion.gui.single import SingleInstance, server_name
 from companion.gui.tray import TrayController, app_icon
@@ -58,15 +63,18 @@ def create_engine(config: Config) -> EngineFacade:
     vault = str(config.get("vault", "path") or "")
     paused = bool(config.get("sync", "paused"))
     folder = Path(vault).expanduser() if vault else None
+    engine: IdleEngine | None = None
     if folder is not None and folder.is_dir():
         from companion.sync.device import DeviceState  # noqa: PLC0415 - light; the rest is lazy
 
         if DeviceState.exists(config.paths, os.path.realpath(folder)):
             from companion.gui.sync_facade import SyncFacade  # noqa: PLC0415
 
-            return SyncFacade(folder, config, paused=paused)
-    engine = IdleEngine(folder)
-    engine.set_paused(paused)
+            engine = SyncFacade(folder, config, paused=paused)
+    if engine is None:
+        engine = IdleEngine(folder)
+        engine.set_paused(paused)
+    engine.set_problems([p.message for p in config.problems])
     return engine
 
 
@@ -106,7 +114,7 @@ def settings_hooks(config: Config) -> SettingsHooks:
             req.passphrase,
         )
 
-    hooks = SettingsHooks(join=join)
+    hooks = SettingsHooks(join=join, sync_state=lambda folder: keys.sync_state(paths, folder))
     if keys.is_sync_copy(paths, str(config.get("vault", "path") or "")):
         hooks.fingerprint = lambda: keys.fingerprint(paths, config, vault())
         hooks.export_recovery_key = lambda: keys.export_recovery_key(paths, config, vault())
@@ -125,6 +133,8 @@ def memories_dir(config: Config) -> Path:
 
 class CompanionApp(QObject):
     """Everything the running app holds; `start()` shows it."""
+
+    _dream_refused = Signal(str)  # from the dream clock's thread: why the local dream cannot run
 
     def __init__(
         self,
@@ -172,6 +182,7 @@ class CompanionApp(QObject):
             relay_reachable=self._relay_reachable,
             launch=self._launch_local_dream,
             now=now,
+            on_blocked=lambda decision: self._dream_refused.emit(decision.reason),
         )
         self._dream_clock_wanted = dream_clock
         self._local_dream: Decision | None = None
@@ -183,6 +194,9 @@ class CompanionApp(QObject):
         a.quit_requested.connect(self.quit)
         a.notice.connect(self.notice)
         a.secret_move_requested.connect(self.move_secret)
+        self._dream_refused.connect(
+            lambda reason: self.notice(tr("notify.dream_refused.title"), reason)
+        )
         self.secrets.notice.connect(self.notice)
         self.secrets.moved.connect(self._secret_moved)
         self.notifier.clicked.connect(self.run_action)
@@ -190,6 +204,7 @@ class CompanionApp(QObject):
         self.worker.events_ready.connect(self.on_events)
         self.worker.view_ready.connect(self._track_offline)
         self.worker.view_ready.connect(self._start_dream_clock)
+        self.worker.call_started.connect(self._call_started)
         self.worker.call_done.connect(self._call_done)
         self.worker.call_failed.connect(self._call_failed)
 
@@ -204,8 +219,20 @@ class CompanionApp(QObject):
             self.show_main()
         self.worker.refresh()
         self.timer.start()
-        if not self.config.get("vault", "path"):
+        if self.config.problems:
+            self._show_config_problems()
+        elif not self.config.get("vault", "path"):
             self.open_settings("sync")  # first run: nothing works until a vault is chosen
+
+    def _show_config_problems(self) -> None:
+        """A broken config file: logged once, and shown in the window until it is fixed (the
+        defaults stand in for the refused keys meanwhile; no local dream runs)."""
+        for p in self.config.problems:
+            log.error("configuration problem: %s", p.message)
+        body = "\n".join(p.message for p in self.config.problems)
+        self.show_main().show_notice(
+            tr("config.broken_title"), body + "\n" + tr("config.broken_hint")
+        )
 
     # ---- windows -----------------------------------------------------------------------------
 
@@ -228,6 +255,7 @@ class CompanionApp(QObject):
             self.settings.setWindowIcon(app_icon())
             self.settings.saved.connect(self._settings_saved)
             self.settings.runner.call_done.connect(self._settings_task_done)
+            log.info("settings window opened")
         if tab:
             self.settings.show_tab(tab)
         self.settings.show()
@@ -259,6 +287,7 @@ class CompanionApp(QObject):
             window.setWindowIcon(app_icon())
             window.reverted.connect(lambda _paths: self.worker.refresh())
             self.reviews[report] = window
+            log.info("review window opened on %s", report)
         else:
             window.reload()
             for panel in window.findChildren(agent_writes.AgentWritesPanel):
@@ -282,6 +311,10 @@ class CompanionApp(QObject):
         self.worker.refresh()
 
     def _settings_saved(self) -> None:
+        problems = [p.message for p in self.config.problems]
+        self.worker.engine.set_problems(problems)  # cheap and thread-safe
+        if not problems and self.main is not None:
+            self.main.clear_notice()
         before = current_language()
         after = set_language(self.config.get("gui", "language"), QLocale.system().name())
         self.worker.set_paused(bool(self.config.get("sync", "paused")))
@@ -310,6 +343,7 @@ class CompanionApp(QObject):
 
     def notice(self, title: str, text: str) -> None:
         """A message the person should see now (an engine call failed, ...)."""
+        log.info("notice: %s — %s", title, text.replace("\n", " / "))
         if self.tray is not None and self.tray.icon.isVisible():
             self.tray.icon.showMessage(title, text, QSystemTrayIcon.MessageIcon.Warning, 8000)
         self._show_in_main(title, text, force=self.tray is None)
@@ -354,15 +388,38 @@ class CompanionApp(QObject):
             return False
         return True
 
+    def _call_started(self, name: str) -> None:
+        if name == "dream_now" and self._local_dream is None:  # pressed by the person
+            self.notifications.submit([dream_now_started()])
+            self.worker.refresh()  # the tray shows it dreaming now, not at the next poll
+
+    def _dream_now_done(self, result: object) -> None:
+        """The end of a dream started by hand: what it did, said once (the report's own
+        "dream landed" is then not shown again for the same night)."""
+        if not isinstance(result, Path):
+            self.notifications.submit([dream_now_finished(None, "", "local", {})])
+            return
+        try:
+            rep = read_report(result)
+        except ReportError as exc:
+            log.warning("cannot read the dream's report: %s", exc)
+            return
+        self.notifications.mark_seen(f"dream:{rep.date}")
+        done = dream_now_finished(str(result), rep.date, rep.ran_on, dict(rep.counts))
+        self.notifications.submit([done])
+
     def _call_done(self, name: str, result: object) -> None:
-        if name != "dream_now" or self._local_dream is None:
+        if name != "dream_now":
+            return
+        if self._local_dream is None:
+            self._dream_now_done(result)
             return
         decision, self._local_dream = self._local_dream, None
         self.dreamclock.finished(True)
         if decision.cause == NO_RELAY or not isinstance(result, Path):
             return  # the only dreamer (its report's own notification says it) / skipped
         try:
-            rep = load_report(result)
+            rep = read_report(result)
         except ReportError as exc:
             log.warning("cannot read the local dream's report: %s", exc)
             return
@@ -402,9 +459,18 @@ class CompanionApp(QObject):
             self.move_secret(SecretFound(action.target, action.detail, action.line))
 
     def handle_message(self, message: str) -> None:
-        """A request from a second start ("show")."""
+        """A request from another process of this user (`SingleInstance.send`): "show" (a
+        second start), "settings", "review" (the last dream report) or "quit" (an
+        uninstaller, a session script): the same commands as the tray menu's."""
+        log.info("message from another process: %s", message)
         if message == "show":
             self.show_main()
+        elif message == "settings":
+            self.actions.open_settings()
+        elif message == "review":
+            self.actions.open_last_report()
+        elif message == "quit":
+            self.actions.quit()
 
     def shutdown(self) -> None:
         """Stop timers, the dream clock, running calls (bounded) and the engine; idempotent."""
@@ -417,10 +483,24 @@ class CompanionApp(QObject):
         close_engine(self.worker.engine)
 
     def quit(self) -> None:
+        """Quit: every window goes at once, then the engine stops, then the event loop ends.
+
+        `QApplication.exit`, not `quit`: Qt 6's `quit()` first asks every visible window to
+        close and gives up if one refuses, and the main window refuses while there is a tray
+        (closing it only hides it), so Quit left the app running whenever it was open.
+        """
+        log.info("quitting")
+        if self.main is not None:
+            self.main.allow_close = True
+        for window in [self.main, self.settings, *self.reviews.values()]:
+            if window is not None:
+                window.hide()
         self.shutdown()
         app = QApplication.instance()
-        if app is not None:
-            app.quit()
+        # Only a running event loop is told to end: `exit` with none running would make every
+        # later event loop of this thread return at once (a test's, or a second app's).
+        if app is not None and QThread.currentThread().loopLevel() > 0:
+            app.exit(0)
 
 
 class SignalQuit:
@@ -455,14 +535,28 @@ class SignalQuit:
             pass
 
 
+class NoDisplay(CompanionError):
+    """No display to show the app on (exit status 2, like any bad setup)."""
+
+    exit_code = 2
+
+
 def run_tray(app_ctx: Any, argv: list[str] | None = None) -> int:
     """Start the desktop app (or wake the one already running) and return its exit status."""
+    if QApplication.instance() is None:
+        problem = display_problem()
+        if problem is not None:  # Qt would abort (SIGABRT) with a page of plugin messages
+            raise NoDisplay(
+                f"the desktop app needs a display, and there is none here: {problem}. "
+                "On a server, sync with `companion watch VAULT` instead"
+            )
     app = QApplication.instance() or QApplication(argv or sys.argv[:1])
     assert isinstance(app, QApplication)
     app.setApplicationName("vault-companion")
     app.setApplicationDisplayName(tr("app.name"))
     app.setWindowIcon(app_icon())
-    config: Config = app_ctx.config
+    # A broken file does not stop the app: it says what is wrong in its window (see start()).
+    config: Config = app_ctx.lenient_config()
     set_language(config.get("gui", "language"), QLocale.system().name())
     signals = SignalQuit(app)
 

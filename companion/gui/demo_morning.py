@@ -12,9 +12,9 @@ from typing import Any
 from PySide6.QtCore import QLocale, QTimer
 from PySide6.QtWidgets import QApplication, QSystemTrayIcon
 
+from companion.dream.undo import NoteLocator
 from companion.gui.i18n import set_language
 from companion.gui.notify import Notifier
-from companion.gui.report import NoteLocator
 from companion.gui.review import ReviewWindow
 from companion.gui.tray import app_icon
 

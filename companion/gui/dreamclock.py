@@ -32,7 +32,7 @@ from apscheduler.triggers.interval import IntervalTrigger
 
 from companion.config import Config
 from companion.dream.report import report_path
-from companion.dream.schedule import last_scheduled, parse_hhmm, trigger
+from companion.dream.schedule import dream_time, last_scheduled, trigger
 from companion.errors import CompanionError
 from companion.logs import get_logger
 from companion.statefile import JsonStateFile
@@ -56,6 +56,9 @@ class Decision:
     reason: str
     night: dt.date | None = None  # the night concerned (the date of its dream time)
     cause: str = ""  # when run: NO_RELAY, OFFLINE or LATE
+    # not run because a person must fix something (a broken config): said out loud, not logged
+    # at debug level like the ordinary "not yet"
+    blocked: bool = False
 
 
 def utc_now() -> dt.datetime:
@@ -170,8 +173,11 @@ class DreamClock:
         now: Callable[[], dt.datetime] = utc_now,
         monotonic: Callable[[], float] = time.monotonic,
         tick_s: float = TICK_S,
+        on_blocked: Callable[[Decision], None] | None = None,
     ) -> None:
         self.config = config
+        self.on_blocked = on_blocked
+        self._blocked_said: str | None = None
         self.state = ClockState(state_file)
         self.vault = vault
         self.relay_reachable = relay_reachable
@@ -191,11 +197,19 @@ class DreamClock:
         vault = self.vault()
         if vault is None or not Path(vault).is_dir():
             return Decision(False, "no vault folder")
+        if self.config.problems:  # never dream on defaults standing in for what a person wrote
+            n = len(self.config.problems)
+            return Decision(
+                False,
+                f"the configuration has {n} problem{'s' if n != 1 else ''} "
+                f"({self.config.file}); fix it in Settings or in the file",
+                blocked=True,
+            )
         now = self.now()
         try:
             night = night_of(now, self.config).date()
         except CompanionError as exc:  # a bad [dream] time or time zone
-            return Decision(False, str(exc))
+            return Decision(False, f"the configuration has problems: {exc}", blocked=True)
         present = report_path(Path(vault), night.isoformat()).is_file()
         try:
             return fallback_decision(
@@ -221,10 +235,25 @@ class DreamClock:
                 if not started:
                     self._running = None
                     decision = Decision(False, "the dream could not start", decision.night)
+            elif decision.blocked:
+                self._say_blocked(decision)
             else:
                 log.debug("no local dream (%s): %s", why, decision.reason)
+                self._blocked_said = None
             self.state.decided(self.now(), why, decision)
             return decision
+
+    def _say_blocked(self, decision: Decision) -> None:
+        """A refused local dream is an error a person sees: logged and shown once per reason."""
+        if decision.reason == self._blocked_said:
+            return
+        self._blocked_said = decision.reason
+        log.error("local dream refused: %s", decision.reason)
+        if self.on_blocked is not None:
+            try:
+                self.on_blocked(decision)
+            except Exception:  # noqa: BLE001 - the app's bug must not stop the clock
+                log.exception("could not show the refused local dream")
 
     def finished(self, ok: bool) -> None:
         """The launched dream ended; a success is remembered so the night is not dreamt again.
@@ -267,8 +296,8 @@ class DreamClock:
     def triggers(self) -> dict[str, CronTrigger]:
         """The cron triggers: the dream time and the grace time, in the dream's time zone."""
         at = trigger(self.config)
-        hour, minute = parse_hhmm(self.config.get("dream", "time"))
-        minutes = hour * 60 + minute + int(self.config.get("dream", "grace_minutes"))
+        when = dream_time(self.config)
+        minutes = when.hour * 60 + when.minute + int(self.config.get("dream", "grace_minutes"))
         grace = CronTrigger(hour=(minutes // 60) % 24, minute=minutes % 60, timezone=at.timezone)
         return {"dream-time": at, "dream-grace": grace}
 

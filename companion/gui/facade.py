@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import importlib.util
 import os
-import re
 import subprocess
 import threading
 import time
@@ -20,18 +19,16 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Protocol, runtime_checkable
 
+from companion.dream.report import ReportError, list_reports, read_report
 from companion.errors import CompanionError
 from companion.gui.events import ConflictsCreated, DreamLanded, EngineEvent
 from companion.gui.i18n import tr
-from companion.gui.report import ReportError, load_report
 from companion.gui.status import EngineSnapshot
 from companion.logs import get_logger
 from companion.services import companion_command
+from companion.sync.conflicts import is_conflict_copy
 
 log = get_logger("gui.facade")
-
-DREAMS_DIR = Path(".companion") / "dreams"
-CONFLICT_NAME = re.compile(r"^.+ \(conflict .+ \d{4}-\d{2}-\d{2} \d{4}(?: \d+)?\)(?:\.[^.]*)?$")
 
 
 @runtime_checkable
@@ -79,13 +76,10 @@ class EngineFacade(Protocol):
         """Events since the previous call (each returned once), oldest first."""
         ...
 
-
-def is_conflict_copy(name: str) -> bool:
-    """True for a conflict copy's file name as the sync engine writes it
-    (`companion.sync.conflicts.conflict_copy_name`): "Note (conflict laptop 2025-11-28 1403).md",
-    a second one the same minute "Note (conflict laptop 2025-11-28 1403 2).md", and a file with
-    no extension "Makefile (conflict laptop 2025-11-28 1403)"."""
-    return CONFLICT_NAME.match(name) is not None
+    def set_problems(self, problems: list[str]) -> None:
+        """Problems outside the engine a person must fix (the config file's): part of
+        `snapshot().errors` until replaced by an empty list. Cheap; any thread."""
+        ...
 
 
 def find_conflicts(vault: Path) -> list[Path]:
@@ -155,14 +149,6 @@ class ConflictScanner:
             return list(self._found)
 
 
-def dream_reports(vault: Path) -> list[Path]:
-    """The vault's dream reports, oldest first (file names are YYYY-MM-DD.json)."""
-    folder = vault / DREAMS_DIR
-    if not folder.is_dir():
-        return []
-    return sorted(p for p in folder.glob("*.json") if p.is_file())
-
-
 class IdleEngine:
     """The engine for a vault with no sync configured: reports and conflicts, no syncing.
 
@@ -176,7 +162,7 @@ class IdleEngine:
         self._drain_lock = threading.Lock()
         self._paused = False
         self._dreaming = False
-        self._errors: list[str] = []
+        self._errors: list[str] = []  # problems a person must fix (a broken config file)
         self._seen_reports: set[Path] | None = None
         self._seen_conflicts: set[Path] | None = None
         self._fresh = timedelta(hours=fresh_hours)
@@ -184,6 +170,12 @@ class IdleEngine:
 
     def vault_path(self) -> Path | None:
         return self._vault
+
+    def set_problems(self, problems: list[str]) -> None:
+        """Problems outside the engine a person must fix (the config file's), shown as the
+        error state until they are gone."""
+        with self._lock:
+            self._errors = list(problems)
 
     def _vault_errors(self) -> list[str]:
         if self._vault is None:
@@ -251,7 +243,7 @@ class IdleEngine:
     def latest_dream_report(self) -> Path | None:
         if self._vault is None:
             return None
-        reports = dream_reports(self._vault)
+        reports = list_reports(self._vault)
         return reports[-1] if reports else None
 
     def conflicts(self) -> list[Path]:
@@ -272,7 +264,7 @@ class IdleEngine:
         if self._vault is None or not self._vault.is_dir():
             return []
         events: list[EngineEvent] = []
-        reports = set(dream_reports(self._vault))
+        reports = set(list_reports(self._vault))
         if self._seen_reports is None:
             cutoff = datetime.now().timestamp() - self._fresh.total_seconds()
             new = {p for p in reports if p.stat().st_mtime >= cutoff}
@@ -282,7 +274,7 @@ class IdleEngine:
         self._seen_reports |= reports
         for path in new_reports:
             try:
-                rep = load_report(path)
+                rep = read_report(path)
             except ReportError as exc:
                 log.warning("skipping unreadable dream report: %s", exc)
                 continue

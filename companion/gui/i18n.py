@@ -8,17 +8,31 @@ Qt-free, so the notification policy and the tray status text can be tested witho
 from __future__ import annotations
 
 import json
-import locale
-import os
 import threading
 from datetime import datetime
 from functools import cache
 from typing import Any
 
 from companion.gui.resources import translations_dir
+from companion.language import (  # one rule for the app and the command line
+    DEFAULT_LANGUAGE,
+    LANGUAGES,
+    resolve_language,
+    system_language,
+)
 
-LANGUAGES: tuple[str, ...] = ("en", "es")
-DEFAULT_LANGUAGE = "en"
+__all__ = [
+    "DEFAULT_LANGUAGE",
+    "LANGUAGES",
+    "N_",
+    "catalogue",
+    "current_language",
+    "format_datetime",
+    "resolve_language",
+    "set_language",
+    "system_language",
+    "tr",
+]
 
 _lock = threading.Lock()
 _current = DEFAULT_LANGUAGE
@@ -38,36 +52,6 @@ def catalogue(language: str) -> dict[str, Any]:
     if not isinstance(data, dict):
         raise ValueError(f"{path}: a translation catalogue must be a JSON object")
     return data
-
-
-def system_language(system_locale: str | None = None) -> str:
-    """'es' when the system locale is Spanish, else 'en'.
-
-    `system_locale` is e.g. Qt's `QLocale.system().name()` ("es_ES"); without it the usual
-    environment variables and Python's locale are consulted.
-    """
-    names = [system_locale] if system_locale else []
-    names += [os.environ.get(v) for v in ("LC_ALL", "LC_MESSAGES", "LANGUAGE", "LANG")]
-    try:
-        names.append(locale.getlocale()[0])
-    except ValueError:
-        pass
-    for name in names:
-        if not name or name in {"C", "POSIX"} or name.startswith("C."):
-            continue
-        lowered = name.lower()
-        for lang in LANGUAGES:
-            if lowered.startswith(lang) or (lang == "es" and lowered.startswith("spanish")):
-                return lang
-        return DEFAULT_LANGUAGE
-    return DEFAULT_LANGUAGE
-
-
-def resolve_language(setting: str, system_locale: str | None = None) -> str:
-    """The language for a `gui.language` setting: "auto", "en" or "es"."""
-    if setting in LANGUAGES:
-        return setting
-    return system_language(system_locale)
 
 
 def set_language(setting: str, system_locale: str | None = None) -> str:

@@ -12,6 +12,7 @@ from companion.sync.vaultkeys import (
     is_sync_copy,
     join,
     rewrap_from_local_key,
+    sync_state,
 )
 
 __all__ = [
@@ -25,4 +26,5 @@ __all__ = [
     "is_sync_copy",
     "join",
     "rewrap_from_local_key",
+    "sync_state",
 ]

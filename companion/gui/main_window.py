@@ -6,6 +6,8 @@ system tray, in which case it says so instead of leaving the person with nothing
 
 from __future__ import annotations
 
+import html
+
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QCloseEvent
 from PySide6.QtWidgets import (
@@ -39,8 +41,9 @@ class MainWindow(QMainWindow):
     ) -> None:
         super().__init__(parent)
         self.worker = worker
-        self.actions = actions
+        self.app_actions = actions  # not `actions`: QWidget.actions() is Qt's
         self.tray_available = tray_available
+        self.allow_close = False  # set when the app quits: closing then really closes
         self.setWindowTitle(tr("app.name"))
         self.setWindowIcon(app_icon())
 
@@ -114,8 +117,13 @@ class MainWindow(QMainWindow):
         self.update_view(worker.last_view or EngineView(EngineSnapshot()))
 
     def show_notice(self, title: str, text: str) -> None:
-        self.notice.setText(f"<b>{title}</b><br>{text}".replace("\n", "<br>"))
+        body = html.escape(text).replace("\n", "<br>")
+        self.notice.setText(f"<b>{html.escape(title)}</b><br>{body}")
         self.notice.show()
+
+    def clear_notice(self) -> None:
+        self.notice.clear()
+        self.notice.hide()
 
     def update_view(self, view: EngineView) -> None:
         self.view = view
@@ -153,9 +161,9 @@ class MainWindow(QMainWindow):
         b["last_report"].setEnabled(view.latest_report is not None)
 
     def closeEvent(self, event: QCloseEvent) -> None:  # noqa: N802 - Qt's name
-        if self.tray_available:
+        if self.tray_available and not self.allow_close:
             event.ignore()  # the tray keeps the app; the window just hides
             self.hide()
         else:
             event.accept()
-            self.actions.quit()
+            self.app_actions.quit()

@@ -99,6 +99,8 @@ class Notifier(QObject):
             tray.messageClicked.connect(self._on_balloon_clicked)
 
     def show(self, n: Notification) -> None:
+        # What was shown, for the person and for support (never a secret: events carry none).
+        log.info("notification: %s — %s", n.title, n.body.replace("\n", " / "))
         self._actions[n.key] = n.action
         if self.use_desktop and self._send_desktop(n):
             self._waiting[n.key] = n
@@ -118,9 +120,12 @@ class Notifier(QObject):
             from desktop_notifier import Button, Urgency
 
             key = n.key
+
+            def pressed(action: Action) -> Callable[[], None]:
+                return lambda: self._button_pressed.emit(action)
+
             buttons = [
-                Button(title=label, on_pressed=lambda a=action: self._button_pressed.emit(a))
-                for label, action in n.buttons
+                Button(title=label, on_pressed=pressed(action)) for label, action in n.buttons
             ]
             assert self._loop is not None
             self._loop.submit(
@@ -220,6 +225,13 @@ class NotificationCenter(QObject):
             tmp.replace(self.state_file)
         except OSError as exc:
             log.warning("cannot remember shown notifications: %s", exc)
+
+    def mark_seen(self, key: str) -> None:
+        """Never show `key` (already said another way: the end of a dream started by hand)."""
+        if key not in self.seen:
+            self.seen.append(key)
+            self._save()
+        self.pending = [n for n in self.pending if n.key != key]
 
     def submit(self, notifications: list[Notification]) -> None:
         known = set(self.seen) | {p.key for p in self.pending}

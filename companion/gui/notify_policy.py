@@ -9,8 +9,11 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, time, timedelta
+from time import time_ns
 from typing import Any
 
+from companion.config import parse_hhmm
+from companion.dream.report import KINDS
 from companion.gui.events import (
     ConflictsCreated,
     DreamLanded,
@@ -22,7 +25,6 @@ from companion.gui.events import (
     SecretFound,
 )
 from companion.gui.i18n import N_, tr
-from companion.gui.report import KINDS
 
 # What clicking a notification does (Action.kind).
 OPEN_REVIEW = "open_review"  # target: the dream report path
@@ -55,17 +57,6 @@ class Notification:
     buttons: tuple[tuple[str, Action], ...] = ()
 
 
-def parse_hhmm(value: str) -> time | None:
-    """`time` for a valid "HH:MM" (24-hour clock), else None."""
-    parts = value.strip().split(":") if isinstance(value, str) else []
-    if len(parts) != 2 or not all(p.isdigit() and len(p) == 2 for p in parts):
-        return None
-    hours, minutes = int(parts[0]), int(parts[1])
-    if hours > 23 or minutes > 59:
-        return None
-    return time(hours, minutes)
-
-
 def dream_counts_text(counts: Mapping[str, int]) -> str:
     """ "2 consolidated, 1 promoted" (known kinds in a fixed order, zeros left out)."""
     keys = {
@@ -81,22 +72,56 @@ def dream_counts_text(counts: Mapping[str, int]) -> str:
 
 def _morning(now: datetime, cfg: Mapping[str, Any]) -> datetime | None:
     """Today's morning notification time if it is still ahead, else None (show now)."""
-    at = parse_hhmm(str(cfg.get("morning_time", "08:00"))) or time(8, 0)
+    try:
+        at = parse_hhmm(str(cfg.get("morning_time", "08:00")))
+    except ValueError:  # the config schema refuses it; a hand-built mapping may still hold it
+        at = time(8, 0)
     morning = now.replace(hour=at.hour, minute=at.minute, second=0, microsecond=0)
     return morning if now < morning else None
+
+
+def dream_title(date: str, ran_on: str, counts: Mapping[str, int]) -> str:
+    """ "Dream of 2026-11-28: 4 consolidated, 1 promoted": the night and what it did."""
+    key = N_("notify.dream.title_local") if ran_on == "local" else N_("notify.dream.title")
+    return tr(key, date=date, counts=dream_counts_text(counts))
+
+
+def dream_now_started() -> Notification:
+    """ "Dream now" was pressed: said at once (a dream can take a while)."""
+    return Notification(
+        key=f"dream-now:{time_ns()}",
+        title=tr("notify.dream_now.title"),
+        body=tr("notify.dream_now.body"),
+    )
+
+
+def dream_now_finished(
+    report: str | None, date: str, ran_on: str, counts: Mapping[str, int]
+) -> Notification:
+    """The dream started by hand ended: what it did (click: review), or that another device
+    dreams tonight (`report` None: it holds the night's lease)."""
+    if report is None:
+        return Notification(
+            key=f"dream-now-skipped:{time_ns()}",
+            title=tr("notify.dream_now.skipped_title"),
+            body=tr("notify.dream_now.skipped_body"),
+        )
+    return Notification(
+        key=f"dream-now-done:{date}:{time_ns()}",
+        title=dream_title(date, ran_on, counts),
+        body=tr("notify.dream.body_hint"),
+        action=Action(OPEN_REVIEW, report),
+    )
 
 
 def _one(event: EngineEvent, cfg: Mapping[str, Any], now: datetime) -> Notification | None:
     if isinstance(event, DreamLanded):
         if not cfg.get("dream_landed", True):
             return None
-        title_key = (
-            N_("notify.dream.title_local") if event.ran_on == "local" else N_("notify.dream.title")
-        )
         return Notification(
             key=f"dream:{event.date}",
-            title=tr(title_key, date=event.date),
-            body=dream_counts_text(event.counts) + "\n" + tr("notify.dream.body_hint"),
+            title=dream_title(event.date, event.ran_on, event.counts),
+            body=tr("notify.dream.body_hint"),
             action=Action(OPEN_REVIEW, str(event.report)),
             not_before=_morning(now, cfg),
         )
@@ -153,8 +178,8 @@ def _one(event: EngineEvent, cfg: Mapping[str, Any], now: datetime) -> Notificat
         # The same key as the report's own DreamLanded: one notification for the night.
         return Notification(
             key=f"dream:{event.date}",
-            title=tr("notify.local_dream.title"),
-            body=tr(why, date=event.date) + "\n" + dream_counts_text(event.counts),
+            title=dream_title(event.date, "local", event.counts),
+            body=tr(why, date=event.date),
             action=Action(OPEN_REVIEW, str(event.report)) if event.report else None,
             not_before=_morning(now, cfg),
         )

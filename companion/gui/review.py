@@ -1,7 +1,9 @@
 """The dream review window: every change of one dream, its provenance and diff, and revert.
 
-A revert is refused, with the reason shown in the window, when the note was edited after the
-dream (see `report.revert_change`); nothing is ever overwritten silently.
+A thin layer over the engine: the report model is `companion.dream.report`, the reverts are
+`companion.dream.undo` (the same code as `companion dream --undo`). A revert is refused, with
+the reason shown in the window in the interface's language, when the note was edited after
+the dream; nothing is ever overwritten silently.
 """
 
 from __future__ import annotations
@@ -27,20 +29,19 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from companion.gui.i18n import N_, tr
-from companion.gui.links import obsidian_uri
-from companion.gui.notify_policy import dream_counts_text
-from companion.gui.report import (
-    DreamChange,
-    DreamReport,
+from companion.dream.report import Change, DreamReport, ReportError, describe_ref, read_report
+from companion.dream.summary import change_text
+from companion.dream.undo import (
+    DREAM_REFUSED,
     NoteLocator,
-    ReportError,
     RevertRefused,
-    load_report,
     note_status,
     revert_change,
     revert_dream,
 )
+from companion.gui.i18n import N_, current_language, tr
+from companion.gui.links import obsidian_uri
+from companion.gui.notify_policy import dream_counts_text
 
 KIND_LABELS = {
     "consolidated": N_("kind.consolidated"),
@@ -66,9 +67,33 @@ _DIFF_STYLE = {
 }
 
 
+REFUSAL_KEYS = {
+    "edited_since": N_("revert.edited_since"),
+    "outside_vault": N_("revert.outside_vault"),
+    "bad_snapshot": N_("revert.bad_snapshot"),
+    "no_snapshot": N_("revert.no_snapshot"),
+    "no_memories": N_("revert.no_memories"),
+    "unknown_change": N_("revert.unknown_change"),
+}
+
+
 def kind_label(kind: str) -> str:
     key = KIND_LABELS.get(kind)
     return tr(key) if key else kind
+
+
+def refusal_text(exc: RevertRefused) -> str:
+    """The engine's refusal in the interface's language (its English text if unknown)."""
+    if exc.reason == DREAM_REFUSED:
+        return tr("revert.dream_refused", reasons="\n".join(refusal_text(p) for p in exc.parts))
+    key = REFUSAL_KEYS.get(exc.reason)
+    return tr(key, note=exc.note, id=exc.note) if key else str(exc)
+
+
+def report_error_text(exc: ReportError) -> str:
+    if exc.detail.startswith("not a dream report"):
+        return tr("report.not_object", path=exc.path)
+    return tr("report.unreadable", path=exc.path, error=exc.detail)
 
 
 def diff_html(lines: list[str]) -> str:
@@ -192,11 +217,11 @@ class ReviewWindow(QWidget):
         """(Re)read the report and the notes' current state."""
         current = self.current_change()
         try:
-            self.report = load_report(self.report_path)
+            self.report = read_report(self.report_path)
         except ReportError as exc:
             self.report = None
             self.header.setText(tr("review.unreadable"))
-            self._say(str(exc), error=True)
+            self._say(report_error_text(exc), error=True)
             self.changes.clear()
             self._update_buttons()
             return
@@ -214,7 +239,7 @@ class ReviewWindow(QWidget):
                 [change.note, kind_label(change.kind), tr(STATUS_LABELS[status])]
             )
             item.setData(0, Qt.ItemDataRole.UserRole, change.id)
-            item.setToolTip(0, change.summary or change.note)
+            item.setToolTip(0, change_text(change, current_language()) or change.note)
             self.changes.addTopLevelItem(item)
             if current is not None and change.id == current.id:
                 select = item
@@ -225,17 +250,16 @@ class ReviewWindow(QWidget):
         else:
             self._show_current()
 
-    def current_change(self) -> DreamChange | None:
+    def current_change(self) -> Change | None:
         item = self.changes.currentItem()
         if item is None or self.report is None:
             return None
-        change_id = item.data(0, Qt.ItemDataRole.UserRole)
-        return next((c for c in self.report.changes if c.id == change_id), None)
+        return self.report.change(item.data(0, Qt.ItemDataRole.UserRole))
 
     def select_change(self, change_id: str) -> None:
         for i in range(self.changes.topLevelItemCount()):
             item = self.changes.topLevelItem(i)
-            if item.data(0, Qt.ItemDataRole.UserRole) == change_id:
+            if item is not None and item.data(0, Qt.ItemDataRole.UserRole) == change_id:
                 self.changes.setCurrentItem(item)
                 return
 
@@ -246,11 +270,12 @@ class ReviewWindow(QWidget):
             self.provenance.setText("")
             self.diff.setHtml("")
         else:
-            self.summary.setText(change.summary or kind_label(change.kind))
+            self.summary.setText(change_text(change, current_language()) or kind_label(change.kind))
             items = []
             for p in change.provenance:
-                quote = f" — “{html.escape(p.quote)}”" if p.quote else ""
-                items.append(f"<li><code>{html.escape(p.describe())}</code>{quote}</li>")
+                text = str(p.get("quote") or "")
+                quote = f" — “{html.escape(text)}”" if text else ""
+                items.append(f"<li><code>{html.escape(describe_ref(p))}</code>{quote}</li>")
             self.provenance.setText(
                 f"<ul style='margin:0'>{''.join(items)}</ul>"
                 if items
@@ -284,7 +309,7 @@ class ReviewWindow(QWidget):
         try:
             revert_change(self.report, change.id, self.locator)
         except RevertRefused as exc:
-            self._say(str(exc), error=True)
+            self._say(refusal_text(exc), error=True)
             self.reload()
             return False
         except OSError as exc:
@@ -299,17 +324,21 @@ class ReviewWindow(QWidget):
         if self.report is None or not self._confirm(tr("review.confirm_dream")):
             return False
         try:
-            paths = revert_dream(self.report, self.locator)
+            result = revert_dream(self.report, self.locator)
         except RevertRefused as exc:
-            self._say(str(exc), error=True)
+            self._say(refusal_text(exc), error=True)
             self.reload()
             return False
         except OSError as exc:
             self._say(tr("revert.io_error", note="", error=exc), error=True)
             return False
-        self._say(tr("review.reverted_all", n=len(paths)))
+        done = [*result.restored, *result.removed]
+        text = tr("review.reverted_all", n=len(done))
+        if result.elsewhere:
+            text += "\n" + tr("review.reverted_elsewhere", notes=", ".join(result.elsewhere))
+        self._say(text)
         self.reload()
-        self.reverted.emit([str(p) for p in paths])
+        self.reverted.emit(done)
         return True
 
     def open_current(self) -> None:

@@ -1,4 +1,5 @@
-"""A small vault with one dream report, for screenshots, tests and trying the app out.
+"""A small vault with one hand-made dream report, for the GUI unit tests and trying the app out
+(the screenshots and the end-to-end test use a real dream: `tests/desktop_world.py`).
 
 The report follows the dream report format (`.companion/dreams/YYYY-MM-DD.json`) and its
 snapshots match the files written, so every change can be reviewed and reverted for real.

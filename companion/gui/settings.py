@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from PySide6.QtCore import Qt, QUrl, Signal
+from PySide6.QtGui import QColor
 from PySide6.QtWidgets import (
     QCheckBox,
     QComboBox,
@@ -48,7 +49,8 @@ log = get_logger("gui.settings")
 
 IGNORE_FILE = ".companionignore"
 TABS = ("sync", "keys", "schedule", "memory", "advanced")
-ERROR_STYLE = "color: #cf222e;"
+ERROR_COLOR = "#cf222e"
+ERROR_STYLE = f"color: {ERROR_COLOR};"
 
 
 @dataclass(frozen=True)
@@ -71,6 +73,9 @@ class SettingsHooks:
     fingerprint: Callable[[], str | None] | None = None
     export_recovery_key: Callable[[], str] | None = None
     open_url: Callable[[QUrl], bool] | None = None
+    # how a folder joined its relay on this device (`keys.sync_state`): an object with
+    # relay_url, device_name, kind and vault_id, or None when it is not a sync copy here
+    sync_state: Callable[[str], Any] | None = None
 
 
 @dataclass
@@ -80,6 +85,7 @@ class _Field:
     get: Callable[[], Any]
     check: Callable[[Any], str | None]
     error: QLabel
+    tab: int  # index of the tab the field is on
 
 
 class SettingsWindow(QDialog):
@@ -110,11 +116,23 @@ class SettingsWindow(QDialog):
         self.setMinimumWidth(560)
 
         self.tabs = QTabWidget()
-        self.tabs.addTab(self._sync_tab(), tr("settings.tab.sync"))
-        self.tabs.addTab(self._keys_tab(), tr("settings.tab.keys"))
-        self.tabs.addTab(self._schedule_tab(), tr("settings.tab.schedule"))
-        self.tabs.addTab(self._memory_tab(), tr("settings.tab.memory"))
-        self.tabs.addTab(self._advanced_tab(), tr("settings.tab.advanced"))
+        self._tab_labels = [
+            tr("settings.tab.sync"),
+            tr("settings.tab.keys"),
+            tr("settings.tab.schedule"),
+            tr("settings.tab.memory"),
+            tr("settings.tab.advanced"),
+        ]
+        builders = (
+            self._sync_tab,
+            self._keys_tab,
+            self._schedule_tab,
+            self._memory_tab,
+            self._advanced_tab,
+        )
+        for index, (build, label) in enumerate(zip(builders, self._tab_labels, strict=True)):
+            self._building_tab = index
+            self.tabs.addTab(build(), label)
 
         self.status = QLabel()
         self.status.setWordWrap(True)
@@ -164,8 +182,15 @@ class SettingsWindow(QDialog):
         check: Callable[[Any], str | None] = lambda _v: None,
         holder: QWidget | None = None,
     ) -> _Field:
-        """Put `widget` on the form, load its value from the config, check it on every edit."""
+        """Put `widget` on the form, load its value from the config, check it on every edit.
+
+        A value the config file holds but the schema refused is shown as written, so the field
+        is marked in red where the person can fix it.
+        """
         value = self.config.get(section, name)
+        raw = self.config.raw_value(section, name)
+        if isinstance(widget, QLineEdit | QComboBox) and isinstance(raw, str):
+            value = raw
         if isinstance(widget, QLineEdit):
             widget.setText(str(value))
             widget.textChanged.connect(self.revalidate)
@@ -192,7 +217,7 @@ class SettingsWindow(QDialog):
             raise TypeError(widget)
         error = self._error_label()
         self._row(form, label, holder or widget, error)
-        f = _Field(section, name, get, check, error)
+        f = _Field(section, name, get, check, error, self._building_tab)
         self.fields.append(f)
         return f
 
@@ -270,23 +295,68 @@ class SettingsWindow(QDialog):
         self.invite_code.setPlaceholderText(tr("settings.invite_hint"))
         self.join_button = QPushButton(tr("settings.join"))
         self.join_button.clicked.connect(self._join)
-        box = QWidget()
-        h = QHBoxLayout(box)
+        self._invite_box = QWidget()
+        h = QHBoxLayout(self._invite_box)
         h.setContentsMargins(0, 0, 0, 0)
         h.addWidget(self.invite_code, 1)
         h.addWidget(self.join_button)
-        form.addRow(tr("settings.invite"), box)
+        form.addRow(tr("settings.invite"), self._invite_box)
         self.invite_code.textChanged.connect(self._update_buttons)
         self.join_pass = QLineEdit()
         self.join_pass.setEchoMode(QLineEdit.EchoMode.Password)
         self.join_pass.setPlaceholderText(tr("settings.join_pass_hint"))
+        self.join_pass.setToolTip(tr("settings.join_pass_help"))
         self.join_pass.textChanged.connect(self._update_buttons)
         self.join_pass_error = self._error_label()
         self._row(form, tr("settings.join_pass"), self.join_pass, self.join_pass_error)
+        self._join_pass_box = self.join_pass.parentWidget()
+        # a folder that already syncs: how it joined, instead of the invite and join fields
+        self.joined = QLabel()
+        self.joined.setWordWrap(True)
+        self.joined.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        form.addRow(tr("settings.joined_label"), self.joined)
+        self._sync_form = form
         if self.hooks.join is None:
             self._unavailable(self.join_button)
         self._hint(form, tr("settings.hint.sync"))
+        self.vault_path.textChanged.connect(self._show_joined)
+        self._show_joined()
         return tab
+
+    def _show_joined(self, *_: object) -> None:
+        """A folder set up for sync on this device shows the relay and the device name it
+        joined with, read-only (the engine syncs with those, not with the config's `[sync]`
+        defaults); any other folder shows the fields to join with an invite."""
+        hook = self.hooks.sync_state
+        state = hook(self.vault_path.text().strip()) if hook is not None else None
+        form = self._sync_form
+        joined = state is not None
+        for edit in (self.relay_url, self.device_name):
+            edit.setReadOnly(joined)
+            edit.setToolTip(tr("settings.joined_field") if joined else "")
+        if state is not None:
+            self.relay_url.setText(str(state.relay_url))
+            self.device_name.setText(str(state.device_name))
+            kind = {"human": tr("settings.kind.human"), "agent": tr("settings.kind.agent")}.get(
+                str(state.kind), ""
+            )
+            self.joined.setText(
+                tr(
+                    "settings.joined_as",
+                    device=state.device_name,
+                    kind=kind or state.kind,
+                    relay=state.relay_url,
+                    vault=state.vault_id,
+                )
+            )
+        elif self.relay_url.isReadOnly() is False and getattr(self, "_was_joined", False):
+            self.relay_url.setText(str(self.config.raw_value("sync", "relay_url")))
+            self.device_name.setText(str(self.config.raw_value("sync", "device_name")))
+        self._was_joined = joined
+        form.setRowVisible(self.joined, joined)
+        form.setRowVisible(self._invite_box, not joined)
+        if self._join_pass_box is not None:
+            form.setRowVisible(self._join_pass_box, not joined)
 
     def _keys_tab(self) -> QWidget:
         tab = QWidget()
@@ -502,7 +572,22 @@ class SettingsWindow(QDialog):
         self.ignore_error.setText(errors.get("ignore", ""))
         self.ignore_error.setVisible("ignore" in errors)
         self.save_button.setEnabled(not errors)
-        self.status.setText(tr("settings.fix_errors") if errors else "")
+        # The tabs holding a bad field are marked too, and named: the field may be on a tab
+        # that is not the one showing.
+        bad_tabs = sorted(
+            {f.tab for f in self.fields if f"{f.section}.{f.name}" in errors}
+            | ({TABS.index("advanced")} if "ignore" in errors else set())
+        )
+        bar = self.tabs.tabBar()
+        for index, label in enumerate(self._tab_labels):
+            marked = index in bad_tabs
+            self.tabs.setTabText(index, f"⚠ {label}" if marked else label)
+            bar.setTabTextColor(index, QColor(ERROR_COLOR) if marked else QColor())
+        if errors:
+            names = ", ".join(self._tab_labels[i] for i in bad_tabs)
+            self.status.setText(tr("settings.fix_errors_on", tabs=names))
+        else:
+            self.status.setText("")
         self.status.setStyleSheet(ERROR_STYLE)
         self._update_buttons()
 

@@ -50,6 +50,7 @@ from companion.sync.engine import RoundReport, SyncEngine
 from companion.sync.guard import MassDeleteRefused
 from companion.sync.lock import LockHeld, VaultLock
 from companion.sync.status import StatusStore
+from companion.sync.statusview import local_pending
 
 log = get_logger("gui.sync")
 
@@ -158,6 +159,7 @@ class SyncFacade(IdleEngine):
     """`EngineFacade` for a sync copy; `close()` stops the daemon and releases the lock."""
 
     START_RETRY_S = 30.0  # after a failed start (keyring locked, secret missing)
+    OFFLINE_PENDING_S = 5.0  # how often the pending changes are recounted while offline
     TAKEOVER_RETRY_S = 5.0  # while another process syncs this copy (a lock probe is cheap)
 
     def __init__(
@@ -190,6 +192,7 @@ class SyncFacade(IdleEngine):
         self._secret_scanner: Any = None
         self._paused = bool(paused)
         self._next_start = 0.0  # monotonic time of the next start attempt
+        self._pending_cache: tuple[float, int] | None = None  # (monotonic time, count) offline
 
     # The daemon starts on the first call from the worker (never on the GUI thread: opening
     # the keyring may hang), and again after a failure, at most every START_RETRY_S.
@@ -324,6 +327,9 @@ class SyncFacade(IdleEngine):
             online = bool(saved.get("online")) if self._elsewhere else True
             syncing = self._elsewhere is not None and saved.get("state") == "syncing"
         pending = saved.get("pending") or {}
+        count = int(pending.get("upload") or 0) + int(pending.get("download") or 0)
+        if not online:  # no round gets far enough to count: look at the disk, as `status` does
+            count = self._offline_pending()
         last = saved.get("last_sync")
         return EngineSnapshot(
             errors=errors,
@@ -334,9 +340,24 @@ class SyncFacade(IdleEngine):
             paused=self._paused,
             last_sync=datetime.fromtimestamp(last).astimezone() if last else None,
             last_dream=base.last_dream,
-            pending=int(pending.get("upload") or 0) + int(pending.get("download") or 0),
+            pending=count,
             sync_configured=True,
         )
+
+    def _offline_pending(self) -> int:
+        """Changes waiting while offline (`statusview.local_pending`, read-only), recounted at
+        most every OFFLINE_PENDING_S so an offline laptop does not rescan at every poll."""
+        now = time.monotonic()
+        cached = self._pending_cache
+        if cached is not None and now - cached[0] < self.OFFLINE_PENDING_S:
+            return cached[1]
+        try:
+            upload, inbox, _cursor = local_pending(self.paths, self.config, str(self.root))
+        except CompanionError as exc:
+            log.debug("cannot count the pending changes: %s", exc)
+            upload, inbox = 0, 0
+        self._pending_cache = (now, upload + inbox)
+        return upload + inbox
 
     def _round_now(self, timeout: float = SYNC_NOW_TIMEOUT_S) -> RoundReport:
         """One round on the daemon's thread, started after this call; its report, or the

@@ -1,21 +1,27 @@
 """Checks behind the settings window's inline errors. Qt-free: each returns None when the
-value is fine, else the message to show under the field (already translated)."""
+value is fine, else the message to show under the field (already translated).
+
+Whether a configured value is acceptable is the config schema's rule (`companion.config`:
+the same one `config show`, `doctor` and the schedulers apply); this module only words the
+answer in the interface's language. The checks here that the schema does not have are about
+things outside the config file: passphrases, ignore rules, folders that must exist.
+"""
 
 from __future__ import annotations
 
 from functools import lru_cache
 from pathlib import Path
-from urllib.parse import urlsplit
 from zoneinfo import available_timezones
 
 import pathspec
 
+from companion.config import SCHEMA, hhmm_problem, timezone_problem, url_problem, value_problem
 from companion.crypto.passphrase import MIN_LENGTH, passphrase_problem, suggest_passphrase
 from companion.gui.i18n import tr
-from companion.gui.notify_policy import parse_hhmm
 from companion.textsafe import display_name_problem
 
-WINDOW_MIN, WINDOW_MAX = 24, 48
+WINDOW_MIN = int(SCHEMA["dream"]["window_hours"].minimum or 24)
+WINDOW_MAX = int(SCHEMA["dream"]["window_hours"].maximum or 48)
 
 
 def http_url(value: str, *, required: bool = False) -> str | None:
@@ -23,18 +29,11 @@ def http_url(value: str, *, required: bool = False) -> str | None:
     value = value.strip()
     if not value:
         return tr("invalid.required") if required else None
-    try:
-        parts = urlsplit(value)
-        parts.port  # noqa: B018 - raises ValueError on a bad port
-    except ValueError:
-        return tr("invalid.url")
-    if parts.scheme not in ("http", "https") or not parts.hostname or " " in value:
-        return tr("invalid.url")
-    return None
+    return tr("invalid.url") if url_problem(value) else None
 
 
 def hhmm(value: str) -> str | None:
-    return None if parse_hhmm(value) is not None else tr("invalid.time")
+    return tr("invalid.time") if hhmm_problem(value) else None
 
 
 @lru_cache(maxsize=1)
@@ -43,11 +42,11 @@ def timezones() -> tuple[str, ...]:
 
 
 def timezone(value: str) -> str | None:
-    return None if value in timezones() else tr("invalid.timezone")
+    return tr("invalid.timezone") if timezone_problem(value) else None
 
 
 def window_hours(value: int) -> str | None:
-    if WINDOW_MIN <= value <= WINDOW_MAX:
+    if value_problem("dream", "window_hours", value) is None:
         return None
     return tr("invalid.window", min=WINDOW_MIN, max=WINDOW_MAX)
 

@@ -37,9 +37,11 @@ def _when(ts: float | None) -> str:
     return datetime.fromtimestamp(ts, UTC).strftime("%Y-%m-%d %H:%M UTC")
 
 
-def _open(data: Path, must_exist: bool = True) -> SqliteStorage:
+def _open(data: Path, must_exist: bool = True, hint: str = "") -> SqliteStorage:
     if must_exist and not (data / "relay.db").is_file():
-        raise InputError(f"no relay data in {data} (start one with: companion relay serve --data)")
+        raise InputError(
+            f"no relay in {data}: give the folder `companion relay serve --data` uses{hint}"
+        )
     try:
         return SqliteStorage(data)
     except OSError as exc:
@@ -156,7 +158,14 @@ def serve(
     help="The device this invite admits: a person's (human) or an AI agent's (agent). Fixed "
     "at join; a human device's edits win conflicts and only it may replace the vault key.",
 )  # fmt: skip
-def invite(data: Path, vault_id: str | None, new_vault: bool, expires: str, kind: str) -> None:
+@click.option(
+    "--create",
+    is_flag=True,
+    help="Create the relay's data folder if it holds no relay yet (`serve` creates it too).",
+)
+def invite(
+    data: Path, vault_id: str | None, new_vault: bool, expires: str, kind: str, create: bool
+) -> None:
     """Print a one-time invite code that admits one device (of --kind) to a vault.
 
     On a relay with no vault yet, the first invite creates one (the first device to join sets
@@ -168,9 +177,10 @@ def invite(data: Path, vault_id: str | None, new_vault: bool, expires: str, kind
     Example:
       companion relay invite --data /srv/relay --kind human
       companion relay invite --data /srv/relay --vault 3f9a0c1d2e4b5a69 --expires 1h
+      companion relay invite --data /srv/new-relay --create
     """
     ttl = parse_duration(expires)
-    store = _open(data, must_exist=False)
+    store = _open(data, must_exist=not create, hint=", or pass --create to start a new relay")
     try:
         issued = issue_invite(store, vault_id=vault_id, new_vault=new_vault, ttl=ttl, kind=kind)
     except InviteTargetError as exc:

@@ -236,18 +236,29 @@ class RelayClient:
             self._raise(resp)
         return resp
 
+    def _not_a_relay(self, resp: httpx.Response) -> str:
+        """One line for an answer no relay gives (a web server's HTML page): what came back,
+        never the page itself."""
+        kind = resp.headers.get("content-type", "").split(";")[0].strip() or "no content type"
+        return (
+            f"{self.base_url} answered {resp.status_code} {resp.reason_phrase} ({kind}): "
+            "that is not a relay; give the relay's base URL (URL/v1/health must answer)"
+        )
+
     def _raise(self, resp: httpx.Response, **extra: Any) -> None:
         status = resp.status_code
         try:
             body = resp.json()
-            code, message = str(body.get("error")), str(body.get("message"))
-        except Exception:
-            body, code, message = {}, None, resp.text[:200] or resp.reason_phrase
-        text = f"relay refused the request ({status} {code}): {message}"
+        except ValueError:
+            body = None
         if status in (502, 503, 504):
             raise RelayUnreachable(
                 f"the relay at {self.base_url} is unavailable ({status})", status=status
             )
+        if not isinstance(body, dict) or "error" not in body:
+            raise RelayError(self._not_a_relay(resp), status=status, code=None)
+        code, message = str(body.get("error")), str(body.get("message"))
+        text = f"relay refused the request ({status} {code}): {message}"
         if status in (401, 403, 410, 429):
             raise AuthError(text, status=status, code=code)
         if status == 404:
@@ -262,6 +273,9 @@ class RelayClient:
         try:
             return model.model_validate_json(resp.content)
         except ValueError:
+            kind = resp.headers.get("content-type", "").split(";")[0].strip()
+            if kind != "application/json":  # a web page, a captive portal: not a relay
+                raise RelayError(self._not_a_relay(resp)) from None
             raise RelayError(
                 f"the relay at {self.base_url} sent an answer this client cannot read"
             ) from None

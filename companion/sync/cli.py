@@ -162,8 +162,9 @@ def init(
     import socket
 
     from companion.secrets.store import open_store
-    from companion.sync.join import join_vault, passphrase_source
+    from companion.sync.join import check_vault_root, join_vault, passphrase_source, remember_join
 
+    check_vault_root(vault, app.paths)  # before anything is opened or written
     store = open_store(app.config)
     result = join_vault(
         app.paths,
@@ -180,6 +181,10 @@ def init(
     what = "created" if result.created_vault else "joined"
     click.echo(f"{what} vault {s.vault_id} as {s.device_name!r} ({s.kind})")
     click.echo(f"key fingerprint: {s.key_fingerprint} (the same on every device of this vault)")
+    configured = app.config.get("vault", "path")
+    if not configured or os.path.realpath(Path(configured).expanduser()) == s.vault_root:
+        remember_join(app.config, s)  # the tray app and `companion sync` find it from now on
+        click.echo(f"this device's vault is now {s.vault_root} ([vault] path in {app.config.file})")
     click.echo(f"next: companion sync {s.vault_root}")
 
 

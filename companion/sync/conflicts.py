@@ -126,6 +126,17 @@ def conflict_copy_name(
     return _variant(path, tag, taken)
 
 
+# What `conflict_copy_name` writes, read back: "<stem> (conflict <device> <date> <HHMM>[ N])"
+# then the extension, if any (the date and time are fixed-width).
+_CONFLICT_NAME = re.compile(r"^.+ \(conflict .+ \d{4}-\d{2}-\d{2} \d{4}(?: \d+)?\)(?:\.[^.]*)?$")
+
+
+def is_conflict_copy(name: str) -> bool:
+    """True for a file name `conflict_copy_name` wrote: "Note (conflict laptop 2025-11-28
+    1403).md", the second that minute "... 1403 2).md", "Makefile (conflict pc ... 1403)"."""
+    return _CONFLICT_NAME.match(name) is not None
+
+
 def case_collision_name(path: str, taken: Callable[[str], bool] = _never) -> str:
     """A local name for a file whose name collides with another on a case-insensitive disk."""
     return _variant(path, "case conflict", taken)

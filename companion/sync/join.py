@@ -28,6 +28,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -174,6 +175,31 @@ class KeyRefused(CompanionError):
     """This device will not create a vault key: the relay lists other devices but no key."""
 
 
+def check_vault_root(vault_root: str | os.PathLike[str], paths: DevicePaths) -> Path:
+    """The real path of a folder fit to become a vault copy, or `InputError` saying why not:
+    the root of the file system, a whole home folder, or a folder holding this device's own
+    config, data or state (its secrets would sync to every device) are refused."""
+    root = Path(os.path.realpath(os.path.expanduser(vault_root)))
+    given = os.fspath(vault_root)
+    if root == Path(root.anchor):
+        raise InputError(f"{given!r} is the root of the file system; give the vault's own folder")
+    home = Path(os.path.realpath(Path.home()))
+    if root == home:
+        raise InputError(
+            f"{given!r} is your whole home folder; give a folder for the vault, e.g. ~/Vault"
+        )
+    for own in (paths.config_dir, paths.data_dir, paths.state_dir):
+        mine = Path(os.path.realpath(own))
+        if mine == root or mine.is_relative_to(root):
+            raise InputError(
+                f"{given!r} holds this device's own folder {own} (its keys and secrets would "
+                "sync to every device); give a folder outside it"
+            )
+    if root.exists() and not root.is_dir():
+        raise InputError(f"{given!r} exists and is not a folder")
+    return root
+
+
 def join_vault(
     paths: DevicePaths,
     store: SecretStore,
@@ -201,9 +227,7 @@ def join_vault(
     problem = display_name_problem(device_name)
     if problem:
         raise InputError(problem)
-    root = Path(os.path.realpath(vault_root))
-    if root.exists() and not root.is_dir():
-        raise InputError(f"{os.fspath(vault_root)!r} exists and is not a folder")
+    root = check_vault_root(vault_root, paths)
     check = getattr(passphrase, "check", None)
     resumed = False
     if DeviceState.exists(paths, root):
@@ -259,6 +283,17 @@ def join_vault(
     state.store_key(store, key)
     state.save(paths)
     return JoinResult(state, created, resumed)
+
+
+def remember_join(config: Any, state: DeviceState) -> None:
+    """Make the joined copy this device's vault in the config: `[vault] path`, and the
+    relay, device name and kind it joined with (never a secret). The desktop app's join and
+    `companion init` both call it, so the tray app finds the vault either way."""
+    config.set("vault", "path", state.vault_root)
+    config.set("sync", "relay_url", state.relay_url)
+    config.set("sync", "device_name", state.device_name)
+    config.set("sync", "kind", state.kind)
+    config.save()
 
 
 def _insecure(factory: Callable[..., RelayClient], insecure_http: bool) -> dict[str, bool]:

@@ -40,7 +40,7 @@ def collect_status(
     holder = lock.holder()
     if holder is not None and not _alive(holder.get("pid")):
         holder = None
-    upload, inbox, cursor = _local_pending(paths, config, root)
+    upload, inbox, cursor = local_pending(paths, config, root)
     attention = _attention(paths, root)
     download: int | None = inbox
     online: bool | None = None
@@ -96,8 +96,12 @@ def _attention(paths: DevicePaths, root: str) -> tuple[list[Any], list[Any]]:
         )
 
 
-def _local_pending(paths: DevicePaths, config: Any, root: str) -> tuple[int, int, int]:
-    """(local changes not pushed yet, remote changes queued, cursor) without writing anything."""
+def local_pending(paths: DevicePaths, config: Any, root: str) -> tuple[int, int, int]:
+    """(local changes not pushed yet, remote changes queued, cursor) without writing anything.
+
+    The one count of what waits to go out: `companion status` and the desktop app (while the
+    relay cannot be reached, when no round can say) both ask it. Lock-free and read-only.
+    """
     from companion.sync.ignore import IgnoreRules
     from companion.sync.index import SyncIndex
     from companion.sync.scanner import scan

@@ -40,6 +40,7 @@ from companion.sync.join import (
     join_vault,
     kdf_params,
     passphrase_source,
+    remember_join,
 )
 
 log = get_logger("sync.keys")
@@ -73,6 +74,25 @@ def is_sync_copy(paths: DevicePaths, vault: PathLike | None) -> bool:
         return DeviceState.load(paths, root).key_ready
     except CompanionError:
         return False
+
+
+def sync_state(paths: DevicePaths, vault: PathLike | None) -> DeviceState | None:
+    """How `vault` joined its relay on this device (relay, device name, kind), or None when
+    it is not a sync copy here. What the settings window shows instead of the config's
+    `[sync]` defaults, which only serve the next join."""
+    if not vault:
+        return None
+    folder = Path(vault).expanduser()
+    if not folder.is_dir():
+        return None
+    root = os.path.realpath(folder)
+    if not DeviceState.exists(paths, root):
+        return None
+    try:
+        return DeviceState.load(paths, root)
+    except CompanionError as exc:
+        log.warning("cannot read the sync state of %s: %s", root, exc)
+        return None
 
 
 def _context(paths: DevicePaths, config: Any, vault: PathLike) -> KeyContext:
@@ -194,12 +214,7 @@ def join(
         passphrase=source,
         kdf=kdf,
     )
-    state = result.state
-    config.set("vault", "path", state.vault_root)
-    config.set("sync", "relay_url", state.relay_url)
-    config.set("sync", "device_name", state.device_name)
-    config.set("sync", "kind", state.kind)
-    config.save()
+    remember_join(config, result.state)
     return result
 
 

@@ -79,6 +79,15 @@ def init_vault(root: str | Path) -> InitResult:
     return result
 
 
+def looks_like_vault(root: str | Path) -> bool:
+    """A folder that is already a vault: it holds Home.md, one of the areas, an Obsidian
+    settings folder or the companion's own folder. Commands that write into a vault (the
+    dream) refuse anything else, so a mistyped path never fills a random folder."""
+    root = Path(root)
+    markers = (HOME, *AREAS, ".obsidian", COMPANION_DIR)
+    return root.is_dir() and any((root / m).exists() for m in markers)
+
+
 def area_of(relpath: str | PurePosixPath) -> str:
     """The area a vault-relative path belongs to: home, knowledge, projects, journal,
     companion (the hidden `.companion/` folder) or other."""

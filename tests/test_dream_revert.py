@@ -1,4 +1,5 @@
-"""Dream reports: tolerant loading, diffs, and reverts that never lose a person's edit."""
+"""Dream reports: one tolerant loader, diffs, and reverts (one change, the whole dream) that
+never lose a person's edit. The engine's model; the desktop app imports it (#13)."""
 
 from __future__ import annotations
 
@@ -8,23 +9,27 @@ from pathlib import Path
 
 import pytest
 
-from companion.gui import i18n
-from companion.gui.report import (
-    DreamChange,
+from companion.dream.report import Change, DreamReport, ReportError, read_report
+from companion.dream.undo import (
+    BAD_SNAPSHOT,
+    EDITED_SINCE,
+    NO_MEMORIES,
+    OUTSIDE_VAULT,
     NoteLocator,
     RevertRefused,
-    load_report,
     note_status,
-    parse_report,
     revert_change,
     revert_dream,
 )
 from companion.gui.sample import BEFORE_PI, BEFORE_PROJECT, write_sample_vault
 
 
-@pytest.fixture(autouse=True)
-def english():
-    i18n.set_language("en")
+def parse_report(data, path=None) -> DreamReport:
+    return DreamReport.from_dict(data, path)
+
+
+def load_report(path: Path) -> DreamReport:
+    return read_report(path)
 
 
 @pytest.fixture
@@ -63,25 +68,31 @@ def test_loader_tolerates_missing_optional_fields(tmp_path: Path) -> None:
         encoding="utf-8",
     )
     rep = load_report(path)
-    assert rep.date == "2025-11-02" and rep.ran_on == "server"
+    assert rep.date == "2025-11-02"
     assert [c.note for c in rep.changes] == ["a.md", "MEMORY.md"]
     assert rep.changes[0].id == "change-1" and rep.changes[0].before is None
-    assert rep.changes[1].provenance[0].source == "s"
-    assert rep.changes[1].provenance[0].line is None
-    assert rep.counts == {"changed": 1, "promoted": 1}  # computed when absent
+    assert rep.changes[0].kind == "changed"
+    assert rep.changes[1].provenance[0]["source"] == "s"
+    assert rep.changes[1].provenance[0].get("line") is None
+    counts = {k: v for k, v in rep.counts.items() if v}
+    assert counts == {"changed": 1, "promoted": 1}  # computed from the changes
 
 
 def test_loader_refuses_garbage_clearly(tmp_path: Path) -> None:
     bad = tmp_path / "bad.json"
     bad.write_text("{not json", encoding="utf-8")
-    with pytest.raises(Exception, match="Cannot read the dream report"):
+    with pytest.raises(ReportError, match="cannot be read"):
         load_report(bad)
-    with pytest.raises(Exception, match="not a dream report"):
-        parse_report(["a list"], bad)
+    bad.write_text('["a list"]', encoding="utf-8")
+    with pytest.raises(ReportError, match="not a dream report"):
+        load_report(bad)
+    with pytest.raises(ReportError, match="no such file"):
+        load_report(tmp_path / "2025-01-01.json")
 
 
 def test_diff_lines(vault: Path) -> None:
     change = report_of(vault).change("c1")
+    assert change is not None
     lines = change.diff_lines()
     assert lines[0] == "--- a/knowledge/Raspberry Pi setup.md"
     assert lines[1] == "+++ b/knowledge/Raspberry Pi setup.md"
@@ -107,8 +118,9 @@ def test_revert_refuses_when_the_person_edited_since(vault: Path) -> None:
     note = vault / "projects" / "Weather station.md"
     edited = note.read_bytes() + b"\n- my own line\n"
     note.write_bytes(edited)
-    with pytest.raises(RevertRefused, match="changed after the dream"):
+    with pytest.raises(RevertRefused, match="changed after the dream") as info:
         revert_change(rep, "c2", NoteLocator(vault))
+    assert info.value.reason == EDITED_SINCE and info.value.note == "projects/Weather station.md"
     assert note.read_bytes() == edited  # untouched
     assert note_status(rep.change("c2"), NoteLocator(vault)) == "edited"
 
@@ -126,9 +138,10 @@ def test_whole_dream_is_all_or_nothing(vault: Path) -> None:
     before = {p: p.read_bytes() for p in vault.rglob("*.md")}
     (vault / "Home.md").write_text("# Home\n\nmine now\n", encoding="utf-8")
     before[vault / "Home.md"] = (vault / "Home.md").read_bytes()
-    with pytest.raises(RevertRefused, match="Nothing was reverted") as info:
+    with pytest.raises(RevertRefused, match="Nothing was restored") as info:
         revert_dream(rep, NoteLocator(vault))
     assert "Home.md" in str(info.value)
+    assert [(p.reason, p.note) for p in info.value.parts] == [(EDITED_SINCE, "Home.md")]
     assert {p: p.read_bytes() for p in vault.rglob("*.md")} == before
 
 
@@ -136,8 +149,9 @@ def test_whole_dream_reverts_everything_and_skips_already_reverted(vault: Path) 
     rep = report_of(vault)
     locator = NoteLocator(vault)
     revert_change(rep, "c2", locator)
-    paths = revert_dream(rep, locator)
-    assert len(paths) == 3
+    result = revert_dream(rep, locator)
+    assert len(result.restored) == 3 and not result.elsewhere
+    assert read_report(rep.path).undone_at  # marked: nothing of the day is left to undo
     assert (vault / "projects" / "Weather station.md").read_bytes() == BEFORE_PROJECT.encode()
     assert all(note_status(c, locator) == "reverted" for c in rep.changes)
 
@@ -189,8 +203,9 @@ def test_memory_md_lives_in_the_hermes_home(tmp_path: Path) -> None:
             ]
         }
     )
-    with pytest.raises(RevertRefused, match="Hermes home"):
+    with pytest.raises(RevertRefused, match="not on this device") as info:
         revert_change(rep, "m", NoteLocator(tmp_path / "vault"))
+    assert info.value.reason == NO_MEMORIES
     revert_change(rep, "m", NoteLocator(tmp_path / "vault", memories))
     assert (memories / "MEMORY.md").read_text(encoding="utf-8") == before
 
@@ -201,8 +216,9 @@ def test_paths_outside_the_vault_are_refused(tmp_path: Path, note: str) -> None:
     vault.mkdir()
     (tmp_path / "outside.md").write_text("x", encoding="utf-8")
     rep = parse_report({"changes": [{"id": "e", "note": note, "before": "", "after": "x"}]})
-    with pytest.raises(RevertRefused, match="outside the vault"):
+    with pytest.raises(RevertRefused, match="outside the vault") as info:
         revert_change(rep, "e", NoteLocator(vault))
+    assert info.value.reason == OUTSIDE_VAULT
     assert (tmp_path / "outside.md").read_text(encoding="utf-8") == "x"
 
 
@@ -212,15 +228,46 @@ def test_a_snapshot_that_does_not_match_its_checksum_is_not_written(vault: Path)
     rep = parse_report(data)
     note = vault / "knowledge" / "Raspberry Pi setup.md"
     current = note.read_bytes()
-    with pytest.raises(RevertRefused, match="checksum"):
+    with pytest.raises(RevertRefused, match="checksum") as info:
         revert_change(rep, "c1", NoteLocator(vault))
+    assert info.value.reason == BAD_SNAPSHOT
     assert note.read_bytes() == current
 
 
 def test_memory_files_on_another_machine_are_not_called_edited(tmp_path: Path) -> None:
-    change = DreamChange("m1", "promoted", "MEMORY.md", before="a", after="a\n§\nb")
+    change = Change("m1", "promoted", "MEMORY.md", before="a", after="a\n§\nb")
     assert note_status(change, NoteLocator(tmp_path)) == "elsewhere"
     mem = tmp_path / "memories"
     mem.mkdir()
     (mem / "MEMORY.md").write_text("a\n§\nb", encoding="utf-8")
     assert note_status(change, NoteLocator(tmp_path, mem)) == "applied"
+
+
+def test_a_reverted_change_is_not_dreamt_again(vault: Path) -> None:
+    """Its lessons go to the ledger's rejected list, as `companion dream --undo` does."""
+    from companion.dream.ledger import Ledger
+
+    data = json.loads((vault / ".companion/dreams/2025-11-28.json").read_text(encoding="utf-8"))
+    data["changes"][0]["keys"] = ["enable i2c with raspi config"]
+    rep = parse_report(data, vault / ".companion/dreams/2025-11-28.json")
+    revert_change(rep, "c1", NoteLocator(vault))
+    assert Ledger.load(vault).rejected_on("enable i2c with raspi config") == "2025-11-28"
+
+
+def test_the_desktop_app_has_no_report_model_of_its_own() -> None:
+    """One loader, one revert, one conflict-name rule: the GUI imports the engine's."""
+    import importlib.util
+
+    from companion.dream import report as engine_report
+    from companion.dream import undo as engine_undo
+    from companion.gui import app, facade, review
+    from companion.sync import conflicts
+
+    assert importlib.util.find_spec("companion.gui.report") is None
+    assert review.read_report is engine_report.read_report
+    assert review.revert_change is engine_undo.revert_change
+    assert review.revert_dream is engine_undo.revert_dream
+    assert app.NoteLocator is engine_undo.NoteLocator
+    assert facade.read_report is engine_report.read_report
+    assert facade.list_reports is engine_report.list_reports
+    assert facade.is_conflict_copy is conflicts.is_conflict_copy

@@ -1,0 +1,238 @@
+# ruff: noqa: E402
+"""The morning loop, for real (#13): what a person does, end to end.
+
+A relay on loopback (`companion relay serve`); an agent device with a sample vault and a
+Hermes `state.db` in Hermes's own format runs `companion dream`; a laptop joined with
+`companion init` runs the tray app (Qt offscreen in this process; a real `companion` process
+on Xvfb with a tray host for Quit). The morning notification names the dream's date and counts;
+the review window lists the real changes with diffs and provenance; reverting one change, then
+the whole dream, reaches the server's copy through the relay; Settings show the relay and the
+device the laptop joined as; Quit ends the app within 2 s with the review and settings windows
+open; a broken config shows in the app, not as a traceback, and `doctor` names it.
+"""
+
+from __future__ import annotations
+
+import os
+
+os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")  # before pytest-qt's session QApplication
+
+import html
+import json
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from companion.config import load_config
+from companion.dream.report import read_report
+from companion.gui import i18n
+from companion.gui.app import CompanionApp, create_engine
+from companion.gui.notify_policy import OPEN_REVIEW, dream_counts_text
+from companion.gui.sync_facade import SyncFacade
+from tests.conftest import wait_for
+from tests.desktop_world import DesktopWorld
+
+QUIT_WITHIN_S = 2.0
+
+
+@pytest.fixture(autouse=True)
+def english():
+    i18n.set_language("en")
+
+
+@pytest.fixture(scope="module")
+def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DesktopWorld]:
+    with DesktopWorld(tmp_path_factory.mktemp("morning")) as w:
+        w.server_report = w.dream()  # type: ignore[attr-defined]
+        yield w
+
+
+def server_synced(world: DesktopWorld, check) -> bool:  # noqa: ANN001
+    """One `companion sync` on the server, then `check()`: polled with a deadline."""
+    world.agent_cli("sync", str(world.agent_vault), check=False)
+    return bool(check())
+
+
+def test_the_morning_on_the_laptop(qtbot, world: DesktopWorld) -> None:
+    report = read_report(world.server_report)  # type: ignore[attr-defined]
+    notes = [c for c in report.changes if c.note not in ("MEMORY.md", "USER.md")]
+    assert report.counts["consolidated"] >= 2 and report.counts["promoted"] >= 1
+
+    config = load_config(world.laptop_paths(), lenient=True)
+    assert config.get("vault", "path") == os.path.realpath(world.laptop_vault)  # from init
+    app = CompanionApp(config, create_engine(config), tray_available=True,
+                       use_desktop_notifications=False)  # fmt: skip
+    assert isinstance(app.worker.engine, SyncFacade)
+    app.start()
+    try:
+        # -- the notification: the night's date and what the dream did, once the report
+        # arrives by sync
+        qtbot.waitUntil(
+            lambda: any(n.key == f"dream:{report.date}" for _, n in app.notifier.shown),
+            timeout=60_000,
+        )
+        note = next(n for _, n in app.notifier.shown if n.key == f"dream:{report.date}")
+        assert report.date in note.title and "ledger" not in note.title
+        assert dream_counts_text(report.counts) in note.title
+        assert f"{report.counts['consolidated']} consolidated" in note.title
+
+        # -- clicking it opens the review: the real changes, diffs and provenance
+        assert note.action is not None and note.action.kind == OPEN_REVIEW
+        assert note.action.target is not None
+        app.run_action(note.action)
+        review = app.reviews[Path(note.action.target)]
+        assert review.isVisible()
+        rows = {}
+        for i in range(review.changes.topLevelItemCount()):
+            item = review.changes.topLevelItem(i)
+            assert item is not None
+            rows[item.text(0)] = item.text(2)
+        assert set(rows) == {c.note for c in report.changes}
+        assert rows["MEMORY.md"] == "on the agent's machine"
+        assert {rows[c.note] for c in notes} == {"as dreamed"}
+        created = next(  # a lesson from the agent's transcript, in a note the dream created
+            c
+            for c in notes
+            if c.before is None
+            and c.kind == "consolidated"
+            and str(c.provenance[0]["source"]).startswith("hermes:")
+        )
+        review.select_change(created.id)
+        added = [ln for ln in review.diff.toPlainText().splitlines() if ln.startswith("+- ")]
+        assert added and "src: hermes:" in added[0]
+        assert "hermes:" in review.provenance.text() and "#" in review.provenance.text()
+        assert html.escape(created.provenance[0]["quote"]) in review.provenance.text()
+        assert "1 lesson added" in review.summary.text()
+
+        # -- revert one change: it reaches the server's copy
+        assert review.revert_current()
+        assert not (world.laptop_vault / created.note).exists()
+        wait_for(
+            lambda: server_synced(world, lambda: not (world.agent_vault / created.note).exists()),
+            60,
+            "the reverted note to leave the server",
+        )
+
+        # -- revert the whole dream: every note the laptop holds, back as it was, everywhere
+        review._confirm = lambda _question: True  # the person answers Yes
+        assert review.revert_all()
+        assert "MEMORY.md" in review.message.text()  # on the agent's machine: said, left
+        firsts: dict[str, str | None] = {}
+        for c in notes:
+            firsts.setdefault(c.note, c.before)
+
+        def server_as_before() -> bool:
+            for rel, before in firsts.items():
+                path = world.agent_vault / rel
+                now = path.read_text(encoding="utf-8") if path.exists() else None
+                if now != before:
+                    return False
+            return True
+
+        wait_for(lambda: server_synced(world, server_as_before), 60, "the server as before")
+
+        # -- Settings: the relay and the device this laptop joined as
+        settings = app.open_settings("sync")
+        assert world.relay is not None
+        assert settings.relay_url.text() == world.relay.url
+        assert settings.device_name.text() == world.laptop_name
+        assert settings.joined.isVisibleTo(settings) and not settings.join_button.isVisibleTo(
+            settings
+        )
+    finally:
+        app.quit()
+
+
+def test_quit_with_review_and_settings_open_exits_within_2_s(
+    world: DesktopWorld, x_desktop: dict[str, str]
+) -> None:
+    """A real `companion` on a real X screen with a tray: the tray menu's Quit command (sent
+    through the single-instance socket) must end the process within 2 s, measured with a
+    deadline on the process, while the main, review and settings windows are open."""
+    from PySide6.QtCore import QCoreApplication
+
+    from companion.gui.single import SingleInstance, server_name
+
+    paths = world.laptop_paths()
+    log = paths.log_file
+    start = log.stat().st_size if log.exists() else 0
+
+    def logged(text: str) -> bool:
+        return log.exists() and text in log.read_text(encoding="utf-8")[start:]
+
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "companion"],
+        env=world.env(world.laptop_home, **x_desktop),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    took = None
+    try:
+        _ = QCoreApplication.instance() or QCoreApplication([])
+        probe = SingleInstance(server_name(paths), paths.state_dir / "probe.lock")
+        wait_for(lambda: proc.poll() is not None or logged("tray app started"), 60, "the app")
+        assert proc.poll() is None, proc.communicate()
+        assert logged("tray available: True")
+        for message in ("show", "review", "settings"):
+            assert probe.send(message)
+        wait_for(
+            lambda: logged("review window opened") and logged("settings window opened"),
+            30,
+            "the windows",
+        )
+        asked = time.monotonic()
+        assert probe.send("quit")
+        proc.wait(timeout=QUIT_WITHIN_S)
+        took = time.monotonic() - asked
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        _out, err = proc.communicate()
+    assert proc.returncode == 0, err
+    assert took is not None and took < QUIT_WITHIN_S
+    assert "Traceback" not in err
+
+
+def test_a_broken_config_shows_in_the_app_and_doctor_names_it(world: DesktopWorld) -> None:
+    config_file = world.laptop_paths().config_file
+    good = config_file.read_text(encoding="utf-8")
+    assert "[dream]\n" in good
+    config_file.write_text(good.replace("[dream]\n", '[dream]\ntime = "25:00"\n', 1), "utf-8")
+    log = world.laptop_paths().log_file
+    start = log.stat().st_size if log.exists() else 0
+
+    def new_log() -> str:
+        return log.read_text(encoding="utf-8")[start:] if log.exists() else ""
+
+    try:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "companion"],
+            env=world.env(world.laptop_home),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        try:
+            wait_for(
+                lambda: proc.poll() is not None or "tray app started" in new_log(), 60, "the app"
+            )
+            assert proc.poll() is None, proc.communicate()  # it runs, and says what is wrong
+            assert new_log().count(f"{config_file}: [dream] time") == 1
+            assert "local dream refused" in new_log() or "configuration problem" in new_log()
+        finally:
+            proc.terminate()
+            _out, err = proc.communicate(timeout=30)
+        assert "Traceback" not in err and "Traceback" not in new_log()
+        doctor = world.laptop_cli("doctor", "--json", check=False)
+        checks = {c["name"]: c for c in json.loads(doctor.stdout)["checks"]}
+        assert checks["config"]["status"] == "FAIL"
+        assert (
+            "[dream] time" in checks["config"]["detail"] and "25:00" in checks["config"]["detail"]
+        )
+    finally:
+        config_file.write_text(good, encoding="utf-8")

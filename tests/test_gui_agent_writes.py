@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from companion.dream.undo import NoteLocator
 from companion.gui import agent_writes, i18n
-from companion.gui.report import NoteLocator
 from companion.gui.review import ReviewWindow
 from companion.gui.sample import write_sample_vault
 from companion.mcp.writelog import AgentWrite, WriteLog, make_diff

@@ -111,14 +111,14 @@ class DesktopWorld:
     def invite(self, kind: str) -> str:
         """`companion relay invite`, on the relay's own machine (the relay's data folder)."""
         res = self.run(
-            self.base / "relay-admin-home", "relay", "invite", "--data", str(self.relay_data)
-        )
-        del kind  # see join(): the kind is given to `init` until invites carry it (#12)
+            self.base / "relay-admin-home", "relay", "invite", "--data", str(self.relay_data),
+            "--kind", kind,
+        )  # fmt: skip
         return res.stdout.strip().splitlines()[-1]
 
     def join(self, home: Path, vault: Path, name: str, kind: str) -> None:
-        """The one place that says how a device gets its kind: today `init --kind`; with #12
-        the invite carries it (`relay invite --kind human`)."""
+        """The one place that says how a device gets its kind: the invite carries it
+        (`relay invite --kind`); `init --kind` states the same expectation."""
         assert self.relay is not None
         code = self.invite(kind)
         self.run(

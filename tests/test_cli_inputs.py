@@ -104,9 +104,12 @@ def test_a_web_server_that_is_not_a_relay_is_one_clean_line(
 ) -> None:
     (companion_home / "config").mkdir(parents=True)
     (companion_home / "config" / "config.toml").write_text('[secrets]\nbackend = "file"\n')
+    phrase = tmp_path / "pass.txt"
+    phrase.write_text("a long enough passphrase for this test\n")
+    phrase.chmod(0o600)
     res = run_companion(
         "init", str(tmp_path / "v"), "--relay", web_server, "--invite", "x", "--device-name",
-        "a", "--kind", "human",
+        "a", "--kind", "human", env={"COMPANION_PASSPHRASE_FILE": str(phrase)},
     )  # fmt: skip
     line = one_error_line(res.stderr)
     assert res.returncode == 1

@@ -51,6 +51,7 @@ class AppActions(QObject):
         titles = {
             "sync_now": tr("error.sync_title"),
             "dream_now": tr("error.dream_title"),
+            "decide_held": tr("error.sync_title"),
         }
         self.notice.emit(titles.get(name, tr("error.title")), message)
 
@@ -76,6 +77,10 @@ class AppActions(QObject):
 
     def open_file(self, path: Path) -> None:
         self.open_url(QUrl.fromLocalFile(str(path)))
+
+    def decide_held(self, paths: list[str] | None, decision: str) -> None:
+        """Accept or refuse held agent changes (`paths` None: all), then sync."""
+        self.worker.decide_held(paths, decision)
 
     def sync_now(self) -> None:
         self.worker.sync_now()

@@ -17,7 +17,7 @@ from typing import Any
 from PySide6.QtCore import QObject, QThreadPool, Signal
 
 from companion.errors import CompanionError
-from companion.gui.events import EngineEvent
+from companion.gui.events import EngineEvent, HeldChange
 from companion.gui.facade import EngineFacade, IdleEngine
 from companion.gui.i18n import tr
 from companion.gui.status import EngineSnapshot
@@ -43,6 +43,7 @@ class EngineView:
     conflicts: list[Path] = field(default_factory=list)
     latest_report: Path | None = None
     vault: Path | None = None
+    held: list[HeldChange] = field(default_factory=list)
 
 
 class TaskRunner(QObject):
@@ -149,6 +150,7 @@ class EngineWorker(TaskRunner):
                     conflicts=list(e.conflicts()),
                     latest_report=e.latest_dream_report(),
                     vault=e.vault_path(),
+                    held=list(e.held_changes()),
                 )
                 events = list(e.drain_events())
             except Exception as exc:  # the engine's bug must not kill the tray
@@ -171,6 +173,9 @@ class EngineWorker(TaskRunner):
 
     def set_paused(self, paused: bool) -> bool:
         return self.run("set_paused", lambda: self.engine.set_paused(paused))
+
+    def decide_held(self, paths: list[str] | None, decision: str) -> bool:
+        return self.run("decide_held", lambda: self.engine.decide_held(paths, decision))
 
 
 def _message(exc: BaseException) -> str:

@@ -71,8 +71,26 @@ class SecretFound:
     line: int | None = None
 
 
+@dataclass(frozen=True)
+class ChangesHeld:
+    """Changes from agent devices to Obsidian's plugins or settings (or exec bits) were held
+    for the person's approval (vault-relative paths)."""
+
+    paths: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class HeldChange:
+    """One change waiting for the person: what it touches, why it waits, who wrote it."""
+
+    path: str
+    reason: str
+    author: str
+
+
 EngineEvent = (
     DreamLanded
+    | ChangesHeld
     | ConflictsCreated
     | MassDeleteTripped
     | RelayUnreachable

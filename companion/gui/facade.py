@@ -21,7 +21,7 @@ from typing import Protocol, runtime_checkable
 
 from companion.dream.report import ReportError, list_reports, read_report
 from companion.errors import CompanionError
-from companion.gui.events import ConflictsCreated, DreamLanded, EngineEvent
+from companion.gui.events import ConflictsCreated, DreamLanded, EngineEvent, HeldChange
 from companion.gui.i18n import tr
 from companion.gui.status import EngineSnapshot
 from companion.logs import get_logger
@@ -79,6 +79,14 @@ class EngineFacade(Protocol):
     def set_problems(self, problems: list[str]) -> None:
         """Problems outside the engine a person must fix (the config file's): part of
         `snapshot().errors` until replaced by an empty list. Cheap; any thread."""
+        ...
+
+    def held_changes(self) -> list[HeldChange]:
+        """Changes from agent devices held for the person's approval (see sync/holds.py)."""
+        ...
+
+    def decide_held(self, paths: list[str] | None, decision: str) -> None:
+        """Accept or refuse held changes (`paths` None: all) and sync; blocks until done."""
         ...
 
 
@@ -250,6 +258,12 @@ class IdleEngine:
         if self._scanner is None or not self._scanner.vault.is_dir():
             return []
         return self._scanner.scan()
+
+    def held_changes(self) -> list[HeldChange]:
+        return []  # nothing syncs here, so nothing can be held
+
+    def decide_held(self, paths: list[str] | None, decision: str) -> None:
+        raise CompanionError(tr("engine.sync_stopped"))
 
     def drain_events(self) -> list[EngineEvent]:
         """New dream reports and conflict copies since the last call.

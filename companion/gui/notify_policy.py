@@ -15,6 +15,7 @@ from typing import Any
 from companion.config import parse_hhmm
 from companion.dream.report import KINDS
 from companion.gui.events import (
+    ChangesHeld,
     ConflictsCreated,
     DreamLanded,
     EngineEvent,
@@ -136,6 +137,17 @@ def _one(event: EngineEvent, cfg: Mapping[str, Any], now: datetime) -> Notificat
             title=tr("notify.conflicts.title", n=len(event.paths)),
             body=body,
             action=Action(OPEN_CONFLICTS, str(event.paths[0])),
+        )
+    if isinstance(event, ChangesHeld):
+        if not event.paths:
+            return None  # not optional: an agent tried to change how Obsidian runs
+        names = ", ".join(event.paths[:3]) + ("…" if len(event.paths) > 3 else "")
+        return Notification(
+            key="held:" + "|".join(sorted(event.paths)),
+            title=tr("notify.held.title", n=len(event.paths)),
+            body=tr("notify.held.body", paths=names),
+            action=Action(SHOW_MAIN),
+            urgent=True,
         )
     if isinstance(event, MassDeleteTripped):
         if not cfg.get("mass_delete", True):

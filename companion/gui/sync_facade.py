@@ -32,7 +32,9 @@ from typing import Any
 from companion.config import Config
 from companion.errors import CompanionError
 from companion.gui.events import (
+    ChangesHeld,
     EngineEvent,
+    HeldChange,
     KeyringProblem,
     MassDeleteTripped,
     SecretFound,
@@ -44,7 +46,13 @@ from companion.logs import get_logger, redact
 from companion.paths import DevicePaths
 from companion.relay.errors import RelayUnreachable
 from companion.sync.daemon import Daemon
-from companion.sync.device import DeviceState, SecretMissing, status_file, vault_dir
+from companion.sync.device import (
+    DeviceState,
+    SecretMissing,
+    status_file,
+    sync_index_path,
+    vault_dir,
+)
 from companion.sync.dreamhook import rounds_until_quiet
 from companion.sync.engine import RoundReport, SyncEngine
 from companion.sync.guard import MassDeleteRefused
@@ -287,6 +295,8 @@ class SyncFacade(IdleEngine):
             self._round_error = None
             if outcome.report is not None:
                 self._scan_for_secrets(outcome.report)
+                if outcome.report.held:
+                    self._push(ChangesHeld(tuple(outcome.report.held)))
             return
         if isinstance(exc, RelayUnreachable):
             return  # offline is a state (snapshot.online), not an error
@@ -417,6 +427,27 @@ class SyncFacade(IdleEngine):
             log.info("no dream here: %s", "; ".join(report.warnings))
             return None
         return report.path
+
+    # ---- held changes --------------------------------------------------------------------------
+
+    def held_changes(self) -> list[HeldChange]:
+        """Read from the sync index (safe while the daemon syncs: SQLite, read only)."""
+        from companion.sync.index import SyncIndex  # noqa: PLC0415
+
+        db = sync_index_path(self.paths, self.root)
+        if not db.exists():
+            return []
+        with SyncIndex(db) as index:
+            return [HeldChange(r.path, r.reason, r.author) for r in index.held()]
+
+    def decide_held(self, paths: list[str] | None, decision: str) -> None:
+        """Record the decision (`sync.decisions`), then one round carries it out."""
+        from companion.sync.decisions import record_held  # noqa: PLC0415
+        from companion.sync.index import SyncIndex  # noqa: PLC0415
+
+        with SyncIndex(sync_index_path(self.paths, self.root)) as index:
+            record_held(index, paths, decision)
+        self._round_now()
 
     def drain_events(self) -> list[EngineEvent]:
         events = super().drain_events()

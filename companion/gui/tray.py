@@ -19,6 +19,7 @@ from companion.gui.bridge import EngineView, EngineWorker
 from companion.gui.i18n import tr
 from companion.gui.resources import icon_path
 from companion.gui.status import EngineSnapshot, TrayState, state_label, tooltip_text, tray_state
+from companion.textsafe import shown
 
 MAX_CONFLICTS_LISTED = 20
 
@@ -48,6 +49,7 @@ class TrayController(QObject):
         self.icon = QSystemTrayIcon(self)
         self.menu = QMenu()
         self.conflicts_menu = QMenu()
+        self.held_menu = QMenu()
         self.menu.aboutToShow.connect(self._about_to_show)
         self.icon.setContextMenu(self.menu)
         self.icon.activated.connect(self._activated)
@@ -103,7 +105,8 @@ class TrayController(QObject):
         vault_ok = view.vault is not None and view.vault.is_dir()
         # New entries go in before the old ones leave: Qt hides a visible menu that becomes
         # empty, and this also runs while the menu is open.
-        old = [act for act in menu.actions() if act is not self.conflicts_menu.menuAction()]
+        keep = (self.conflicts_menu.menuAction(), self.held_menu.menuAction())
+        old = [act for act in menu.actions() if act not in keep]
 
         status = menu.addAction(state_label(snap))
         status.setIcon(state_icon(tray_state(snap)))
@@ -142,6 +145,7 @@ class TrayController(QObject):
         for act in old_sub:
             conflicts.removeAction(act)
             act.deleteLater()
+        self._held_entries(menu)
         menu.addSeparator()
 
         self._add(menu, tr("menu.settings"), lambda: a.open_settings())
@@ -150,6 +154,32 @@ class TrayController(QObject):
             menu.removeAction(act)
             act.deleteLater()
         self.menu_rebuilt.emit()
+
+    def _held_entries(self, menu: QMenu) -> None:
+        """"Held for your approval (n)": each held change with Accept / Refuse, then all."""
+        held, a = self.view.held, self.actions
+        sub = self.held_menu
+        old_sub = list(sub.actions())
+        sub.setTitle(tr("menu.held", n=len(held)))
+        sub.menuAction().setVisible(bool(held))
+        menu.addMenu(sub)
+        deciding = self.worker.busy("decide_held")
+        for item in held[:MAX_CONFLICTS_LISTED]:
+            one = sub.addMenu(shown(f"{item.path} ({item.author or '?'})"))
+            one.setToolTip(item.reason)
+            self._add(one, tr("menu.held_accept"),
+                      lambda _=False, p=item.path: a.decide_held([p], "accept"), not deciding)
+            self._add(one, tr("menu.held_refuse"),
+                      lambda _=False, p=item.path: a.decide_held([p], "refuse"), not deciding)
+        if held:
+            sub.addSeparator()
+            self._add(sub, tr("menu.held_accept_all"),
+                      lambda _=False: a.decide_held(None, "accept"), not deciding)
+            self._add(sub, tr("menu.held_refuse_all"),
+                      lambda _=False: a.decide_held(None, "refuse"), not deciding)  # fmt: skip
+        for act in old_sub:
+            sub.removeAction(act)
+            act.deleteLater()
 
     def action_texts(self) -> list[str]:
         """Visible entries of the menu, for tests and screenshots ("---" for separators)."""

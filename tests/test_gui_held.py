@@ -1,0 +1,97 @@
+# ruff: noqa: E402
+"""Held agent changes in the desktop app (#12.2): the notification, the tray's "Held for your
+approval" submenu, and accept/refuse carried out by the app's own engine, against a real relay
+on loopback (Qt offscreen)."""
+
+from __future__ import annotations
+
+import os
+
+os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+
+from datetime import datetime
+from pathlib import Path
+
+import pytest
+
+from companion.gui import i18n
+from companion.gui.actions import AppActions
+from companion.gui.bridge import EngineWorker
+from companion.gui.events import ChangesHeld
+from companion.gui.notify_policy import SHOW_MAIN, notifications_for
+from companion.gui.sync_facade import SyncFacade
+from companion.gui.tray import TrayController
+from tests.conftest import wait_for
+from tests.syncharness import SyncCluster
+
+EVIL = b"module.exports = class {};\n"
+
+
+@pytest.fixture(autouse=True)
+def english():
+    i18n.set_language("en")
+
+
+@pytest.fixture
+def world(tmp_path: Path, qtbot):
+    with SyncCluster(tmp_path) as cluster:
+        laptop = cluster.add_device("laptop", "human")
+        server = cluster.add_device("server", "agent")
+        facade = SyncFacade(
+            laptop.vault, laptop.config, engine_options={"settle_ns": 0},
+            daemon_options={"rescan_interval_s": None, "poll_wait_s": 2.0},
+        )  # fmt: skip
+        assert facade.ready(15)
+        worker = EngineWorker(facade)
+        actions = AppActions(worker, open_url=lambda _url: True)
+        tray = TrayController(worker, actions)
+        try:
+            yield cluster, laptop, server, facade, worker, tray
+        finally:
+            worker.shutdown()
+            facade.close()
+
+
+def _refresh(qtbot, worker: EngineWorker) -> None:
+    with qtbot.waitSignal(worker.view_ready, timeout=10000):
+        worker.refresh()
+
+
+def test_held_changes_in_the_tray_accept_and_refuse(qtbot, world) -> None:
+    cluster, laptop, server, facade, worker, tray = world
+    server.write(".obsidian/plugins/evil/main.js", EVIL)
+    server.write(".obsidian/app.json", '{"x": 1}\n')
+    server.sync()
+    facade.sync_now()
+    assert laptop.read(".obsidian/plugins/evil/main.js") is None
+    events = facade.drain_events()
+    held = [e for e in events if isinstance(e, ChangesHeld)]
+    assert held and set(held[0].paths) == {".obsidian/app.json", ".obsidian/plugins/evil/main.js"}
+    (note,) = [n for n in notifications_for(held, {}, datetime.now()) if n.key.startswith("held:")]
+    assert note.title == "2 agent changes are held for your approval"
+    assert note.action is not None and note.action.kind == SHOW_MAIN
+    _refresh(qtbot, worker)
+    tray.rebuild_menu()
+    sub = tray.held_menu
+    assert sub.title() == "Held for your approval (2)" and sub.menuAction().isVisible()
+    entries = [a.text() for a in sub.actions()]
+    assert entries[:2] == [".obsidian/app.json (server)", ".obsidian/plugins/evil/main.js (server)"]
+    assert entries[-2:] == ["Accept all", "Refuse all (keep mine)"]
+    # accept the settings file from its submenu, refuse the plugin
+    app_menu = sub.actions()[0].menu()
+    accept = [a for a in app_menu.actions() if a.text() == "Accept"][0]
+    with qtbot.waitSignal(worker.call_done, timeout=20000):
+        accept.trigger()
+    assert laptop.read(".obsidian/app.json") == b'{"x": 1}\n'
+    _refresh(qtbot, worker)
+    tray.rebuild_menu()
+    plugin_menu = tray.held_menu.actions()[0].menu()
+    refuse = [a for a in plugin_menu.actions() if a.text() == "Refuse (keep mine)"][0]
+    with qtbot.waitSignal(worker.call_done, timeout=20000):
+        refuse.trigger()
+    server.sync()
+    wait_for(lambda: server.read(".obsidian/plugins/evil/main.js") is None, what="refusal")
+    _refresh(qtbot, worker)
+    tray.rebuild_menu()
+    assert not tray.held_menu.menuAction().isVisible()
+    assert facade.held_changes() == []

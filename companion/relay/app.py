@@ -27,9 +27,10 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from companion import __version__
 from companion.logs import get_logger
 from companion.relay import routes_blobs, routes_records, routes_vault
-from companion.relay.api import ApiError, RelayState, run_sync
+from companion.relay.api import MANUAL_BODIES, ApiError, RelayState, run_sync
 from companion.relay.auth import FailureLimiter
 from companion.relay.bodylimit import BodyLimitMiddleware
+from companion.relay.gate import AuthGate
 from companion.relay.limits import Limits
 from companion.relay.storage import RelayStorage, RetentionPolicy
 
@@ -82,22 +83,32 @@ def create_app(
         lifespan=lifespan,
     )
     app.state.relay = state
-    app.add_middleware(BodyLimitMiddleware, limit_for=_body_limits(limits))
+    # outermost last: the gate authenticates from the headers, then the body limit applies
+    app.add_middleware(BodyLimitMiddleware, limit_for=limits.body_limit)
+    app.add_middleware(AuthGate, state=state)
     _install_error_handlers(app)
     for router in (routes_vault.router, routes_records.router, routes_blobs.router):
         app.include_router(router)
+    _document_manual_bodies(app)
     return app
 
 
-def _body_limits(limits: Limits) -> Callable[[str, str], int]:
-    def limit_for(method: str, path: str) -> int:
-        if method == "PUT" and "/blobs/" in path:
-            return limits.max_blob_bytes
-        if method == "POST" and path.endswith("/blobs-upload"):
-            return limits.max_batch_bytes
-        return limits.max_json_body
+def _document_manual_bodies(app: FastAPI) -> None:
+    """Add the schemas of bodies that routes read themselves (`api.read_json`) to OpenAPI."""
+    generate = app.openapi
 
-    return limit_for
+    def openapi() -> dict[str, Any]:
+        if app.openapi_schema is None:
+            schema = generate()
+            comps = schema.setdefault("components", {}).setdefault("schemas", {})
+            for model in MANUAL_BODIES:
+                js = model.model_json_schema(ref_template="#/components/schemas/{model}")
+                comps.update(js.pop("$defs", {}))
+                comps[model.__name__] = js
+            app.openapi_schema = schema
+        return app.openapi_schema
+
+    app.openapi = openapi  # type: ignore[method-assign]
 
 
 async def _prune_loop(state: RelayState) -> None:
@@ -175,6 +186,7 @@ def _install_error_handlers(app: FastAPI) -> None:
         code = _STATUS_CODES.get(exc.status_code, "error")
         if exc.status_code == 413:
             message = "the request body is larger than this relay accepts"
+            exc.headers = {**(exc.headers or {}), "Connection": "close"}  # do not drain it
         elif exc.status_code == 404:
             message = "no such endpoint"
         elif exc.status_code == 405:

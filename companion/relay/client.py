@@ -8,9 +8,11 @@ listing each conflict with the current head.
 
 from __future__ import annotations
 
+import email.utils
 import hashlib
 import socket
 import ssl
+import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
@@ -26,6 +28,7 @@ from companion.relay.errors import (
     ConflictError,
     MissingBlobsError,
     NotFoundError,
+    RelayBusy,
     RelayError,
     RelayUnreachable,
 )
@@ -44,6 +47,7 @@ __all__ = [
     "NotFoundError",
     "Record",
     "RecordResult",
+    "RelayBusy",
     "RelayClient",
     "RelayError",
     "RelayUnreachable",
@@ -159,6 +163,27 @@ def _sha(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
+DEFAULT_RETRY_AFTER = 5.0
+MAX_RETRY_AFTER = 3600.0
+
+
+def _retry_after(value: str | None) -> float:
+    """Retry-After in seconds (delta-seconds or an HTTP date), bounded to [1 s, 1 h]."""
+    if not value:
+        return DEFAULT_RETRY_AFTER
+    try:
+        seconds = float(value.strip())
+    except ValueError:
+        try:
+            when = email.utils.parsedate_to_datetime(value)
+        except (TypeError, ValueError):
+            return DEFAULT_RETRY_AFTER
+        seconds = when.timestamp() - time.time()
+    if seconds != seconds:  # NaN
+        return DEFAULT_RETRY_AFTER
+    return min(MAX_RETRY_AFTER, max(1.0, seconds))
+
+
 class RelayClient:
     """A device's connection to one relay.
 
@@ -244,11 +269,20 @@ class RelayClient:
         except Exception:
             body, code, message = {}, None, resp.text[:200] or resp.reason_phrase
         text = f"relay refused the request ({status} {code}): {message}"
-        if status in (502, 503, 504):
+        if status in (429, 503):
+            wait = _retry_after(resp.headers.get("Retry-After"))
+            what = "asks this device to slow down" if status == 429 else "is unavailable"
+            raise RelayBusy(
+                f"the relay at {self.base_url} {what} ({status}); retrying in {wait:.0f} s",
+                retry_after=wait,
+                status=status,
+                code=code,
+            )
+        if status in (502, 504):
             raise RelayUnreachable(
                 f"the relay at {self.base_url} is unavailable ({status})", status=status
             )
-        if status in (401, 403, 410, 429):
+        if status in (401, 403, 410):
             raise AuthError(text, status=status, code=code)
         if status == 404:
             raise NotFoundError(text, status=status, code=code)

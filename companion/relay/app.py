@@ -23,10 +23,11 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.requests import ClientDisconnect
 
 from companion import __version__
 from companion.logs import get_logger
-from companion.relay import routes_blobs, routes_records, routes_vault
+from companion.relay import logdedup, routes_blobs, routes_records, routes_vault
 from companion.relay.api import MANUAL_BODIES, ApiError, RelayState, run_sync
 from companion.relay.auth import FailureLimiter
 from companion.relay.bodylimit import BodyLimitMiddleware
@@ -63,15 +64,16 @@ def create_app(
 
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        task = None
+        tasks = [asyncio.create_task(_flush_logs_loop())]
         if retention is not None and prune_interval:
-            task = asyncio.create_task(_prune_loop(state))
+            tasks.append(asyncio.create_task(_prune_loop(state)))
         try:
             yield
         finally:
             state.notifier.close()
-            if task is not None:
+            for task in tasks:
                 task.cancel()
+            logdedup.flush_all(force=True)
 
     app = FastAPI(
         title="Vault Companion relay",
@@ -109,6 +111,13 @@ def _document_manual_bodies(app: FastAPI) -> None:
         return app.openapi_schema
 
     app.openapi = openapi  # type: ignore[method-assign]
+
+
+async def _flush_logs_loop() -> None:
+    """Say how many repeats of a log storm were left out, a few seconds after they were."""
+    while True:
+        await asyncio.sleep(5)
+        logdedup.flush_all()
 
 
 async def _prune_loop(state: RelayState) -> None:
@@ -198,6 +207,12 @@ def _install_error_handlers(app: FastAPI) -> None:
         if exc.headers:
             resp.headers.update(exc.headers)
         return resp
+
+    @app.exception_handler(ClientDisconnect)
+    async def client_gone(request: Request, exc: ClientDisconnect) -> Response:
+        # not a bug: the client went away (or was cut for idling) mid-request; nothing is sent
+        log.debug("client disconnected during %s %s", request.method, request.url.path)
+        return Response(status_code=400, headers={"Connection": "close"})
 
     @app.exception_handler(Exception)
     async def internal_error(request: Request, exc: Exception) -> Response:

@@ -118,6 +118,7 @@ def serve(opts: ServeOptions, announce: Callable[[str], None] | None = None) -> 
     """Serve until interrupted. Raises OSError when the address cannot be bound."""
     if (opts.certfile is None) != (opts.keyfile is None):
         raise ValueError("--certfile and --keyfile go together")
+    os.umask(0o077)  # whatever the relay writes (port file, logs, data) is the owner's only
     nofile = raise_nofile_limit()
     max_conn = opts.max_connections or default_max_connections(nofile)
     guard = ConnectionGuard.from_trusted(

@@ -106,7 +106,10 @@ def change_passphrase(
     ctx = _context(paths, config, vault)
     state = ctx.state
     token = state.load_token(ctx.store)
-    with RelayClient(state.relay_url, token, state.vault_id, verify=state.verify) as client:
+    with RelayClient(
+        state.relay_url, token, state.vault_id, verify=state.verify,
+        insecure_http=state.insecure_http,
+    ) as client:  # fmt: skip
         blob = client.get_key_blob()
         if blob is None:
             raise CompanionError("the relay holds no vault key for this vault; nothing to change")

@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import email.utils
 import hashlib
+import ipaddress
 import socket
 import ssl
 import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
+from urllib.parse import urlsplit
 
 import httpx
 
@@ -26,6 +28,7 @@ from companion.relay.blobframes import FrameError, FrameHeader, FrameParser, enc
 from companion.relay.errors import (
     AuthError,
     ConflictError,
+    InsecureRelayUrl,
     MissingBlobsError,
     NotFoundError,
     RelayBusy,
@@ -40,6 +43,7 @@ __all__ = [
     "CommitResult",
     "ConflictError",
     "DeviceInfo",
+    "InsecureRelayUrl",
     "JoinResult",
     "KeyWrap",
     "Lease",
@@ -184,11 +188,37 @@ def _retry_after(value: str | None) -> float:
     return min(MAX_RETRY_AFTER, max(1.0, seconds))
 
 
+def is_loopback_host(host: str | None) -> bool:
+    """localhost (and *.localhost, RFC 6761) or a loopback address; no name is resolved."""
+    if not host:
+        return False
+    host = host.strip("[]").rstrip(".").lower()
+    if host == "localhost" or host.endswith(".localhost"):
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def check_relay_url(url: str, insecure_http: bool = False) -> None:
+    """Refuse plain http:// to anything but this machine unless `insecure_http`."""
+    parts = urlsplit(url.strip())
+    plain = parts.scheme.lower() == "http"
+    if plain and not insecure_http and not is_loopback_host(parts.hostname):
+        raise InsecureRelayUrl(
+            f"refusing plain http:// to {parts.hostname}: the device token would travel in "
+            "clear; use https://, or pass --insecure-http if this network is trusted"
+        )
+
+
 class RelayClient:
     """A device's connection to one relay.
 
     `verify` is True (system CAs), False (no verification: tests only), or a path to a CA
-    bundle / self-signed certificate to trust.
+    bundle / self-signed certificate to trust. Plain `http://` is refused
+    (`InsecureRelayUrl`) except to this machine (loopback) or with `insecure_http=True`: the
+    bearer token would cross the network in clear.
     """
 
     def __init__(
@@ -199,7 +229,9 @@ class RelayClient:
         *,
         timeout: float = 30.0,
         verify: bool | str = True,
+        insecure_http: bool = False,
     ) -> None:
+        check_relay_url(base_url, insecure_http)
         self.base_url = base_url.rstrip("/")
         self.vault_id = vault_id
         self._token: str | None = None
@@ -207,7 +239,7 @@ class RelayClient:
         tls: bool | ssl.SSLContext = (
             ssl.create_default_context(cafile=verify) if isinstance(verify, str) else verify
         )
-        if self.base_url.startswith("http://"):
+        if self.base_url.lower().startswith("http://"):
             tls = False  # no TLS on this connection: skip loading the CA bundle (~0.1-0.8 s)
         self._http = httpx.Client(
             base_url=self.base_url,

@@ -37,6 +37,12 @@ class RelayBusy(RelayUnreachable):
         self.retry_after = retry_after
 
 
+class InsecureRelayUrl(RelayError):
+    """A plain http:// URL to a host other than this machine: the token would travel in clear."""
+
+    exit_code = 2
+
+
 class AuthError(RelayError):
     """The token or invite was refused: wrong, expired, used, revoked, other vault, rate limit."""
 

@@ -134,6 +134,7 @@ def join_vault(
     ca_cert: str = "",
     kdf: KdfParams | None = None,
     client_factory: Callable[..., RelayClient] = RelayClient,
+    insecure_http: bool = False,
 ) -> JoinResult:
     """Join (or create) the vault and store the token and key. See the module docstring."""
     if kind not in KINDS:
@@ -152,14 +153,18 @@ def join_vault(
             )
         resumed = True
         client = client_factory(
-            state.relay_url, state.load_token(store), state.vault_id, verify=state.verify
+            state.relay_url,
+            state.load_token(store),
+            state.vault_id,
+            verify=state.verify,
+            insecure_http=state.insecure_http,
         )
     else:
         if not invite:
             raise InputError("an invite code is needed (--invite): ask the relay's admin")
         if not relay_url:
             raise InputError("the relay URL is needed (--relay URL)")
-        client = client_factory(relay_url, verify=ca_cert or True)
+        client = client_factory(relay_url, verify=ca_cert or True, insecure_http=insecure_http)
         joined = client.join(invite.strip(), device_name, kind)
         state = DeviceState(
             vault_root=str(root),
@@ -169,6 +174,7 @@ def join_vault(
             device_name=device_name,
             kind=kind,
             ca_cert=ca_cert,
+            insecure_http=insecure_http,
         )
         state.store_token(store, joined.token)
         state.save(paths)

@@ -69,6 +69,7 @@ class Context:
     relay_url: str | None
     timeout: float
     unit_dir: Path | None = None
+    relay_data: Path | None = None  # a relay data folder to check (--relay-data)
     relay_time: tuple[float, float, float] | None = None  # (sent, server time, received)
     device: Any = None  # companion.sync.device.DeviceState, when the vault is set up for sync
     _dirs: int | None = field(default=None, repr=False)
@@ -231,6 +232,49 @@ def check_private_dirs(c: Context) -> Check:
     return Check("folders", "FAIL" if world else "warn", f"{who} can write to {shown}", fix)
 
 
+def _relay_data_dir(c: Context) -> Path | None:
+    """--relay-data; else the folder the installed relay unit serves; else this device's
+    default relay folder when it exists."""
+    if c.relay_data is not None:
+        return c.relay_data
+    from companion.services import RELAY_UNIT, user_unit_dir
+
+    unit = (c.unit_dir or user_unit_dir()) / RELAY_UNIT
+    if unit.is_file():
+        for line in unit.read_text(encoding="utf-8", errors="replace").splitlines():
+            if line.startswith("ExecStart="):
+                words = shlex.split(line.partition("=")[2])
+                if "--data" in words[:-1]:
+                    return Path(words[words.index("--data") + 1].replace("%%", "%"))
+    default = c.paths.data_dir / "relay"
+    return default if (default / "relay.db").is_file() else None
+
+
+def check_relay_data(c: Context) -> Check:
+    """The relay's data folder holds wrapped keys (its database and WAL) and every vault's
+    ciphertext: nobody but the relay's user may read any of it."""
+    from companion.relay.fsmodes import loose_entries
+
+    name = "relay data"
+    if os.name == "nt":
+        return Check(name, "skip", "file modes are per-user by default on Windows")
+    data = _relay_data_dir(c)
+    if data is None or "%" in str(data):
+        return Check(name, "skip", "no relay data folder here (--relay-data DIR to check one)")
+    if not data.is_dir():
+        return Check(name, "FAIL", f"{data} is not a folder", "check --data of the relay")
+    found, total = loose_entries(data, limit=3)
+    if not total:
+        return Check(name, "ok", f"{data}: every file and folder is owner-only")
+    shown = ", ".join(f"{p} ({_mode(p)})" for p in found) + (", ..." if total > 3 else "")
+    return Check(
+        name,
+        "FAIL",
+        f"{total} entr{'y' if total == 1 else 'ies'} readable by other users: {shown}",
+        f"chmod -R go-rwx {shlex.quote(str(data))}",
+    )
+
+
 def check_vault(c: Context) -> Check:
     from companion.vault.layout import AREAS, HOME
 
@@ -341,7 +385,8 @@ def check_relay(c: Context) -> Check:
             "relay", "FAIL", f"the CA certificate {verify} is missing", "restore it, or init again"
         )
     try:
-        with RelayClient(url, timeout=c.timeout, verify=verify) as client:
+        # no token is sent (health only), and plain http is reported below rather than refused
+        with RelayClient(url, timeout=c.timeout, verify=verify, insecure_http=True) as client:
             sent = time.time()
             health = client.health()
             received = time.time()
@@ -706,6 +751,7 @@ CHECKS: list[Callable[[Context], Check]] = [
     check_sync,
     check_relay,
     check_clock,
+    check_relay_data,
     check_watcher,
     check_hermes,
     check_disk,
@@ -741,6 +787,11 @@ def run_checks(c: Context) -> list[Check]:
     type=click.FloatRange(0.1, 120),
     help="Seconds to wait for the relay.",
 )
+@click.option(
+    "--relay-data",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="A relay data folder to check (default: the installed relay service's).",
+)
 @click.option("--unit-dir", type=click.Path(file_okay=False, path_type=Path), hidden=True)
 @click.option("--json", "as_json", is_flag=True, help="Print the checks as JSON.")
 @pass_app
@@ -749,14 +800,16 @@ def doctor(
     vault: Path | None,
     relay_url: str | None,
     timeout: float,
+    relay_data: Path | None,
     unit_dir: Path | None,
     as_json: bool,
 ) -> None:
     """Check this installation and say what to fix: one line per check.
 
     Looks at the keyring, the secrets file's permissions, the vault's layout, whether the
-    vault is set up for sync, the relay (reachable, and the clock against it), the file
-    watcher's limits, the Hermes home, free disk space and the systemd services. Each line
+    vault is set up for sync, the relay (reachable, and the clock against it), a relay data
+    folder's file modes (--relay-data, or the installed relay service's), the file watcher's
+    limits, the Hermes home, free disk space and the systemd services. Each line
     reads `ok|warn|FAIL|skip  NAME  DETAIL — fix: WHAT TO DO`. The exit status is 1 when any
     check FAILs, 0 otherwise (warnings included).
 
@@ -776,6 +829,7 @@ def doctor(
         relay_url=relay_url,
         timeout=timeout,
         unit_dir=unit_dir,
+        relay_data=relay_data.expanduser().resolve() if relay_data else None,
     )
     checks = run_checks(ctx)
     failed = [ch for ch in checks if ch.status == "FAIL"]

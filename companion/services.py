@@ -208,7 +208,10 @@ def relay_units(
         "# exit status 2 is a configuration or input error: restarting cannot fix it\n"
         "RestartPreventExitStatus=2\n"
         "# long-polls are closed gracefully on SIGTERM\n"
-        "TimeoutStopSec=30s\n" + HARDENING + "\n"
+        "TimeoutStopSec=30s\n"
+        "# one descriptor per connection (two while a blob uploads): the relay caps its\n"
+        "# connections to what this limit leaves room for (the default 1024 is ~400)\n"
+        "LimitNOFILE=65536\n" + HARDENING + "\n"
         "[Install]\n"
         "WantedBy=default.target\n"
     )

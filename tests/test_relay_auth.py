@@ -152,7 +152,7 @@ def test_no_error_ever_echoes_the_token(env):
         assert r.status_code == 401 and secret not in r.text
 
 
-def test_failed_auth_is_rate_limited_per_address(env):
+def test_failed_auth_is_rate_limited_per_address_but_never_a_valid_token(env):
     storage, http, clock = env
     a = join(http, invite(storage, clock)).json()
     va = a["vault_id"]
@@ -161,11 +161,13 @@ def test_failed_auth_is_rate_limited_per_address(env):
     r = changes(http, va, "x" * 20)
     assert r.status_code == 429 and r.json()["error"] == "rate_limited"
     assert int(r.headers["Retry-After"]) >= 1
-    # while the bucket is empty even a valid token waits: guessing faster gains nothing
-    assert changes(http, va, a["token"]).status_code == 429
-    assert join(http, invite(storage, clock)).status_code == 429
-    clock.t += 1.0  # one token refilled
+    assert join(http, "0123456789abcdef-" + "a" * 26).status_code == 429  # a bad invite too
+    # a valid token or invite from the same address (a NAT, a proxy) is served regardless
     assert changes(http, va, a["token"]).status_code == 200
+    assert join(http, invite(storage, clock), name="phone").status_code == 201
+    clock.t += 1.0  # one token refilled: the next failure is a 401 again, then 429
+    assert changes(http, va, "x" * 20).status_code == 401
+    assert changes(http, va, "x" * 20).status_code == 429
     # successes never drain the bucket
     for _ in range(20):
         assert changes(http, va, a["token"]).status_code == 200

@@ -227,3 +227,26 @@ def test_batched_download_with_a_blob_damaged_on_the_relay(relay, pair, caplog):
     assert not [r for r in caplog.records if "internal error" in r.getMessage()]
     assert server.get_blob(good) == b"good bytes"
     assert laptop.has_blobs([bad]) == [bad]  # set aside: a device that has it uploads it again
+
+
+@pytest.mark.parametrize(
+    "url", ["http://relay.example.org", "http://192.0.2.7:8787", "http://[2001:db8::1]:8787",
+            "http://0.0.0.0:8787", "HTTP://Relay.Example.org/"],
+)  # fmt: skip
+def test_plain_http_to_another_host_is_refused(url):
+    from companion.relay.errors import InsecureRelayUrl
+
+    with pytest.raises(InsecureRelayUrl) as e:
+        RelayClient(url)
+    msg = str(e.value)
+    assert "\n" not in msg and "token" in msg and "in clear" in msg and "--insecure-http" in msg
+    assert e.value.exit_code == 2
+    RelayClient(url, insecure_http=True).close()  # the explicit escape hatch
+
+
+@pytest.mark.parametrize(
+    "url", ["http://127.0.0.1:8787", "http://127.3.4.5", "http://localhost:1", "http://[::1]:9",
+            "http://relay.localhost", "https://relay.example.org"],
+)  # fmt: skip
+def test_loopback_and_https_need_no_flag(url):
+    RelayClient(url).close()

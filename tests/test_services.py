@@ -372,3 +372,10 @@ def test_help_has_an_example(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, _ = run_main(["install-service", "--help"], capsys)
     assert code == 0
     assert "Example:\n    companion install-service relay --data /srv/relay\n" in out
+
+
+def test_the_relay_unit_raises_the_open_file_limit() -> None:
+    from companion.services import relay_units
+
+    (unit,) = relay_units(["/usr/bin/companion"], Path("/srv/relay"))
+    assert "\nLimitNOFILE=65536\n" in unit.text

@@ -190,3 +190,21 @@ def test_the_invite_decides_the_kind(cli, cluster) -> None:
     desk = cli("desk")
     code, _out, err = desk.init(invite=cluster.invite("agent"), kind="human")
     assert code == 1 and "kind" in err and err.count("\n") == 1
+def test_plain_http_to_another_host_needs_insecure_http(cli, cluster) -> None:
+    """0.0.0.0 is not a loopback address, but connecting to it reaches this machine: the
+    relay is really there, and still the token is not sent without --insecure-http."""
+    laptop = cli("laptop")
+    url = cluster.relay.url.replace("127.0.0.1", "0.0.0.0")
+    invite = cluster.invite("human")
+    args = ("init", str(laptop.vault), "--relay", url, "--invite", invite,
+            "--device-name", "laptop", "--kind", "human")  # fmt: skip
+    code, _out, err = laptop(*args)
+    assert code == 2 and "in clear" in err and "--insecure-http" in err
+    assert len(err.strip().splitlines()) == 1
+    code, out, err = laptop(*args, "--insecure-http")
+    assert code == 0, err
+    state = DeviceState.load(device_paths(laptop.home), laptop.vault)
+    assert state.insecure_http is True
+    (laptop.vault / "n.md").write_text("over plain http, on purpose\n")
+    code, out, err = laptop("sync", str(laptop.vault))  # later commands remember the choice
+    assert code == 0, err

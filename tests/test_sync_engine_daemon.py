@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from companion.sync.daemon import Backoff, Daemon
+from tests.relayproxy import RelayProxy
 from tests.syncharness import Device, SyncCluster
 
 
@@ -143,6 +144,46 @@ def test_watch_command_stops_cleanly_on_sigterm(cluster: SyncCluster) -> None:
     assert a.sync().uploaded == ["after.md"]
 
 
+def test_watch_keeps_running_through_a_stretch_of_429s(cluster: SyncCluster) -> None:
+    """A rate-limiting proxy (or relay) answers 429 for a while: `companion watch` waits out
+    each Retry-After, keeps the edits made meanwhile, and syncs them once it is let through."""
+    with RelayProxy(cluster.relay.url) as proxy:
+        a = cluster.add_device("server", "agent", relay_url=proxy.url)
+        b = cluster.add_device("laptop", "human")
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "companion", "-v", "watch", str(a.vault)],
+            env=a.env(),
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+        )
+        try:
+            wait_for(lambda: any(a.paths.state_dir.rglob("status.json")), 20, "daemon started")
+            proxy.refuse(429, retry_after=1)
+            start = proxy.refused
+            a.write("written-while-limited.md", "kept and sent later\n")  # forces a round
+            wait_for(lambda: proxy.refused >= start + 4, 30, "several refused attempts")
+            assert proc.poll() is None, "watch exited on a 429"
+            proxy.allow()
+
+            def arrived() -> bool:
+                b.sync()
+                return b.read("written-while-limited.md") == b"kept and sent later\n"
+
+            wait_for(arrived, 30, "the edit made while limited reached the other device")
+            b.write("from-laptop.md", "hello server\n")
+            b.sync()
+            wait_for(lambda: a.read("from-laptop.md") == b"hello server\n", 30, "b -> a")
+            assert proc.poll() is None
+            proc.send_signal(signal.SIGTERM)
+            err = proc.communicate(timeout=15)[1].decode()
+            assert proc.returncode == 0, err
+            assert "429" in err and "Traceback" not in err
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+
+
 def test_backoff_grows_to_its_cap_and_resets() -> None:
     b = Backoff(first=0.5, maximum=8)
     delays = [b.next_delay() for _ in range(8)]
@@ -150,3 +191,12 @@ def test_backoff_grows_to_its_cap_and_resets() -> None:
     assert all(d <= 8 for d in delays) and delays[-1] >= 4
     b.reset()
     assert b.next_delay() <= 0.5
+
+
+def test_a_busy_relay_is_retried_after_what_it_asked() -> None:
+    from companion.relay.errors import RelayBusy, RelayUnreachable
+
+    b = Backoff(first=0.5, maximum=8)
+    busy = RelayBusy("slow down", retry_after=30, status=429)
+    assert all(30 <= b.delay_for(busy) <= 31 for _ in range(5))  # not capped, not doubled
+    assert b.delay_for(RelayUnreachable("down")) <= 8

@@ -10,13 +10,14 @@ from dataclasses import dataclass, field
 from typing import Annotated, Any, TypeVar
 
 from fastapi import Depends, Path, Request
+from fastapi.exceptions import RequestValidationError
 from fastapi.responses import Response
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
-from pydantic import BaseModel
+from pydantic import BaseModel, ValidationError
 from starlette.concurrency import run_in_threadpool
 
 from companion.relay import models as m
-from companion.relay.auth import FailureLimiter, check_token
+from companion.relay.auth import FailureLimiter
 from companion.relay.limits import Limits
 from companion.relay.longpoll import VaultNotifier
 from companion.relay.storage import Device, RelayStorage, RetentionPolicy, StoredRecord
@@ -115,19 +116,21 @@ def _client_key(request: Request) -> str:
     return request.client.host if request.client else "unknown"
 
 
-def check_rate(request: Request) -> None:
-    wait = state_of(request).limiter.retry_after(_client_key(request))
+def refuse_failure(request: Request, status: int, code: str, message: str) -> ApiError:
+    """A failed authentication outside the gate (a bad invite): counted against the client's
+    address, or 429 when that address is over its limit (a valid invite is never refused)."""
+    limiter = state_of(request).limiter
+    key = _client_key(request)
+    wait = limiter.retry_after(key)
     if wait > 0:
-        raise ApiError(
+        return ApiError(
             429,
             "rate_limited",
             "too many failed authentications from this address; try again later",
             headers={"Retry-After": str(max(1, math.ceil(wait)))},
         )
-
-
-def count_failure(request: Request) -> None:
-    state_of(request).limiter.failure(_client_key(request))
+    limiter.failure(key)
+    return ApiError(status, code, message)
 
 
 async def authed_device(
@@ -135,31 +138,18 @@ async def authed_device(
     vault_id: VaultId,
     creds: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer_scheme)],
 ) -> Device:
-    """The device behind the bearer token, which must belong to the vault in the path."""
-    check_rate(request)
-    st = state_of(request)
-    result = check_token(st.storage, creds.credentials if creds else None)
-    if result.device is None:
-        if result.reason == "missing":
-            raise ApiError(
-                401,
-                "unauthorized",
-                "send the device token as 'Authorization: Bearer <token>'",
-                headers={"WWW-Authenticate": "Bearer"},
-            )
-        count_failure(request)
-        message = (
-            "this device was revoked; join again with a new invite"
-            if result.reason == "revoked"
-            else "the device token is not valid"
+    """The device behind the bearer token, which belongs to the vault in the path.
+
+    `gate.AuthGate` authenticated the request from its headers before any body was read; this
+    dependency hands its answer to the route (and declares the bearer scheme in OpenAPI)."""
+    device = request.scope.get("state", {}).get("relay_device")
+    if not isinstance(device, Device) or device.vault_id != vault_id:
+        raise ApiError(
+            401,
+            "unauthorized",
+            "send the device token as 'Authorization: Bearer <token>'",
+            headers={"WWW-Authenticate": "Bearer"},
         )
-        raise ApiError(401, "unauthorized", message, headers={"WWW-Authenticate": "Bearer"})
-    device = result.device
-    if device.vault_id != vault_id:
-        count_failure(request)
-        if st.storage.get_vault(vault_id) is None:
-            raise ApiError(404, "unknown_vault", f"there is no vault {vault_id} on this relay")
-        raise ApiError(403, "wrong_vault", "this device's token belongs to another vault")
     return device
 
 
@@ -186,3 +176,31 @@ def require_media_type(request: Request, media_type: str) -> None:
 
 
 JSON_BODY = [Depends(require_json)]
+
+M = TypeVar("M", bound=BaseModel)
+INLINE_PARSE_BYTES = 64 * 1024  # larger bodies are parsed in a worker thread
+MANUAL_BODIES: list[type[BaseModel]] = []  # models of bodies routes read themselves (OpenAPI)
+
+
+def _validate(model: type[M], raw: bytes) -> M:
+    try:
+        return model.model_validate_json(raw)
+    except ValidationError as exc:
+        raise RequestValidationError(exc.errors(include_url=False)) from None
+
+
+async def read_json(request: Request, model: type[M]) -> M:
+    """The request's JSON body as `model`, read only now (after authentication, within the
+    route's body limit) and, when large, parsed and validated off the event loop."""
+    require_json(request)
+    raw = await request.body()
+    if len(raw) > INLINE_PARSE_BYTES:
+        return await run_sync(_validate, model, raw)
+    return _validate(model, raw)
+
+
+def json_body_doc(model: type[BaseModel]) -> dict[str, Any]:
+    """`openapi_extra` describing a JSON body that the route reads with `read_json`."""
+    MANUAL_BODIES.append(model)
+    ref = {"$ref": f"#/components/schemas/{model.__name__}"}
+    return {"requestBody": {"required": True, "content": {"application/json": {"schema": ref}}}}

@@ -24,13 +24,15 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.middleware.cors import CORSMiddleware
 from fastapi.responses import JSONResponse, Response
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.requests import ClientDisconnect
 
 from companion import __version__
 from companion.logs import get_logger
-from companion.relay import routes_blobs, routes_records, routes_vault
-from companion.relay.api import ApiError, RelayState, run_sync
+from companion.relay import logdedup, routes_blobs, routes_records, routes_vault
+from companion.relay.api import MANUAL_BODIES, ApiError, RelayState, run_sync
 from companion.relay.auth import FailureLimiter
 from companion.relay.bodylimit import BodyLimitMiddleware
+from companion.relay.gate import AuthGate
 from companion.relay.limits import Limits
 from companion.relay.storage import RelayStorage, RetentionPolicy
 
@@ -68,15 +70,16 @@ def create_app(
 
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        task = None
+        tasks = [asyncio.create_task(_flush_logs_loop())]
         if retention is not None and prune_interval:
-            task = asyncio.create_task(_prune_loop(state))
+            tasks.append(asyncio.create_task(_prune_loop(state)))
         try:
             yield
         finally:
             state.notifier.close()
-            if task is not None:
+            for task in tasks:
                 task.cancel()
+            logdedup.flush_all(force=True)
 
     app = FastAPI(
         title="Vault Companion relay",
@@ -88,8 +91,11 @@ def create_app(
         lifespan=lifespan,
     )
     app.state.relay = state
-    app.add_middleware(BodyLimitMiddleware, limit_for=_body_limits(limits))
-    app.add_middleware(  # added last: outermost, so refusals (413, 429) carry CORS headers too
+    # outermost last: the gate authenticates from the headers, then the body limit applies;
+    # CORS outside both, so refusals (401, 413, 429) carry its headers too
+    app.add_middleware(BodyLimitMiddleware, limit_for=limits.body_limit)
+    app.add_middleware(AuthGate, state=state)
+    app.add_middleware(
         CORSMiddleware,
         allow_origins=list(OBSIDIAN_ORIGINS),
         allow_methods=["GET", "POST", "PUT", "DELETE"],
@@ -100,18 +106,33 @@ def create_app(
     _install_error_handlers(app)
     for router in (routes_vault.router, routes_records.router, routes_blobs.router):
         app.include_router(router)
+    _document_manual_bodies(app)
     return app
 
 
-def _body_limits(limits: Limits) -> Callable[[str, str], int]:
-    def limit_for(method: str, path: str) -> int:
-        if method == "PUT" and "/blobs/" in path:
-            return limits.max_blob_bytes
-        if method == "POST" and path.endswith("/blobs-upload"):
-            return limits.max_batch_bytes
-        return limits.max_json_body
+def _document_manual_bodies(app: FastAPI) -> None:
+    """Add the schemas of bodies that routes read themselves (`api.read_json`) to OpenAPI."""
+    generate = app.openapi
 
-    return limit_for
+    def openapi() -> dict[str, Any]:
+        if app.openapi_schema is None:
+            schema = generate()
+            comps = schema.setdefault("components", {}).setdefault("schemas", {})
+            for model in MANUAL_BODIES:
+                js = model.model_json_schema(ref_template="#/components/schemas/{model}")
+                comps.update(js.pop("$defs", {}))
+                comps[model.__name__] = js
+            app.openapi_schema = schema
+        return app.openapi_schema
+
+    app.openapi = openapi  # type: ignore[method-assign]
+
+
+async def _flush_logs_loop() -> None:
+    """Say how many repeats of a log storm were left out, a few seconds after they were."""
+    while True:
+        await asyncio.sleep(5)
+        logdedup.flush_all()
 
 
 async def _prune_loop(state: RelayState) -> None:
@@ -189,6 +210,7 @@ def _install_error_handlers(app: FastAPI) -> None:
         code = _STATUS_CODES.get(exc.status_code, "error")
         if exc.status_code == 413:
             message = "the request body is larger than this relay accepts"
+            exc.headers = {**(exc.headers or {}), "Connection": "close"}  # do not drain it
         elif exc.status_code == 404:
             message = "no such endpoint"
         elif exc.status_code == 405:
@@ -200,6 +222,12 @@ def _install_error_handlers(app: FastAPI) -> None:
         if exc.headers:
             resp.headers.update(exc.headers)
         return resp
+
+    @app.exception_handler(ClientDisconnect)
+    async def client_gone(request: Request, exc: ClientDisconnect) -> Response:
+        # not a bug: the client went away (or was cut for idling) mid-request; nothing is sent
+        log.debug("client disconnected during %s %s", request.method, request.url.path)
+        return Response(status_code=400, headers={"Connection": "close"})
 
     @app.exception_handler(Exception)
     async def internal_error(request: Request, exc: Exception) -> Response:

@@ -1,10 +1,12 @@
 """Request body size limits that answer with the relay's JSON 413.
 
-Starlette's own body-limit middleware answers in plain text and replaces any response the app
-sends once Content-Length is over the limit; this one keeps the relay's error format. A
-declared Content-Length over the limit is refused before the app runs; a chunked body that
-grows past it raises `BodyTooLarge` from `receive`, which the app's HTTPException handler
-turns into the same JSON 413 (an upload in progress is aborted, leaving nothing behind).
+Each route has its own limit (`Limits.body_limit`): large for commits and blobs, a few KiB
+everywhere else. Starlette's own body-limit middleware answers in plain text and replaces any
+response the app sends once Content-Length is over the limit; this one keeps the relay's error
+format. A declared Content-Length over the limit is refused before the app runs, and the
+connection is closed rather than the body drained; a chunked body that grows past it raises
+`BodyTooLarge` from `receive`, which the app's HTTPException handler turns into the same JSON
+413 (an upload in progress is aborted, leaving nothing behind).
 """
 
 from __future__ import annotations
@@ -36,7 +38,11 @@ class BodyLimitMiddleware:
         limit = self.limit_for(scope["method"], scope["path"])
         declared = Headers(scope=scope).get("content-length")
         if declared is not None and declared.isdigit() and int(declared) > limit:
-            resp = JSONResponse({"error": "too_large", "message": MESSAGE}, status_code=413)
+            resp = JSONResponse(
+                {"error": "too_large", "message": MESSAGE},
+                status_code=413,
+                headers={"Connection": "close"},
+            )
             await resp(scope, receive, send)
             return
         seen = 0

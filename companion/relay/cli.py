@@ -100,6 +100,16 @@ def relay() -> None:
     type=click.Choice(["critical", "error", "warning", "info", "debug"]),
 )  # fmt: skip
 @click.option("--no-access-log", is_flag=True, help="Do not log one line per request.")
+@click.option("--header-timeout", default=10.0, show_default=True, type=click.FloatRange(0.5, 600),
+              help="Seconds a client has to send a request's headers.")  # fmt: skip
+@click.option("--idle-timeout", default=30.0, show_default=True, type=click.FloatRange(0.5, 3600),
+              help="Seconds a request body may stall before the connection is closed.")  # fmt: skip
+@click.option("--max-connections", type=click.IntRange(1), metavar="N",
+              help="Connections at once (default: what the open-file limit allows).")  # fmt: skip
+@click.option("--max-connections-per-address", type=click.IntRange(1), metavar="N",
+              help="Connections at once from one client address (proxies in "
+              "--forwarded-allow-ips are exempt; default: half of --max-connections, "
+              "at most 256).")  # fmt: skip
 def serve(
     data: Path,
     host: str,
@@ -112,6 +122,10 @@ def serve(
     keep_last: int,
     log_level: str,
     no_access_log: bool,
+    header_timeout: float,
+    idle_timeout: float,
+    max_connections: int | None,
+    max_connections_per_address: int | None,
 ) -> None:
     """Serve the relay's HTTP API until interrupted (Ctrl-C / SIGTERM shut down gracefully).
 
@@ -141,6 +155,10 @@ def serve(
         retention=RetentionPolicy(keep_days=keep_days, keep_last=keep_last),
         log_level=log_level,
         access_log=not no_access_log,
+        header_timeout=header_timeout,
+        idle_timeout=idle_timeout,
+        max_connections=max_connections,
+        max_connections_per_address=max_connections_per_address,
     )
     try:
         run(opts)

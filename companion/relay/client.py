@@ -8,12 +8,16 @@ listing each conflict with the current head.
 
 from __future__ import annotations
 
+import email.utils
 import hashlib
+import ipaddress
 import socket
 import ssl
+import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
+from urllib.parse import urlsplit
 
 import httpx
 
@@ -24,8 +28,10 @@ from companion.relay.blobframes import FrameError, FrameHeader, FrameParser, enc
 from companion.relay.errors import (
     AuthError,
     ConflictError,
+    InsecureRelayUrl,
     MissingBlobsError,
     NotFoundError,
+    RelayBusy,
     RelayError,
     RelayUnreachable,
 )
@@ -37,6 +43,7 @@ __all__ = [
     "CommitResult",
     "ConflictError",
     "DeviceInfo",
+    "InsecureRelayUrl",
     "JoinResult",
     "KeyWrap",
     "Lease",
@@ -44,6 +51,7 @@ __all__ = [
     "NotFoundError",
     "Record",
     "RecordResult",
+    "RelayBusy",
     "RelayClient",
     "RelayError",
     "RelayUnreachable",
@@ -159,11 +167,58 @@ def _sha(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
+DEFAULT_RETRY_AFTER = 5.0
+MAX_RETRY_AFTER = 3600.0
+
+
+def _retry_after(value: str | None) -> float:
+    """Retry-After in seconds (delta-seconds or an HTTP date), bounded to [1 s, 1 h]."""
+    if not value:
+        return DEFAULT_RETRY_AFTER
+    try:
+        seconds = float(value.strip())
+    except ValueError:
+        try:
+            when = email.utils.parsedate_to_datetime(value)
+        except (TypeError, ValueError):
+            return DEFAULT_RETRY_AFTER
+        seconds = when.timestamp() - time.time()
+    if seconds != seconds:  # NaN
+        return DEFAULT_RETRY_AFTER
+    return min(MAX_RETRY_AFTER, max(1.0, seconds))
+
+
+def is_loopback_host(host: str | None) -> bool:
+    """localhost (and *.localhost, RFC 6761) or a loopback address; no name is resolved."""
+    if not host:
+        return False
+    host = host.strip("[]").rstrip(".").lower()
+    if host == "localhost" or host.endswith(".localhost"):
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def check_relay_url(url: str, insecure_http: bool = False) -> None:
+    """Refuse plain http:// to anything but this machine unless `insecure_http`."""
+    parts = urlsplit(url.strip())
+    plain = parts.scheme.lower() == "http"
+    if plain and not insecure_http and not is_loopback_host(parts.hostname):
+        raise InsecureRelayUrl(
+            f"refusing plain http:// to {parts.hostname}: the device token would travel in "
+            "clear; use https://, or pass --insecure-http if this network is trusted"
+        )
+
+
 class RelayClient:
     """A device's connection to one relay.
 
     `verify` is True (system CAs), False (no verification: tests only), or a path to a CA
-    bundle / self-signed certificate to trust.
+    bundle / self-signed certificate to trust. Plain `http://` is refused
+    (`InsecureRelayUrl`) except to this machine (loopback) or with `insecure_http=True`: the
+    bearer token would cross the network in clear.
     """
 
     def __init__(
@@ -174,7 +229,9 @@ class RelayClient:
         *,
         timeout: float = 30.0,
         verify: bool | str = True,
+        insecure_http: bool = False,
     ) -> None:
+        check_relay_url(base_url, insecure_http)
         self.base_url = base_url.rstrip("/")
         self.vault_id = vault_id
         self._token: str | None = None
@@ -182,7 +239,7 @@ class RelayClient:
         tls: bool | ssl.SSLContext = (
             ssl.create_default_context(cafile=verify) if isinstance(verify, str) else verify
         )
-        if self.base_url.startswith("http://"):
+        if self.base_url.lower().startswith("http://"):
             tls = False  # no TLS on this connection: skip loading the CA bundle (~0.1-0.8 s)
         self._http = httpx.Client(
             base_url=self.base_url,
@@ -251,15 +308,27 @@ class RelayClient:
             body = resp.json()
         except ValueError:
             body = None
-        if status in (502, 503, 504):
+        relay_body = isinstance(body, dict) and "error" in body
+        code = str(body.get("error")) if relay_body else None  # type: ignore[union-attr]
+        if status in (429, 503):
+            wait = _retry_after(resp.headers.get("Retry-After"))
+            what = "asks this device to slow down" if status == 429 else "is unavailable"
+            raise RelayBusy(
+                f"the relay at {self.base_url} {what} ({status}); retrying in {wait:.0f} s",
+                retry_after=wait,
+                status=status,
+                code=code,
+            )
+        if status in (502, 504):
             raise RelayUnreachable(
                 f"the relay at {self.base_url} is unavailable ({status})", status=status
             )
-        if not isinstance(body, dict) or "error" not in body:
+        if not relay_body:
             raise RelayError(self._not_a_relay(resp), status=status, code=None)
-        code, message = str(body.get("error")), str(body.get("message"))
+        assert isinstance(body, dict)
+        message = str(body.get("message"))
         text = f"relay refused the request ({status} {code}): {message}"
-        if status in (401, 403, 410, 429):
+        if status in (401, 403, 410):
             raise AuthError(text, status=status, code=code)
         if status == 404:
             raise NotFoundError(text, status=status, code=code)

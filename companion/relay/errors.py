@@ -1,6 +1,7 @@
 """Errors a relay client raises: all `RelayError`, itself a `CompanionError` (exit status 1).
 
-Catch the specific ones first: `RelayUnreachable` (offline: queue and retry later), `AuthError`
+Catch the specific ones first: `RelayUnreachable` (offline, or `RelayBusy`: the relay asks to
+wait `retry_after` seconds; queue and retry later), `AuthError`
 (the token or invite was refused: the device must join again), `ConflictError` (someone else
 changed it first), `NotFoundError`, `MissingBlobsError`. Messages are for a person and never
 contain the token.
@@ -21,7 +22,25 @@ class RelayError(CompanionError):
 
 
 class RelayUnreachable(RelayError):
-    """No answer: connection refused, timeout, TLS failure, or a proxy saying the relay is down."""
+    """No usable answer: connection refused, timeout, TLS failure, a proxy saying the relay is
+    down, or the relay asking to wait (`RelayBusy`). Queue the work and retry later."""
+
+
+class RelayBusy(RelayUnreachable):
+    """429 or 503: the relay (or a proxy in front of it) asks to wait `retry_after` seconds.
+
+    Not fatal: the device keeps its work queued and tries again after that delay."""
+
+    def __init__(self, message: str, *, retry_after: float, status: int | None = None,
+                 code: str | None = None) -> None:  # fmt: skip
+        super().__init__(message, status=status, code=code)
+        self.retry_after = retry_after
+
+
+class InsecureRelayUrl(RelayError):
+    """A plain http:// URL to a host other than this machine: the token would travel in clear."""
+
+    exit_code = 2
 
 
 class AuthError(RelayError):

@@ -176,7 +176,7 @@ async def put_blobs(request: Request, vault_id: VaultId, device: AuthedDevice) -
                         raise ApiError(
                             413, "too_large", f"at most {limits.max_blobs_per_batch} blobs"
                         )
-                    info = st.storage.blob_info(vault_id, ev.blob_id)
+                    info = await run_sync(st.storage.blob_info, vault_id, ev.blob_id)
                     if info is not None and info.sha256 != ev.sha256:
                         raise ApiError(
                             409, "blob_id_taken", f"a different blob is stored as {ev.blob_id}"

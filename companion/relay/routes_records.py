@@ -10,13 +10,14 @@ from fastapi.responses import Response
 from companion.relay import models as m
 from companion.relay.api import (
     AUTH_ERRORS,
-    JSON_BODY,
     ApiError,
     AuthedDevice,
     FileId,
     VaultId,
     error_responses,
+    json_body_doc,
     json_response,
+    read_json,
     record_out,
     run_sync,
     state_of,
@@ -29,15 +30,13 @@ router = APIRouter()
 @router.post(
     "/v1/vaults/{vault_id}/commit",
     response_model=m.CommitOut,
-    dependencies=JSON_BODY,
     responses=error_responses(
         *AUTH_ERRORS, 400, 413, 415, special={409: m.CommitConflictOut, 422: m.MissingBlobsOut}
     ),
+    openapi_extra=json_body_doc(m.CommitIn),
     tags=["records"],
 )
-async def commit(
-    request: Request, vault_id: VaultId, device: AuthedDevice, body: m.CommitIn
-) -> Response:
+async def commit(request: Request, vault_id: VaultId, device: AuthedDevice) -> Response:
     """Commit a batch of records, all or nothing.
 
     Each record is a compare-and-swap on its file's head: `parent_rev` must be the current
@@ -46,6 +45,7 @@ async def commit(
     Resubmitting a record already stored with identical bytes is a `duplicate` (success).
     Every blob a record names must have been uploaded first (422 missing_blobs).
     """
+    body = await read_json(request, m.CommitIn)  # up to 32 MiB: parsed in a worker thread
     limits = state_of(request).limits
     recs = body.records
     if len(recs) > limits.max_records_per_commit:
@@ -142,8 +142,22 @@ async def changes(
             f"since={since} is ahead of this vault's last seq {page.vault_seq}: the relay "
             "was reset or restored from a backup",
         )
-    if not page.records and wait > 0 and await st.notifier.wait(event, wait):
-        page = await run_sync(st.storage.changes, vault_id, since, limit, limits.max_changes_bytes)
+    if not page.records and wait > 0:
+        woken = await st.notifier.wait(event, wait)
+        # The device may have been revoked while it waited: nothing committed after that
+        # reaches it (its token was checked when the request came in, not now).
+        now = await run_sync(st.storage.get_device, device.device_id)
+        if now is None or now.revoked is not None:
+            raise ApiError(
+                401,
+                "unauthorized",
+                "this device was revoked; join again with a new invite",
+                headers={"WWW-Authenticate": "Bearer"},
+            )
+        if woken:
+            page = await run_sync(
+                st.storage.changes, vault_id, since, limit, limits.max_changes_bytes
+            )
     return json_response(
         m.ChangesOut(
             records=[record_out(r) for r in page.records],

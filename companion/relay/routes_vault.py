@@ -19,10 +19,9 @@ from companion.relay.api import (
     AuthedDevice,
     LeaseName,
     VaultId,
-    check_rate,
-    count_failure,
     error_responses,
     json_response,
+    refuse_failure,
     run_sync,
     state_of,
 )
@@ -60,13 +59,12 @@ def _a(kind: str | None) -> str:
     tags=["devices"],
 )
 async def join(request: Request, body: m.JoinIn) -> Response:
-    """Redeem a one-time invite: a new device and its bearer token (shown once)."""
-    check_rate(request)
+    """Redeem a one-time invite: a new device and its bearer token (shown once). The device's
+    kind is the invite's."""
     st = state_of(request)
     parsed = parse_invite(body.invite)
     if parsed is None:
-        count_failure(request)
-        raise ApiError(401, "invalid_invite", "that invite code is not valid")
+        raise refuse_failure(request, 401, "invalid_invite", "that invite code is not valid")
     vault_id, code_hash = parsed
     device_id = new_id()
     token, token_hash = make_token(device_id)
@@ -83,12 +81,17 @@ async def join(request: Request, body: m.JoinIn) -> Response:
                 f"this invite admits {_a(exc.invite_kind)} device, not {_a(body.kind)} one: "
                 f"join as {exc.invite_kind}, or ask the relay's admin for {_a(body.kind)} invite",
             ) from None
-        count_failure(request)
         if exc.reason == "used":
-            raise ApiError(410, "invite_used", "that invite code was already used") from None
+            raise refuse_failure(
+                request, 410, "invite_used", "that invite code was already used"
+            ) from None
         if exc.reason == "expired":
-            raise ApiError(410, "invite_expired", "that invite code has expired") from None
-        raise ApiError(401, "invalid_invite", "that invite code is not valid") from None
+            raise refuse_failure(
+                request, 410, "invite_expired", "that invite code has expired"
+            ) from None
+        raise refuse_failure(
+            request, 401, "invalid_invite", "that invite code is not valid"
+        ) from None
     log.info("device %s (%s) joined vault %s", device_id, device.kind, vault_id)
     out = m.JoinOut(
         token=token,

@@ -20,11 +20,22 @@ from types import FrameType
 
 import uvicorn
 
+from companion.logs import get_logger
+from companion.relay import logdedup
 from companion.relay.app import RelayState, create_app
 from companion.relay.auth import FailureLimiter
+from companion.relay.conn import (
+    ConnectionGuard,
+    default_max_connections,
+    default_max_per_address,
+    guarded_protocol,
+    raise_nofile_limit,
+)
 from companion.relay.limits import Limits
 from companion.relay.sqlite_storage import SqliteStorage
 from companion.relay.storage import RetentionPolicy
+
+log = get_logger("relay.server")
 
 DEFAULT_PORT = 8787
 PRUNE_INTERVAL_S = 6 * 3600.0
@@ -43,6 +54,11 @@ class ServeOptions:
     log_level: str = "info"
     access_log: bool = True
     limits: Limits | None = None
+    header_timeout: float = 10.0  # a request head must arrive within this
+    idle_timeout: float = 30.0  # a request body may pause this long
+    keep_alive_timeout: float = 15.0  # an idle connection between requests is closed after this
+    max_connections: int | None = None  # None: what the open-file limit leaves room for
+    max_connections_per_address: int | None = None
 
 
 def bind_socket(host: str, port: int) -> socket.socket:
@@ -102,6 +118,16 @@ def serve(opts: ServeOptions, announce: Callable[[str], None] | None = None) -> 
     """Serve until interrupted. Raises OSError when the address cannot be bound."""
     if (opts.certfile is None) != (opts.keyfile is None):
         raise ValueError("--certfile and --keyfile go together")
+    os.umask(0o077)  # whatever the relay writes (port file, logs, data) is the owner's only
+    nofile = raise_nofile_limit()
+    max_conn = opts.max_connections or default_max_connections(nofile)
+    guard = ConnectionGuard.from_trusted(
+        opts.forwarded_allow_ips,
+        max_connections=max_conn,
+        max_per_address=opts.max_connections_per_address or default_max_per_address(max_conn),
+        header_timeout=opts.header_timeout,
+        idle_timeout=opts.idle_timeout,
+    )
     storage = SqliteStorage(opts.data_dir)
     retention = opts.retention or RetentionPolicy()
     app = create_app(
@@ -123,6 +149,7 @@ def serve(opts: ServeOptions, announce: Callable[[str], None] | None = None) -> 
 
     config = uvicorn.Config(
         app,
+        http=guarded_protocol(guard),
         log_level=opts.log_level,
         access_log=opts.access_log,
         ssl_certfile=str(opts.certfile) if opts.certfile else None,
@@ -131,7 +158,17 @@ def serve(opts: ServeOptions, announce: Callable[[str], None] | None = None) -> 
         forwarded_allow_ips=opts.forwarded_allow_ips,
         server_header=False,
         timeout_graceful_shutdown=10,
-        timeout_keep_alive=30,
+        timeout_keep_alive=max(1, int(opts.keep_alive_timeout)),
+    )
+    logdedup.install()  # after uvicorn configured its loggers: storms become one line + count
+    log.info(
+        "at most %d connections (%d per address), header timeout %.0f s, idle timeout %.0f s, "
+        "open-file limit %d",
+        guard.max_connections,
+        guard.max_per_address,
+        guard.header_timeout,
+        guard.idle_timeout,
+        nofile,
     )
     server = _Server(config, app.state.relay, started)
     # uvicorn re-raises the stopping signal once it has shut down gracefully; with these no-op

@@ -30,6 +30,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from companion.logs import get_logger
+from companion.relay import fsmodes
 from companion.relay.storage import (
     KINDS,
     BlobCorrupt,
@@ -193,12 +194,10 @@ class SqliteStorage(RelayStorage):
 
     def __init__(self, data_dir: str | os.PathLike[str], *, synchronous: str = "FULL") -> None:
         self.data_dir = Path(data_dir)
-        self.data_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
         self.blob_dir = self.data_dir / "blobs"
         self.tmp_dir = self.data_dir / "tmp"
-        self.blob_dir.mkdir(exist_ok=True, mode=0o700)
-        self.tmp_dir.mkdir(exist_ok=True, mode=0o700)
         self.db_path = self.data_dir / "relay.db"
+        self._private_folders()
         if synchronous.upper() not in ("FULL", "NORMAL", "EXTRA"):
             raise ValueError(f"synchronous must be FULL, NORMAL or EXTRA, not {synchronous!r}")
         self._synchronous = synchronous.upper()
@@ -208,6 +207,7 @@ class SqliteStorage(RelayStorage):
         self._conns_lock = threading.Lock()
         self._closed = False
         self._conn().executescript(_SCHEMA)
+        migrated_from = None
         with self._write() as c:
             row = c.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
             if row is None:
@@ -219,10 +219,36 @@ class SqliteStorage(RelayStorage):
                 c.execute(
                     "UPDATE meta SET value=? WHERE key='schema_version'", (str(SCHEMA_VERSION),)
                 )
+                migrated_from = int(row[0])
                 log.info("relay database migrated from schema %s to %d", row[0], SCHEMA_VERSION)
-        with contextlib.suppress(OSError):
-            os.chmod(self.db_path, 0o600)
+        if migrated_from is not None and migrated_from < 2:
+            # relays before schema 2 wrote blob files with the umask's mode: tighten them once
+            n = fsmodes.tighten_tree(self.blob_dir)
+            if n:
+                log.info("made %d blob files and folders owner-only", n)
         self._sweep_tmp(older_than=3600)
+
+    def _private_folders(self) -> None:
+        """The data folder, its folders and the database files, owner-only whatever the umask
+        or however they were created. The database file exists (0600) before SQLite opens it,
+        so the -wal and -shm files it creates get the same mode; a -wal or -shm left with a
+        looser mode is tightened. Blob files are created 0600 (`_FileBlobSink`)."""
+        if fsmodes.tighten(self.data_dir):
+            log.warning("%s was readable by other users; made it owner-only", self.data_dir)
+        for d in (self.data_dir, self.blob_dir, self.tmp_dir):
+            fsmodes.private_dir(d)
+        for vault in self.blob_dir.iterdir():  # a vault's folder and its 256 <ab> folders
+            if vault.is_dir() and not vault.is_symlink():
+                fsmodes.tighten(vault)
+                for sub in vault.iterdir():
+                    if sub.is_dir():
+                        fsmodes.tighten(sub)
+        quarantine = self.data_dir / "quarantine"
+        if quarantine.is_dir():
+            fsmodes.tighten_tree(quarantine)
+        fsmodes.touch_private(self.db_path)
+        for suffix in ("-wal", "-shm", "-journal"):
+            fsmodes.tighten(self.db_path.with_name(self.db_path.name + suffix))
 
     # connections ---------------------------------------------------------------------------
     def _conn(self) -> sqlite3.Connection:
@@ -615,7 +641,7 @@ class SqliteStorage(RelayStorage):
                     continue
                 final = self.blob_path(vault_id, info.blob_id)
                 if not final.parent.is_dir():
-                    final.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+                    fsmodes.private_dir(final.parent)
                     dirs.update(final.parents[1:3])  # the new <ab> and <vault> entries
                 os.replace(sink.tmp, final)
                 dirs.add(final.parent)
@@ -648,8 +674,7 @@ class SqliteStorage(RelayStorage):
     def _quarantine(self, vault_id: str, blob_id: str, path: Path) -> None:
         """Move damaged bytes aside and forget the blob, so a client can upload it again."""
         log.error("blob %s/%s failed its checksum; moved to quarantine", vault_id, blob_id)
-        qdir = self.data_dir / "quarantine"
-        qdir.mkdir(exist_ok=True, mode=0o700)
+        qdir = fsmodes.private_dir(self.data_dir / "quarantine")
         with self._write() as c:
             c.execute("DELETE FROM blobs WHERE vault_id=? AND blob_id=?", (vault_id, blob_id))
             with contextlib.suppress(FileNotFoundError):
@@ -747,7 +772,7 @@ class _FileBlobSink(BlobSink):
         self._hash = hashlib.sha256()
         self._size = 0
         self.tmp = store.tmp_dir / f"{blob_id[:32]}.{secrets.token_hex(8)}.part"
-        self._file = open(self.tmp, "wb")  # noqa: SIM115 - closed in seal/abort
+        self._file = os.fdopen(fsmodes.create_private(self.tmp), "wb")  # closed in seal/abort
 
     def write(self, data: bytes | memoryview) -> None:
         self._file.write(data)

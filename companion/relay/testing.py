@@ -23,6 +23,7 @@ from fastapi import FastAPI
 
 from companion.relay.app import create_app
 from companion.relay.auth import FailureLimiter, issue_invite
+from companion.relay.conn import ConnectionGuard, guarded_protocol
 from companion.relay.limits import Limits
 from companion.relay.server import bind_socket, url_for
 from companion.relay.sqlite_storage import SqliteStorage
@@ -65,8 +66,10 @@ def running_relay(
     storage = SqliteStorage(data)
     app = create_app(storage, limits=limits, limiter=limiter or FailureLimiter(capacity=1000))
     sock = bind_socket("127.0.0.1", 0)
+    guard = ConnectionGuard(max_connections=1024, max_per_address=1024)
     config = uvicorn.Config(
         app,
+        http=guarded_protocol(guard),
         log_level="warning",
         access_log=False,
         ssl_certfile=ssl_certfile,

@@ -133,6 +133,12 @@ def _print_report(report: Any) -> None:
     type=click.Path(exists=True, dir_okay=False, path_type=Path),
     help="Trust this CA bundle or self-signed certificate for an https relay.",
 )
+@click.option(
+    "--insecure-http",
+    is_flag=True,
+    help="Allow a plain http:// relay on another host (the device token travels in clear: "
+    "only on a network you trust). Remembered for this folder.",
+)
 @pass_app
 def init(
     app: AppContext,
@@ -142,6 +148,7 @@ def init(
     device_name: str | None,
     kind: str | None,
     ca_cert: Path | None,
+    insecure_http: bool,
 ) -> None:
     """Set up VAULT (a folder, created if missing) to sync through an encrypted relay.
 
@@ -176,6 +183,7 @@ def init(
         kind=kind,
         passphrase=passphrase_source(store),
         ca_cert=str(ca_cert.resolve()) if ca_cert else "",
+        insecure_http=insecure_http,
     )
     s = result.state
     what = "created" if result.created_vault else "joined"

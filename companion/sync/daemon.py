@@ -7,8 +7,10 @@ Three sources wake the engine, and one thread runs its rounds, one at a time:
 - the **long-poll** thread, waiting on the relay's change feed -> a round the moment another
   device commits (it scans only the paths those changes touch);
 - **retries**: when the relay is unreachable the round is retried with exponential backoff
-  (0.5 s doubling to `max_backoff_s`, with jitter); local edits simply wait on disk, found by
-  the next scan, so nothing is lost across restarts of either side.
+  (0.5 s doubling to `max_backoff_s`, with jitter); when the relay (or a proxy) answers 429 or
+  503 with Retry-After (`RelayBusy`), the retry waits that long instead. Local edits simply
+  wait on disk, found by the next scan, so nothing is lost across restarts of either side, and
+  the daemon never exits because a relay asked it to slow down.
 
 Echo suppression: the engine reports each file it writes to `Watcher.expect`, so applying a
 remote change does not come back as a local one. SIGTERM / SIGINT set a flag the engine checks
@@ -27,7 +29,7 @@ from typing import Any
 from companion.crypto import TamperDetected
 from companion.errors import CompanionError
 from companion.logs import get_logger
-from companion.relay.errors import AuthError, RelayError, RelayUnreachable
+from companion.relay.errors import AuthError, RelayBusy, RelayError, RelayUnreachable
 from companion.secrets.watch import ChangeScanner
 from companion.sync.device import vault_dir
 from companion.sync.engine import SyncEngine
@@ -57,6 +59,14 @@ class Backoff:
 
     def reset(self) -> None:
         self.failures = 0
+
+    def delay_for(self, exc: RelayUnreachable) -> float:
+        """The wait before retrying after `exc`: what a busy relay asked for (plus a little
+        jitter, so many devices do not come back in the same instant), else the backoff."""
+        if isinstance(exc, RelayBusy):
+            self.failures += 1
+            return exc.retry_after + random.uniform(0, min(1.0, exc.retry_after / 10))
+        return self.next_delay()
 
 
 class Daemon:
@@ -140,10 +150,10 @@ class Daemon:
                 else:
                     seen_gen = -1  # nothing new: poll again right away
                 backoff.reset()
-            except RelayUnreachable:
+            except RelayUnreachable as exc:
                 if self._stop.is_set():
                     return
-                self._stop.wait(backoff.next_delay())
+                self._stop.wait(backoff.delay_for(exc))
                 self._wake(remote=True)  # let the main loop find out and report it
             except (RelayError, CompanionError) as exc:
                 log.warning("long-poll failed: %s", exc)
@@ -204,9 +214,10 @@ class Daemon:
             self.online = True
             self.backoff.reset()
         except RelayUnreachable as exc:
-            delay = self.backoff.next_delay()
+            delay = self.backoff.delay_for(exc)
             if self.online is not False:
-                log.warning("relay unreachable (%s); retrying, edits stay queued", exc)
+                what = "busy" if isinstance(exc, RelayBusy) else "unreachable"
+                log.warning("relay %s (%s); retrying, edits stay queued", what, exc)
             self.online = False
             self._schedule_retry(delay, full=True)
         except AuthError as exc:
@@ -288,8 +299,8 @@ class Daemon:
             poller.join(timeout=0.2)  # a waiting long-poll ends on its own; it is a daemon
             engine.on_local_write = None
             engine.stop_event.clear()  # the engine can run rounds again (a paused desktop app)
-            for sig, handler in previous.items():
-                signal.signal(sig, handler)
+            for signum, handler in previous.items():
+                signal.signal(signum, handler)
             log.info("sync daemon stopped")
         return 1 if self.fatal else 0
 

@@ -66,6 +66,7 @@ class DeviceState:
     key_ready: bool = False  # False between a successful join and the key being stored
     key_fingerprint: str = ""
     ca_cert: str = ""  # a CA bundle / self-signed certificate to trust for an https relay
+    insecure_http: bool = False  # plain http:// to another host was allowed (--insecure-http)
     created: float = field(default_factory=time.time)
     host: str = field(default_factory=socket.gethostname)
     version: int = STATE_VERSION

@@ -101,7 +101,11 @@ def dream_sync_hook(
         state = DeviceState.load(paths, root)
         store = open_store(config)
         client = RelayClient(
-            state.relay_url, state.load_token(store), state.vault_id, verify=state.verify
+            state.relay_url,
+            state.load_token(store),
+            state.vault_id,
+            verify=state.verify,
+            insecure_http=state.insecure_http,
         )
         try:
             yield DaemonSyncHook(StatusStore(status_file(paths, root)), client)

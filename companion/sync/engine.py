@@ -118,6 +118,7 @@ class SyncEngine(ApplyMixin, PushMixin):
                 self.device.vault_id,
                 timeout=timeout,
                 verify=self.device.verify,
+                insecure_http=self.device.insecure_http,
             )
         self.client = client
         self.remote = RemoteVault(client, key, self.device.vault_id)

@@ -242,7 +242,7 @@ def join_vault(
         token = state.load_token(store)
         client = client_factory(
             state.relay_url, token, state.vault_id, verify=state.verify,
-            **_insecure(client_factory, insecure_http),
+            insecure_http=state.insecure_http,
         )  # fmt: skip
     else:
         if not invite:
@@ -251,9 +251,7 @@ def join_vault(
             raise InputError("the relay URL is needed (--relay URL)")
         if recovery is None and callable(check):
             check()
-        client = client_factory(
-            relay_url, verify=ca_cert or True, **_insecure(client_factory, insecure_http)
-        )
+        client = client_factory(relay_url, verify=ca_cert or True, insecure_http=insecure_http)
         joined = client.join(invite.strip(), device_name, kind)
         token = joined.token
         register_secret(token)
@@ -265,6 +263,7 @@ def join_vault(
             device_name=device_name,
             kind=getattr(joined, "kind", None) or kind or "agent",
             ca_cert=ca_cert,
+            insecure_http=insecure_http,
         )
         log.info("joined vault %s as device %s (%s)", state.vault_id, state.device_id, state.kind)
     try:
@@ -294,11 +293,6 @@ def remember_join(config: Any, state: DeviceState) -> None:
     config.set("sync", "device_name", state.device_name)
     config.set("sync", "kind", state.kind)
     config.save()
-
-
-def _insecure(factory: Callable[..., RelayClient], insecure_http: bool) -> dict[str, bool]:
-    """Pass `insecure_http` only when asked (and only to clients that know it)."""
-    return {"insecure_http": True} if insecure_http else {}
 
 
 def _leave(client: RelayClient, state: DeviceState, exc: BaseException) -> None:

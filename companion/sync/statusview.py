@@ -140,7 +140,12 @@ def _probe(
     except CompanionError:
         return False, None
     with RelayClient(
-        state.relay_url, token, state.vault_id, timeout=PROBE_TIMEOUT_S, verify=state.verify
+        state.relay_url,
+        token,
+        state.vault_id,
+        timeout=PROBE_TIMEOUT_S,
+        verify=state.verify,
+        insecure_http=state.insecure_http,
     ) as client:
         try:
             page = client.changes_page(cursor, 0, limit=PROBE_LIMIT)

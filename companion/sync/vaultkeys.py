@@ -140,7 +140,10 @@ def change_passphrase(
     _human_only(state, "change the vault passphrase")
     check_new_passphrase(new, context=(state.vault_id, state.device_name))
     token = state.load_token(ctx.store)
-    with RelayClient(state.relay_url, token, state.vault_id, verify=state.verify) as client:
+    with RelayClient(
+        state.relay_url, token, state.vault_id, verify=state.verify,
+        insecure_http=state.insecure_http,
+    ) as client:  # fmt: skip
         blob = client.get_key_blob()
         if blob is None:
             raise CompanionError("the relay holds no vault key for this vault; nothing to change")
@@ -229,8 +232,9 @@ def _human_only(state: DeviceState, what: str) -> None:
 def _client(ctx: KeyContext) -> RelayClient:
     state = ctx.state
     return RelayClient(
-        state.relay_url, state.load_token(ctx.store), state.vault_id, verify=state.verify
-    )
+        state.relay_url, state.load_token(ctx.store), state.vault_id, verify=state.verify,
+        insecure_http=state.insecure_http,
+    )  # fmt: skip
 
 
 def _replace_wrap(client: RelayClient, new_blob: bytes) -> None:

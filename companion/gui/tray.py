@@ -183,7 +183,11 @@ class TrayController(QObject):
 
     def action_texts(self) -> list[str]:
         """Visible entries of the menu, for tests and screenshots ("---" for separators)."""
-        return ["---" if act.isSeparator() else act.text() for act in self.menu.actions()]
+        return [
+            "---" if act.isSeparator() else act.text()
+            for act in self.menu.actions()
+            if act.isVisible()
+        ]
 
 
 def _relative(path: Path, vault: Path | None) -> str:

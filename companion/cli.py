@@ -10,17 +10,16 @@ from __future__ import annotations
 import importlib
 import logging
 import sys
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import click
 
 from companion import __version__
-from companion.config import Config, load_config
+from companion.context import AppContext
 from companion.errors import CompanionError
 from companion.logs import redact, setup_logging
-from companion.paths import DevicePaths, device_paths
+from companion.paths import device_paths
 
 # name -> "module:attribute"; a command whose module is not installed is simply not listed.
 LAZY_COMMANDS: dict[str, str] = {
@@ -42,30 +41,8 @@ LAZY_COMMANDS: dict[str, str] = {
     "keys": "companion.sync.cli_keys:keys",
     "demo": "companion.demo:demo",
     "doctor": "companion.doctor:doctor",
-    "install-service": "companion.services:install_service",
+    "install-service": "companion.services.cli:install_service",
 }
-
-
-@dataclass
-class AppContext:
-    """What every subcommand receives: this device's directories and its configuration."""
-
-    paths: DevicePaths
-    verbose: int = 0
-    _config: Config | None = field(default=None, repr=False)
-
-    @property
-    def config(self) -> Config:
-        if self._config is None:
-            self._config = load_config(self.paths)
-        return self._config
-
-    def lenient_config(self) -> Config:
-        """The configuration even when the file has problems (`Config.problems` lists them,
-        defaults stand in): for the desktop app and `doctor`, which show them."""
-        if self._config is None:
-            self._config = load_config(self.paths, lenient=True)
-        return self._config
 
 
 class LazyGroup(click.Group):
@@ -176,4 +153,3 @@ def main(argv: list[str] | None = None) -> None:
     sys.exit(rv if isinstance(rv, int) else 0)
 
 
-pass_app = click.make_pass_decorator(AppContext)

@@ -6,8 +6,8 @@ import json
 
 import click
 
-from companion.cli import AppContext, pass_app
 from companion.config import describe_schema
+from companion.context import AppContext, pass_app
 
 
 @click.group()

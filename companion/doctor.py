@@ -28,10 +28,11 @@ from urllib.parse import urlsplit
 
 import click
 
-from companion.cli import AppContext, pass_app
 from companion.config import Config
+from companion.context import AppContext, pass_app
 from companion.errors import CompanionError
 from companion.paths import DevicePaths
+from companion.vaultpath import vault_choice
 
 STATUSES = ("ok", "warn", "FAIL", "skip")
 KEYRING_TIMEOUT = 5.0
@@ -237,7 +238,7 @@ def _relay_data_dir(c: Context) -> Path | None:
     default relay folder when it exists."""
     if c.relay_data is not None:
         return c.relay_data
-    from companion.services import RELAY_UNIT, user_unit_dir
+    from companion.services.units import RELAY_UNIT, user_unit_dir
 
     unit = (c.unit_dir or user_unit_dir()) / RELAY_UNIT
     if unit.is_file():
@@ -676,7 +677,7 @@ def _systemctl_states(units: list[str]) -> dict[str, str] | None:
 
 
 def check_services(c: Context) -> Check:
-    from companion.services import (
+    from companion.services.units import (
         DREAM_TEMPLATE,
         DREAM_TIMER,
         MARKER,
@@ -820,8 +821,7 @@ def doctor(
       companion doctor --json | jq '.checks[] | select(.status != "ok")'
     """
     config = app.lenient_config()  # a broken file is the first check's FAIL, not a stop
-    configured = config.get("vault", "path")
-    chosen = vault or (Path(configured) if configured else None)
+    chosen = vault_choice(vault, config)
     ctx = Context(
         paths=app.paths,
         config=config,

@@ -22,7 +22,7 @@ from companion.cli import cli
 from companion.config import load_config
 from companion.paths import device_paths
 from companion.relay.testing import running_relay
-from companion.services import relay_units, write_units
+from companion.services.units import relay_units, write_units
 from tests.conftest import run_companion
 from tests.keyring_service import KeyringService, start_keyring_service
 

@@ -385,7 +385,7 @@ def test_print_config_snippets(tmp_path: Path) -> None:
     shaped = json.loads(text[text.index("\n{") :])
     assert shaped["mcp"]["servers"]["notes"]["args"][-1] == str(v.resolve())
     bad = run_companion("mcp", str(tmp_path / "nope"))
-    assert bad.returncode == 2 and "not a folder" in bad.stderr
+    assert bad.returncode == 2 and "does not exist" in bad.stderr
 
 
 @pytest.mark.timeout(120)

@@ -19,9 +19,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from companion import services as svc
 from companion.cli import main
 from companion.errors import CompanionError
+from companion.services import units as svc
 
 SYSTEMD_ESCAPE = shutil.which("systemd-escape")
 SYSTEMD_ANALYZE = shutil.which("systemd-analyze")
@@ -290,7 +290,7 @@ def test_systemd_here_reads_a_calendar_with_a_time_zone() -> None:
         (["relay", "--vault", "."], "--vault is for watch and dream"),
         (["watch", "--port", "80"], "--port is for relay"),
         (["watch"], "name the vault"),
-        (["watch", "--vault", "/nonexistent/vault"], "is not a folder"),
+        (["watch", "--vault", "/nonexistent/vault"], "does not exist"),
     ],
 )
 def test_bad_input_is_one_line_and_exit_2(
@@ -375,7 +375,7 @@ def test_help_has_an_example(capsys: pytest.CaptureFixture[str]) -> None:
 
 
 def test_the_relay_unit_raises_the_open_file_limit() -> None:
-    from companion.services import relay_units
+    from companion.services.units import relay_units
 
     (unit,) = relay_units(["/usr/bin/companion"], Path("/srv/relay"))
     assert "\nLimitNOFILE=65536\n" in unit.text

@@ -20,7 +20,7 @@ from typing import Any
 
 import click
 
-from companion.cli import AppContext, pass_app
+from companion.context import AppContext, pass_app
 from companion.demo.sample import MEMORY_ENTRIES, USER_ENTRIES, write_sample_vault
 from companion.paths import DevicePaths, device_paths
 

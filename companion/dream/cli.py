@@ -5,18 +5,18 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import json
-import os
 import re
 from pathlib import Path
 from typing import Any
 
 import click
 
-from companion.cli import AppContext, pass_app
+from companion.context import AppContext, pass_app
 from companion.dream.report import DreamReport
 from companion.dream.summary import change_text
 from companion.errors import InputError
 from companion.language import interface_language
+from companion.vaultpath import Need, which_vault
 
 _WINDOW = re.compile(r"^\s*(\d+)\s*(h|hours?|d|days?)?\s*$", re.I)
 
@@ -40,23 +40,7 @@ def parse_now(text: str, tz: Any) -> dt.datetime:
 
 
 def _vault(app: AppContext, vault: Path | None) -> Path:
-    if vault is None:
-        configured = app.config.get("vault", "path")
-        if not configured:
-            raise InputError("no vault given and no [vault] path configured")
-        vault = Path(configured)
-    vault = vault.expanduser()
-    if not vault.is_dir():
-        raise InputError(f"{vault} is not a vault folder")
-    from companion.sync.device import DeviceState  # noqa: PLC0415
-    from companion.vault.layout import looks_like_vault  # noqa: PLC0415
-
-    if not looks_like_vault(vault) and not DeviceState.exists(app.paths, os.path.realpath(vault)):
-        raise InputError(
-            f"{vault} is not a vault (no Home.md, knowledge/, projects/, journal/ or .obsidian/);"
-            f" nothing was written. Make it one with `companion vault init {vault}`"
-        )
-    return vault
+    return which_vault(vault, app.config, need=Need.VAULT, paths=app.paths)
 
 
 def _diff(rep: DreamReport) -> list[str]:

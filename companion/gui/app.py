@@ -46,6 +46,7 @@ from companion.gui.secretmove import NameAsker, SecretMover, ask_name_dialog
 from companion.gui.single import SingleInstance, server_name
 from companion.gui.tray import TrayController, app_icon
 from companion.logs import get_logger
+from companion.vaultpath import configured_vault
 
 if TYPE_CHECKING:  # the windows are imported when first opened: a tray at rest needs none
     from companion.gui.main_window import MainWindow
@@ -60,9 +61,8 @@ POLL_MS = 3000
 def create_engine(config: Config) -> EngineFacade:
     """The engine for this device: `SyncFacade` (the sync daemon in this process) when the
     vault folder is a sync copy on this device, else `IdleEngine` (reports, no syncing)."""
-    vault = str(config.get("vault", "path") or "")
     paused = bool(config.get("sync", "paused"))
-    folder = Path(vault).expanduser() if vault else None
+    folder = configured_vault(config)
     engine: IdleEngine | None = None
     if folder is not None and folder.is_dir():
         from companion.sync.device import DeviceState  # noqa: PLC0415 - light; the rest is lazy
@@ -100,7 +100,7 @@ def settings_hooks(config: Config) -> SettingsHooks:
     paths = config.paths
 
     def vault() -> Path:
-        return Path(str(config.get("vault", "path"))).expanduser()
+        return configured_vault(config) or Path()
 
     def join(req: JoinRequest) -> None:
         keys.join(
@@ -115,7 +115,7 @@ def settings_hooks(config: Config) -> SettingsHooks:
         )
 
     hooks = SettingsHooks(join=join, sync_state=lambda folder: keys.sync_state(paths, folder))
-    if keys.is_sync_copy(paths, str(config.get("vault", "path") or "")):
+    if keys.is_sync_copy(paths, configured_vault(config)):
         hooks.fingerprint = lambda: keys.fingerprint(paths, config, vault())
         hooks.export_recovery_key = lambda: keys.export_recovery_key(paths, config, vault())
         hooks.set_passphrase = lambda old, new: keys.change_passphrase(

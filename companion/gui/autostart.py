@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Protocol
 
-from companion.services import companion_command
+from companion.services.units import companion_command
 
 APP_ID = "vault-companion"
 LABEL = "org.vaultcompanion.companion"

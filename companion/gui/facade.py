@@ -25,7 +25,7 @@ from companion.gui.events import ConflictsCreated, DreamLanded, EngineEvent, Hel
 from companion.gui.i18n import tr
 from companion.gui.status import EngineSnapshot
 from companion.logs import get_logger
-from companion.services import companion_command
+from companion.services.units import companion_command
 from companion.sync.conflicts import is_conflict_copy
 
 log = get_logger("gui.facade")

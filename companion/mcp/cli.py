@@ -6,18 +6,12 @@ from pathlib import Path
 
 import click
 
-from companion.cli import AppContext, pass_app
-from companion.errors import InputError
+from companion.context import AppContext, pass_app
+from companion.vaultpath import which_vault
 
 
 def _vault(app: AppContext, vault: str | None) -> Path:
-    raw = vault or app.config.get("vault", "path")
-    if not raw:
-        raise InputError("name the vault: companion mcp VAULT (or set [vault] path in the config)")
-    path = Path(raw).expanduser()
-    if not path.is_dir():
-        raise InputError(f"{path} is not a folder")
-    return path.resolve()
+    return which_vault(vault, app.config, hint="name the vault: companion mcp VAULT")
 
 
 @click.command("mcp")

@@ -10,7 +10,7 @@ from typing import Any
 
 import click
 
-from companion.cli import AppContext, pass_app
+from companion.context import AppContext, pass_app
 from companion.memory.home import (
     TARGETS,
     effective_limits,

@@ -8,7 +8,7 @@ import sys
 
 import click
 
-from companion.cli import AppContext, pass_app
+from companion.context import AppContext, pass_app
 from companion.errors import CompanionError, InputError
 from companion.logs import get_logger, register_secret
 

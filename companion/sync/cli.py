@@ -16,11 +16,12 @@ from typing import Any
 
 import click
 
-from companion.cli import AppContext, pass_app
+from companion.context import AppContext, pass_app
 from companion.errors import CompanionError, InputError
 from companion.relay.errors import RelayUnreachable
 from companion.sync.guard import MassDeleteRefused
 from companion.textsafe import shown
+from companion.vaultpath import which_vault
 
 EXIT_MASS_DELETE = 3
 EXIT_LOCKED = 4
@@ -36,12 +37,7 @@ class Offline(CompanionError):
 
 
 def _vault(app: AppContext, vault: Path | None) -> Path:
-    if vault is None:
-        configured = app.config.get("vault", "path")
-        if not configured:
-            raise InputError("give the vault folder (or set [vault] path in the config)")
-        vault = Path(configured).expanduser()
-    return vault
+    return which_vault(vault, app.config)
 
 
 def _when(ts: float | None) -> str:

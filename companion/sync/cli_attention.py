@@ -14,7 +14,7 @@ from typing import Any
 
 import click
 
-from companion.cli import AppContext, pass_app
+from companion.context import AppContext, pass_app
 from companion.errors import InputError
 from companion.textsafe import shown
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import click
 
-from companion.cli import AppContext, pass_app
+from companion.context import AppContext, pass_app
 from companion.errors import InputError
 
 

@@ -4,14 +4,12 @@ from __future__ import annotations
 
 import json
 import sys
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 import click
 
-from companion.cli import AppContext, pass_app
-from companion.errors import InputError
-from companion.vault.walk import display_name
+from companion.context import AppContext, pass_app
+from companion.vaultpath import which_vault
 
 if TYPE_CHECKING:
     from companion.vault.vault import Vault
@@ -20,12 +18,7 @@ if TYPE_CHECKING:
 def _open_vault(app: AppContext, directory: str) -> Vault:
     from companion.vault.vault import Vault
 
-    path = Path(directory).expanduser()
-    if not path.exists():
-        raise InputError(f"{display_name(directory)} does not exist")
-    if not path.is_dir():
-        raise InputError(f"{display_name(directory)} is not a folder")
-    return Vault.from_config(path, app.config)
+    return Vault.from_config(which_vault(directory, None), app.config)
 
 
 def _echo(text: str) -> None:

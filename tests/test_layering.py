@@ -1,0 +1,57 @@
+"""The house's layering, checked on the real import graph (#14.2): libraries never import a
+command, the desktop app loads no command-line library, and no engine package loads Qt."""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent / "companion"
+
+
+def _imports(path: Path) -> set[str]:
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    out: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module:
+            out.add(node.module)
+        elif isinstance(node, ast.Import):
+            out.update(a.name for a in node.names)
+    return out
+
+
+def test_nothing_imports_the_top_level_command_line() -> None:
+    offenders = [
+        str(p.relative_to(ROOT))
+        for p in ROOT.rglob("*.py")
+        if p.name != "__main__.py" and "companion.cli" in _imports(p)
+    ]
+    assert offenders == []
+
+
+def _loaded(module: str) -> set[str]:
+    code = f"import sys, {module}; print('\\n'.join(sorted(sys.modules)))"
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True,
+        env={"QT_QPA_PLATFORM": "offscreen", "PATH": "/usr/bin:/bin"},
+    )  # fmt: skip
+    return set(out.stdout.split())
+
+
+def test_the_desktop_app_loads_no_command_line_library() -> None:
+    loaded = _loaded("companion.gui.app")
+    assert "click" not in loaded
+    assert not any(m.startswith("companion.") and m.endswith(".cli") for m in loaded)
+
+
+@pytest.mark.parametrize(
+    "module",
+    ["companion.sync.engine", "companion.dream.engine", "companion.relay.app",
+     "companion.mcp.server", "companion.memory.store", "companion.vault.check"],
+)  # fmt: skip
+def test_engine_packages_load_no_qt(module: str) -> None:
+    assert not any(m.startswith("PySide6") for m in _loaded(module))

@@ -13,9 +13,9 @@ import datetime as dt
 import re
 import tomllib
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 from urllib.parse import urlsplit
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
@@ -99,108 +99,338 @@ RULES: dict[str, Callable[[Any], str | None]] = {
 }
 
 
+def setting(
+    type_: type | tuple[type, ...],
+    default: Any,
+    doc: str,
+    **rules: Any,
+) -> Any:
+    """One key of the file: its TOML type, default, documentation and rules (a `Key`), kept
+    in the dataclass field's metadata so the schema and the typed settings are one thing."""
+    key = Key(type_, default, doc, **rules)
+    value = tuple(default) if isinstance(default, list) else default
+    return field(default=value, metadata={"key": key})
+
+
+@dataclass(frozen=True)
+class VaultSettings:
+    """[vault]"""
+
+    path: str = setting(
+        str,
+        "",
+        "Default vault folder for commands and the desktop app.",
+        must_exist=True,
+    )
+    max_file_mb: float = setting(
+        (int, float),
+        20,
+        "Notes larger than this are skipped with a warning.",
+        minimum=0,
+    )
+    human_edit_window_hours: float = setting(
+        (int, float),
+        24,
+        "A note edited by a person this recently is never rewritten.",
+        minimum=0,
+    )
+
+
+@dataclass(frozen=True)
+class SyncSettings:
+    """[sync]"""
+
+    relay_url: str = setting(
+        str,
+        "",
+        "Relay base URL, e.g. https://relay.example.org.",
+        rule="url",
+    )
+    device_name: str = setting(
+        str,
+        "",
+        "This device's name as other devices see it.",
+    )
+    kind: Literal["human", "agent"] = setting(
+        str,
+        "human",
+        "Who edits this copy: human or agent.",
+        choices=("human", "agent"),
+    )
+    ignore: tuple[str, ...] = setting(
+        list,
+        [],
+        "Extra ignore patterns (gitignore syntax).",
+    )
+    mass_delete_ratio: float = setting(
+        (int, float),
+        0.5,
+        "A round deleting more than this share of the vault asks first.",
+        minimum=0,
+        maximum=1,
+    )
+    max_file_mb: float = setting(
+        (int, float),
+        200,
+        "Files larger than this are not synced.",
+        minimum=0,
+    )
+    paused: bool = setting(
+        bool,
+        False,
+        "Pause syncing (desktop app).",
+    )
+    hold_agent_changes: bool = setting(
+        bool,
+        True,
+        "On a human device, hold agent changes to Obsidian plugins/settings and exec bits "
+        "for approval.",
+    )
+    hold_patterns: tuple[str, ...] = setting(
+        list,
+        [],
+        "Paths held for approval (gitignore syntax; empty: the built-in list).",
+    )
+
+
+@dataclass(frozen=True)
+class DreamSettings:
+    """[dream]"""
+
+    time: str = setting(
+        str,
+        "02:00",
+        "Nightly dream time, HH:MM (24-hour clock).",
+        rule="time",
+    )
+    timezone: str = setting(
+        str,
+        "Europe/Madrid",
+        "Time zone of the dream time (IANA name).",
+        rule="timezone",
+    )
+    window_hours: int = setting(
+        int,
+        48,
+        "Transcript window, 24 to 48 hours.",
+        minimum=24,
+        maximum=48,
+    )
+    distiller: Literal["rules", "llm"] = setting(
+        str,
+        "rules",
+        "rules (offline) or llm.",
+        choices=("rules", "llm"),
+    )
+    local_fallback: bool = setting(
+        bool,
+        True,
+        "Dream locally when the server has not by the grace time.",
+    )
+    grace_minutes: int = setting(
+        int,
+        120,
+        "How long after the dream time to wait for the server.",
+        minimum=0,
+    )
+    max_removals: int = setting(
+        int,
+        10,
+        "Most lines/entries one dream may remove.",
+        minimum=0,
+    )
+    language: Literal["auto", "en", "es"] = setting(
+        str,
+        "auto",
+        "Journal language: auto, en or es.",
+        choices=("auto", "en", "es"),
+    )
+    sources: tuple[dict[str, Any], ...] = setting(
+        list,
+        [],
+        "Transcript sources: tables with kind and path.",
+    )
+
+
+@dataclass(frozen=True)
+class MemorySettings:
+    """[memory]"""
+
+    hermes_home: str = setting(
+        str,
+        "",
+        "Hermes home (default $HERMES_HOME or ~/.hermes).",
+    )
+    memory_char_limit: int = setting(
+        int,
+        2200,
+        "Character budget of MEMORY.md.",
+        minimum=1,
+    )
+    user_char_limit: int = setting(
+        int,
+        1375,
+        "Character budget of USER.md.",
+        minimum=1,
+    )
+
+
+@dataclass(frozen=True)
+class LlmSettings:
+    """[llm]"""
+
+    base_url: str = setting(
+        str,
+        "",
+        "OpenAI-compatible endpoint, e.g. http://127.0.0.1:11434/v1.",
+        rule="url",
+    )
+    model: str = setting(
+        str,
+        "",
+        "Model name at that endpoint.",
+    )
+    max_tokens: int = setting(
+        int,
+        20000,
+        "Token budget per dream.",
+        minimum=1,
+    )
+    timeout_s: float = setting(
+        (int, float),
+        60,
+        "Time budget per dream, seconds.",
+        minimum=1,
+    )
+    retries: int = setting(
+        int,
+        2,
+        "Retries per request.",
+        minimum=0,
+    )
+
+
+@dataclass(frozen=True)
+class NotifySettings:
+    """[notify]"""
+
+    morning_time: str = setting(
+        str,
+        "08:00",
+        "When the dream notification is shown, HH:MM.",
+        rule="time",
+    )
+    dream_landed: bool = setting(
+        bool,
+        True,
+        "Notify when the nightly dream lands.",
+    )
+    conflicts: bool = setting(
+        bool,
+        True,
+        "Notify on conflict copies.",
+    )
+    mass_delete: bool = setting(
+        bool,
+        True,
+        "Notify when the mass-deletion guard trips.",
+    )
+    offline_minutes: int = setting(
+        int,
+        30,
+        "Notify when the relay is unreachable this long.",
+        minimum=1,
+    )
+    secrets: bool = setting(
+        bool,
+        True,
+        "Notify when a secret is found in a note.",
+    )
+    local_dream: bool = setting(
+        bool,
+        True,
+        "Notify when a local fallback dream ran.",
+    )
+
+
+@dataclass(frozen=True)
+class GuiSettings:
+    """[gui]"""
+
+    language: Literal["auto", "en", "es"] = setting(
+        str,
+        "auto",
+        "Interface language: auto, en or es.",
+        choices=("auto", "en", "es"),
+    )
+    start_at_login: bool = setting(
+        bool,
+        False,
+        "Start the tray app at login.",
+    )
+
+
+@dataclass(frozen=True)
+class SecretsSettings:
+    """[secrets]"""
+
+    allowlist: tuple[str, ...] = setting(
+        list,
+        [],
+        "Regular expressions of values never reported as secrets.",
+    )
+    backend: Literal["keyring", "file"] = setting(
+        str,
+        "keyring",
+        "Where secrets live: keyring, or file (headless, owner-only).",
+        choices=("keyring", "file"),
+    )
+
+@dataclass(frozen=True)
+class Settings:
+    """The whole configuration, typed: `config.settings.sync.mass_delete_ratio`.
+
+    Built from the validated values (lists become tuples), so every value here already passed
+    `value_problem`. Immutable: change a value with `Config.set`, then read `settings` again.
+    """
+
+    vault: VaultSettings = field(default_factory=VaultSettings)
+    sync: SyncSettings = field(default_factory=SyncSettings)
+    dream: DreamSettings = field(default_factory=DreamSettings)
+    memory: MemorySettings = field(default_factory=MemorySettings)
+    llm: LlmSettings = field(default_factory=LlmSettings)
+    notify: NotifySettings = field(default_factory=NotifySettings)
+    gui: GuiSettings = field(default_factory=GuiSettings)
+    secrets: SecretsSettings = field(default_factory=SecretsSettings)
+
+    @classmethod
+    def from_values(cls, values: dict[str, dict[str, Any]]) -> Settings:
+        sections = {}
+        for f in fields(cls):
+            section_cls = _SECTIONS[f.name]
+            table = {
+                name: tuple(v) if isinstance(v, list) else v
+                for name, v in values.get(f.name, {}).items()
+            }
+            sections[f.name] = section_cls(**table)
+        return cls(**sections)
+
+
+_SECTIONS: dict[str, type] = {
+    "vault": VaultSettings,
+    "sync": SyncSettings,
+    "dream": DreamSettings,
+    "memory": MemorySettings,
+    "llm": LlmSettings,
+    "notify": NotifySettings,
+    "gui": GuiSettings,
+    "secrets": SecretsSettings,
+}
+
+# The schema (types, defaults, docs, rules) read off the dataclasses: the file, the CLI's
+# `config show --defaults`, docs/configuration.md's test and the settings window use it.
 SCHEMA: dict[str, dict[str, Key]] = {
-    "vault": {
-        "path": Key(
-            str, "", "Default vault folder for commands and the desktop app.", must_exist=True
-        ),
-        "max_file_mb": Key(
-            (int, float), 20, "Notes larger than this are skipped with a warning.", minimum=0
-        ),
-        "human_edit_window_hours": Key(
-            (int, float),
-            24,
-            "A note edited by a person this recently is never rewritten.",
-            minimum=0,
-        ),
-    },
-    "sync": {
-        "relay_url": Key(str, "", "Relay base URL, e.g. https://relay.example.org.", rule="url"),
-        "device_name": Key(str, "", "This device's name as other devices see it."),
-        "kind": Key(
-            str, "human", "Who edits this copy: human or agent.", choices=("human", "agent")
-        ),
-        "ignore": Key(list, [], "Extra ignore patterns (gitignore syntax)."),
-        "mass_delete_ratio": Key(
-            (int, float),
-            0.5,
-            "A round deleting more than this share of the vault asks first.",
-            minimum=0,
-            maximum=1,
-        ),
-        "max_file_mb": Key((int, float), 200, "Files larger than this are not synced.", minimum=0),
-        "paused": Key(bool, False, "Pause syncing (desktop app)."),
-        "hold_agent_changes": Key(
-            bool,
-            True,
-            "On a human device, hold agent changes to Obsidian plugins/settings and exec bits "
-            "for approval.",
-        ),
-        "hold_patterns": Key(
-            list, [], "Paths held for approval (gitignore syntax; empty: the built-in list)."
-        ),
-    },
-    "dream": {
-        "time": Key(str, "02:00", "Nightly dream time, HH:MM (24-hour clock).", rule="time"),
-        "timezone": Key(
-            str, "Europe/Madrid", "Time zone of the dream time (IANA name).", rule="timezone"
-        ),
-        "window_hours": Key(int, 48, "Transcript window, 24 to 48 hours.", minimum=24, maximum=48),
-        "distiller": Key(str, "rules", "rules (offline) or llm.", choices=("rules", "llm")),
-        "local_fallback": Key(
-            bool, True, "Dream locally when the server has not by the grace time."
-        ),
-        "grace_minutes": Key(
-            int, 120, "How long after the dream time to wait for the server.", minimum=0
-        ),
-        "max_removals": Key(int, 10, "Most lines/entries one dream may remove.", minimum=0),
-        "language": Key(
-            str, "auto", "Journal language: auto, en or es.", choices=("auto", "en", "es")
-        ),
-        "sources": Key(list, [], "Transcript sources: tables with kind and path."),
-    },
-    "memory": {
-        "hermes_home": Key(str, "", "Hermes home (default $HERMES_HOME or ~/.hermes)."),
-        "memory_char_limit": Key(int, 2200, "Character budget of MEMORY.md.", minimum=1),
-        "user_char_limit": Key(int, 1375, "Character budget of USER.md.", minimum=1),
-    },
-    "llm": {
-        "base_url": Key(
-            str, "", "OpenAI-compatible endpoint, e.g. http://127.0.0.1:11434/v1.", rule="url"
-        ),
-        "model": Key(str, "", "Model name at that endpoint."),
-        "max_tokens": Key(int, 20000, "Token budget per dream.", minimum=1),
-        "timeout_s": Key((int, float), 60, "Time budget per dream, seconds.", minimum=1),
-        "retries": Key(int, 2, "Retries per request.", minimum=0),
-    },
-    "notify": {
-        "morning_time": Key(
-            str, "08:00", "When the dream notification is shown, HH:MM.", rule="time"
-        ),
-        "dream_landed": Key(bool, True, "Notify when the nightly dream lands."),
-        "conflicts": Key(bool, True, "Notify on conflict copies."),
-        "mass_delete": Key(bool, True, "Notify when the mass-deletion guard trips."),
-        "offline_minutes": Key(
-            int, 30, "Notify when the relay is unreachable this long.", minimum=1
-        ),
-        "secrets": Key(bool, True, "Notify when a secret is found in a note."),
-        "local_dream": Key(bool, True, "Notify when a local fallback dream ran."),
-    },
-    "gui": {
-        "language": Key(
-            str, "auto", "Interface language: auto, en or es.", choices=("auto", "en", "es")
-        ),
-        "start_at_login": Key(bool, False, "Start the tray app at login."),
-    },
-    "secrets": {
-        "allowlist": Key(list, [], "Regular expressions of values never reported as secrets."),
-        "backend": Key(
-            str,
-            "keyring",
-            "Where secrets live: keyring, or file (headless, owner-only).",
-            choices=("keyring", "file"),
-        ),
-    },
+    section: {f.name: f.metadata["key"] for f in fields(cls)} for section, cls in _SECTIONS.items()
 }
 
 
@@ -319,7 +549,18 @@ class Config:
     problems: list[ConfigProblem] = field(default_factory=list)
 
     def get(self, section: str, name: str) -> Any:
+        """One value by name (for code that picks keys at run time, like the settings window);
+        everything else reads `settings`, which is typed."""
         return self.values[section][name]
+
+    @property
+    def settings(self) -> Settings:
+        """The configuration as typed, immutable dataclasses (rebuilt after a `set`)."""
+        cached = self.__dict__.get("_settings")
+        if cached is None:
+            cached = Settings.from_values(self.values)
+            self.__dict__["_settings"] = cached
+        return cached
 
     def raw_value(self, section: str, name: str) -> Any:
         """The value as written in the file, even when it was refused (for the settings
@@ -332,6 +573,7 @@ class Config:
     def set(self, section: str, name: str, value: Any) -> None:
         _check_value(self.file, section, name, value)
         self.values[section][name] = value
+        self.__dict__.pop("_settings", None)
         self.problems = [p for p in self.problems if (p.section, p.name) != (section, name)]
 
     def save(self) -> None:

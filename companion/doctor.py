@@ -79,7 +79,7 @@ class Context:
     def kind(self) -> str:
         if self.device is not None and getattr(self.device, "kind", None):
             return str(self.device.kind)
-        return str(self.config.get("sync", "kind"))
+        return str(self.config.settings.sync.kind)
 
     def vault_dirs(self) -> int:
         """Folders in the vault, the vault included: one inotify watch each."""
@@ -145,7 +145,7 @@ def check_config(c: Context) -> Check:
 def check_keyring(c: Context) -> Check:
     from companion.secrets.store import NO_KEYRING_HINT, KeyringStore, secure_backend
 
-    uses_file = c.config.get("secrets", "backend") == "file"
+    uses_file = c.config.settings.secrets.backend == "file"
     try:
         backend = secure_backend()
     except CompanionError as exc:
@@ -177,7 +177,7 @@ def check_secrets_file(c: Context) -> Check:
     from companion.secrets.store import FileStore
 
     path = c.paths.secrets_file
-    uses_file = c.config.get("secrets", "backend") == "file"
+    uses_file = c.config.settings.secrets.backend == "file"
     if not path.exists() and not path.is_symlink():
         if uses_file:
             return Check("secrets", "ok", f"{path} not created yet (written at the first secret)")
@@ -373,7 +373,7 @@ def check_relay(c: Context) -> Check:
     if not url and c.device is not None:
         url = c.device.relay_url
         verify = getattr(c.device, "ca_cert", "") or True
-    url = url or c.config.get("sync", "relay_url") or None
+    url = url or c.config.settings.sync.relay_url or None
     if not url:
         return Check("relay", "skip", "no relay configured (--relay URL, or [sync] relay_url)")
     parts = urlsplit(url)
@@ -558,7 +558,7 @@ def check_hermes(c: Context) -> Check:
     )
     from companion.memory.store import MemoryStore
 
-    home = resolve_home(config_home=c.config.get("memory", "hermes_home") or None)
+    home = resolve_home(config_home=c.config.settings.memory.hermes_home or None)
     if not home.is_dir():
         if c.kind == "agent":
             return Check(

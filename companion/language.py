@@ -6,7 +6,10 @@ from __future__ import annotations
 
 import locale
 import os
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from companion.config import Config
 
 LANGUAGES: tuple[str, ...] = ("en", "es")
 DEFAULT_LANGUAGE = "en"
@@ -42,6 +45,6 @@ def resolve_language(setting: str, system_locale: str | None = None) -> str:
     return system_language(system_locale)
 
 
-def interface_language(config: Any) -> str:
+def interface_language(config: Config) -> str:
     """The language of this device's interface (`[gui] language`), for the command line."""
-    return resolve_language(str(config.get("gui", "language")))
+    return resolve_language(str(config.settings.gui.language))

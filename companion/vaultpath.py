@@ -16,10 +16,13 @@ from __future__ import annotations
 import enum
 import os
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from companion.errors import InputError
 from companion.textsafe import shown
+
+if TYPE_CHECKING:
+    from companion.config import Config
 
 
 class Need(enum.Enum):
@@ -36,14 +39,14 @@ def _printable(path: str | os.PathLike[str]) -> str:
     return shown(text)
 
 
-def configured_vault(config: Any) -> Path | None:
+def configured_vault(config: Config | None) -> Path | None:
     """`[vault] path` from the config, expanded; None when unset (no checks: the GUI and
     `doctor` report what is wrong with it themselves)."""
-    raw = str(config.get("vault", "path") or "") if config is not None else ""
+    raw = str(config.settings.vault.path or "") if config is not None else ""
     return Path(raw).expanduser() if raw else None
 
 
-def vault_choice(given: str | os.PathLike[str] | None, config: Any) -> Path | None:
+def vault_choice(given: str | os.PathLike[str] | None, config: Config | None) -> Path | None:
     """The folder named on the command line, else the configured one (unchecked)."""
     if given is not None and os.fspath(given) != "":
         return Path(os.fspath(given)).expanduser()
@@ -52,7 +55,7 @@ def vault_choice(given: str | os.PathLike[str] | None, config: Any) -> Path | No
 
 def which_vault(
     given: str | os.PathLike[str] | None,
-    config: Any,
+    config: Config | None,
     *,
     need: Need = Need.FOLDER,
     paths: Any = None,

@@ -61,7 +61,7 @@ POLL_MS = 3000
 def create_engine(config: Config) -> EngineFacade:
     """The engine for this device: `SyncFacade` (the sync daemon in this process) when the
     vault folder is a sync copy on this device, else `IdleEngine` (reports, no syncing)."""
-    paused = bool(config.get("sync", "paused"))
+    paused = bool(config.settings.sync.paused)
     folder = configured_vault(config)
     engine: IdleEngine | None = None
     if folder is not None and folder.is_dir():
@@ -128,7 +128,7 @@ def memories_dir(config: Config) -> Path:
     from companion.memory.home import memories_dir as _memories
     from companion.memory.home import resolve_home
 
-    return _memories(resolve_home(config_home=config.get("memory", "hermes_home") or None))
+    return _memories(resolve_home(config_home=config.settings.memory.hermes_home or None))
 
 
 class CompanionApp(QObject):
@@ -221,7 +221,7 @@ class CompanionApp(QObject):
         self.timer.start()
         if self.config.problems:
             self._show_config_problems()
-        elif not self.config.get("vault", "path"):
+        elif not self.config.settings.vault.path:
             self.open_settings("sync")  # first run: nothing works until a vault is chosen
 
     def _show_config_problems(self) -> None:
@@ -316,8 +316,8 @@ class CompanionApp(QObject):
         if not problems and self.main is not None:
             self.main.clear_notice()
         before = current_language()
-        after = set_language(self.config.get("gui", "language"), QLocale.system().name())
-        self.worker.set_paused(bool(self.config.get("sync", "paused")))
+        after = set_language(self.config.settings.gui.language, QLocale.system().name())
+        self.worker.set_paused(bool(self.config.settings.sync.paused))
         if self.dreamclock.scheduler is not None:
             self.dreamclock.reschedule()
         if after != before:  # windows are rebuilt so the new language shows everywhere
@@ -557,7 +557,7 @@ def run_tray(app_ctx: Any, argv: list[str] | None = None) -> int:
     app.setWindowIcon(app_icon())
     # A broken file does not stop the app: it says what is wrong in its window (see start()).
     config: Config = app_ctx.lenient_config()
-    set_language(config.get("gui", "language"), QLocale.system().name())
+    set_language(config.settings.gui.language, QLocale.system().name())
     signals = SignalQuit(app)
 
     instance = SingleInstance(server_name(app_ctx.paths), app_ctx.paths.state_dir / "gui.lock")

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from PySide6.QtCore import QLocale, QTimer
 from PySide6.QtWidgets import QApplication, QSystemTrayIcon
@@ -18,9 +18,12 @@ from companion.gui.notify import Notifier
 from companion.gui.review import ReviewWindow
 from companion.gui.tray import app_icon
 
+if TYPE_CHECKING:
+    from companion.config import Config
+
 
 def show_morning(
-    config: Any,
+    config: Config,
     vault: Path,
     report: Path,
     notes: list[Any],
@@ -29,7 +32,7 @@ def show_morning(
 ) -> None:
     """Show `notes` and the review window on `report` for `seconds`, then return."""
     qapp = QApplication.instance() or QApplication(["companion-demo"])
-    set_language(str(config.get("gui", "language")), QLocale.system().name())
+    set_language(str(config.settings.gui.language), QLocale.system().name())
     tray = None
     if QSystemTrayIcon.isSystemTrayAvailable():  # a balloon when the desktop has no daemon
         tray = QSystemTrayIcon(app_icon())

@@ -92,7 +92,7 @@ def fallback_decision(
     """
     if now.tzinfo is None:
         raise ValueError("now must carry a time zone")
-    if not config.get("dream", "local_fallback"):
+    if not config.settings.dream.local_fallback:
         return Decision(False, "local fallback is off ([dream] local_fallback)")
     dream_at = night_of(now, config)
     night = dream_at.date()
@@ -112,7 +112,7 @@ def fallback_decision(
         return Decision(
             True, f"the relay is unreachable: dreaming here for {night}", night, OFFLINE
         )
-    due = dream_at + dt.timedelta(minutes=int(config.get("dream", "grace_minutes")))
+    due = dream_at + dt.timedelta(minutes=int(config.settings.dream.grace_minutes))
     if now < due:
         return Decision(False, f"waiting for the server's report until {due:%H:%M}", night)
     return Decision(True, f"no report from the server by {due:%H:%M}: dreaming here", night, LATE)
@@ -297,7 +297,7 @@ class DreamClock:
         """The cron triggers: the dream time and the grace time, in the dream's time zone."""
         at = trigger(self.config)
         when = dream_time(self.config)
-        minutes = when.hour * 60 + when.minute + int(self.config.get("dream", "grace_minutes"))
+        minutes = when.hour * 60 + when.minute + int(self.config.settings.dream.grace_minutes)
         grace = CronTrigger(hour=(minutes // 60) % 24, minute=minutes % 60, timezone=at.timezone)
         return {"dream-time": at, "dream-grace": grace}
 

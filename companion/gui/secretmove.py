@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from PySide6.QtCore import QObject, Signal
 from PySide6.QtWidgets import QInputDialog, QLineEdit, QMessageBox, QWidget
@@ -21,6 +21,9 @@ from companion.gui.bridge import TaskRunner
 from companion.gui.i18n import tr
 from companion.secrets.move import MoveResult, move_secret
 from companion.secrets.store import open_store, validate_name
+
+if TYPE_CHECKING:
+    from companion.config import Config
 
 TASK = "move_secret"
 
@@ -61,7 +64,7 @@ class SecretMover(QObject):
 
     def __init__(
         self,
-        config: Any,
+        config: Config,
         vault: Callable[[], Path | None],
         *,
         runner: TaskRunner | None = None,

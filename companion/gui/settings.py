@@ -619,7 +619,7 @@ class SettingsWindow(QDialog):
         self.revalidate()
         if self.errors():
             return False
-        old_login = bool(self.config.get("gui", "start_at_login"))
+        old_login = bool(self.config.settings.gui.start_at_login)
         try:
             for f in self.fields:
                 value = f.get()
@@ -628,7 +628,7 @@ class SettingsWindow(QDialog):
                 self.config.set(f.section, f.name, value)
             self.config.save()
             self._save_ignore_rules()
-            new_login = bool(self.config.get("gui", "start_at_login"))
+            new_login = bool(self.config.settings.gui.start_at_login)
             if new_login != old_login or new_login:
                 set_start_at_login(new_login, self.autostart)
         except (CompanionError, OSError) as exc:
@@ -674,7 +674,7 @@ class SettingsWindow(QDialog):
             relay_url=self.relay_url.text().strip(),
             invite_code=self.invite_code.text().strip(),
             device_name=self.device_name.text().strip(),
-            kind=str(self.config.get("sync", "kind")),
+            kind=str(self.config.settings.sync.kind),
             passphrase=self.join_pass.text(),
         )
         self.join_pass.clear()

@@ -314,7 +314,7 @@ class SyncFacade(IdleEngine):
             from companion.secrets.watch import ChangeScanner  # noqa: PLC0415
 
             self._secret_scanner = ChangeScanner(
-                self.root, self.paths.state_dir, self.config.get("secrets", "allowlist")
+                self.root, self.paths.state_dir, self.config.settings.secrets.allowlist
             )
         for f in self._secret_scanner.scan([*report.uploaded, *report.downloaded]):
             self._push(SecretFound(f.path, f.kind, f.line))

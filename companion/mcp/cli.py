@@ -93,7 +93,7 @@ def mcp(
     home = None
     if hermes_home is not None or profile:
         home = resolve_home(
-            hermes_home, config_home=app.config.get("memory", "hermes_home"), profile=profile
+            hermes_home, config_home=app.config.settings.memory.hermes_home, profile=profile
         )
     from companion.mcp.context import VaultContext
     from companion.mcp.server import log_to_stderr, serve

@@ -94,9 +94,9 @@ class VaultContext:
         self.hermes_home = hermes_home
         self.clock = clock
         self.limits = limits or Limits()
-        self.ignore = IgnoreRules(self.root, config.get("sync", "ignore") or ())
+        self.ignore = IgnoreRules(self.root, config.settings.sync.ignore or ())
         self.human_window = dt.timedelta(
-            hours=float(config.get("vault", "human_edit_window_hours"))
+            hours=float(config.settings.vault.human_edit_window_hours)
         )
         self.device_name, self.device_kind, synced = self._device()
         self.state = DreamState.for_vault(paths.data_dir, self.root)
@@ -132,8 +132,8 @@ class VaultContext:
             if DeviceState.exists(self.paths, self.root):
                 st = DeviceState.load(self.paths, self.root)
                 return st.device_name, st.kind, True
-        name = self.config.get("sync", "device_name") or socket.gethostname() or "device"
-        return name, self.config.get("sync", "kind") or "human", False
+        name = self.config.settings.sync.device_name or socket.gethostname() or "device"
+        return name, self.config.settings.sync.kind or "human", False
 
     def sync_index(self) -> SyncIndex | None:
         """The copy's sync index, read-only (None while this copy has never synced)."""
@@ -245,7 +245,7 @@ class VaultContext:
 
         if self._secret_gate is None:
             self._secret_gate = compile_allowlist(
-                list(self.config.get("secrets", "allowlist") or ())
+                list(self.config.settings.secrets.allowlist or ())
             )
         finding = next(iter_findings(text, allowlist=self._secret_gate), None)
         if finding is not None:

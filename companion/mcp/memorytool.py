@@ -39,7 +39,7 @@ def store_for(ctx: VaultContext, target: str) -> MemoryStore:
             f"Invalid target {target!r}. Use 'memory' or 'user'.",
             {"success": False, "error": f"Invalid target {target!r}. Use 'memory' or 'user'."},
         )
-    home = ctx.hermes_home or resolve_home(config_home=ctx.config.get("memory", "hermes_home"))
+    home = ctx.hermes_home or resolve_home(config_home=ctx.config.settings.memory.hermes_home)
     return MemoryStore(home, target, limits_from_config(ctx.config)[target])
 
 

@@ -175,7 +175,7 @@ def parse_since(ctx: VaultContext, since: str) -> dt.datetime:
         from zoneinfo import ZoneInfo
 
         try:
-            t = t.replace(tzinfo=ZoneInfo(ctx.config.get("dream", "timezone")))
+            t = t.replace(tzinfo=ZoneInfo(ctx.config.settings.dream.timezone))
         except (KeyError, ValueError):
             t = t.replace(tzinfo=dt.UTC)
     return t.astimezone(dt.UTC)

@@ -332,7 +332,7 @@ def _language(ctx: VaultContext, today: dt.date) -> str:
             texts.append(cur.read_text(encoding="utf-8", errors="replace"))
         except OSError:
             continue
-    return detect_language(texts, ctx.config.get("dream", "language") or "auto")
+    return detect_language(texts, ctx.config.settings.dream.language or "auto")
 
 
 def _bullets(text: str) -> str:

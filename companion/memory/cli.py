@@ -50,7 +50,7 @@ def _write_options(f: Callable[..., Any]) -> Callable[..., Any]:
 
 
 def _home(app: AppContext, home: Path | None, profile: str | None) -> Path:
-    return resolve_home(home, config_home=app.config.get("memory", "hermes_home"), profile=profile)
+    return resolve_home(home, config_home=app.config.settings.memory.hermes_home, profile=profile)
 
 
 def _limits(app: AppContext, hermes_home: Path) -> dict[str, int]:

@@ -16,9 +16,12 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from companion.errors import InputError
+
+if TYPE_CHECKING:
+    from companion.config import Config
 
 TARGETS: dict[str, str] = {"memory": "MEMORY.md", "user": "USER.md"}
 DEFAULT_LIMITS: dict[str, int] = {"memory": 2200, "user": 1375}
@@ -58,7 +61,7 @@ def check_target(target: str) -> str:
     return target
 
 
-def limits_from_config(config: Any) -> dict[str, int]:
+def limits_from_config(config: Config) -> dict[str, int]:
     """Per-target limits from a `companion.config.Config` (keys memory.*_char_limit)."""
     out = dict(DEFAULT_LIMITS)
     if config is None:
@@ -131,7 +134,7 @@ def hermes_memory_settings(home: str | os.PathLike[str]) -> HermesMemorySettings
     return HermesMemorySettings(path, limits, enabled, _flag(mem.get("write_approval"), False))
 
 
-def effective_limits(config: Any, settings: HermesMemorySettings) -> dict[str, int]:
+def effective_limits(config: Config, settings: HermesMemorySettings) -> dict[str, int]:
     """The limits to write under: the companion's own (``[memory] *_char_limit``) but never
     above Hermes's, or Hermes could then neither add, replace nor remove in that file."""
     ours = limits_from_config(config)

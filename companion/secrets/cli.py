@@ -43,7 +43,7 @@ def secrets() -> None:
 def _allowlist(app: AppContext):  # type: ignore[no-untyped-def]
     from companion.secrets.detect import compile_allowlist
 
-    return compile_allowlist(app.config.get("secrets", "allowlist"))
+    return compile_allowlist(app.config.settings.secrets.allowlist)
 
 
 def _store(app: AppContext):  # type: ignore[no-untyped-def]
@@ -76,7 +76,7 @@ def scan(app: AppContext, vault: str, as_json: bool, jobs: int | None) -> None:
     from companion.secrets.detect import scan_vault
     from companion.secrets.state import record_scan
 
-    max_mb = app.config.get("vault", "max_file_mb")
+    max_mb = app.config.settings.vault.max_file_mb
     result = scan_vault(
         vault,
         allowlist=_allowlist(app),

@@ -22,13 +22,16 @@ import re
 import tomllib
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import tomli_w
 
 from companion.errors import CompanionError, InputError
 from companion.logs import get_logger, register_secret
 from companion.secrets.fsutil import atomic_write, read_owner_only
+
+if TYPE_CHECKING:
+    from companion.config import Config
 
 SERVICE = "vault-companion"
 NAME_RE = re.compile(r"^[A-Za-z0-9_.\-]{1,64}$")
@@ -273,9 +276,9 @@ class FileStore:
         return sorted(self._load())
 
 
-def open_store(config: Any) -> SecretStore:
+def open_store(config: Config) -> SecretStore:
     """The store the configuration asks for (`[secrets] backend`)."""
-    backend = config.get("secrets", "backend")
+    backend = config.settings.secrets.backend
     if backend == "file":
         return FileStore(config.paths.secrets_file)
     return KeyringStore()

@@ -140,8 +140,8 @@ def install_service(
             units = watch_units(command, env)
             enable = [instance_unit(WATCH_TEMPLATE, root)]
         else:
-            t = at or app.config.get("dream", "time")
-            tz = timezone or app.config.get("dream", "timezone")
+            t = at or app.config.settings.dream.time
+            tz = timezone or app.config.settings.dream.timezone
             units = dream_units(command, t, tz, env)
             enable = [instance_unit(DREAM_TIMER, root)]
             when = next_elapse(calendar_spec(t, tz))

@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from companion.errors import InputError
 from companion.vault.graph import LinkGraph, NoteMeta, build_graph
@@ -17,6 +17,9 @@ from companion.vault.links import LinkResolver, Resolution
 from companion.vault.note import Note, parse_note
 from companion.vault.reader import read_note_text
 from companion.vault.walk import Issue, ScanResult, walk_vault
+
+if TYPE_CHECKING:
+    from companion.config import Config
 
 DEFAULT_MAX_FILE_MB = 20
 
@@ -51,9 +54,9 @@ class Vault:
         self.read_issues: list[Issue] = []
 
     @classmethod
-    def from_config(cls, root: str | os.PathLike[str], config: Any) -> Vault:
+    def from_config(cls, root: str | os.PathLike[str], config: Config) -> Vault:
         """A vault with the size cap of `config` (`vault.max_file_mb`; 0 = no cap)."""
-        mb = config.get("vault", "max_file_mb")
+        mb = config.settings.vault.max_file_mb
         return cls(root, max_file_bytes=max_bytes_from_mb(mb) or 0)
 
     def __repr__(self) -> str:

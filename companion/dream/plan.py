@@ -94,6 +94,8 @@ def check_edit(before: str | None, after: str, *, allow_link_edit: bool = False)
     fm_end = -1
     if new_file and b and b[0] == "---":
         fm_end = next((i for i in range(1, len(b)) if b[i] == "---"), -1)
+        if fm_end >= 0 and fm_end + 1 < len(b) and b[fm_end + 1].startswith("# "):
+            fm_end += 1  # a new note's title (H1) belongs to its head
     sm = difflib.SequenceMatcher(None, a, b, autojunk=False)
     for op, i1, i2, j1, j2 in sm.get_opcodes():
         if op == "equal":
@@ -267,7 +269,9 @@ class Plan:
         try:
             check_edit(before, new_text, allow_link_edit=allow_link_edit)
             if f.has_secret is None:
-                f.has_secret = bool(f.original) and self.is_secret(f.original.decode("utf-8"))
+                f.has_secret = f.original is not None and self.is_secret(
+                    f.original.decode("utf-8")
+                )
             if f.has_secret:
                 raise EditRefused("it holds a secret (run `companion secrets scan`)")
             old = set(blocks.split_lines(before or ""))

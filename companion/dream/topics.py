@@ -39,7 +39,10 @@ SIMILARITY_THRESHOLD = 0.6
 MIN_SHARED_WORDS = 2
 MAX_TITLE_WORDS = 10
 _HEAD_BYTES = 4096
-_BAD_NAME = re.compile(r'[\\/:*?"<>|#^\[\]\x00-\x1f]+')
+# Characters a title never holds: they break a wikilink (`#`, `^`, `|`, brackets, a backtick
+# the vault's checker reads as code) or a file name on some system; ":" only in file names.
+_BAD_TITLE = re.compile(r'[\\/*?"<>|#^\[\]`\x00-\x1f]+')
+_TIME_COLON = re.compile(r"(?<=\d):(?=\d)")
 
 
 @dataclass
@@ -48,6 +51,7 @@ class TopicMatch:
     how: str  # link, title, alias, similar, new, none
     score: float = 1.0
     reason: str = ""
+    title: str | None = None  # a new note's title as written (its H1; ":" kept)
 
     @property
     def is_new(self) -> bool:
@@ -69,11 +73,19 @@ def derive_title(text: str) -> str:
 
 
 def clean_title(title: str) -> str:
-    t = _BAD_NAME.sub(" ", title)
-    t = re.sub(r"\s+", " ", t).strip(" .-")
+    """A note title as people read it (the H1): no character that breaks a link."""
+    t = _BAD_TITLE.sub(" ", title)
+    t = re.sub(r"\s+", " ", t).strip(" .-:")
     if len(t) > 80:
         t = t[:80].rsplit(" ", 1)[0]
     return (t[:1].upper() + t[1:]) if t else "Untitled"
+
+
+def file_title(title: str) -> str:
+    """The file name (without `.md`) for a title: `01:30` becomes `01.30`, any other colon
+    a space (no system's file names may hold one)."""
+    t = _TIME_COLON.sub(".", clean_title(title)).replace(":", " ")
+    return re.sub(r"\s+", " ", t).strip(" .-") or "Untitled"
 
 
 try:  # the C loader is ~10x faster, with the same safe semantics
@@ -187,6 +199,7 @@ class NoteCatalog:
     def __post_init__(self) -> None:
         self._note_total: int | None = None
         self._df: dict[str, int] = {}
+        self._own: dict[str, int] = {}  # source words to take out of _df (see discount)
         self._file_names: dict[str, int] = {}
         for rel in self.paths:
             k = path_key(rel.rsplit("/", 1)[-1])
@@ -240,12 +253,36 @@ class NoteCatalog:
                 hit = names.get(key)
                 if not hit or len(hit) != 1:
                     continue
-                if n == 1 and (len(key) < 4 or key in STOPWORDS):
+                if n == 1 and key in STOPWORDS:
+                    continue
+                if n == 1 and len(key) < 4 and not self._acronym_in(text, hit):
                     continue
                 path = next(iter(hit))
                 title = path.rsplit("/", 1)[-1][:-3]
                 return path, "title" if title_key(title) == key else "alias"
         return None
+
+    def _acronym_in(self, text: str, paths: set[str]) -> bool:
+        """A short name (under 4 letters) counts only as an acronym written as the note
+        writes it: "NAS" names `NAS.md`, "nas" or "use" name nothing."""
+        for path in paths:
+            names = [path.rsplit("/", 1)[-1][:-3], *self.aliases.get(path, ())]
+            for name in names:
+                if (
+                    len(name) >= 2
+                    and name.isupper()
+                    and re.search(rf"(?<!\w){re.escape(name)}(?!\w)", text)
+                ):
+                    return True
+        return False
+
+    def discount(self, texts: Iterable[str]) -> None:
+        """Words of texts the dream reads as sources (the window's journal days): the index
+        holds them too, but a lesson's own words on its own journal day say nothing about
+        which note is its topic, so they are taken out of the vault's word counts."""
+        for t in texts:
+            for w in words(t):
+                self._own[w] = self._own.get(w, 0) + 1
 
     def _doc_freq(self, terms: list[str]) -> dict[str, int]:
         """How many notes hold each term (cached; one query for all the missing ones)."""
@@ -303,7 +340,7 @@ class NoteCatalog:
         if len(cand_words) < MIN_SHARED_WORDS:
             return None
         try:
-            df = self._doc_freq(cand_words)
+            df = {w: max(0, n - self._own.get(w, 0)) for w, n in self._doc_freq(cand_words).items()}
             total = self._total()
             # Words the vault has never seen cannot point to any note: they are left out.
             known = [w for w in cand_words if df.get(w)]
@@ -362,7 +399,7 @@ class NoteCatalog:
         if not may_create:
             return TopicMatch(None, "none", reason="no note on its topic (kept in memory only)")
         title = clean_title(dangling.rsplit("/", 1)[-1]) if dangling else derive_title(text)
-        return TopicMatch(self.new_note_path(title), "new")
+        return TopicMatch(self.new_note_path(title), "new", title=title)
 
     def match_project(self, text: str, explicit: str | None = None) -> TopicMatch:
         links = [ln for ln in extract_links(mask_code(text)) if not ln.markdown and ln.target]
@@ -380,7 +417,7 @@ class NoteCatalog:
 
     def new_note_path(self, title: str) -> str:
         """`knowledge/<title>.md`, or the same with " 2", " 3"... when a note has the name."""
-        base = clean_title(title)
+        base = file_title(title)
         rel = f"knowledge/{base}.md"
         n = 2
         while self.exists(rel) and rel not in self.created:

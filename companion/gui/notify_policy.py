@@ -79,6 +79,13 @@ def dream_counts_text(counts: Mapping[str, int]) -> str:
     return ", ".join(parts) if parts else tr("notify.dream.no_changes")
 
 
+def _llm_failed(counts: Mapping[str, int]) -> str:
+    """A line when the model distiller failed (the dream used the rules only, or lost some
+    batches): the person configured a model and should know it did not answer."""
+    n = counts.get("llm_failed") or 0
+    return "\n" + tr("notify.dream.llm_failed", n=n) if n else ""
+
+
 def _morning(now: datetime, cfg: Mapping[str, Any]) -> datetime | None:
     """Today's morning notification time if it is still ahead, else None (show now)."""
     at = parse_hhmm(str(cfg.get("morning_time", "08:00"))) or time(8, 0)
@@ -96,7 +103,10 @@ def _one(event: EngineEvent, cfg: Mapping[str, Any], now: datetime) -> Notificat
         return Notification(
             key=f"dream:{event.date}",
             title=tr(title_key, date=event.date),
-            body=dream_counts_text(event.counts) + "\n" + tr("notify.dream.body_hint"),
+            body=dream_counts_text(event.counts)
+            + _llm_failed(event.counts)
+            + "\n"
+            + tr("notify.dream.body_hint"),
             action=Action(OPEN_REVIEW, str(event.report)),
             not_before=_morning(now, cfg),
         )

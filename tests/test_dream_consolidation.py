@@ -135,3 +135,47 @@ def test_a_paraphrase_with_another_number_is_not_a_duplicate(tmp_path):
     made = [p for p in w.files() if p.startswith("knowledge/")]
     text = "\n".join(w.read(p) for p in made)
     assert "03:00" in text and "04:30" in text
+
+
+def test_words_match_across_their_forms(tmp_path):
+    """ "network" finds the note that says "networks": topic words are compared by stem."""
+    w = Mini(tmp_path)
+    w.note(
+        "knowledge/Docker networking.md",
+        "# Docker networking\n\nBridge networks, published ports and DNS between containers.\n",
+    )
+    w.note("knowledge/Photos.md", "# Photos\n\nThe family photo archive on the NAS.\n")
+    w.note(
+        "journal/2026-11-27.md",
+        journal(
+            "2026-11-27",
+            {"Learned": ["Containers on a user-defined network resolve each other by name."]},
+        ),
+    )
+    rep = w.dream(explain=True)
+    (e,) = rep.explanations
+    assert e["note"] == "knowledge/Docker networking.md" and "similarity" in e["why"]
+
+
+def test_a_short_alias_capitalised_mid_sentence_names_its_note(tmp_path):
+    w = Mini(tmp_path)
+    w.note("knowledge/Raspberry Pi.md", "---\naliases: [Pi]\n---\n# Raspberry Pi\n\nThe station.\n")
+    w.note(
+        "journal/2026-11-27.md",
+        journal(
+            "2026-11-27",
+            {
+                "Learned": [
+                    "The Pi loses time without network; chrony fixes it.",
+                    "Pi charts are a poor way to show the weather over a week.",
+                ]
+            },
+        ),
+    )
+    rep = w.dream(explain=True)
+    by_text = {e["text"]: e for e in rep.explanations}
+    assert by_text["The Pi loses time without network; chrony fixes it."]["note"] == (
+        "knowledge/Raspberry Pi.md"
+    )
+    other = by_text["Pi charts are a poor way to show the weather over a week."]
+    assert other["note"] != "knowledge/Raspberry Pi.md"

@@ -23,11 +23,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from companion.dream import blocks
-from companion.dream.meaning import contradicts, same_statement
+from companion.dream.meaning import contradicts, meaning, same_statement
 from companion.dream.model import Candidate
 from companion.dream.plan import Plan
 from companion.dream.report import Skipped
-from companion.dream.text import norm_key
+from companion.dream.text import fold, norm_key
 from companion.dream.topics import NoteCatalog, TopicMatch
 
 LABELS = {
@@ -77,29 +77,53 @@ def _cores(text: str) -> list[tuple[int, str]]:
 
 @dataclass
 class _Known:
-    """What a note already says: the person's lines and the dream's own, as statements."""
+    """What a note already says: the person's lines and the dream's own, as statements (each
+    with its folded text, a cheap first filter before comparing meanings)."""
 
     keys: set[str]
-    human: list[tuple[int, str]]  # (line, statement) outside the dream's blocks
-    dream: list[str]  # statements of the dream's content lines
+    human: list[tuple[int, str, str]]  # (line, statement, folded) outside the dream's blocks
+    dream: list[tuple[str, str]]  # (statement, folded) of the dream's content lines
 
     @classmethod
     def of(cls, text: str) -> _Known:
-        human = _cores(blocks.blank_blocks(text))
-        dream = [line_core(dl.text) for dl in blocks.dream_lines(text) if dl.kind == "content"]
-        keys = {norm_key(c) for _i, c in human} | {norm_key(c) for c in dream}
+        human = [(i, c, fold(c)) for i, c in _cores(blocks.blank_blocks(text))]
+        dream = [
+            (c, fold(c))
+            for c in (line_core(dl.text) for dl in blocks.dream_lines(text) if dl.kind == "content")
+        ]
+        keys = {norm_key(c) for _i, c, _f in human} | {norm_key(c) for c, _f in dream}
         return cls(keys, human, dream)
+
+    @staticmethod
+    def _near(text: str, lines: list[tuple[str, str]]) -> list[str]:
+        """The lines sharing at least one stem of `text` (the others cannot say the same
+        thing, nor contradict it)."""
+        stems = meaning(text).stems
+        return [c for c, f in lines if any(s in f for s in stems)]
 
     def says(self, text: str) -> bool:
         if norm_key(text) in self.keys:
             return True
-        return any(same_statement(text, c) for _i, c in self.human) or any(
-            same_statement(text, c) for c in self.dream
-        )
+        pool = [(c, f) for _i, c, f in self.human] + self.dream
+        return any(same_statement(text, c) for c in self._near(text, pool))
+
+    def stale_own(self, text: str) -> set[str]:
+        """The dream's own lines `text` makes stale."""
+        return {c for c in self._near(text, self.dream) if contradicts(text, c)}
+
+    def clashes(self, text: str) -> list[tuple[int, str, str]]:
+        """(line, statement, how) of the person's lines `text` contradicts."""
+        near = set(self._near(text, [(c, f) for _i, c, f in self.human]))
+        out = []
+        for i, c, _f in self.human:
+            how = contradicts(text, c) if c in near else None
+            if how:
+                out.append((i, c, how))
+        return out
 
     def add(self, text: str) -> None:
         self.keys.add(norm_key(text))
-        self.dream.append(text)
+        self.dream.append((text, fold(text)))
 
 
 def _prov(c: Candidate, p: Any) -> dict[str, Any]:
@@ -234,19 +258,17 @@ def _write_note(
             explain.add(c, "duplicate", "the note already says this", rel)
             continue
         if c.kind == "knowledge":
-            stale |= {d for d in known.dream if contradicts(c.text, d)}
-            for line_no, core in known.human:
-                clash = contradicts(c.text, core)
-                if clash:
-                    out.contradictions.append(
-                        {
-                            "note": rel,
-                            "line": line_no + 1,
-                            "existing": core,
-                            "new": c.text,
-                            "why": clash,
-                        }
-                    )
+            stale |= known.stale_own(c.text)
+            for line_no, core, clash in known.clashes(c.text):
+                out.contradictions.append(
+                    {
+                        "note": rel,
+                        "line": line_no + 1,
+                        "existing": core,
+                        "new": c.text,
+                        "why": clash,
+                    }
+                )
         known.add(c.text)
         day = (c.day or today).isoformat()
         shown = c.text if c.kind == "knowledge" else f"{labels[c.kind]} {day}: {c.text}"

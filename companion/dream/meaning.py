@@ -11,12 +11,13 @@ stopwords or one small adverb. Three jobs need to see them, and this module is t
 - **sameness** (`same_statement`): a candidate is the same statement as a line when their
   word stems match (one contained in the other, or a close paraphrase), with the same values,
   negations and hedges; a line that only differs in a number is another statement;
-- **contradiction** (`contradicts`): the same subject (the words other than values match) with
-  another value, or with the opposite polarity: the newer line makes the older one stale.
+- **contradiction** (`contradicts`): the same subject (the words other than values match, or
+  one line's are all in the other's) with another value, or with the opposite polarity: the
+  newer line makes the older one stale.
 
-Stems are crude on purpose (folded, the first five letters): the dream works offline, in
-English and Spanish, without a language model, and every decision built on them also checks
-the values and negations exactly.
+Stems are crude on purpose (`text.stem`: folded, a plural s off, the first five letters): the
+dream works offline, in English and Spanish, without a language model, and every decision
+built on them also checks the values and negations exactly.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ import re
 from dataclasses import dataclass
 from functools import lru_cache
 
-from companion.dream.text import fold, jaccard, norm_key, words
+from companion.dream.text import fold, jaccard, norm_key, stem, words
 
 _STRIP = ".,;:!?()[]{}\"'«»¿¡*"
 _INNER_CAP = re.compile(r"[a-z][A-Z]")
@@ -123,6 +124,7 @@ class Meaning:
     negations: frozenset[str]
     hedges: frozenset[str]
     stems: frozenset[str]  # stems of the informative words that are not values
+    key: str = ""  # `text.norm_key` of the statement
 
     @property
     def value_set(self) -> frozenset[str]:
@@ -146,20 +148,18 @@ def value_tokens(text: str) -> list[str]:
     return list(meaning(text).values)
 
 
-def _stem(word: str) -> str:
-    return word[:5] if len(word) > 5 else word
-
-
-@lru_cache(maxsize=8192)
+@lru_cache(maxsize=32768)
 def meaning(text: str) -> Meaning:
-    code = {m.group(1).strip() for m in _CODE_SPAN.finditer(text)}
+    code = {m.group(1).strip() for m in _CODE_SPAN.finditer(text)} if "`" in text else set()
     values: list[str] = []
     plain: list[str] = []
     for raw in text.replace("`", " ").split():
         tok = raw.strip(_STRIP)
         if not tok:
             continue
-        if _is_value(tok, tok in code):
+        if tok.isalpha() and tok not in code and not _INNER_CAP.search(tok):
+            plain.append(tok)  # the common case: a plain word
+        elif _is_value(tok, tok in code):
             values.append(tok.casefold())
         else:
             plain.append(tok)
@@ -169,8 +169,8 @@ def meaning(text: str) -> Meaning:
     toks = folded.split()
     neg = {("not" if t.endswith("n't") else t) for t in toks if t in NEGATIONS or t.endswith("n't")}
     hedges = {t for t in toks if t in HEDGES_ALL}
-    stems = frozenset(_stem(w) for w in words(" ".join(plain)) if w not in HEDGES_ALL)
-    return Meaning(tuple(values), frozenset(neg), frozenset(hedges), stems)
+    stems = frozenset(stem(w) for w in words(" ".join(plain)) if w not in HEDGES_ALL)
+    return Meaning(tuple(values), frozenset(neg), frozenset(hedges), stems, norm_key(text))
 
 
 def grounding_problem(text: str, quote: str) -> str | None:
@@ -200,10 +200,12 @@ def same_statement(candidate: str, line: str) -> bool:
     """True when `candidate` says nothing `line` does not: the same normalised text, or its
     stems contained in the line's (or overlapping by `SAME_STEMS`), with the line holding
     each of its values and the same negations and hedges."""
-    if norm_key(candidate) == norm_key(line):
-        return True
     a, b = meaning(candidate), meaning(line)
-    if len(a.stems) < MIN_STEMS or a.negations != b.negations or a.hedges != b.hedges:
+    if a.key == b.key:
+        return True
+    if len(a.stems) < MIN_STEMS or not a.stems & b.stems:
+        return False
+    if a.negations != b.negations or a.hedges != b.hedges:
         return False
     if not a.value_set <= b.value_set:
         return False
@@ -218,7 +220,9 @@ def contradicts(new: str, old: str) -> str | None:
     opposite polarity ("negation")."""
     a, b = meaning(new), meaning(old)
     shared = a.stems & b.stems
-    if len(shared) < 2 or jaccard(set(a.stems), set(b.stems)) < SAME_SUBJECT:
+    small = min(len(a.stems), len(b.stems))
+    contained = small >= MIN_STEMS and len(shared) == small  # "ahora", "now" added, say
+    if len(shared) < 2 or not (contained or jaccard(set(a.stems), set(b.stems)) >= SAME_SUBJECT):
         return None
     if a.values and b.values and a.value_set != b.value_set:
         return "value"

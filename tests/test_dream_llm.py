@@ -22,7 +22,13 @@ import tomli_w
 
 from companion.config import load_config
 from companion.dream.blocks import Ref
-from companion.dream.distill_llm import PROPOSALS_SCHEMA, LlmSettings, Unit, distill_llm
+from companion.dream.distill_llm import (
+    PROPOSALS_SCHEMA,
+    RESPONSE_FORMAT,
+    LlmSettings,
+    Unit,
+    distill_llm,
+)
 from companion.dream.engine import run_dream
 from companion.dream.verify import verify_vault
 from companion.paths import device_paths
@@ -68,11 +74,17 @@ class StandIn:
                     return
                 if stand_in.mode == "slow":
                     time.sleep(3)
-                if stand_in.mode == "schema400" and body["response_format"]["type"] != (
-                    "json_object"
+                if stand_in.mode == "schema400" and (
+                    body["response_format"]["type"] != "json_object"
+                    or "schema" in body["response_format"]
                 ):
-                    self.send_response(400)
+                    # as llama-cpp-python's server answers an unknown type, then a 422
+                    first = len(stand_in.requests) == 1
+                    err = b'{"error": {"message": "response_format: type json_schema"}}'
+                    self.send_response(500 if first else 422)
+                    self.send_header("Content-Length", str(len(err)))
                     self.end_headers()
+                    self.wfile.write(err)
                     return
                 if stand_in.mode == "garbage":
                     content = "Sure! Here are some thoughts, not JSON."
@@ -214,9 +226,12 @@ def test_grounded_proposal_kept_ungrounded_rejected(tmp_path, stand_in):
         in rejected["Restic backups are encrypted with AES-256."]
     )
     assert any("says more than the cited source" in r for r in rejected.values())
-    assert "'2019' is not in its quote" in rejected[
-        "Brown-outs were caused by a cheap charger bought online from a shady vendor in 2019."
-    ]
+    assert (
+        "'2019' is not in its quote"
+        in rejected[
+            "Brown-outs were caused by a cheap charger bought online from a shady vendor in 2019."
+        ]
+    )
     # a changed number, negation or hedge is never kept, whatever the word overlap (item 9)
     for _quote, wrong in CHANGED_MEANING:
         assert "changes what its quote says" in rejected[wrong], wrong
@@ -358,7 +373,11 @@ def test_an_endpoint_without_json_schema_gets_a_json_object_request(tmp_path):
         rep = run_dream(fx.vault, config, NOW, paths=paths)
     finally:
         s.close()
-    assert [r["response_format"]["type"] for r in s.requests[:2]] == ["json_schema", "json_object"]
+    assert [r["response_format"] for r in s.requests[:3]] == [
+        RESPONSE_FORMAT,
+        {"type": "json_object", "schema": PROPOSALS_SCHEMA},
+        {"type": "json_object"},
+    ]
     assert rep.distiller == "llm" and rep.llm is not None and rep.llm["json_schema"] is False
     assert "Restic backups need a prune policy on the NAS." in (
         fx.vault / "knowledge/Backups.md"

@@ -6,7 +6,8 @@ gate flags are replaced by `[secret removed]` before anything leaves the machine
 `{base_url}/chat/completions` and asks for JSON proposals, each citing one excerpt id and
 quoting it verbatim. The request asks for structured output (`response_format` with the JSON
 schema `PROPOSALS_SCHEMA`, which llama.cpp's server, Ollama and vLLM honour; an endpoint that
-refuses a schema is asked for a plain JSON object instead), and every reply is validated
+refuses it is asked for `json_object` with the schema, as llama-cpp-python's server takes it,
+then for a plain JSON object), and every reply is validated
 against that schema whatever the endpoint promised: a reply that is not an object with a
 `proposals` list is a failed batch (retried, then reported), an item that does not fit the
 schema is rejected. A proposal is kept only if:
@@ -60,18 +61,21 @@ MAX_UNIT_CHARS = 2_000
 COMPLETION_TOKENS = 1_500
 API_KEY_NAME = "llm-api-key"
 SYSTEM_PROMPT = """\
-You read excerpts from an AI agent's daily journal and conversations, and pick out what is \
-worth keeping in its long-term notes. Reply with one JSON object and nothing else:
-{"proposals": [{"kind": "knowledge|decision|status", "text": "one self-contained sentence", \
-"topic": "short topic or project name", "source": "S3", "quote": "words copied exactly from S3"}]}
-Rules:
-- knowledge: a lasting lesson or fact; decision: a decision about a named project; status: a \
-project's current state.
-- Every proposal cites exactly one excerpt id in "source" and copies a passage of that excerpt \
-word for word in "quote". Never paraphrase the quote.
-- "text" restates the quote; add nothing that the excerpt does not say.
-- Never propose code, commands, credentials or personal data.
-- At most 20 proposals. If nothing qualifies, reply {"proposals": []}.
+You read numbered excerpts ([S1], [S2], ...) from an AI agent's daily journal and \
+conversations, and pick out what is worth keeping in its long-term notes. Reply with one JSON \
+object with a "proposals" list and nothing else. Each proposal has:
+- "kind": "knowledge" (a lasting lesson or fact), "decision" (a decision about a named \
+project) or "status" (a project's current state);
+- "source": the id of the one excerpt it comes from, such as "S2";
+- "quote": a passage copied word for word from that excerpt, never paraphrased;
+- "text": one self-contained sentence that restates the quote and adds nothing to it (keep \
+every number, name, negation and "usually"/"may" exactly as the quote has them);
+- "topic": a short topic or project name from the excerpt, or "".
+For example, from the excerpt [S9] "lesson: the garage door motor needs oil every spring." \
+the proposal is {"kind": "knowledge", "source": "S9", "quote": "the garage door motor needs \
+oil every spring", "text": "The garage door motor needs oil every spring.", "topic": "Garage"}.
+Never propose code, commands, credentials or personal data. At most 20 proposals; if \
+nothing qualifies, reply {"proposals": []}.
 """
 
 
@@ -169,7 +173,7 @@ class LlmOutcome:
         )
         if s["failed"]:
             line += f"; {len(s['failed'])} batch(es) failed ({s['failed'][0]['why']})"
-        if self.note:
+        if self.note and not (s["failed"] and self.note == s["failed"][0]["why"]):
             line += f"; {self.note}"
         return line
 
@@ -314,6 +318,10 @@ class _Client:
             headers["Authorization"] = f"Bearer {s.api_key}"
         self.http = httpx.Client(headers=headers, follow_redirects=False)
         self.response_format: dict[str, Any] = RESPONSE_FORMAT
+        self.fallbacks: list[dict[str, Any]] = [
+            {"type": "json_object", "schema": PROPOSALS_SCHEMA},
+            {"type": "json_object"},
+        ]
         self.schema_refused = False
 
     def close(self) -> None:
@@ -339,13 +347,19 @@ class _Client:
                 r = self.http.post(
                     f"{self.s.base_url}/chat/completions", json=body, timeout=httpx.Timeout(left)
                 )
+                refused_format = self.fallbacks and (
+                    r.status_code in (400, 422)
+                    or (r.status_code == 500 and "response_format" in r.text[:2000])
+                )  # llama-cpp-python's server answers 500 to a type it does not know
+                if refused_format:
+                    # an endpoint that takes no `json_schema`: the schema the older way
+                    # (`json_object` with `schema`, as llama-cpp-python's server takes it),
+                    # then a plain JSON object; every reply is validated here anyway
+                    self.response_format = self.fallbacks.pop(0)
+                    self.schema_refused = "schema" not in self.response_format
+                    return self.complete(prompt, max_completion)
                 if r.status_code == 429 or r.status_code >= 500:
                     last = f"HTTP {r.status_code}"
-                elif r.status_code == 400 and self.response_format is RESPONSE_FORMAT:
-                    # an endpoint that takes no JSON schema: a JSON object, validated here
-                    self.response_format = {"type": "json_object"}
-                    self.schema_refused = True
-                    return self.complete(prompt, max_completion)
                 elif r.status_code >= 400:
                     raise LlmFailure(f"the endpoint refused the request (HTTP {r.status_code})")
                 else:

@@ -324,6 +324,7 @@ def score_llm(
             changed_kept=kept,
             faithful=len(stand_in.faithful),
             faithful_written=len(faithful),
+            faithful_not_written=[f for f in stand_in.faithful if f not in faithful],
             by_kind={
                 k: sum(1 for c in stand_in.changed if c[0] == k)
                 for k in ("number", "negation", "hedge")

@@ -27,6 +27,11 @@ def test_demo_runs_twice_and_cleans_up(companion_home: Path) -> None:
         assert "Both copies byte-identical after the dream: True" in out
         assert "bug!" not in out and "False" not in out
         assert "promoted     MEMORY.md" in out
+        # issue 16, item 8: the represent step is part of the story, and the Dreaming line
+        # counts the orphans the report lists
+        assert "represented  Home.md" in out
+        assert "Home.md: edited by a person recently" not in out
+        assert "Dreaming line and report agree on orphans: True" in out
         assert "A second dream over the same night: nothing changed (idempotent)." in out
         assert "The station's logs are capped with journald SystemMaxUse=200M." in out
         assert "Traceback" not in res.stderr

@@ -8,6 +8,7 @@ text says more than its source. It can also fail, hang or answer garbage.
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import re
 import threading
@@ -21,11 +22,32 @@ import tomli_w
 
 from companion.config import load_config
 from companion.dream.blocks import Ref
-from companion.dream.distill_llm import LlmSettings, Unit, distill_llm
+from companion.dream.distill_llm import (
+    PROPOSALS_SCHEMA,
+    RESPONSE_FORMAT,
+    LlmSettings,
+    Unit,
+    distill_llm,
+)
 from companion.dream.engine import run_dream
 from companion.dream.verify import verify_vault
 from companion.paths import device_paths
 from tests.fixtures.dream import NOW, SECRET, build, config_dict
+
+# (a quote found in the fixture's excerpts, a restatement that changes what it says)
+CHANGED_MEANING = [
+    ("the BME280 answers on I2C address 0x76", "The BME280 answers on I2C address 0x77."),
+    ("nightly backups run with restic at 03:00", "Nightly backups run with restic at 04:00."),
+    ("run the test suite before pushing to main", "Never run the test suite before pushing."),
+    (
+        "The official 5.1 V supply stops the brown-outs",
+        "The official 5 V supply stops the brown-outs.",
+    ),
+    (
+        "containers on the same user-defined network resolve each other by name",
+        "Containers on the same user-defined network sometimes resolve each other by name.",
+    ),
+]
 
 
 class StandIn:
@@ -52,8 +74,24 @@ class StandIn:
                     return
                 if stand_in.mode == "slow":
                     time.sleep(3)
+                if stand_in.mode == "schema400" and (
+                    body["response_format"]["type"] != "json_object"
+                    or "schema" in body["response_format"]
+                ):
+                    # as llama-cpp-python's server answers an unknown type, then a 422
+                    first = len(stand_in.requests) == 1
+                    err = b'{"error": {"message": "response_format: type json_schema"}}'
+                    self.send_response(500 if first else 422)
+                    self.send_header("Content-Length", str(len(err)))
+                    self.end_headers()
+                    self.wfile.write(err)
+                    return
                 if stand_in.mode == "garbage":
                     content = "Sure! Here are some thoughts, not JSON."
+                elif stand_in.mode == "offschema" or (
+                    stand_in.mode == "first-offschema" and len(stand_in.requests) == 1
+                ):
+                    content = json.dumps({"answer": "the weather is nice", "score": 3})
                 else:
                     content = json.dumps({"proposals": stand_in.proposals(body)})
                 data = json.dumps(
@@ -122,11 +160,33 @@ class StandIn:
                     {
                         "kind": "knowledge",
                         "source": sid,
+                        "topic": "",
                         "text": "Brown-outs were caused by a cheap charger bought online "
                         "from a shady vendor in 2019.",
                         "quote": "Fixed the brown-outs",
                     }
                 )
+                out.append(
+                    {
+                        "kind": "knowledge",
+                        "source": sid,
+                        "topic": "",
+                        "text": "Brown-outs were caused by a cheap charger bought online "
+                        "from a shady vendor.",
+                        "quote": "Fixed the brown-outs",
+                    }
+                )
+            out.extend(self.changed_meaning(sid, text))
+        return [{"topic": "", **p} for p in out]
+
+    @staticmethod
+    def changed_meaning(sid: str, text: str) -> list[dict[str, Any]]:
+        """Proposals whose quote is real but whose text changes a value, a negation or a
+        hedge of it (what a small model does)."""
+        out = []
+        for quote, wrong in CHANGED_MEANING:
+            if quote in text:
+                out.append({"kind": "knowledge", "source": sid, "text": wrong, "quote": quote})
         return out
 
     def close(self) -> None:
@@ -166,6 +226,17 @@ def test_grounded_proposal_kept_ungrounded_rejected(tmp_path, stand_in):
         in rejected["Restic backups are encrypted with AES-256."]
     )
     assert any("says more than the cited source" in r for r in rejected.values())
+    assert (
+        "'2019' is not in its quote"
+        in rejected[
+            "Brown-outs were caused by a cheap charger bought online from a shady vendor in 2019."
+        ]
+    )
+    # a changed number, negation or hedge is never kept, whatever the word overlap (item 9)
+    for _quote, wrong in CHANGED_MEANING:
+        assert "changes what its quote says" in rejected[wrong], wrong
+    written = json.dumps([c.to_dict() for c in rep.changes])
+    assert not any(wrong in written for _q, wrong in CHANGED_MEANING)
     # rules still ran: explicit markers are consolidated whatever the model says
     assert "0x76" in (fx.vault / "knowledge/Raspberry Pi setup.md").read_text(encoding="utf-8")
     assert verify_vault(fx.vault).ok  # the model's line resolves through its recorded quote
@@ -176,7 +247,10 @@ def test_grounded_proposal_kept_ungrounded_rejected(tmp_path, stand_in):
     sent = json.dumps(stand_in.requests)
     assert SECRET not in sent and "[secret removed]" in sent
     assert stand_in.requests[0]["model"] == "stand-in"
-    assert stand_in.requests[0]["response_format"] == {"type": "json_object"}
+    fmt = stand_in.requests[0]["response_format"]  # structured output (item 10)
+    assert fmt["type"] == "json_schema" and fmt["json_schema"]["schema"] == PROPOSALS_SCHEMA
+    assert rep.llm is not None and rep.llm["status"] == "ok" and rep.llm["json_schema"]
+    assert rep.llm["kept"] >= 1 and rep.llm["rejected"] >= 8
 
 
 def test_api_key_comes_from_the_secret_store(tmp_path, stand_in):
@@ -228,3 +302,125 @@ def test_batches_stop_at_the_token_budget():
         s.close()
     assert not out.failed and out.batches > out.batches_done >= 1
     assert "token budget" in out.note and len(s.requests) == out.batches_done
+
+
+def test_an_off_schema_reply_is_a_failure_in_the_report_and_the_notification(tmp_path):
+    """Item 10: unrelated JSON is not "1 batch" of success: the batch failed, the report says
+    so, and so does the morning notification."""
+    from companion.gui.events import DreamLanded
+    from companion.gui.notify_policy import notifications_for
+
+    s = StandIn("offschema")
+    try:
+        fx, paths, config = _setup(tmp_path, s.url, retries=1)
+        rep = run_dream(fx.vault, config, NOW, paths=paths)
+    finally:
+        s.close()
+    assert len(s.requests) == 2  # one retry
+    assert rep.distiller == "rules" and "off-schema" in (rep.distiller_note or "")
+    assert rep.llm is not None and rep.llm["status"] == "failed"
+    assert rep.llm["failed"] and "proposals" in rep.llm["failed"][0]["why"]
+    data = json.loads(rep.path.read_text(encoding="utf-8"))
+    assert data["counts"]["llm_failed"] == 1 and data["llm"]["answered"] == 0
+    event = DreamLanded(rep.path, data["date"], data["ran_on"], dict(data["counts"]))
+    (note,) = notifications_for([event], {"morning_time": "00:00"}, dt.datetime.now())
+    assert "model" in note.body and "failed" in note.body
+
+
+def test_one_off_schema_batch_is_reported_and_the_others_kept():
+    units = [
+        Unit(f"S{i}", Ref("journal/x.md", i), "journal", f"Lesson {i}: " + "word " * 2900)
+        for i in range(1, 4)
+    ]
+    s = StandIn("first-offschema")
+    try:
+        out = distill_llm(
+            units, LlmSettings(s.url, "stand-in", max_tokens=100_000, timeout_s=10, retries=0)
+        )
+    finally:
+        s.close()
+    assert not out.failed and out.batches == 3 and out.batches_done == 2
+    summary = out.summary()
+    assert summary["status"] == "partial" and [f["batch"] for f in summary["failed"]] == [1]
+    assert "1 batch(es) failed (off-schema" in out.describe()
+
+
+def test_an_item_off_schema_is_rejected_alone(tmp_path, stand_in):
+    fx, paths, config = _setup(tmp_path, stand_in.url)
+    original = stand_in.proposals
+
+    def with_bad_item(body):
+        out = original(body)
+        if out:
+            out.append(
+                {"kind": "knowledge", "source": out[0]["source"], "topic": "", "text": "No quote."}
+            )
+        return out
+
+    stand_in.proposals = with_bad_item  # type: ignore[method-assign]
+    rep = run_dream(fx.vault, config, NOW, paths=paths)
+    reasons = [s.reason for s in rep.skipped if s.text == "No quote."]
+    assert reasons and "off-schema" in reasons[0] and "'quote' is a required property" in reasons[0]
+    assert "Restic backups need a prune policy on the NAS." in (
+        fx.vault / "knowledge/Backups.md"
+    ).read_text(encoding="utf-8")
+
+
+def test_an_endpoint_without_json_schema_gets_a_json_object_request(tmp_path):
+    s = StandIn("schema400")
+    try:
+        fx, paths, config = _setup(tmp_path, s.url)
+        rep = run_dream(fx.vault, config, NOW, paths=paths)
+    finally:
+        s.close()
+    assert [r["response_format"] for r in s.requests[:3]] == [
+        RESPONSE_FORMAT,
+        {"type": "json_object", "schema": PROPOSALS_SCHEMA},
+        {"type": "json_object"},
+    ]
+    assert rep.distiller == "llm" and rep.llm is not None and rep.llm["json_schema"] is False
+    assert "Restic backups need a prune policy on the NAS." in (
+        fx.vault / "knowledge/Backups.md"
+    ).read_text(encoding="utf-8")
+
+
+def test_verify_rechecks_the_meaning_of_a_model_line(tmp_path):
+    """Item 9: a model-written line whose number differs from its recorded quote is
+    unresolved, even though the quote is in the source."""
+    vault = tmp_path / "v"
+    (vault / "journal").mkdir(parents=True)
+    (vault / "knowledge").mkdir()
+    (vault / "journal/2026-11-27.md").write_text(
+        "# 2026-11-27\n\n## Learned\n- The server publishes on 127.0.0.1 by default.\n", "utf-8"
+    )
+    (vault / "knowledge/Server.md").write_text(
+        "# Server\n\n<!-- dream:begin -->\n- The server publishes on 0.0.0.0 by default. "
+        "<!-- src: journal/2026-11-27.md#L4 -->\n<!-- dream:end -->\n",
+        "utf-8",
+    )
+    report = {
+        "version": 1,
+        "date": "2026-11-28",
+        "changes": [
+            {
+                "id": "c1",
+                "kind": "consolidated",
+                "note": "knowledge/Server.md",
+                "provenance": [
+                    {
+                        "source": "journal/2026-11-27.md",
+                        "line": 4,
+                        "message_id": None,
+                        "quote": "The server publishes on 127.0.0.1 by default.",
+                        "written": "The server publishes on 0.0.0.0 by default.",
+                    }
+                ],
+            }
+        ],
+    }
+    (vault / ".companion/dreams").mkdir(parents=True)
+    (vault / ".companion/dreams/2026-11-28.json").write_text(json.dumps(report), "utf-8")
+    result = verify_vault(vault)
+    assert not result.ok
+    (problem,) = [c for c in result.checks if c.status == "unresolved"]
+    assert "0.0.0.0" in problem.detail

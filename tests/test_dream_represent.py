@@ -168,3 +168,26 @@ def test_nothing_in_the_window_writes_only_nothing_changed(tmp_path):
     again = dream(root)
     assert again.run_changes == [] and again.nothing_changed
     assert (root / "journal/2026-11-28.md").read_text(encoding="utf-8") == journal
+
+
+def test_dreaming_line_counts_the_orphans_the_report_lists(tmp_path):
+    """Issue 16, item 8: notes the Dreaming lines link are not orphans, in the count as in the
+    report (Home.md edited recently, so the index cannot list the new note)."""
+    import re
+
+    root = vault(
+        tmp_path,
+        {
+            "Home.md": HOME,
+            "knowledge/SQLite.md": "# SQLite\n",
+            "knowledge/Lonely.md": "# Lonely\n\nNothing links here.\n",
+            "journal/2026-11-27.md": "# 2026-11-27\n\n## Learned\n"
+            "- The NAS sleeps from 01:30 to save power every night.\n",
+        },
+        recent=("Home.md",),
+    )
+    rep = dream(root)
+    assert rep.orphans == ["knowledge/Lonely.md"]
+    journal = (root / "journal/2026-11-28.md").read_text(encoding="utf-8")
+    m = re.search(r"(\d+) orphan note", journal)
+    assert m is not None and int(m.group(1)) == len(rep.orphans), journal

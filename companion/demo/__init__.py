@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import secrets
 import shutil
 import time
@@ -39,6 +40,8 @@ class DemoWorld:
     laptop_paths: DevicePaths = field(init=False)
     engines: dict[str, Any] = field(default_factory=dict)
     stack: contextlib.ExitStack = field(default_factory=contextlib.ExitStack)
+    # what the person edited on the laptop in this story (vault path -> when)
+    person_edits: dict[str, datetime] = field(default_factory=dict)
     gui: str = "auto"  # "auto": windows when a display is present; "never"; "always"
 
     def __post_init__(self) -> None:
@@ -51,6 +54,18 @@ class DemoWorld:
     def sync(self, device: str) -> Any:
         """One sync round on `device` ("server" or "laptop") until converged."""
         return self.engines[device].round()
+
+
+class StoryEditors:
+    """Who edited what, as the demo's story knows it: the person's edits on the laptop, and
+    nothing else (the agent wrote the rest). The dream's default reads file times and cannot
+    tell the agent from a person; on a real sync copy the sync engine knows the device."""
+
+    def __init__(self, world: DemoWorld) -> None:
+        self.world = world
+
+    def last_human_edit(self, path: str) -> datetime | None:
+        return self.world.person_edits.get(path)
 
 
 def say(title: str) -> None:
@@ -117,12 +132,33 @@ def chapter_dream(world: DemoWorld) -> None:
         hermes_home=world.hermes_home,
         ran_on="server",
         sync=EngineSyncHook(world.engines["server"]),
+        editors=StoryEditors(world),
     )
     counts = report.counts
     summary = ", ".join(f"{v} {k}" for k, v in counts.items() if v and k != "candidates")
     click.echo(f"Dream report: {summary or 'nothing changed'}")
     for c in report.changes:
         click.echo(f"  {c.kind:<12} {c.note}: {change_text(c, 'en')}")
+    for s in report.skipped:
+        if s.code == "being_edited":
+            click.echo(f"  waiting      {s.reason}")
+    journal = world.server_vault / "journal" / f"{world.today.isoformat()}.md"
+    dreaming = [
+        line.split(" <!-- src:")[0]
+        for line in journal.read_text(encoding="utf-8").split("\n")
+        if "<!-- src: .companion/dreams/" in line
+    ]
+    click.echo("Under ## Dreaming in today's journal:")
+    for line in dreaming:
+        click.echo(f"  {line}")
+    said = [
+        int(m.group(1))
+        for m in re.finditer(r"(\d+) (?:orphan|nota huérfana|notas hu)", "\n".join(dreaming))
+    ]
+    click.echo(
+        "Dreaming line and report agree on orphans: "
+        + str((said[0] if said else 0) == len(report.orphans))
+    )
     if report.path is not None:
         click.echo(f"Machine-readable report: {report.path.relative_to(world.server_vault)}")
     verify = report.to_dict().get("verify") or {}
@@ -135,6 +171,7 @@ def chapter_dream(world: DemoWorld) -> None:
         hermes_home=world.hermes_home,
         ran_on="server",
         sync=EngineSyncHook(world.engines["server"]),
+        editors=StoryEditors(world),
     )
     click.echo(
         "A second dream over the same night: "
@@ -213,6 +250,7 @@ def chapter_edits(world: DemoWorld) -> None:
     note = world.laptop_vault / "projects" / "Weather station.md"
     with note.open("a", encoding="utf-8") as f:
         f.write("- Add a rain gauge in spring.\n")
+    world.person_edits["projects/Weather station.md"] = datetime.now().astimezone()
     world.sync("laptop")
     world.sync("server")
     arrived = "rain gauge" in (world.server_vault / "projects" / "Weather station.md").read_text()
@@ -237,6 +275,7 @@ def chapter_conflict(world: DemoWorld) -> None:
             p.read_text(encoding="utf-8").replace("Status: three drafts in progress.", status),
             encoding="utf-8",
         )
+    world.person_edits[rel] = datetime.now().astimezone()
     world.sync("server")  # the agent's edit reaches the relay first
     rep = world.sync("laptop")
     world.sync("server")

@@ -210,11 +210,13 @@ def dream(
             click.get_current_context().exit(1)
         return
     if undo_date is not None:
+        from companion.dream.state import DreamState  # noqa: PLC0415
         from companion.dream.undo import undo_dream  # noqa: PLC0415
         from companion.memory import resolve_home  # noqa: PLC0415
 
         home = resolve_home(None, config_home=config.get("memory", "hermes_home") or None)
-        res = undo_dream(root, undo_date, home / "memories")
+        state = DreamState.for_vault(app.paths.data_dir, root)  # restored files are the dream's
+        res = undo_dream(root, undo_date, home / "memories", state=state)
         if as_json:
             click.echo(
                 json.dumps(

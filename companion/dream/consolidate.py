@@ -23,14 +23,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from companion.dream import blocks
+from companion.dream.meaning import contradicts, meaning, same_statement
 from companion.dream.model import Candidate
 from companion.dream.plan import Plan
 from companion.dream.report import Skipped
 from companion.dream.summary import fact
-from companion.dream.text import jaccard, norm_key, words
+from companion.dream.text import fold, norm_key
 from companion.dream.topics import NoteCatalog, TopicMatch
 
-SIMILAR_LINE = 0.85
 LABELS = {
     "en": {"decision": "Decided", "status": "Status"},
     "es": {"decision": "Decidido", "status": "Estado"},
@@ -66,25 +66,65 @@ def line_core(line: str) -> str:
     return PREFIX_RE.sub("", line)
 
 
-def _known(text: str) -> tuple[set[str], list[set[str]]]:
-    keys: set[str] = set()
-    sets: list[set[str]] = []
-    for raw in blocks.split_lines(text):
+def _cores(text: str) -> list[tuple[int, str]]:
+    """(line index, statement) of every line of `text` that says something."""
+    out = []
+    for i, raw in enumerate(blocks.split_lines(text)):
         core = line_core(raw)
-        if not core or core.startswith("<!--"):
-            continue
-        keys.add(norm_key(core))
-        ws = words(core)
-        if len(ws) >= 3:
-            sets.append(ws)
-    return keys, sets
+        if core and not core.startswith("<!--") and not core.startswith("#"):
+            out.append((i, core))
+    return out
 
 
-def _is_dup(c: Candidate, keys: set[str], sets: list[set[str]]) -> bool:
-    if c.key in keys:
-        return True
-    ws = words(c.text)
-    return len(ws) >= 3 and any(jaccard(ws, s) >= SIMILAR_LINE for s in sets)
+@dataclass
+class _Known:
+    """What a note already says: the person's lines and the dream's own, as statements (each
+    with its folded text, a cheap first filter before comparing meanings)."""
+
+    keys: set[str]
+    human: list[tuple[int, str, str]]  # (line, statement, folded) outside the dream's blocks
+    dream: list[tuple[str, str]]  # (statement, folded) of the dream's content lines
+
+    @classmethod
+    def of(cls, text: str) -> _Known:
+        human = [(i, c, fold(c)) for i, c in _cores(blocks.blank_blocks(text))]
+        dream = [
+            (c, fold(c))
+            for c in (line_core(dl.text) for dl in blocks.dream_lines(text) if dl.kind == "content")
+        ]
+        keys = {norm_key(c) for _i, c, _f in human} | {norm_key(c) for c, _f in dream}
+        return cls(keys, human, dream)
+
+    @staticmethod
+    def _near(text: str, lines: list[tuple[str, str]]) -> list[str]:
+        """The lines sharing at least one stem of `text` (the others cannot say the same
+        thing, nor contradict it)."""
+        stems = meaning(text).stems
+        return [c for c, f in lines if any(s in f for s in stems)]
+
+    def says(self, text: str) -> bool:
+        if norm_key(text) in self.keys:
+            return True
+        pool = [(c, f) for _i, c, f in self.human] + self.dream
+        return any(same_statement(text, c) for c in self._near(text, pool))
+
+    def stale_own(self, text: str) -> set[str]:
+        """The dream's own lines `text` makes stale."""
+        return {c for c in self._near(text, self.dream) if contradicts(text, c)}
+
+    def clashes(self, text: str) -> list[tuple[int, str, str]]:
+        """(line, statement, how) of the person's lines `text` contradicts."""
+        near = set(self._near(text, [(c, f) for _i, c, f in self.human]))
+        out = []
+        for i, c, _f in self.human:
+            how = contradicts(text, c) if c in near else None
+            if how:
+                out.append((i, c, how))
+        return out
+
+    def add(self, text: str) -> None:
+        self.keys.add(norm_key(text))
+        self.dream.append((text, fold(text)))
 
 
 def _prov(c: Candidate, p: Any) -> dict[str, Any]:
@@ -96,8 +136,30 @@ def _prov(c: Candidate, p: Any) -> dict[str, Any]:
     return d
 
 
-def new_note_text(day: dt.date) -> str:
-    return f"---\ntags: [dream]\ndate: {day.isoformat()}\n---\n"
+def new_note_text(day: dt.date, title: str | None = None) -> str:
+    """A new note: minimal frontmatter, then its title as an H1 (as written: ":" kept)."""
+    head = f"---\ntags: [dream]\ndate: {day.isoformat()}\n---\n"
+    return head + (f"# {title}\n" if title else "")
+
+
+def _is_status_line(line: str) -> bool:
+    return bool(_STATUS_LINE.match(line))
+
+
+def _drop_own_lines(text: str, stale: Callable[[str], bool], plan: Plan) -> tuple[str, int]:
+    """`text` without the dream's content lines `stale` picks (a removal each, within the
+    removal cap: over it, nothing is removed)."""
+    lines = blocks.split_lines(text)
+    drop = {
+        i
+        for b in blocks.find_blocks(lines)
+        if b.kind == "content"
+        for i in b.body
+        if lines[i].strip() and stale(lines[i])
+    }
+    if not drop or len(drop) > plan.removal_room():
+        return text, 0
+    return "\n".join(ln for i, ln in enumerate(lines) if i not in drop), len(drop)
 
 
 @dataclass
@@ -106,6 +168,10 @@ class Consolidated:
     notes: dict[str, list[Candidate]] = field(default_factory=dict)  # note -> written
     created: list[str] = field(default_factory=list)
     appended_recent: list[str] = field(default_factory=list)
+    # notes a person is editing: their candidates wait for the next dream
+    waiting: dict[str, list[Candidate]] = field(default_factory=dict)
+    # a new line saying another value than the person's line: {note, line, existing, new, why}
+    contradictions: list[dict[str, Any]] = field(default_factory=list)
 
 
 def consolidate(
@@ -175,20 +241,36 @@ def _write_note(
         for c, _m in items:
             explain.add(c, "skipped", "the note cannot be rewritten (not plain UTF-8)", rel)
         return
-    base = text if text is not None else new_note_text(today)
-    keys, sets = _known(
-        blocks.blank_blocks(base) + "\n" + "\n".join(dl.text for dl in blocks.dream_lines(base))
-    )
-    recent = exists and plan.is_recent(rel)
+    if exists and plan.is_recent(rel):
+        # A person is editing it: not a byte is written; the lines wait for the next dream.
+        for c, _m in items:
+            why = "a person is editing the note: it waits for the next dream"
+            explain.add(c, "waiting", why, rel)
+            out.skipped.append(Skipped.of(c, "being_edited", f"{rel}: {why}"))
+            out.waiting.setdefault(rel, []).append(c)
+        return
+    title = next((m.title for _c, m in items if m.title), None)
+    base = text if text is not None else new_note_text(today, title)
+    known = _Known.of(base)
+    stale: set[str] = set()  # the dream's own lines a newer candidate makes stale
     by_kind: dict[str, list[tuple[Candidate, str]]] = {}
     for c, m in items:
-        if _is_dup(c, keys, sets):
+        if known.says(c.text):
             explain.add(c, "duplicate", "the note already says this", rel)
             continue
-        keys.add(c.key)
-        ws = words(c.text)
-        if len(ws) >= 3:
-            sets.append(ws)
+        if c.kind == "knowledge":
+            stale |= known.stale_own(c.text)
+            for line_no, core, clash in known.clashes(c.text):
+                out.contradictions.append(
+                    {
+                        "note": rel,
+                        "line": line_no + 1,
+                        "existing": core,
+                        "new": c.text,
+                        "why": clash,
+                    }
+                )
+        known.add(c.text)
         day = (c.day or today).isoformat()
         shown = c.text if c.kind == "knowledge" else f"{labels[c.kind]} {day}: {c.text}"
         line = blocks.render_line(shown, c.refs())
@@ -207,24 +289,12 @@ def _write_note(
         if not lines:
             continue
         new_lines = [ln for _c, ln in lines]
-        removed = 0
-        if kind == "status" and not recent:
-            body_lines = blocks.split_lines(current)
-            stale = [
-                i
-                for b in blocks.find_blocks(body_lines)
-                if b.kind == "content"
-                for i in b.body
-                if _STATUS_LINE.match(body_lines[i])
-            ]
-            if stale:
-                removed = len(stale)
-                current_wo = "\n".join(ln for i, ln in enumerate(body_lines) if i not in stale)
-                if removed <= plan.removal_room():
-                    current = current_wo
-                else:
-                    removed = 0
-        after = blocks.add_lines(current, new_lines, tail_only=recent)
+        trial, removed = current, 0
+        if kind == "status":
+            trial, removed = _drop_own_lines(current, _is_status_line, plan)
+        elif kind == "knowledge" and stale:
+            trial, removed = _drop_own_lines(current, lambda ln: line_core(ln) in stale, plan)
+        after = blocks.add_lines(trial, new_lines)
         cands = [c for c, _ln in lines]
         n = len(cands)
         if kind == "knowledge":
@@ -233,10 +303,10 @@ def _write_note(
             facts = [fact("decisions_added", n=n)]
         else:
             facts = [fact("status_updated" if removed else "status_added")]
-        if not exists and current == base and text is None:
+        if not exists and trial == base and text is None:
             facts.append(fact("new_note"))
-        if recent:
-            facts.append(fact("appended_recent"))
+        if kind == "knowledge" and removed:
+            facts.append(fact("stale_lines_replaced", n=removed))
         change = plan.write(
             rel,
             after,
@@ -258,5 +328,3 @@ def _write_note(
         out.notes.setdefault(rel, []).extend(cands)
         if text is None and rel not in out.created:
             out.created.append(rel)
-        if recent and rel not in out.appended_recent:
-            out.appended_recent.append(rel)

@@ -12,8 +12,10 @@ Sources of candidates:
   promoted to USER.md only. The candidate keeps the exact entry (which may span lines).
 
 Every candidate carries its provenance and the verbatim text it came from. Candidates saying
-the same thing (same normalised text, or word overlap of 85% or more) are merged, keeping
-every source. Text the secret gate flags becomes a "secret" skip that names only the location.
+the same thing (`companion.dream.meaning.same_statement`: the same stems, one contained in the
+other or a close paraphrase, with the same values, negations and hedges) are merged, keeping
+every source and the fuller text. Text the secret gate flags becomes a "secret" skip that
+names only the location.
 """
 
 from __future__ import annotations
@@ -22,15 +24,16 @@ import datetime as dt
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
+from companion.dream.blocks import Ref
 from companion.dream.markers import match_marker
+from companion.dream.meaning import same_statement
 from companion.dream.model import Candidate, JournalEntry, Message, Provenance
-from companion.dream.quality import junk_reason
+from companion.dream.quality import junk_reason, personal_fact, transient_reason
 from companion.dream.report import Skipped
-from companion.dream.text import collapse, jaccard, sentence, words
+from companion.dream.text import collapse, sentence
 from companion.dream.toolcalls import memory_ops
 from companion.memory import format as fmt
 
-SIMILAR_STATEMENT = 0.85
 _PROMOTE_RANK = {None: 0, "recurrence": 1, "marker": 2, "memory-tool": 3}
 
 
@@ -38,6 +41,19 @@ _PROMOTE_RANK = {None: 0, "recurrence": 1, "marker": 2, "memory-tool": 3}
 class Distilled:
     candidates: list[Candidate] = field(default_factory=list)
     skipped: list[Skipped] = field(default_factory=list)
+    # the agent's replace and remove calls (applied), in order: promote follows them
+    memory_edits: list[MemoryEdit] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class MemoryEdit:
+    """An entry the agent replaced or removed with its memory tool (`content` None: removed)."""
+
+    target: str
+    old_text: str
+    content: str | None
+    time: dt.datetime
+    ref: Ref
 
 
 def _journal_time(entry: JournalEntry) -> dt.datetime:
@@ -75,6 +91,8 @@ def _from_journal(entry: JournalEntry) -> Candidate | None:
         entry.ref(), collapse(entry.text), _journal_time(entry), f"day:{entry.day.isoformat()}"
     )
     cand = Candidate(kind, text, [prov], "journal", promote=promote, day=entry.day, time=prov.time)
+    if mk is not None and kind == "knowledge":
+        _personal(cand)
     if kind in ("decision", "status"):
         cand.topic = first_link(text)
     cand.days.add(entry.day.isoformat())
@@ -96,6 +114,8 @@ def _from_message_lines(msg: Message) -> Iterable[Candidate]:
         cand = Candidate(
             kind, text, [prov], "marker", promote=promote, day=msg.time.date(), time=msg.time
         )
+        if kind == "knowledge" and msg.role == "user":
+            _personal(cand)
         if kind in ("decision", "status"):
             cand.topic = first_link(text)
         cand.sessions.add(prov.session or "")
@@ -103,15 +123,33 @@ def _from_message_lines(msg: Message) -> Iterable[Candidate]:
         yield cand
 
 
-def _memory_calls(messages: Sequence[Message]) -> list[Candidate]:
+def _personal(cand: Candidate) -> None:
+    """The person's marked statement about themselves ("recuerda: prefiero que me llames Lu")
+    is USER.md's, asked for explicitly: promoted there, never a knowledge note."""
+    if personal_fact(cand.text):
+        cand.kind, cand.target, cand.promote, cand.consolidate = "fact", "user", "marker", False
+
+
+def _memory_calls(messages: Sequence[Message]) -> tuple[list[Candidate], list[MemoryEdit]]:
     """Net effect of the agent's memory writes that Hermes applied in the window, per target
-    (`companion.dream.toolcalls` says which calls count)."""
+    (`companion.dream.toolcalls` says which calls count): the entries it added and kept, and
+    its replace and remove calls, which promote follows."""
     live: dict[str, list[tuple[str, Message]]] = {"memory": [], "user": []}
+    edits: list[MemoryEdit] = []
     for op in memory_ops(messages):
         content = fmt.normalise_entry(op.content)
         old = fmt.normalise_entry(op.old_text)
         if op.action in ("remove", "replace") and old:
             live[op.target] = [(c, m) for c, m in live[op.target] if old not in c]
+            edits.append(
+                MemoryEdit(
+                    op.target,
+                    old,
+                    content if op.action == "replace" and content else None,
+                    op.message.time,
+                    op.message.ref(),
+                )
+            )
         if op.action in ("add", "replace") and content:
             live[op.target].append((content, op.message))
     out = []
@@ -135,33 +173,33 @@ def _memory_calls(messages: Sequence[Message]) -> list[Candidate]:
             cand.sessions.add(prov.session or "")
             cand.days.add(msg.time.date().isoformat())
             out.append(cand)
-    return out
+    return out, edits
 
 
 def merge_candidates(cands: Iterable[Candidate]) -> list[Candidate]:
-    """Merge candidates that say the same thing (same kind and target project)."""
+    """Merge candidates that say the same thing (same kind, target and project), as
+    `companion.dream.meaning.same_statement` decides: the merged one keeps the fuller text."""
     merged: list[Candidate] = []
     by_key: dict[tuple[str, str, str], Candidate] = {}
-    word_sets: list[tuple[Candidate, set[str]]] = []
     for c in cands:
         k = (c.kind, c.target, c.key)
         same = by_key.get(k)
-        if same is None and c.kind in ("knowledge", "fact"):
-            ws = words(c.text)
-            if len(ws) >= 3:
-                for other, ows in word_sets:
-                    if (
-                        other.kind == c.kind
-                        and other.target == c.target
-                        and jaccard(ws, ows) >= SIMILAR_STATEMENT
-                    ):
-                        same = other
-                        break
-        if same is None or (c.kind in ("decision", "status") and same.topic != c.topic):
+        if same is not None and c.kind in ("decision", "status") and same.topic != c.topic:
+            same = None
+        if same is None:
+            for other in merged:
+                if other.kind != c.kind or other.target != c.target or other.topic != c.topic:
+                    continue
+                if same_statement(c.text, other.text):
+                    same = other
+                    break
+                if same_statement(other.text, c.text):  # c says more: keep its words
+                    other.text, other.entry = c.text, c.entry or other.entry
+                    same = other
+                    break
+        if same is None:
             by_key[k] = c
             merged.append(c)
-            if c.kind in ("knowledge", "fact"):
-                word_sets.append((c, words(c.text)))
             continue
         for p in c.provenance:
             if p.ref not in [q.ref for q in same.provenance]:
@@ -192,8 +230,11 @@ def distill_rules(
             raw.append(c)
     for m in messages:
         raw.extend(_from_message_lines(m))
-    raw.extend(_memory_calls(messages))
-    return screen(raw, is_secret)
+    adds, edits = _memory_calls(messages)
+    raw.extend(adds)
+    out = screen(raw, is_secret)
+    out.memory_edits = [e for e in edits if not is_secret(e.old_text + "\n" + (e.content or ""))]
+    return out
 
 
 def screen(raw: Iterable[Candidate], is_secret: Callable[[str], bool]) -> Distilled:
@@ -207,6 +248,10 @@ def screen(raw: Iterable[Candidate], is_secret: Callable[[str], bool]) -> Distil
         why = junk_reason(c.text)
         if why is not None:
             out.skipped.append(Skipped.of(c, "junk", why))
+            continue
+        why = transient_reason(c.text) if c.kind in ("knowledge", "fact") else None
+        if why is not None:
+            out.skipped.append(Skipped.of(c, "transient", why))
             continue
         kept.append(c)
     out.candidates = merge_candidates(kept)

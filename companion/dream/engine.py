@@ -12,6 +12,7 @@ from __future__ import annotations
 import datetime as dt
 import time
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
@@ -19,14 +20,16 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 from filelock import FileLock, Timeout
 
 from companion.config import Config, load_config
-from companion.dream.consolidate import Explanation, consolidate
+from companion.dream.consolidate import Consolidated, Explanation, consolidate
 from companion.dream.distill_llm import build_units, distill_llm, settings_from_config
 from companion.dream.distill_rules import Distilled, merge_candidates, screen
 from companion.dream.distill_rules import distill_rules as rules_distiller
 from companion.dream.ledger import Ledger
+from companion.dream.model import Candidate, JournalEntry, Message
 from companion.dream.plan import Plan
 from companion.dream.promote import (
     RECURRENCE,
+    PromotionPlan,
     apply_promotions,
     plan_promotions,
     stage_promotions,
@@ -38,10 +41,11 @@ from companion.dream.read import (
     read_transcripts,
     sources_from_config,
 )
-from companion.dream.record import RunSummary, detect_language, record_journal
+from companion.dream.record import RunSummary, detect_language, journal_tag, record_journal
 from companion.dream.report import (
     Change,
     DreamReport,
+    Skipped,
     last_dream_end,
     load_report,
     report_path,
@@ -50,6 +54,7 @@ from companion.dream.report import (
 from companion.dream.represent import Represented, find_orphans, repair_links, update_home
 from companion.dream.secretgate import SecretGate
 from companion.dream.state import DreamState, EditorInfo, MtimeEditors, vault_key
+from companion.dream.text import norm_key
 from companion.dream.topics import NoteCatalog
 from companion.dream.verify import SyncHook, settle
 from companion.errors import CompanionError, ConfigError, InputError
@@ -92,6 +97,66 @@ def _check_window(hours: int) -> int:
             f"the dream window must be {MIN_WINDOW} to {MAX_WINDOW} hours, got {hours}"
         )
     return hours
+
+
+@dataclass
+class _Run:
+    """What the steps of one dream share: its inputs, and what each step leaves for the next.
+
+    Each step is one function taking the run (`_read`, `_distill`, `_consolidate`,
+    `_represent`, `_promote`, `_record`, `_apply`, `_verify`); the fields below the inputs are
+    filled in step order.
+    """
+
+    root: Path
+    config: Config
+    paths: DevicePaths
+    now: dt.datetime
+    tz: ZoneInfo
+    today: dt.date
+    hours: int
+    report: DreamReport
+    dry_run: bool
+    explain: bool
+    sync: SyncHook | None
+    editors: EditorInfo | None
+    renames: Mapping[str, str] | None
+    gate: SecretGate
+    home: Path  # the Hermes home
+    clock: _Clock = field(default_factory=lambda: _Clock())
+    why: Explanation = field(default_factory=Explanation)
+    # 1. read
+    messages: list[Message] = field(default_factory=list)
+    entries: list[JournalEntry] = field(default_factory=list)
+    language: str = "en"
+    journal_tag: str = "journal"
+    catalog: NoteCatalog | None = None
+    graph: Any = None
+    # distill
+    distilled: Distilled = field(default_factory=Distilled)
+    ledger: Ledger | None = None
+    # 2. consolidate
+    existing: DreamReport | None = None
+    state: DreamState | None = None
+    plan: Plan | None = None
+    cons: Consolidated = field(default_factory=Consolidated)
+    # 3. represent
+    rep: Represented = field(default_factory=Represented)
+    # 4. promote
+    stores: dict[str, MemoryStore] = field(default_factory=dict)
+    pp: PromotionPlan = field(default_factory=PromotionPlan)
+    staging: bool = False
+    # 5. record
+    skipped: list[Skipped] = field(default_factory=list)
+    id_start: int = 1
+
+    @property
+    def cands(self) -> list[Candidate]:
+        return self.distilled.candidates
+
+    def need_plan(self) -> Plan:
+        assert self.plan is not None, "consolidate plans the run's edits"
+        return self.plan
 
 
 class _Clock:
@@ -159,312 +224,337 @@ def run_dream(
         lock.acquire()
     except Timeout:
         raise CompanionError(f"another dream of {root} is running on this device") from None
+    run = _Run(
+        root=root,
+        config=config,
+        paths=paths,
+        now=now,
+        tz=tz,
+        today=today,
+        hours=hours,
+        report=report,
+        dry_run=dry_run,
+        explain=explain,
+        sync=sync,
+        editors=editors,
+        renames=renames,
+        gate=SecretGate(config.get("secrets", "allowlist") or ()),
+        home=resolve_home(hermes_home, config_home=config.get("memory", "hermes_home") or None),
+    )
     try:
-        return _dream(
-            root,
-            config,
-            paths,
-            now,
-            tz,
-            today,
-            hours,
-            report,
-            dry_run=dry_run,
-            explain=explain,
-            sync=sync,
-            editors=editors,
-            hermes_home=hermes_home,
-            since=since,
-            renames=renames,
-        )
+        return _dream(run, since)
     finally:
         lock.release()
 
 
-def _dream(
-    root: Path,
-    config: Config,
-    paths: DevicePaths,
-    now: dt.datetime,
-    tz: ZoneInfo,
-    today: dt.date,
-    hours: int,
-    report: DreamReport,
-    *,
-    dry_run: bool,
-    explain: bool,
-    sync: SyncHook | None,
-    editors: EditorInfo | None,
-    hermes_home: str | Path | None,
-    since: dt.datetime | None,
-    renames: Mapping[str, str] | None,
-) -> DreamReport:
-    clock = _Clock()
-    if sync is not None and not dry_run:
-        if not sync.acquire_lease(f"dream-{today.isoformat()}", LEASE_TTL):
+def _dream(run: _Run, since: dt.datetime | None) -> DreamReport:
+    report = run.report
+    if run.sync is not None and not run.dry_run:
+        if not run.sync.acquire_lease(f"dream-{run.today.isoformat()}", LEASE_TTL):
             report.status = "skipped"
             report.warnings.append("another device holds tonight's dream lease; not dreaming")
             return report
-        before = settle(sync, attempts=1)
+        before = settle(run.sync, attempts=1)
         if before["status"] != "synced":
             report.warnings.append(f"sync before the dream did not settle: {before.get('error')}")
-    # --- 1. Read ------------------------------------------------------------------------------
-    full_start = now - dt.timedelta(hours=hours)
-    last = last_dream_end(root)
-    start = since or (max(full_start, last) if last is not None and last < now else full_start)
-    window = Window(start, now)
+    index = _read(run, since)
+    try:
+        _distill(run)
+        _consolidate(run)
+        _represent(run)
+        _promote(run)
+        _record(run)
+        _apply(run)
+    finally:
+        if index is not None:
+            index.close()
+    _verify(run)
+    return report
+
+
+def _read(run: _Run, since: dt.datetime | None) -> VaultIndex | None:
+    """Step 1: the window, the transcripts, the journal days and the vault's notes (through
+    the full-text index, before anything is created). Returns the open index (or None)."""
+    report, config = run.report, run.config
+    full_start = run.now - dt.timedelta(hours=run.hours)
+    last = last_dream_end(run.root)
+    start = since or (max(full_start, last) if last is not None and last < run.now else full_start)
+    window = Window(start, run.now)
     report.window = window.to_dict()
-    home = resolve_home(hermes_home, config_home=config.get("memory", "hermes_home") or None)
-    specs, notes = sources_from_config(config, home)
+    specs, notes = sources_from_config(config, run.home)
     report.warnings.extend(notes)
     transcripts = read_transcripts(specs, window)
     report.warnings.extend(transcripts.problems)
-    days = journal_days(full_start.astimezone(tz).date(), today)
-    entries, journal_texts = read_journal(root, days)
-    language = detect_language(journal_texts.values(), config.get("dream", "language"))
-    v = Vault.from_config(root, config)
+    run.messages = transcripts.messages
+    days = journal_days(full_start.astimezone(run.tz).date(), run.today)
+    run.entries, journal_texts = read_journal(run.root, days)
+    run.language = detect_language(journal_texts.values(), config.get("dream", "language"))
+    run.journal_tag = journal_tag(journal_texts.values())
+    v = Vault.from_config(run.root, config)
     index: VaultIndex | None
     try:
-        index = VaultIndex(v, paths.data_dir)
+        index = VaultIndex(v, run.paths.data_dir)
         index.update()
-        graph = index.graph()
+        run.graph = index.graph()
         scan = index.scan
     except CompanionError as exc:
         report.warnings.append(f"the vault index is unavailable ({exc}); matching by names only")
         index = None
-        graph = v.graph()
+        run.graph = v.graph()
         scan = v.scan()
     assert scan is not None
-    catalog = NoteCatalog.build(
-        root,
+    run.catalog = NoteCatalog.build(
+        run.root,
         [*scan.notes, *scan.too_large],
         v.resolver(),
         index,
         stats=scan.notes,
-        cache_file=paths.data_dir / "dream" / f"{vault_key(root)}-aliases.json",
+        cache_file=run.paths.data_dir / "dream" / f"{vault_key(run.root)}-aliases.json",
     )
-    clock.lap("read")
-    try:
-        return _distill_and_write(
-            root,
-            config,
-            paths,
-            now,
-            today,
-            report,
-            transcripts.messages,
-            entries,
-            language,
-            catalog,
-            graph,
-            home,
-            clock,
-            dry_run=dry_run,
-            explain=explain,
-            sync=sync,
-            editors=editors,
-            renames=renames,
-        )
-    finally:
-        if index is not None:
-            index.close()
+    # the window's journal days are the dream's input, not what the vault knows
+    run.catalog.discount(journal_texts.values())
+    run.clock.lap("read")
+    return index
 
 
-def _distill_and_write(
-    root: Path,
-    config: Config,
-    paths: DevicePaths,
-    now: dt.datetime,
-    today: dt.date,
-    report: DreamReport,
-    messages: list[Any],
-    entries: list[Any],
-    language: str,
-    catalog: NoteCatalog,
-    graph: Any,
-    home: Path,
-    clock: _Clock,
-    *,
-    dry_run: bool,
-    explain: bool,
-    sync: SyncHook | None,
-    editors: EditorInfo | None,
-    renames: Mapping[str, str] | None,
-) -> DreamReport:
-    gate = SecretGate(config.get("secrets", "allowlist") or ())
-    # --- distill ------------------------------------------------------------------------------
-    distilled: Distilled = rules_distiller(entries, messages, gate)
+def _distill(run: _Run) -> None:
+    """Candidates: the rules distiller always, the model's grounded proposals with `llm`;
+    then each lesson's days so far (the ledger) for recurrence."""
+    report = run.report
+    run.distilled = rules_distiller(run.entries, run.messages, run.gate)
     if report.distiller == "llm":
-        outcome = distill_llm(build_units(entries, messages, gate), settings_from_config(config))
-        if outcome.failed:
-            report.distiller_note = (
-                f"the llm distiller failed ({outcome.note}); this dream "
-                "used the rules distiller only"
-            )
-            report.distiller = "rules"
-        else:
-            extra = screen(outcome.candidates, gate)
-            distilled.candidates = merge_candidates([*distilled.candidates, *extra.candidates])
-            distilled.skipped.extend(extra.skipped)
-            report.distiller_note = outcome.note or (
-                f"llm: {outcome.batches_done} batch(es), about {outcome.tokens} tokens"
-            )
-        for s in outcome.rejected:
-            if s.text is not None and gate(s.text):
-                s.text = None
-            distilled.skipped.append(s)
-    cands = distilled.candidates
-    report.candidates = len(cands) + len(distilled.skipped)
-    ledger = Ledger.load(root)
-    for c in cands:
+        _distill_llm(run)
+    report.candidates = len(run.cands) + len(run.distilled.skipped)
+    run.ledger = ledger = Ledger.load(run.root)
+    for c in run.cands:
         if c.kind != "knowledge":
             continue
-        n_sessions, n_days = ledger.observe(c.key, c.sessions, c.days)
-        c.seen = max(n_sessions, n_days)
+        _n_sessions, n_days = ledger.observe(c.key, c.sessions, c.days)
+        c.seen = n_days  # durability is distinct days, not repetition within one
         if c.promote is None and c.seen >= RECURRENCE:
             c.promote = "recurrence"
-    ledger.prune(today)
-    clock.lap("distill")
-    # --- 2. Consolidate ----------------------------------------------------------------------
-    state = DreamState.for_vault(paths.data_dir, root)
-    existing = None if dry_run else load_report(root, today.isoformat())
+    ledger.prune(run.today)
+    run.clock.lap("distill")
+
+
+def _distill_llm(run: _Run) -> None:
+    report, gate, distilled = run.report, run.gate, run.distilled
+    outcome = distill_llm(
+        build_units(run.entries, run.messages, gate), settings_from_config(run.config)
+    )
+    report.llm = outcome.summary()
+    if outcome.failed:
+        report.distiller_note = (
+            f"the llm distiller failed ({outcome.note}); this dream used the rules distiller only"
+        )
+        report.distiller = "rules"
+    else:
+        extra = screen(outcome.candidates, gate)
+        distilled.candidates = merge_candidates([*distilled.candidates, *extra.candidates])
+        distilled.skipped.extend(extra.skipped)
+        report.distiller_note = outcome.describe()
+    for s in outcome.rejected:
+        if s.text is not None and gate(s.text):
+            s.text = None
+        distilled.skipped.append(s)
+
+
+def _consolidate(run: _Run) -> None:
+    """Step 2: lessons into `knowledge/`, decisions and state into `projects/` (planned)."""
+    assert run.catalog is not None and run.ledger is not None
+    run.state = DreamState.for_vault(run.paths.data_dir, run.root)
+    existing = None if run.dry_run else load_report(run.root, run.today.isoformat())
     if existing is not None and existing.undone_at:
         existing = None
-    id_start = 1 + (len(existing.changes) if existing else 0)
-    plan = Plan(
-        root=root,
-        is_secret=gate,
-        max_removals=int(config.get("dream", "max_removals")),
-        editors=editors or MtimeEditors(root, state),
-        now=now,
-        human_window=dt.timedelta(hours=float(config.get("vault", "human_edit_window_hours"))),
-        id_start=id_start,
+    run.existing = existing
+    run.id_start = 1 + (len(existing.changes) if existing else 0)
+    run.plan = Plan(
+        root=run.root,
+        is_secret=run.gate,
+        max_removals=int(run.config.get("dream", "max_removals")),
+        editors=run.editors or MtimeEditors(run.root, run.state),
+        now=run.now,
+        human_window=dt.timedelta(hours=float(run.config.get("vault", "human_edit_window_hours"))),
+        id_start=run.id_start,
     )
-    why = Explanation()
-    cons = consolidate(
-        cands,
-        catalog,
-        plan,
-        language=language,
-        today=today,
-        explain=why,
-        rejected=ledger.rejected_on,
+    run.cons = consolidate(
+        run.cands,
+        run.catalog,
+        run.plan,
+        language=run.language,
+        today=run.today,
+        explain=run.why,
+        rejected=run.ledger.rejected_on,
     )
-    clock.lap("consolidate")
-    # --- 3. Represent --------------------------------------------------------------------------
-    rep = Represented()
-    repair_links(plan, catalog, graph.broken, rep, renames)
-    update_home(plan, catalog, language, rep)
-    home_rel = next((n for n in rep.notes if "/" not in n), "Home.md")
-    report.orphans = find_orphans(
-        catalog,
-        graph.inbound,
-        bool(rep.listed) or home_rel in rep.notes,
-        rep.listed,
-        plan.read(home_rel),
-    )
-    clock.lap("represent")
-    # --- 4. Promote ------------------------------------------------------------------------------
-    hermes_cfg = hermes_memory_settings(home)
+    run.report.contradictions = run.cons.contradictions
+    waiting = [
+        c.time for cs in run.cons.waiting.values() for c in cs if c.time and c.sessions
+    ]  # transcript lines: the next dream reads them again (journal days are re-read anyway)
+    if waiting:
+        run.report.resume_from = min(waiting).isoformat()
+    run.clock.lap("consolidate")
+
+
+def _represent(run: _Run) -> None:
+    """Step 3: broken wikilinks, Home.md's index (planned)."""
+    assert run.catalog is not None
+    plan = run.need_plan()
+    repair_links(plan, run.catalog, run.graph.broken, run.rep, run.renames)
+    update_home(plan, run.catalog, run.language, run.rep)
+    run.clock.lap("represent")
+
+
+def _promote(run: _Run) -> None:
+    """Step 4: the every-session facts into Hermes's injected memory (planned)."""
+    assert run.ledger is not None
+    report = run.report
+    hermes_cfg = hermes_memory_settings(run.home)
     if hermes_cfg.problem:
         report.warnings.append(f"{hermes_cfg.problem}; using Hermes's default memory settings")
-    limits = effective_limits(config, hermes_cfg)
-    stores = {t: MemoryStore(home, t, limits[t]) for t in TARGETS if hermes_cfg.enabled[t]}
+    limits = effective_limits(run.config, hermes_cfg)
+    run.stores = {t: MemoryStore(run.home, t, limits[t]) for t in TARGETS if hermes_cfg.enabled[t]}
     for t in TARGETS:
         if not hermes_cfg.enabled[t]:
             report.warnings.append(
                 f"{TARGETS[t]}: {hermes_cfg.enabled_key(t)} is false in {hermes_cfg.path}, so "
                 "the agent does not load it; nothing promoted to it"
             )
-    pp = plan_promotions(cands, stores, plan, why, ledger.rejected_on)
-    report.warnings.extend(pp.warnings)
-    staging = hermes_cfg.write_approval  # the person approves every write: stage, never write
-    clock.lap("promote")
-    # --- 5. Record ----------------------------------------------------------------------------
-    skipped = [*distilled.skipped, *cons.skipped, *pp.skipped]
-    summary = RunSummary(
-        lessons={
-            n: sum(1 for c in cs if c.kind == "knowledge")
+    run.pp = plan_promotions(
+        run.cands,
+        run.stores,
+        run.need_plan(),
+        run.why,
+        run.ledger.rejected_on,
+        edits=run.distilled.memory_edits,
+        was_in_memory=run.ledger.was_in_memory,
+    )
+    report.warnings.extend(run.pp.warnings)
+    run.staging = hermes_cfg.write_approval  # the person approves every write: stage only
+    run.clock.lap("promote")
+
+
+def _summary(run: _Run) -> RunSummary:
+    cons, pp, rep = run.cons, run.pp, run.rep
+
+    def count(kind: str) -> dict[str, int]:
+        return {
+            n: sum(1 for c in cs if c.kind == kind)
             for n, cs in cons.notes.items()
-            if any(c.kind == "knowledge" for c in cs)
-        },
-        decisions={
-            n: sum(1 for c in cs if c.kind == "decision")
-            for n, cs in cons.notes.items()
-            if any(c.kind == "decision" for c in cs)
-        },
+            if any(c.kind == kind for c in cs)
+        }
+
+    return RunSummary(
+        lessons=count("knowledge"),
+        decisions=count("decision"),
         status=[n for n, cs in cons.notes.items() if any(c.kind == "status" for c in cs)],
         created=cons.created,
         appended_recent=cons.appended_recent,
-        promoted={} if staging else {stores[t].name: len(ops) for t, ops in pp.ops.items() if ops},
+        promoted={}
+        if run.staging
+        else {run.stores[t].name: len(ops) for t, ops in pp.ops.items() if ops},
         replaced=sum(1 for ops in pp.ops.values() for p in ops if p.replaced),
         not_fit=sum(1 for s in pp.skipped if s.code == "over_budget"),
         listed=len(rep.listed),
         repaired=len(rep.repaired),
-        orphans=len(report.orphans),
-        secrets=sum(1 for s in skipped if s.code == "secret"),
+        secrets=sum(1 for s in run.skipped if s.code == "secret"),
+        waiting={n: len(cs) for n, cs in cons.waiting.items()},
+        contradictions=[c["note"] for c in cons.contradictions],
     )
-    record_journal(plan, today, summary, language)
-    clock.lap("record")
-    # --- apply ---------------------------------------------------------------------------------
-    counter = [id_start + len(plan.changes)]
+
+
+def _record(run: _Run) -> None:
+    """Step 5: the Dreaming lines in today's journal (planned). Orphans are counted after
+    the notes those lines link, so the line and the report say the same."""
+    assert run.catalog is not None
+    plan = run.need_plan()
+    run.skipped = [*run.distilled.skipped, *run.cons.skipped, *run.pp.skipped]
+    summary = _summary(run)
+    home_rel = next((n for n in run.rep.notes if "/" not in n), "Home.md")
+    linked = summary.linked()
+    run.report.orphans = [
+        o
+        for o in find_orphans(
+            run.catalog,
+            run.graph.inbound,
+            bool(run.rep.listed) or home_rel in run.rep.notes,
+            run.rep.listed,
+            plan.read(home_rel),
+        )
+        if o not in linked
+    ]
+    summary.orphans = len(run.report.orphans)
+    record_journal(plan, run.today, summary, run.language, tag=run.journal_tag)
+    run.clock.lap("record")
+
+
+def _apply(run: _Run) -> None:
+    """Write everything planned (notes at once, then the memory files under the agent's
+    lock), the ledger and the dream's state; or, in a dry run, only simulate."""
+    report, plan, pp, ledger = run.report, run.need_plan(), run.pp, run.ledger
+    assert ledger is not None and run.state is not None
+    counter = [run.id_start + len(plan.changes)]
 
     def next_id() -> str:
         counter[0] += 1
         return f"c{counter[0] - 1}"
 
-    staged = stage_promotions(pp, home, dry_run=dry_run) if staging else []
-    if staging:
+    staged = stage_promotions(pp, run.home, dry_run=run.dry_run) if run.staging else []
+    if run.staging:
         pp.ops = {}
-    if dry_run:
-        mem_changes, more = apply_promotions(pp, stores, dry_run=True, next_id=next_id)
-        mem_skipped = [*staged, *more]
+    if run.dry_run:
+        mem_changes, more = apply_promotions(pp, run.stores, dry_run=True, next_id=next_id)
         run_changes: list[Change] = [*plan.changes, *mem_changes]
     else:
-        landed = plan.apply(state)
-        mem_changes, more = apply_promotions(pp, stores, dry_run=False, next_id=next_id)
-        mem_skipped = [*staged, *more]
+        landed = plan.apply(run.state)
+        mem_changes, more = apply_promotions(pp, run.stores, dry_run=False, next_id=next_id)
         run_changes = [*landed, *mem_changes]
         try:
-            state.save()
+            run.state.save()
         except OSError as exc:
             report.warnings.append(f"cannot save the dream's state: {exc}")
+        refused = {norm_key(s.text) for s in more if s.text}
+        for key in pp.in_memory if not run.staging else []:
+            if key not in refused:
+                ledger.saw_in_memory(key, run.today.isoformat())
         ledger.save()
-    skipped.extend(mem_skipped)
+    run.skipped.extend([*staged, *more])
     report.run_changes = run_changes
-    report.changes = [*(existing.changes if existing else []), *run_changes]
-    report.skipped = skipped
+    report.changes = [*(run.existing.changes if run.existing else []), *run_changes]
+    report.skipped = run.skipped
     report.warnings.extend(plan.warnings)
-    report.explanations = why.items if explain else []
+    report.explanations = run.why.items if run.explain else []
     report.memory = {}
-    for t, store in stores.items():
+    for t, store in run.stores.items():
         try:
-            entries_now = pp.simulated.get(t) if dry_run else None
+            entries_now = pp.simulated.get(t) if run.dry_run else None
             report.memory[store.name] = store.usage(entries_now).to_dict()
         except CompanionError:
             continue
-    clock.lap("apply")
-    # --- 6. Verify -----------------------------------------------------------------------------
-    if sync is None or dry_run:
+    run.clock.lap("apply")
+
+
+def _verify(run: _Run) -> None:
+    """Step 6: sync until quiet (a sync copy), then the report itself."""
+    report, sync = run.report, run.sync
+    if sync is None or run.dry_run:
         report.verify = {"status": "not a sync copy" if sync is None else "dry run"}
     else:
         report.verify = settle(sync)
-    clock.lap("verify")
-    report.timings = dict(clock.times)
+    run.clock.lap("verify")
+    report.timings = dict(run.clock.times)
     report.finished_at = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
-    if not dry_run:
-        report.runs = [*(existing.runs if existing else []), report.run_record()]
-        write_json_atomic(report_path(root, report.date), report.to_dict())
-        report.path = report_path(root, report.date)
-        if sync is not None and report.verify.get("status") == "synced":
-            # Verify covered the notes; the report that records it is pushed right after
-            pushed = settle(sync, attempts=1)
-            if pushed.get("status") != "synced":
-                report.verify = {**pushed, "error": f"the report itself: {pushed.get('error')}"}
-        if report.verify.get("status") == "failed":
-            raise DreamSyncError(
-                f"the dream landed on this copy but sync did not settle: "
-                f"{report.verify.get('error')}",
-                report,
-            )
-    return report
+    if run.dry_run:
+        return
+    report.runs = [*(run.existing.runs if run.existing else []), report.run_record()]
+    write_json_atomic(report_path(run.root, report.date), report.to_dict())
+    report.path = report_path(run.root, report.date)
+    if sync is not None and report.verify.get("status") == "synced":
+        # Verify covered the notes; the report that records it is pushed right after
+        pushed = settle(sync, attempts=1)
+        if pushed.get("status") != "synced":
+            report.verify = {**pushed, "error": f"the report itself: {pushed.get('error')}"}
+    if report.verify.get("status") == "failed":
+        raise DreamSyncError(
+            f"the dream landed on this copy but sync did not settle: {report.verify.get('error')}",
+            report,
+        )

@@ -5,6 +5,9 @@
   days becomes eligible for the injected memory.
 - `rejected`: lessons a person undid with `companion dream --undo`; they are not consolidated
   or promoted again.
+- `in_memory`: facts seen in MEMORY.md or USER.md after a dream (promoted, or already there),
+  kept 30 days: one that is gone at the next dream was deleted by a person (or the agent), and
+  is not added back.
 
 It lives in the vault (hidden, synced) so the server and the laptop share it, and is rewritten
 only when its content changes, so a dream that finds nothing new leaves it alone.
@@ -33,6 +36,7 @@ class Ledger:
     path: Path
     seen: dict[str, dict[str, Any]] = field(default_factory=dict)
     rejected: dict[str, str] = field(default_factory=dict)
+    in_memory: dict[str, str] = field(default_factory=dict)  # fact id -> last day seen there
     _loaded: str = ""
 
     @classmethod
@@ -49,13 +53,16 @@ class Ledger:
                 led.seen = {str(k): v for k, v in data["seen"].items() if isinstance(v, dict)}
             if isinstance(data.get("rejected"), dict):
                 led.rejected = {str(k): str(v) for k, v in data["rejected"].items()}
+            if isinstance(data.get("in_memory"), dict):
+                led.in_memory = {str(k): str(v) for k, v in data["in_memory"].items()}
         led._loaded = led._dump()
         return led
 
     def _dump(self) -> str:
-        return json.dumps(
-            {"version": 1, "seen": self.seen, "rejected": self.rejected}, sort_keys=True
-        )
+        out: dict[str, Any] = {"version": 1, "seen": self.seen, "rejected": self.rejected}
+        if self.in_memory:
+            out["in_memory"] = self.in_memory
+        return json.dumps(out, sort_keys=True)
 
     def observe(self, key: str, sessions: set[str], days: set[str]) -> tuple[int, int]:
         """Add occurrences of a lesson; returns (distinct sessions, distinct days) so far."""
@@ -72,6 +79,16 @@ class Ledger:
             days = self.seen[k].get("days") or []
             if days and max(days) < cutoff:
                 del self.seen[k]
+        for k, day in list(self.in_memory.items()):
+            if day < cutoff:
+                del self.in_memory[k]
+
+    def saw_in_memory(self, key: str, date: str) -> None:
+        self.in_memory[fact_id(key)] = date
+
+    def was_in_memory(self, key: str) -> str | None:
+        """The last day the fact was seen in the injected memory, if it was."""
+        return self.in_memory.get(fact_id(key))
 
     def reject(self, key: str, date: str) -> None:
         self.rejected[fact_id(key)] = date

@@ -95,6 +95,8 @@ def check_edit(before: str | None, after: str, *, allow_link_edit: bool = False)
     fm_end = -1
     if new_file and b and b[0] == "---":
         fm_end = next((i for i in range(1, len(b)) if b[i] == "---"), -1)
+        if fm_end >= 0 and fm_end + 1 < len(b) and b[fm_end + 1].startswith("# "):
+            fm_end += 1  # a new note's title (H1) belongs to its head
     sm = difflib.SequenceMatcher(None, a, b, autojunk=False)
     for op, i1, i2, j1, j2 in sm.get_opcodes():
         if op == "equal":

@@ -1,14 +1,18 @@
 """Step 4, Promote: the few facts that apply to every session go into Hermes's injected memory.
 
 Eligible (nothing else ever is): the agent's own memory-tool adds from the window, lessons
-marked `always:` / `siempre:`, and lessons recurring across at least three distinct sessions or
-three distinct days (`RECURRENCE`). Never code, commands, paths to secrets or secrets
-(`quality.promotion_problem`, the secret gate before it).
+marked `always:` / `siempre:`, the person's marked statements about themselves (USER.md), and
+lessons that stayed true on at least three distinct days (`RECURRENCE`; saying a thing three
+times in one day is repetition, not durability; what is tied to a relative day never gets
+this far). Never code, commands, paths to secrets or secrets (`quality.promotion_problem`, the
+secret gate before it). The agent's replace and remove calls are followed; a fact a past
+dream saw in the file and a person deleted since is not added back.
 
 Writes go through `companion.memory.MemoryStore`, under the same lock the agent takes. Before
-adding a fact, a stale entry on the same subject -- the same words (overlap of `SAME_SUBJECT`
-or more) with another value: a number, time, address, version or path -- is replaced instead
-(or removed, when the fact is already there), which counts against the removal cap. The
+adding a fact, a stale entry on the same subject -- `companion.dream.meaning.contradicts`: the
+same words with another value (a number, time, address, version or path) or the opposite
+polarity -- is replaced instead (or removed, when the fact is already there), which counts
+against the removal cap. The
 character budget is never exceeded: a fact that does not fit is reported (with the usage),
 never dropped silently, and nothing is evicted to make room.
 """
@@ -16,24 +20,23 @@ never dropped silently, and nothing is evicted to make room.
 from __future__ import annotations
 
 import contextlib
-import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from companion.dream.consolidate import Explanation
-from companion.dream.model import Candidate
+from companion.dream.distill_rules import MemoryEdit
+from companion.dream.meaning import contradicts
+from companion.dream.model import Candidate, Provenance
 from companion.dream.plan import Plan
 from companion.dream.quality import promotion_problem
 from companion.dream.report import Change, Skipped
 from companion.dream.summary import fact, render
-from companion.dream.text import jaccard, words
 from companion.memory import MemoryRefused, MemoryStore, Op
 from companion.memory import format as fmt
 from companion.memory.pending import stage
 
-RECURRENCE = 3
-SAME_SUBJECT = 0.8
+RECURRENCE = 3  # distinct days
 _ORDER = {"memory-tool": 0, "marker": 1, "recurrence": 2}
 
 
@@ -51,6 +54,7 @@ class PromotionPlan:
     simulated: dict[str, list[str]] = field(default_factory=dict)
     skipped: list[Skipped] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    in_memory: list[str] = field(default_factory=list)  # keys of facts there after the plan
 
 
 def _file_text(store: MemoryStore) -> str | None:
@@ -62,37 +66,73 @@ def _file_text(store: MemoryStore) -> str | None:
         return None
 
 
-_VALUE = re.compile(r"[\d@/\\]|\w\.\w")
-
-
-def _core_and_values(text: str) -> tuple[set[str], set[str]]:
-    """Informative words that are not values, and the value-like tokens (numbers, times,
-    addresses, versions, paths) of `text`."""
-    core, values = [], set()
-    for tok in text.split():
-        t = tok.strip(".,;:!?()[]\"'")
-        if t and _VALUE.search(t):
-            values.add(t.casefold())
-        else:
-            core.append(t)
-    return words(" ".join(core)), values
-
-
 def _stale_entry(text: str, entries: list[str], fresh: set[str]) -> str | None:
-    """The entry saying the same thing about the same subject with another value (a number,
-    time, address, version or path): its other words overlap by `SAME_SUBJECT` or more."""
-    core, values = _core_and_values(text)
-    if len(core) < 2:
-        return None
-    best, best_score = None, 0.0
+    """The entry this fact makes stale: the same subject with another value (a number, time,
+    address, version or path) or the opposite polarity (`companion.dream.meaning`)."""
     for e in entries:
         if e in fresh or e == text:
             continue
-        ecore, evalues = _core_and_values(e)
-        score = jaccard(core, ecore)
-        if score >= SAME_SUBJECT and evalues != values and score > best_score:
-            best, best_score = e, score
-    return best
+        if contradicts(text, e):
+            return e
+    return None
+
+
+def _file_mtime(store: MemoryStore) -> float | None:
+    try:
+        return store.path.stat().st_mtime
+    except OSError:
+        return None
+
+
+def _follow_edits(
+    edits: Sequence[MemoryEdit],
+    stores: Mapping[str, MemoryStore],
+    working: dict[str, list[str]],
+    plan: Plan,
+    out: PromotionPlan,
+) -> None:
+    """Follow the agent's replace and remove calls: an entry its `old_text` still matches
+    (exactly one, as Hermes matches) is replaced or removed, unless the file changed after
+    the call (Hermes applied it itself, or a person wrote since: their version stands)."""
+    for e in edits:
+        store = stores.get(e.target)
+        entries = working.get(e.target)
+        if store is None or entries is None:
+            continue
+        hits = list(dict.fromkeys(x for x in entries if e.old_text in x))
+        if len(hits) != 1:
+            continue  # already applied (no match), or ambiguous: leave it
+        mtime = _file_mtime(store)
+        if mtime is not None and mtime >= e.time.timestamp():
+            continue  # the file changed after the call: Hermes applied it, or a person wrote
+        if plan.removal_room() < 1:
+            out.warnings.append(
+                f"{store.name}: the agent's {'replace' if e.content else 'remove'} of "
+                f"{hits[0]!r} not followed (removal cap reached)"
+            )
+            continue
+        old = hits[0]
+        if e.content:
+            trial = fmt.dedupe([e.content if x == old else x for x in entries])
+            if fmt.char_count(trial) > store.limit:
+                continue
+            op = Op("replace", content=e.content, old_text=old)
+        else:
+            trial = [x for x in entries if x != old]
+            op = Op("remove", old_text=old)
+        plan.removed += 1
+        working[e.target] = trial
+        cand = Candidate(
+            "fact",
+            e.content or old,
+            [Provenance(e.ref, e.content or e.old_text, e.time)],
+            "memory-tool",
+            promote="memory-tool",
+            target=e.target,
+            consolidate=False,
+            time=e.time,
+        )
+        out.ops.setdefault(e.target, []).append(_Planned(op, cand, old))
 
 
 def plan_promotions(
@@ -101,7 +141,13 @@ def plan_promotions(
     plan: Plan,
     explain: Explanation,
     rejected: Callable[[str], str | None] = lambda _k: None,
+    *,
+    edits: Sequence[MemoryEdit] = (),
+    was_in_memory: Callable[[str], str | None] = lambda _k: None,
 ) -> PromotionPlan:
+    """Plan the writes to the injected memory: the agent's own replace and remove calls
+    first, then each eligible fact (see the module docstring). `was_in_memory` tells a fact
+    a past dream saw there: gone now, a person (or the agent) deleted it, and it stays out."""
     out = PromotionPlan()
     working: dict[str, list[str]] = {}
     fresh: dict[str, set[str]] = {}
@@ -113,6 +159,7 @@ def plan_promotions(
             continue
         out.before[target] = _file_text(store)
         fresh[target] = set()
+    _follow_edits(edits, stores, working, plan, out)
     eligible = [c for c in cands if c.promote]
     eligible.sort(key=lambda c: (_ORDER.get(c.promote or "", 9), c.time or 0))  # type: ignore[operator]
     for c in eligible:
@@ -131,6 +178,7 @@ def plan_promotions(
             out.skipped.append(Skipped.of(c, "not_promotable", f"{problem}: not promoted"))
             continue
         if content in entries:
+            out.in_memory.append(c.key)
             stale = _stale_entry(content, entries, fresh[c.target])
             if stale is None or plan.removal_room() < 1:
                 explain.add(c, "already promoted", f"already in {store.name}", store.name)
@@ -146,6 +194,14 @@ def plan_promotions(
             out.ops.setdefault(c.target, []).append(
                 _Planned(Op("remove", old_text=stale), c, stale)
             )
+            continue
+        gone = was_in_memory(c.key)
+        if gone:
+            why = (
+                f"was in {store.name} on {gone} and is not any more: deleted since, not added back"
+            )
+            explain.add(c, "not promoted", why, store.name)
+            out.skipped.append(Skipped.of(c, "deleted", why))
             continue
         stale = _stale_entry(content, entries, fresh[c.target])
         if stale is not None and plan.removal_room() < 1:
@@ -174,13 +230,14 @@ def plan_promotions(
         why = {
             "memory-tool": "the agent saved it with its memory tool",
             "marker": "marked always/siempre",
-            "recurrence": f"came up in {c.seen} distinct sessions or days",
+            "recurrence": f"came up on {c.seen} distinct days",
         }.get(c.promote or "", c.promote or "")
         if stale:
             why += "; replaces the stale entry on the same subject"
         explain.add(c, "promoted", why, store.name)
         working[c.target] = trial
         fresh[c.target].add(content)
+        out.in_memory.append(c.key)
         out.ops.setdefault(c.target, []).append(_Planned(op, c, stale))
     out.simulated = working
     return out
@@ -262,7 +319,7 @@ def apply_promotions(
                 summary=render(facts),
                 facts=facts,
                 keys=[p.cand.key for p in done],
-                removed=reps,
+                removed=reps + rems,
             )
         )
     return changes, skipped

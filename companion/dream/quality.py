@@ -10,6 +10,14 @@
 - no letters, or nothing but a link or URL;
 - text the dream's own markup could not hold (`<!--`, `-->`, a line break).
 
+`transient_reason` keeps what is true only today out of notes and memory: a reminder or a
+state anchored to a relative day ("Mañana a las 18:00 tengo dentista", "Hoy trabajo desde
+casa", "Tonight I work from the café") and filler about the day ("Hoy ha sido un día largo").
+A reminder belongs in the journal, where it already is, or nowhere.
+
+`personal_fact` tells the person's own statements about themselves ("recuerda: prefiero que me
+llames Lu", "remember: I prefer metric units"): they belong in USER.md, never in a note.
+
 `promotion_problem` decides what may enter MEMORY.md / USER.md, which the agent loads into every
 session: never code or commands (backticks, shell prompts, a leading command word, code
 punctuation), never paths to secrets (`~/.ssh`, `id_rsa`, `.env`, `*.pem`, ...), never a secret
@@ -193,3 +201,111 @@ def promotion_problem(text: str) -> str | None:
     if finding is not None:
         return f"refused by the memory guard ({finding.rule})"
     return None
+
+
+# Relative days and moments: what they anchor is true on the day it was written, not after.
+_RELATIVE = re.compile(
+    r"(?<!\w)(?:hoy|mañana|manana|ayer|anoche|anteayer|pasado mañana|esta (?:mañana|tarde|noche"
+    r"|semana)|este (?:lunes|martes|miércoles|jueves|viernes|sábado|domingo|finde|fin de semana)"
+    r"|la semana que viene|el (?:lunes|martes|miércoles|jueves|viernes|sábado|domingo) que viene"
+    r"|today|tomorrow|yesterday|tonight|this (?:morning|afternoon|evening|week|weekend)"
+    r"|next (?:week|monday|tuesday|wednesday|thursday|friday|saturday|sunday)"
+    r"|right now|ahora mismo)(?!\w)",
+    re.I,
+)
+# "Today I learned that ...": the day is the occasion, what follows is the lesson.
+_LEARNED_PREFACE = re.compile(
+    r"^\s*(?:today i (?:learned|found out|realised|realized|noticed)|hoy (?:he aprendido|aprendí"
+    r"|descubrí|me di cuenta de))\b",
+    re.I,
+)
+# Words that only say how the day felt: a statement made of nothing else is filler.
+_FILLER = frozenset(
+    [
+        "dia",
+        "dias",
+        "largo",
+        "larga",
+        "corto",
+        "duro",
+        "dura",
+        "cansado",
+        "cansada",
+        "cansador",
+        "agotador",
+        "agotado",
+        "bien",
+        "mal",
+        "genial",
+        "fatal",
+        "tranquilo",
+        "tranquila",
+        "normal",
+        "raro",
+        "productivo",
+        "productiva",
+        "sido",
+        "estado",
+        "fue",
+        "sido",
+        "vaya",
+        "menudo",
+        "ufff",
+        "uf",
+        "day",
+        "days",
+        "long",
+        "short",
+        "hard",
+        "tiring",
+        "tired",
+        "good",
+        "bad",
+        "great",
+        "fine",
+        "busy",
+        "quiet",
+        "nice",
+        "awful",
+        "productive",
+        "been",
+        "was",
+        "felt",
+        "feel",
+        "feeling",
+        "really",
+        "very",
+        "quite",
+        "pretty",
+        "so",
+        "much",
+    ]
+)
+
+
+def transient_reason(text: str) -> str | None:
+    """Why `text` is true only for a day (a reminder, a state of today, filler), or None."""
+    plain = unwrap_links(text)
+    if _RELATIVE.search(plain) and not _LEARNED_PREFACE.match(plain):
+        return "tied to a relative day (a reminder or a state of that day, not lasting knowledge)"
+    from companion.vault.query import STOPWORDS  # noqa: PLC0415
+
+    ws = [w for w in word_list(plain) if len(w) >= 3 and w not in STOPWORDS]
+    if ws and all(w in _FILLER for w in ws):
+        return "filler: says how the day went, nothing lasting"
+    return None
+
+
+_PERSONAL = re.compile(
+    r"^\s*(?:prefiero|me gusta|no me gusta|me encanta|odio|llámame|llamame|me llamo|mi nombre es"
+    r"|vivo en|trabajo en|trabajo como|soy|tengo \d+ años|mi (?:pronombre|idioma|zona horaria)"
+    r"|i prefer|i like|i don't like|i do not like|i love|i hate|call me|my name is|i live in"
+    r"|i work at|i work as|i am|i'm|my (?:pronouns|language|time ?zone))\b",
+    re.I,
+)
+
+
+def personal_fact(text: str) -> bool:
+    """True when `text` is the person speaking about themselves (a preference, their name,
+    where they live): USER.md material."""
+    return bool(_PERSONAL.match(unwrap_links(text)))

@@ -73,8 +73,12 @@ class SourceSpec:
 
     @property
     def name(self) -> str:
-        """The provenance name, e.g. `hermes:~/.hermes/state.db`."""
-        return f"{self.kind}:{self.path}"
+        """The provenance name, e.g. `hermes:~/.hermes/state.db`: a path under the home
+        folder is written from `~`, so no line of the vault names the person's account."""
+        path = self.path
+        if not path.startswith("~") and os.path.isabs(os.path.expandvars(path)):
+            path = _contract_home(Path(os.path.expandvars(path)))
+        return f"{self.kind}:{path}"
 
     @property
     def real_path(self) -> Path:

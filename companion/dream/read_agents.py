@@ -90,9 +90,7 @@ def claude_queued_prompt(obj: Mapping[str, Any]) -> Any | None:
 # --- OpenClaw --------------------------------------------------------------------------------
 
 # ``[Channel sender ... time] `` at the very start: the bracket holds a date or a clock time.
-_ENVELOPE = re.compile(
-    r"^\[(?=[^\]\n]*(?:\d{4}-\d{2}-\d{2}|\b\d{1,2}:\d{2}\b))[^\]\n]{1,200}\]\s*"
-)
+_ENVELOPE = re.compile(r"^\[(?=[^\]\n]*(?:\d{4}-\d{2}-\d{2}|\b\d{1,2}:\d{2}\b))[^\]\n]{1,200}\]\s*")
 
 
 def openclaw_clean(text: str) -> str:

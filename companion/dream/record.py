@@ -2,10 +2,12 @@
 
 The lines sit in a `<!-- dream:begin log -->` block (with the `## Dreaming` heading inside it
 unless the journal's last section already is `## Dreaming`), in the vault's language (English
-or Spanish), each pointing to the day's report. A dream that changed nothing writes "Nothing
-changed." -- once: a later dream the same day that again changes nothing leaves the journal as
-it is, so a repeated dream over the same inputs changes no file at all. A dream that changed
-something adds its lines to the day's block; lines already there are never rewritten.
+or Spanish), each pointing to the day's report, plus one line for what needs the person (lines
+waiting for a note being edited, contradictions to check) when there is any. A dream that
+changed nothing writes "Nothing changed." -- once: a later dream the same day that again
+changes nothing leaves the journal as it is, so a repeated dream over the same inputs changes
+no file at all. A dream that changed something adds its lines to the day's block; lines
+already there are never rewritten. Today's journal is not written while a person edits it.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from companion.dream.report import DREAMS_DIR
 from companion.dream.summary import fact
 from companion.vault.journal import section_key
 from companion.vault.layout import new_journal_text
+from companion.vault.note import load_frontmatter, split_frontmatter
 
 _ES = frozenset(
     [
@@ -108,6 +111,16 @@ class RunSummary:
     repaired: int = 0
     orphans: int = 0
     secrets: int = 0
+    waiting: dict[str, int] = field(default_factory=dict)  # note being edited -> lines waiting
+    contradictions: list[str] = field(default_factory=list)  # notes to check
+
+    def linked(self) -> set[str]:
+        """The notes the Dreaming lines link (so they are nobody's orphan)."""
+        out: set[str] = set()
+        for group in (self.lessons, self.decisions, self.status, self.waiting):
+            out.update(list(group)[:LIST_LIMIT])
+        out.update(list(dict.fromkeys(self.contradictions))[:LIST_LIMIT])
+        return out
 
     @property
     def empty(self) -> bool:
@@ -125,7 +138,10 @@ def _link(rel: str) -> str:
     return f"[[{rel.rsplit('/', 1)[-1][:-3]}]]"
 
 
-def _join(items: Sequence[str], lang: str, limit: int = 3) -> str:
+LIST_LIMIT = 3  # notes named in one Dreaming line before "N more"
+
+
+def _join(items: Sequence[str], lang: str, limit: int = LIST_LIMIT) -> str:
     shown = list(items[:limit])
     rest = len(items) - len(shown)
     if rest:
@@ -161,7 +177,7 @@ def dreaming_lines(s: RunSummary, lang: str) -> list[str]:
             )
         if extra:
             line = line[:-1] + " (" + "; ".join(extra) + ")."
-        return [line]
+        return _with_attention([line], s, lang)
     out = []
     parts = []
     if s.lessons:
@@ -252,7 +268,45 @@ def dreaming_lines(s: RunSummary, lang: str) -> list[str]:
     if bits:
         line = "; ".join(bits)
         out.append(line[:1].upper() + line[1:] + ".")
-    return out[:3]
+    return _with_attention(out[:3], s, lang)
+
+
+def _with_attention(lines: list[str], s: RunSummary, lang: str) -> list[str]:
+    """`lines` plus what needs the person, still at most three lines."""
+    extra = _attention(s, lang)
+    if not extra:
+        return lines
+    if len(lines) < 3:
+        return [*lines, *extra]
+    last = extra[0]
+    return [*lines[:2], lines[2][:-1] + "; " + last[:1].lower() + last[1:]]
+
+
+def _attention(s: RunSummary, lang: str) -> list[str]:
+    """One line for what needs the person: lines waiting for a note being edited, and
+    contradictions between a new line and the person's."""
+    es = lang == "es"
+    bits = []
+    if s.waiting:
+        n = sum(s.waiting.values())
+        notes = _join([_link(p) for p in s.waiting], lang)
+        bits.append(
+            f"{_n(n, 'línea espera', 'líneas esperan')} a que termines de editar {notes}"
+            if es
+            else f"{_n(n, 'line waits', 'lines wait')} until you finish editing {notes}"
+        )
+    if s.contradictions:
+        notes = _join([_link(p) for p in dict.fromkeys(s.contradictions)], lang)
+        n = len(s.contradictions)
+        bits.append(
+            f"{_n(n, 'contradicción', 'contradicciones')} por revisar en {notes} (ver el informe)"
+            if es
+            else f"{_n(n, 'contradiction', 'contradictions')} to check in {notes} (see the report)"
+        )
+    if not bits:
+        return []
+    line = "; ".join(bits)
+    return [line[:1].upper() + line[1:] + "."]
 
 
 def _last_section_is_dreaming(text: str) -> bool:
@@ -268,8 +322,30 @@ def _log_blocks(text: str) -> int:
     return sum(1 for b in blocks.find_blocks(blocks.split_lines(text)) if b.kind == "log")
 
 
-def record_journal(plan: Plan, today: dt.date, s: RunSummary, lang: str) -> bool:
-    """Add this run's lines to today's journal. Returns False when nothing was written."""
+def journal_tag(texts: Iterable[str], default: str = "journal") -> str:
+    """The tag the vault's journal days share (`diario` in a vault that uses it): the one
+    tag every day read carries, else the first tag of the newest, else `default`."""
+    tag_lists: list[list[str]] = []
+    for text in texts:
+        yaml_text = split_frontmatter(text)[0]
+        data = load_frontmatter(yaml_text)[0] if yaml_text else None
+        raw = data.get("tags") if isinstance(data, dict) else None
+        tags = [raw] if isinstance(raw, str) else raw if isinstance(raw, list) else []
+        names = [str(t).strip() for t in tags if str(t).strip()]
+        if names:
+            tag_lists.append(names)
+    if not tag_lists:
+        return default
+    common = [t for t in tag_lists[-1] if all(t in ts for ts in tag_lists)]
+    tag = (common or tag_lists[-1])[0]
+    return tag if re.fullmatch(r"[\w/-]+", tag) else default
+
+
+def record_journal(
+    plan: Plan, today: dt.date, s: RunSummary, lang: str, *, tag: str = "journal"
+) -> bool:
+    """Add this run's lines to today's journal (created, when missing, with the vault's own
+    journal `tag`). Returns False when nothing was written."""
     rel = f"journal/{today.isoformat()}.md"
     text = plan.read(rel)
     if plan.exists(rel) and text is None:
@@ -280,10 +356,12 @@ def record_journal(plan: Plan, today: dt.date, s: RunSummary, lang: str) -> bool
         return False  # this day already says what the dream did; nothing new to add
     ref = Ref((DREAMS_DIR / f"{today.isoformat()}.json").as_posix())
     lines = [blocks.render_line(x, [ref]) for x in dreaming_lines(s, lang)]
-    recent = text is not None and plan.is_recent(rel)
-    base = text if text is not None else new_journal_text(today)
+    if text is not None and plan.is_recent(rel):
+        plan.warnings.append(f"{rel}: a person is editing it; the Dreaming lines are in the report")
+        return False
+    base = text if text is not None else new_journal_text(today, tag)
     if has_block:
-        after = blocks.add_lines(base, lines, kind="log", tail_only=recent)
+        after = blocks.add_lines(base, lines, kind="log")
         if _log_blocks(after) > _log_blocks(base):  # appended a fresh block: give it a heading
             after = blocks.append_block(base, "log", ["## Dreaming", "", *lines])
     else:

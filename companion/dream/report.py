@@ -218,6 +218,13 @@ class DreamReport:
 
     loaded_nothing_changed: bool | None = None  # from a report read back from disk
     timings: dict[str, float] = field(default_factory=dict)
+    # issue 16: a new line against the person's line ({note, line, existing, new, why}); the
+    # model distiller's exchange ({batches, answered, failed: [...], proposals, kept, ...});
+    # the oldest transcript time of lines waiting for a note being edited (the next dream
+    # reads from there)
+    contradictions: list[dict[str, Any]] = field(default_factory=list)
+    llm: dict[str, Any] | None = None
+    resume_from: str | None = None
 
     @property
     def nothing_changed(self) -> bool:
@@ -236,6 +243,11 @@ class DreamReport:
             out[c.kind] = out.get(c.kind, 0) + 1
         out["skipped"] = len(self.skipped)
         out["candidates"] = self.candidates
+        if self.llm is not None and self.llm.get("status") in ("failed", "partial"):
+            # batches of the model distiller that failed (all of them when it failed whole)
+            failed = len(self.llm.get("failed") or []) or int(self.llm.get("status") == "failed")
+            if failed:
+                out["llm_failed"] = failed
         return out
 
     def run_counts(self) -> dict[str, int]:
@@ -256,6 +268,7 @@ class DreamReport:
             "changes": [c.id for c in self.run_changes],
             "nothing_changed": self.nothing_changed,
             "timings": self.timings,
+            **({"resume_from": self.resume_from} if self.resume_from else {}),
         }
 
     def to_dict(self, *, explain: bool = False) -> dict[str, Any]:
@@ -280,7 +293,10 @@ class DreamReport:
             "verify": self.verify,
             "runs": self.runs,
             "undone_at": self.undone_at,
+            "contradictions": self.contradictions,
         }
+        if self.llm is not None:
+            out["llm"] = self.llm
         if explain:
             out["explanations"] = self.explanations
         return out
@@ -318,6 +334,9 @@ class DreamReport:
         rep.verify = verify if isinstance(verify, dict) else {}
         rep.runs = [r for r in d.get("runs") or [] if isinstance(r, dict)]
         rep.undone_at = d.get("undone_at")
+        rep.contradictions = [c for c in d.get("contradictions") or [] if isinstance(c, dict)]
+        llm = d.get("llm")
+        rep.llm = llm if isinstance(llm, dict) else None
         rep.loaded_nothing_changed = bool(d.get("nothing_changed", False))
         counts = d.get("counts")
         rep.candidates = _opt_int(counts.get("candidates")) or 0 if isinstance(counts, dict) else 0
@@ -372,8 +391,9 @@ def last_dream_end(vault: Path) -> dt.datetime | None:
             continue
         if not isinstance(data, dict) or data.get("undone_at"):
             continue
+        # a run that left lines waiting (a note being edited) is read again from there
         ends = [
-            r.get("window", {}).get("end")
+            r.get("resume_from") or r.get("window", {}).get("end")
             for r in data.get("runs") or []
             if isinstance(r, dict)
             and isinstance(r.get("window"), dict)

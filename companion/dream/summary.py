@@ -43,6 +43,10 @@ _WORDS: dict[str, dict[str, tuple[str, str]]] = {
             "añadido al final: una persona editó la nota hace poco",
         ),
     },
+    "stale_lines_replaced": {
+        "en": ("{n} stale line replaced", "{n} stale lines replaced"),
+        "es": ("{n} línea antigua sustituida", "{n} líneas antiguas sustituidas"),
+    },
     "facts_added": {
         "en": ("{n} fact added", "{n} facts added"),
         "es": ("{n} dato añadido", "{n} datos añadidos"),

@@ -86,6 +86,14 @@ def words(text: str) -> set[str]:
     }
 
 
+def stem(word: str) -> str:
+    """A crude stem of a folded word, alike in English and Spanish: a plural `s` dropped, then
+    the first five letters (`networks`, `networking` -> `netwo`; `copias` -> `copia`)."""
+    if len(word) > 3 and word.endswith("s"):
+        word = word[:-1]
+    return word[:5] if len(word) > 5 else word
+
+
 def jaccard(a: set[str], b: set[str]) -> float:
     if not a or not b:
         return 0.0

@@ -4,11 +4,15 @@ created).
 For a lesson (area `knowledge/`), in this order:
 1. an explicit wikilink in the text that resolves (Obsidian's rules) to a note in the area;
 2. a note title or frontmatter alias named in the text (case- and accent-insensitive, whole
-   words, longest name first; a one-word name needs 4+ letters; a name shared by several
-   notes is ambiguous and skipped);
+   words, longest name first; a one-word name of under 4 letters counts only written as the
+   note writes it, in capitals or capitalised mid-sentence: "NAS", "the Pi"; a name shared by
+   several notes is ambiguous and skipped);
 3. full-text similarity: the vault index's best matches, scored by how much of the candidate's
-   informative words (weighted by rarity in the vault) the note contains. A note scoring at
-   least `SIMILARITY_THRESHOLD` (0.6), sharing at least 2 such words, is the topic;
+   informative words (compared by stem, weighted by rarity in the vault) the note contains. A
+   note scoring at least `SIMILARITY_THRESHOLD` (0.6), sharing at least 2 such words, is the
+   topic. The window's journal days are in the index too; their words are taken out of the
+   counts (`discount`), or a lesson's own words on its own day would count as known and dilute
+   the match;
 4. otherwise a new note: `knowledge/<Title>.md`, titled by the wikilink the text names (a link
    to a note that does not exist yet) or by the text's leading phrase.
 Decisions and status lines go to the note in `projects/` their link (or the project's name in
@@ -29,7 +33,7 @@ from typing import Any
 
 import yaml
 
-from companion.dream.text import fold, title_key, unwrap_links, word_list, words
+from companion.dream.text import fold, stem, title_key, unwrap_links, word_list, words
 from companion.vault.code import mask_code
 from companion.vault.layout import area_of
 from companion.vault.links import LinkResolver, path_key
@@ -40,7 +44,10 @@ SIMILARITY_THRESHOLD = 0.6
 MIN_SHARED_WORDS = 2
 MAX_TITLE_WORDS = 10
 _HEAD_BYTES = 4096
-_BAD_NAME = re.compile(r'[\\/:*?"<>|#^\[\]\x00-\x1f]+')
+# Characters a title never holds: they break a wikilink (`#`, `^`, `|`, brackets, a backtick
+# the vault's checker reads as code) or a file name on some system; ":" only in file names.
+_BAD_TITLE = re.compile(r'[\\/*?"<>|#^\[\]`\x00-\x1f]+')
+_TIME_COLON = re.compile(r"(?<=\d):(?=\d)")
 
 
 @dataclass
@@ -49,6 +56,7 @@ class TopicMatch:
     how: str  # link, title, alias, similar, new, none
     score: float = 1.0
     reason: str = ""
+    title: str | None = None  # a new note's title as written (its H1; ":" kept)
 
     @property
     def is_new(self) -> bool:
@@ -70,11 +78,19 @@ def derive_title(text: str) -> str:
 
 
 def clean_title(title: str) -> str:
-    t = _BAD_NAME.sub(" ", title)
-    t = re.sub(r"\s+", " ", t).strip(" .-")
+    """A note title as people read it (the H1): no character that breaks a link."""
+    t = _BAD_TITLE.sub(" ", title)
+    t = re.sub(r"\s+", " ", t).strip(" .-:")
     if len(t) > 80:
         t = t[:80].rsplit(" ", 1)[0]
     return (t[:1].upper() + t[1:]) if t else "Untitled"
+
+
+def file_title(title: str) -> str:
+    """The file name (without `.md`) for a title: `01:30` becomes `01.30`, any other colon
+    a space (no system's file names may hold one)."""
+    t = _TIME_COLON.sub(".", clean_title(title)).replace(":", " ")
+    return re.sub(r"\s+", " ", t).strip(" .-") or "Untitled"
 
 
 try:  # the C loader is ~10x faster, with the same safe semantics
@@ -188,6 +204,8 @@ class NoteCatalog:
     def __post_init__(self) -> None:
         self._note_total: int | None = None
         self._df: dict[str, int] = {}
+        self._sdf: dict[str, int] = {}  # stem -> notes holding it
+        self._own: dict[str, int] = {}  # source stems to take out of _sdf (see discount)
         self._file_names: dict[str, int] = {}
         for rel in self.paths:
             k = path_key(rel.rsplit("/", 1)[-1])
@@ -241,39 +259,45 @@ class NoteCatalog:
                 hit = names.get(key)
                 if not hit or len(hit) != 1:
                     continue
-                if n == 1 and (len(key) < 4 or key in STOPWORDS):
+                if n == 1 and key in STOPWORDS:
+                    continue
+                if n == 1 and len(key) < 4 and not self._acronym_in(text, hit):
                     continue
                 path = next(iter(hit))
                 title = path.rsplit("/", 1)[-1][:-3]
                 return path, "title" if title_key(title) == key else "alias"
         return None
 
-    def _doc_freq(self, terms: list[str]) -> dict[str, int]:
-        """How many notes hold each term (cached; one query for all the missing ones)."""
-        missing = [t for t in terms if t not in self._df]
-        if missing:
-            db = self.index.db
-            db.execute(
-                "CREATE VIRTUAL TABLE IF NOT EXISTS temp.vocab USING fts5vocab(main, fts, 'row')"
-            )
-            for i in range(0, len(missing), 500):
-                part = missing[i : i + 500]
-                marks = ",".join("?" * len(part))
-                self._df.update(
-                    db.execute(f"SELECT term, doc FROM temp.vocab WHERE term IN ({marks})", part)
-                )
-            for t in missing:
-                self._df.setdefault(t, 0)
-        return {t: self._df[t] for t in terms}
+    def _acronym_in(self, text: str, paths: set[str]) -> bool:
+        """A short name (under 4 letters) counts only written as the note writes it: in
+        capitals ("NAS" names `NAS.md`), or capitalised mid-sentence ("the Pi" names a note
+        aliased `Pi`). "nas", "use" or a sentence's first word name nothing."""
+        for path in paths:
+            for name in [path.rsplit("/", 1)[-1][:-3], *self.aliases.get(path, ())]:
+                if len(name) < 2 or not name[:1].isupper():
+                    continue
+                for m in re.finditer(rf"(?<!\w){re.escape(name)}(?!\w)", text):
+                    before = text[: m.start()].rstrip(" *_`>-")
+                    if name.isupper() or (before and before[-1] not in ".!?:;"):
+                        return True
+        return False
+
+    def discount(self, texts: Iterable[str]) -> None:
+        """Words of texts the dream reads as sources (the window's journal days): the index
+        holds them too, but a lesson's own words on its own journal day say nothing about
+        which note is its topic, so they are taken out of the vault's word counts."""
+        for t in texts:
+            for s in {stem(w) for w in words(t)}:
+                self._own[s] = self._own.get(s, 0) + 1
 
     def prefetch(self, texts: Iterable[str]) -> None:
         """Look up the document frequency of every word of `texts` in one go."""
         if self.index is None:
             return
-        terms = sorted(set().union(*(words(t) for t in texts)))
-        if terms:
+        stems = sorted({stem(w) for t in texts for w in words(t)})
+        if stems:
             with contextlib.suppress(Exception):
-                self._doc_freq(terms)
+                self._stem_freq(stems)
 
     def file_name_count(self, name: str) -> int:
         """How many notes (existing or created) have this file name (case-insensitive)."""
@@ -284,11 +308,14 @@ class NoteCatalog:
             self._note_total = int(self.index.note_count() or 1)
         return self._note_total
 
-    def _search(self, terms: list[str], limit: int, *, every: bool = False) -> list[str]:
-        """Paths of the notes best matching any (or `every`) of `terms` (FTS5 bm25, title
-        weighted)."""
+    def _search(
+        self, terms: list[str], limit: int, *, every: bool = False, prefix: bool = True
+    ) -> list[str]:
+        """Paths of the notes best matching any (or `every`) of `terms`, each a prefix (a stem)
+        unless `prefix` is off (FTS5 bm25, title weighted)."""
         joiner = " AND " if every else " OR "
-        expr = joiner.join('"' + t.replace('"', '""') + '"' for t in terms)
+        star = "*" if prefix else ""
+        expr = joiner.join('"' + t.replace('"', '""') + '"' + star for t in terms)
         rows = self.index.db.execute(
             "SELECT n.path FROM fts JOIN notes n ON n.id = fts.rowid WHERE fts MATCH ? "
             "ORDER BY bm25(fts, 5.0, 1.0) LIMIT ?",
@@ -296,26 +323,53 @@ class NoteCatalog:
         ).fetchall()
         return [r[0] for r in rows]
 
+    def _stem_freq(self, stems: list[str]) -> dict[str, int]:
+        """How many notes hold a word of each stem (`text.stem`; an upper bound: the sum over
+        the vocabulary's forms, capped at the note count), cached."""
+        missing = [s for s in stems if s not in self._sdf]
+        if missing:
+            db = self.index.db
+            db.execute(
+                "CREATE VIRTUAL TABLE IF NOT EXISTS temp.vocab USING fts5vocab(main, fts, 'row')"
+            )
+            total = self._total()
+            for s in missing:
+                rows = db.execute(
+                    "SELECT term, doc FROM temp.vocab WHERE term >= ? AND term < ?",
+                    (s, s + "\U0010ffff"),
+                ).fetchall()
+                n = sum(doc for term, doc in rows if stem(term) == s)
+                self._sdf[s] = min(n, total)
+        return {s: self._sdf[s] for s in stems}
+
     def similar(self, text: str, area: str) -> tuple[str, float] | None:
-        """The note of `area` most similar to `text`, if it reaches the threshold."""
+        """The note of `area` most similar to `text`, if it reaches the threshold. Words are
+        compared by stem (`networks` and `network`, `copias` and `copia`)."""
         if self.index is None:
             return None
-        cand_words = sorted(words(text))
-        if len(cand_words) < MIN_SHARED_WORDS:
+        as_written = {stem(w): w for w in sorted(words(text))}
+        cand = sorted(as_written)
+        if len(cand) < MIN_SHARED_WORDS:
             return None
         try:
-            df = self._doc_freq(cand_words)
+            df = {
+                s: max(0, n - self._own.get(s, 0)) for s, n in self._stem_freq(cand).items()
+            }
             total = self._total()
             # Words the vault has never seen cannot point to any note: they are left out.
-            known = [w for w in cand_words if df.get(w)]
+            known = [s for s in cand if df.get(s)]
             if len(known) < MIN_SHARED_WORDS:
                 return None
-            weights = {w: math.log((total + 1) / (df[w] + 0.5)) for w in known}
-            # Search with the rarest words: they are the ones that tell topics apart. Notes
+            weights = {s: math.log((total + 1) / (df[s] + 0.5)) for s in known}
+            # Search with the rarest stems: they are the ones that tell topics apart. Notes
             # holding the two rarest come first; the wider OR search only when they are few.
-            rare = sorted(known, key=lambda w: -weights[w])[:8]
-            hits = self._search(rare[:2], 10, every=True)
+            # (the words as written first: an exact search is several times faster)
+            rare = sorted(known, key=lambda s: -weights[s])[:8]
+            exact = [as_written[s] for s in rare]
+            hits = self._search(exact[:2], 10, every=True, prefix=False)
             if len(hits) < 3:
+                hits += [h for h in self._search(exact, 10, prefix=False) if h not in hits]
+            if len(hits) < 3:  # other forms of the words (networks, network)
                 hits += [h for h in self._search(rare, 10) if h not in hits]
         except Exception:  # noqa: BLE001 - the index is a cache; matching goes on without it
             return None
@@ -328,11 +382,11 @@ class NoteCatalog:
                 note_text = (self.root / path).read_text(encoding="utf-8", errors="replace")
             except OSError:
                 continue
-            nw = words(note_text) | set(title_key(path).split())
-            shared = [w for w in known if w in nw]
+            ns = {stem(w) for w in words(note_text)} | {stem(w) for w in title_key(path).split()}
+            shared = [s for s in known if s in ns]
             if len(shared) < MIN_SHARED_WORDS:
                 continue
-            score = sum(weights[w] for w in shared) / full
+            score = sum(weights[s] for s in shared) / full
             if score >= SIMILARITY_THRESHOLD and (best is None or score > best[1]):
                 best = (path, round(score, 3))
         return best
@@ -363,7 +417,7 @@ class NoteCatalog:
         if not may_create:
             return TopicMatch(None, "none", reason="no note on its topic (kept in memory only)")
         title = clean_title(dangling.rsplit("/", 1)[-1]) if dangling else derive_title(text)
-        return TopicMatch(self.new_note_path(title), "new")
+        return TopicMatch(self.new_note_path(title), "new", title=title)
 
     def match_project(self, text: str, explicit: str | None = None) -> TopicMatch:
         links = [ln for ln in extract_links(mask_code(text)) if not ln.markdown and ln.target]
@@ -381,7 +435,7 @@ class NoteCatalog:
 
     def new_note_path(self, title: str) -> str:
         """`knowledge/<title>.md`, or the same with " 2", " 3"... when a note has the name."""
-        base = clean_title(title)
+        base = file_title(title)
         rel = f"knowledge/{base}.md"
         n = 2
         while self.exists(rel) and rel not in self.created:

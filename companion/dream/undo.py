@@ -2,17 +2,19 @@
 DATE`, and the review window's "Revert the whole dream"). The one implementation of both.
 
 The day's report is the snapshot: each change holds the whole file before and after, with
-their SHA-256. A file is put back only when it still holds exactly what the dream wrote (its
-newest change's `after`); a file a person (or a later change) edited since is never touched,
-and a whole-day revert then restores nothing at all and names the files. A file that already
-holds its pre-dream bytes (reverted on another device and synced here) is left as it is. A
-`before` snapshot that no longer matches its recorded checksum is refused. MEMORY.md and
-USER.md are restored under the same lock the agent takes; on a device without them (the
-laptop, when the agent runs on the server) they are left for a revert on that device, and the
-result says so. The write is an atomic replace, so the sync engine sees it as the person's
-own edit and carries it to the other copies. Reverted lessons are remembered in the ledger,
-so the next dream does not write them again, and the report is marked `undone_at` once
-nothing of the day is left to undo.
+their SHA-256. Undo walks the changes newest first. A file that still holds exactly what the
+dream wrote (its newest change's `after`) gets its pre-dream bytes back; one that already holds
+them (undone on another device and synced here) is left as it is; a note a person wrote in after
+the dream loses only the dream's own lines (`companion.dream.unwrite`: when the dream only added
+lines and the person touched none of them). Any other edit since the dream refuses the whole
+undo: nothing is restored and the error names the files. A `before` snapshot that no longer
+matches its recorded checksum is refused. MEMORY.md and USER.md are restored under the same lock
+the agent takes; on a device without them (the laptop, when the agent runs on the server) they
+are left for an undo on that device, and the result says so. The write is an atomic replace, so
+the sync engine carries it to the other copies. Files put back exactly are recorded as the
+dream's own writes in its device state, so the next dream does not take them for a person's
+recent edit. Undone lessons are remembered in the ledger, so the next dream does not write them
+again, and the report is marked `undone_at` once nothing of the day is left to undo.
 
 Refusals are `RevertRefused` with a `reason` code (and the note concerned), so the desktop
 app words them in its own language; the English message is for the command line.
@@ -30,7 +32,10 @@ from filelock import FileLock
 from companion.dream.ledger import Ledger
 from companion.dream.plan import atomic_write
 from companion.dream.report import MEMORY_NOTES, Change, DreamReport, load_report, write_json_atomic
+from companion.dream.state import DreamState
+from companion.dream.unwrite import revert_own_lines
 from companion.errors import CompanionError, InputError
+from companion.paths import device_paths
 
 # RevertRefused.reason
 EDITED_SINCE = "edited_since"  # the file changed after the dream
@@ -184,6 +189,50 @@ def _apply(step: _Step, result: UndoResult) -> None:
             lock.release()
 
 
+def _own_lines_out(chain: list[Change], now: bytes | None) -> str | None:
+    """A note a person wrote in since the dream: its text without the dream's own lines
+    (`companion.dream.unwrite`), or None when that would touch what the person wrote."""
+    newest, oldest = chain[0], chain[-1]
+    if newest.note in MEMORY_NOTES or now is None or newest.after is None:
+        return None
+    try:
+        current = now.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+    crlf = "\r\n" in newest.after
+
+    def lf(t: str | None) -> str | None:
+        return t.replace("\r\n", "\n") if t is not None and crlf else t
+
+    kept = revert_own_lines(lf(oldest.before), lf(newest.after) or "", lf(current) or "")
+    if kept is None:
+        return None
+    return kept.replace("\n", "\r\n") if crlf else kept
+
+
+def _record_restores(
+    vault: Path, changes: list[Change], result: UndoResult, state: DreamState | None
+) -> None:
+    """Files put back exactly as they were are the dream's own writes, not a person's edit
+    (else the next dream would leave them alone for a day); a file merged with a person's
+    newer edit stays theirs."""
+    if state is None:
+        state = DreamState.for_vault(device_paths().data_dir, vault)
+    for note in [*result.restored, *result.removed]:
+        if note in MEMORY_NOTES:
+            continue
+        oldest = next((c for c in changes if c.note == note), None)
+        data = _read(vault / note)
+        if oldest is not None and data == (
+            oldest.before.encode("utf-8") if oldest.before is not None else None
+        ):
+            state.record_write(note, data)
+    try:
+        state.save()
+    except OSError:
+        pass  # the next dream treats the files as a person's recent edit: the safe side
+
+
 def _reject(vault: Path, changes: list[Change], date: str) -> None:
     """Lessons a person reverted are not written again by later dreams."""
     keys = [k for c in changes for k in c.keys]
@@ -195,7 +244,13 @@ def _reject(vault: Path, changes: list[Change], date: str) -> None:
     ledger.save()
 
 
-def revert_change(report: DreamReport, change_id: str, locator: NoteLocator) -> Path:
+def revert_change(
+    report: DreamReport,
+    change_id: str,
+    locator: NoteLocator,
+    *,
+    state: DreamState | None = None,
+) -> Path:
     """Put one change's file back as it was before that change; refuse if edited since (a
     later change to the same file must be reverted first)."""
     change = report.change(change_id)
@@ -204,13 +259,19 @@ def revert_change(report: DreamReport, change_id: str, locator: NoteLocator) -> 
     step = _Step(change.note, locator.resolve(change.note), change, change)
     _target(change)
     _check(step)
-    _apply(step, UndoResult(report.date))
+    result = UndoResult(report.date)
+    _apply(step, result)
+    _record_restores(locator.vault, [change], result, state)
     _reject(locator.vault, [change], report.date)
     return step.path
 
 
 def revert_dream(
-    report: DreamReport, locator: NoteLocator, *, now: dt.datetime | None = None
+    report: DreamReport,
+    locator: NoteLocator,
+    *,
+    now: dt.datetime | None = None,
+    state: DreamState | None = None,
 ) -> UndoResult:
     """Revert every change of the report's day, or none: every file is checked first."""
     result = UndoResult(report.date)
@@ -223,16 +284,23 @@ def revert_dream(
         chains.setdefault(change.note, []).append(change)
     result.elsewhere.sort()
     steps: list[_Step] = []
+    merged: list[tuple[_Step, bytes, str]] = []  # a person wrote in it: the dream's lines out
     refused: list[RevertRefused] = []
     for note, chain in chains.items():
         try:
             step = _Step(note, locator.resolve(note), chain[0], chain[-1])
             _target(step.oldest)
-            current = _sha(_read(step.path))
+            data = _read(step.path)
+            current = _sha(data)
             if current == step.newest.expected_after_sha256:
                 steps.append(step)
             elif current != (step.oldest.recorded_before_sha256 or step.oldest.before_sha256):
-                _check(step)  # raises EDITED_SINCE
+                kept = _own_lines_out(chain, data)
+                if kept is None:
+                    _check(step)  # raises EDITED_SINCE
+                else:
+                    assert data is not None
+                    merged.append((step, data, kept))
         except RevertRefused as exc:
             refused.append(exc)
     if refused:
@@ -247,6 +315,14 @@ def revert_dream(
         )
     for step in steps:
         _apply(step, result)
+    for step, seen, kept in merged:
+        if _read(step.path) != seen:
+            raise RevertRefused(
+                EDITED_SINCE, step.note, f"{step.note} changed while undoing; the rest was kept"
+            )
+        atomic_write(step.path, kept.encode("utf-8"))
+        result.restored.append(step.note)
+    _record_restores(locator.vault, list(report.changes), result, state)
     _reject(locator.vault, list(report.changes), report.date)
     if not result.elsewhere and report.path is not None:
         report.undone_at = (now or dt.datetime.now(dt.UTC)).isoformat()
@@ -255,7 +331,12 @@ def revert_dream(
 
 
 def undo_dream(
-    vault: Path, date: str, memories: Path | None, *, now: dt.datetime | None = None
+    vault: Path,
+    date: str,
+    memories: Path | None,
+    *,
+    now: dt.datetime | None = None,
+    state: DreamState | None = None,
 ) -> UndoResult:
     """`companion dream VAULT --undo DATE`."""
     try:
@@ -267,4 +348,4 @@ def undo_dream(
         raise InputError(f"no dream report for {date} in {vault}")
     if report.undone_at:
         raise CompanionError(f"the dream of {date} was already undone at {report.undone_at}")
-    return revert_dream(report, NoteLocator(vault, memories), now=now)
+    return revert_dream(report, NoteLocator(vault, memories), now=now, state=state)

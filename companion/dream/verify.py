@@ -11,7 +11,9 @@ says "not a sync copy".
   the line's text -- a vault line still saying it (at the cited line: "ok"; elsewhere in the
   file: "moved"), or a transcript message with that id whose text or memory-tool call contains
   it. Lines written by the `llm` distiller may restate their source; they resolve through the
-  quote recorded for them in the day's report. A transcript that is not on this machine is
+  quote recorded for them in the day's report, and only while the line keeps that quote's
+  values, negations and hedges (`companion.dream.meaning.grounding_problem`, the check the
+  distiller made). A transcript that is not on this machine is
   "unreachable", not a failure;
 - index lines of Home.md: the link resolves to a note;
 - Dreaming lines: the report they cite exists.
@@ -28,6 +30,7 @@ from typing import Any, Protocol
 from companion.dream import blocks
 from companion.dream.blocks import Ref
 from companion.dream.consolidate import line_core
+from companion.dream.meaning import grounding_problem
 from companion.dream.read import find_messages
 from companion.dream.report import list_reports
 from companion.dream.text import contains_quote, squash
@@ -191,13 +194,22 @@ def _check_content(
     core: str,
     refs: tuple[Ref, ...],
     src: _Sources,
-    quotes: dict[tuple[str, int | None, str | None], list[str]],
+    quotes: dict[tuple[str, int | None, str | None], list[tuple[str, str]]],
 ) -> tuple[str, str]:
     unreachable = False
+    changed: str | None = None
     for r in refs:
         is_transcript = ":" in r.source.split("/", 1)[0]
         recorded = quotes.get((r.source, r.line, r.message_id), [])
-        wanted = [core, *(q for w, q in recorded if squash(w) == squash(core))]
+        wanted = [core]
+        for w, q in recorded:
+            if squash(w) != squash(core):
+                continue
+            problem = grounding_problem(core, q)  # the same check the distiller made
+            if problem is None:
+                wanted.append(q)
+            else:
+                changed = changed or problem
         if is_transcript:
             texts = src.message_texts(r)
             if texts is None:
@@ -223,6 +235,8 @@ def _check_content(
             return "moved", f"{r.source}: no longer at line {r.line}"
     if unreachable:
         return "unreachable", "the transcript is not on this machine"
+    if changed:
+        return "unresolved", f"the line changes what its quote says: {changed}"
     return "unresolved", "no reference holds this text"
 
 

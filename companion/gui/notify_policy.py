@@ -71,6 +71,13 @@ def dream_counts_text(counts: Mapping[str, int]) -> str:
     return ", ".join(parts) if parts else tr("notify.dream.no_changes")
 
 
+def _llm_failed(counts: Mapping[str, int]) -> str:
+    """A line when the model distiller failed (the dream used the rules only, or lost some
+    batches): the person configured a model and should know it did not answer."""
+    n = counts.get("llm_failed") or 0
+    return "\n" + tr("notify.dream.llm_failed", n=n) if n else ""
+
+
 def _morning(now: datetime, cfg: Mapping[str, Any]) -> datetime | None:
     """Today's morning notification time if it is still ahead, else None (show now)."""
     try:
@@ -122,7 +129,7 @@ def _one(event: EngineEvent, cfg: Mapping[str, Any], now: datetime) -> Notificat
         return Notification(
             key=f"dream:{event.date}",
             title=dream_title(event.date, event.ran_on, event.counts),
-            body=tr("notify.dream.body_hint"),
+            body=tr("notify.dream.body_hint") + _llm_failed(event.counts),
             action=Action(OPEN_REVIEW, str(event.report)),
             not_before=_morning(now, cfg),
         )

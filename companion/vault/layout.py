@@ -109,9 +109,10 @@ def journal_path(root: str | Path, day: dt.date) -> Path:
     return Path(root) / "journal" / f"{day.isoformat()}.md"
 
 
-def new_journal_text(day: dt.date) -> str:
-    """A new journal day before any section is written: its frontmatter."""
-    return f"---\ntags: [journal]\ndate: {day.isoformat()}\n---\n"
+def new_journal_text(day: dt.date, tag: str = "journal") -> str:
+    """A new journal day before any section is written: its frontmatter, tagged with the
+    vault's own journal tag (`journal`, `diario`...)."""
+    return f"---\ntags: [{tag}]\ndate: {day.isoformat()}\n---\n"
 
 
 def journal_date(relpath: str | PurePosixPath) -> dt.date | None:

@@ -1,0 +1,231 @@
+"""What a statement says, beyond its words: the tokens that carry its meaning.
+
+Word overlap cannot tell "Publish on 127.0.0.1" from "Publish on 0.0.0.0", "with emojis" from
+"without emojis", or "usually at 03:00" from "at 03:00": the words that differ are digits,
+stopwords or one small adverb. Three jobs need to see them, and this module is their one home:
+
+- **grounding** (`grounding_problem`): a model's restatement keeps every value (number, time,
+  date, IP address, version, path, identifier) of its proposal exactly as its quote has it, and
+  the same negations and hedges as the quote, both ways (a dropped "not" or "usually" changes
+  what the source says). The `llm` distiller and `--verify` apply it;
+- **sameness** (`same_statement`): a candidate is the same statement as a line when their
+  word stems match (one contained in the other, or a close paraphrase), with the same values,
+  negations and hedges; a line that only differs in a number is another statement;
+- **contradiction** (`contradicts`): the same subject (the words other than values match, or
+  one line's are all in the other's) with another value, or with the opposite polarity: the
+  newer line makes the older one stale.
+
+Stems are crude on purpose (`text.stem`: folded, a plural s off, the first five letters): the
+dream works offline, in English and Spanish, without a language model, and every decision
+built on them also checks the values and negations exactly.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+
+from companion.dream.text import fold, jaccard, norm_key, stem, words
+
+_STRIP = ".,;:!?()[]{}\"'«»¿¡*"
+_INNER_CAP = re.compile(r"[a-z][A-Z]")
+_DOTTED = re.compile(r"\w\.\w")
+_VALUE_CHARS = re.compile(r"[\d/\\_@=$~]")
+_WORD = re.compile(r"[\w']+")
+_CODE_SPAN = re.compile(r"`([^`]+)`")
+
+NEGATIONS = frozenset(
+    [
+        # English ("n't" forms are folded to "not")
+        "no",
+        "not",
+        "never",
+        "without",
+        "none",
+        "nothing",
+        "nobody",
+        "nor",
+        "neither",
+        "cannot",
+        # Spanish
+        "nunca",
+        "jamas",
+        "sin",
+        "ni",
+        "nada",
+        "nadie",
+        "ninguno",
+        "ninguna",
+        "ningun",
+        "tampoco",
+    ]
+)
+HEDGES = frozenset(
+    [
+        "may",
+        "might",
+        "could",
+        "possibly",
+        "probably",
+        "perhaps",
+        "maybe",
+        "likely",
+        "unlikely",
+        "usually",
+        "often",
+        "sometimes",
+        "occasionally",
+        "rarely",
+        "seldom",
+        "seems",
+        "seem",
+        "seemed",
+        "apparently",
+        "approximately",
+        "roughly",
+        "almost",
+        "nearly",
+        "generally",
+        "typically",
+        "quiza",
+        "quizas",
+        "talvez",  # "tal vez", joined below
+        "aveces",  # "a veces", joined below
+        "puede",
+        "pueden",
+        "podria",
+        "podrian",
+        "probablemente",
+        "posiblemente",
+        "seguramente",
+        "normalmente",
+        "generalmente",
+        "suele",
+        "suelen",
+        "solia",
+        "parece",
+        "parecen",
+        "aproximadamente",
+        "casi",
+        "raramente",
+        "ocasionalmente",
+    ]
+)
+_JOINED = (("tal vez", "talvez"), ("a veces", "aveces"), ("a menudo", "amenudo"))
+HEDGES_ALL = HEDGES | {"amenudo"}
+
+
+@dataclass(frozen=True)
+class Meaning:
+    """The meaning-critical parts of a statement."""
+
+    values: tuple[str, ...]  # numbers, times, dates, IPs, versions, paths, identifiers
+    negations: frozenset[str]
+    hedges: frozenset[str]
+    stems: frozenset[str]  # stems of the informative words that are not values
+    key: str = ""  # `text.norm_key` of the statement
+
+    @property
+    def value_set(self) -> frozenset[str]:
+        return frozenset(self.values)
+
+
+def _is_value(tok: str, in_code: bool) -> bool:
+    if in_code:
+        return True
+    if _VALUE_CHARS.search(tok):
+        return True
+    if tok.startswith("-") and tok.lstrip("-")[:1].isalpha():
+        return True  # a command-line flag: --limit-upload
+    if _DOTTED.search(tok):
+        return True  # a host or file name: station.local, state.db
+    return bool(_INNER_CAP.search(tok))  # an identifier: SystemMaxUse, pgUpgrade
+
+
+def value_tokens(text: str) -> list[str]:
+    """Every value-like token of `text`, in order, trimmed of sentence punctuation."""
+    return list(meaning(text).values)
+
+
+@lru_cache(maxsize=32768)
+def meaning(text: str) -> Meaning:
+    code = {m.group(1).strip() for m in _CODE_SPAN.finditer(text)} if "`" in text else set()
+    values: list[str] = []
+    plain: list[str] = []
+    for raw in text.replace("`", " ").split():
+        tok = raw.strip(_STRIP)
+        if not tok:
+            continue
+        if tok.isalpha() and tok not in code and not _INNER_CAP.search(tok):
+            plain.append(tok)  # the common case: a plain word
+        elif _is_value(tok, tok in code):
+            values.append(tok.casefold())
+        else:
+            plain.append(tok)
+    folded = " " + " ".join(_WORD.findall(fold(" ".join(plain)))) + " "
+    for two, one in _JOINED:
+        folded = folded.replace(f" {two} ", f" {one} ")
+    toks = folded.split()
+    neg = {("not" if t.endswith("n't") else t) for t in toks if t in NEGATIONS or t.endswith("n't")}
+    hedges = {t for t in toks if t in HEDGES_ALL}
+    stems = frozenset(stem(w) for w in words(" ".join(plain)) if w not in HEDGES_ALL)
+    return Meaning(tuple(values), frozenset(neg), frozenset(hedges), stems, norm_key(text))
+
+
+def grounding_problem(text: str, quote: str) -> str | None:
+    """Why `text` does not say what `quote` says (None: it does, as far as values, negations
+    and hedges go)."""
+    t, q = meaning(text), meaning(quote)
+    missing = [v for v in t.values if v not in q.value_set]
+    if missing:
+        return f"{missing[0]!r} is not in its quote"
+    if t.negations != q.negations:
+        extra = sorted(t.negations - q.negations) or sorted(q.negations - t.negations)
+        where = "its text" if t.negations - q.negations else "its quote"
+        return f"the negation {extra[0]!r} is only in {where}"
+    if t.hedges != q.hedges:
+        extra = sorted(t.hedges - q.hedges) or sorted(q.hedges - t.hedges)
+        where = "its text" if t.hedges - q.hedges else "its quote"
+        return f"the hedge {extra[0]!r} is only in {where}"
+    return None
+
+
+SAME_STEMS = 0.8  # stem overlap for a paraphrase
+SAME_SUBJECT = 0.8  # stem overlap of the non-value words for "the same subject"
+MIN_STEMS = 3
+
+
+def same_statement(candidate: str, line: str) -> bool:
+    """True when `candidate` says nothing `line` does not: the same normalised text, or its
+    stems contained in the line's (or overlapping by `SAME_STEMS`), with the line holding
+    each of its values and the same negations and hedges."""
+    a, b = meaning(candidate), meaning(line)
+    if a.key == b.key:
+        return True
+    if len(a.stems) < MIN_STEMS or not a.stems & b.stems:
+        return False
+    if a.negations != b.negations or a.hedges != b.hedges:
+        return False
+    if not a.value_set <= b.value_set:
+        return False
+    if a.stems <= b.stems:
+        return True
+    return a.value_set == b.value_set and jaccard(set(a.stems), set(b.stems)) >= SAME_STEMS
+
+
+def contradicts(new: str, old: str) -> str | None:
+    """How `new` makes `old` stale, or None: the same subject (their non-value stems overlap
+    by `SAME_SUBJECT`, at least two of them shared) with another value ("value"), or the
+    opposite polarity ("negation")."""
+    a, b = meaning(new), meaning(old)
+    shared = a.stems & b.stems
+    small = min(len(a.stems), len(b.stems))
+    contained = small >= MIN_STEMS and len(shared) == small  # "ahora", "now" added, say
+    if len(shared) < 2 or not (contained or jaccard(set(a.stems), set(b.stems)) >= SAME_SUBJECT):
+        return None
+    if a.values and b.values and a.value_set != b.value_set:
+        return "value"
+    if a.value_set == b.value_set and bool(a.negations) != bool(b.negations):
+        return "negation"
+    return None

@@ -62,3 +62,17 @@ def _settle_qt_after_gui_tests(request: pytest.FixtureRequest):
             app.processEvents()
             app.sendPostedEvents(None, QEvent.Type.DeferredDelete.value)  # deleteLater
     gc.collect()
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def backend(request: pytest.FixtureRequest):
+    """Run the test once on the SQLite store and once on PostgreSQL (a real server)."""
+    from tests.relaybackends import Backend
+
+    b = Backend(request.param)
+    yield b
+    if b.urls:
+        from tests.pgcluster import release
+
+        for url in b.urls:
+            release(url)

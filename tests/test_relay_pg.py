@@ -137,7 +137,7 @@ def test_a_long_poll_on_one_process_wakes_when_the_other_commits(two):
         since = waiter.changes_page(0).vault_seq
         out: dict = {}
 
-        def wait() -> None:
+        def wait(out: dict = out, since: int = since) -> None:
             out["records"] = waiter.changes(since, wait=20).records
             out["woke"] = time.monotonic()
 
@@ -161,7 +161,7 @@ def test_an_invite_redeemed_through_both_processes_at_once_admits_one_device(two
         results: list[object] = []
         barrier = threading.Barrier(2)
 
-        def redeem(url: str) -> None:
+        def redeem(url: str, code=code, results=results, barrier=barrier) -> None:
             barrier.wait()
             try:
                 results.append(RelayClient(url).join(code, "racer"))
@@ -277,7 +277,8 @@ def test_blobs_in_s3_are_stored_deduplicated_verified_and_pruned(s3):
         assert store.put_blob(V, "cd" * 16, data, 1000.0).created  # same bytes, another id
         assert len(objects()) == 1  # stored once
         assert store.read_blob(V, "cd" * 16)[1] == data
-        assert store.commit(V, "d" * 16, [NewRecord(fid(1), 1, 0, b"r", ("ab" * 16,))], 1000.0).committed
+        rec = NewRecord(fid(1), 1, 0, b"r", ("ab" * 16,))
+        assert store.commit(V, "d" * 16, [rec], 1000.0).committed
         # the object is altered in the store behind the relay's back: refused, forgotten
         store.put_blob(V, "ef" * 16, b"other bytes", 1000.0)
         key = next(k for k in objects() if k.endswith(__import__("hashlib").sha256(

@@ -366,3 +366,57 @@ def migrate(store: StoreChoice) -> None:
         click.echo(f"{where}: schema {after}, up to date")
     else:
         click.echo(f"{where}: schema {before} -> {after}")
+
+
+@relay.command("export")
+@store_options
+@click.option("--to", "dest", required=True, type=click.Path(file_okay=False, path_type=Path),
+              help="A new folder to write the export into.")  # fmt: skip
+def export_cmd(store: StoreChoice, dest: Path) -> None:
+    """Copy everything the relay holds into a folder, to import into another store.
+
+    Only ciphertext, hashes and ids are copied: no vault key is needed or involved. Sequence
+    numbers and devices are kept, so devices carry on after an import without resyncing.
+    Stop the relays (or accept that commits made during the export are not in it).
+
+    \b
+    Example:
+      companion relay export --data /srv/relay --to /srv/relay-export
+      companion relay export --database postgresql://relay@db/relay --to ./export
+    """
+    from companion.relay.transfer import export_relay
+
+    db = _open(store)
+    try:
+        counts = export_relay(db, dest, source=store.label,
+                              progress=lambda m: click.echo(m, err=True))  # fmt: skip
+    finally:
+        db.close()
+    click.echo(f"exported {_counts(counts)} to {dest}")
+
+
+@relay.command("import")
+@store_options
+@click.option("--from", "src", required=True,
+              type=click.Path(exists=True, file_okay=False, path_type=Path),
+              help="A folder written by `companion relay export`.")  # fmt: skip
+def import_cmd(store: StoreChoice, src: Path) -> None:
+    """Load an export into an empty store (a new --data folder, or a new, migrated database).
+
+    \b
+    Example:
+      companion relay migrate --database postgresql://relay@db/relay
+      companion relay import --database postgresql://relay@db/relay --from /srv/relay-export
+    """
+    from companion.relay.transfer import import_relay
+
+    db = _open(store, must_exist=False)
+    try:
+        counts = import_relay(db, src, progress=lambda m: click.echo(m, err=True))
+    finally:
+        db.close()
+    click.echo(f"imported {_counts(counts)} into {store.label}")
+
+
+def _counts(counts: dict[str, int]) -> str:
+    return ", ".join(f"{n} {k}" for k, n in counts.items())

@@ -498,8 +498,11 @@ class PgStorage(RelayStorage):
                         cp.write_row((vault_id, seq, r.file_id, r.rev, r.parent_rev, r.sealed,
                                       list(r.blobs), device_id, now))  # fmt: skip
                         results[i] = RecordResult(r.file_id, r.rev, "committed", seq=seq)
-                c.execute("UPDATE vaults SET seq=%s WHERE vault_id=%s", (seq, vault_id))
-                c.execute("SELECT pg_notify(%s, %s)", (CHANNEL, vault_id))
+                # the NOTIFY is delivered when (and only if) this transaction commits
+                c.execute(
+                    "UPDATE vaults SET seq=%s WHERE vault_id=%s RETURNING pg_notify(%s, %s)",
+                    (seq, vault_id, CHANNEL, vault_id),
+                )
         return CommitOutcome(True, seq, list(results))  # type: ignore[arg-type]
 
     def changes(self, vault_id: str, since: int, limit: int, max_bytes: int) -> ChangesPage:

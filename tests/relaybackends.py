@@ -43,6 +43,15 @@ class Backend:
         return ["--data", str(path)] if self.name == "sqlite" else ["--database", self.database()]
 
 
+def open_store(store_args: list[str]) -> RelayStorage:
+    """The store named by `Backend.store_args` (to look at what a relay process wrote)."""
+    from companion.relay.backends import StoreChoice, open_storage
+
+    if store_args[0] == "--data":
+        return open_storage(StoreChoice(data=Path(store_args[1])))
+    return open_storage(StoreChoice(database=store_args[1]))
+
+
 def damage(storage: RelayStorage, vault_id: str, blob_id: str, data: bytes) -> None:
     """Replace a stored blob's bytes behind the relay's back (disk damage, an operator)."""
     from companion.relay.sqlite_storage import SqliteStorage

@@ -79,7 +79,7 @@ def test_client_killed_mid_sync_loses_nothing(tmp_path: Path, relay: str) -> Non
                 assert b.read(rel) == data, f"edit of {rel} lost after the kill"
             c.assert_converged()
         if relay == "pg2":
-            assert min(c.relay.proxy.forwarded) > 100, c.relay.proxy.forwarded
+            assert min(c.relay.proxy.forwarded) > 10, c.relay.proxy.forwarded
 
 
 @pytest.mark.parametrize("relay", ["process", "pg2"])  # pg2: both relay processes are killed
@@ -120,4 +120,4 @@ def test_relay_killed_mid_sync_loses_no_acknowledged_edit(tmp_path: Path, relay:
                 assert b.read(rel) == data, f"acknowledged edit of {rel} lost"
             c.assert_converged()
         if relay == "pg2":  # the devices' requests really went to both relay processes
-            assert min(c.relay.proxy.forwarded) > 100, c.relay.proxy.forwarded
+            assert min(c.relay.proxy.forwarded) > 10, c.relay.proxy.forwarded

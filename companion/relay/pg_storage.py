@@ -239,6 +239,10 @@ class PgStorage(RelayStorage):
         self.url = url
         self.display_url = redact_url(url)
         self.content = blobs or ContentStore()
+        try:  # one direct attempt first: a wrong URL fails at once, not after the pool's retries
+            psycopg.connect(url, connect_timeout=10).close()
+        except psycopg.Error as exc:
+            raise ConnectionError(f"cannot connect to {self.display_url}: {exc}") from None
         self.pool = ConnectionPool(
             url,
             min_size=1,

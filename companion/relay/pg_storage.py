@@ -84,6 +84,7 @@ _RECORD_COLS = (
 )
 _RECORDS = "records r LEFT JOIN devices d ON d.device_id = r.device_id"
 _DEVICE_COLS = "device_id, vault_id, name, kind, token_hash, created, revoked"
+_RECORD_TYPES = ["text", "int8", "text", "int8", "int8", "bytea", "text[]", "text", "float8"]
 
 
 def _record(row: Sequence[Any]) -> StoredRecord:
@@ -495,8 +496,9 @@ class PgStorage(RelayStorage):
             if fresh:
                 with c.cursor().copy(
                     "COPY records (vault_id, seq, file_id, rev, parent_rev, sealed, blobs, "
-                    "device_id, committed_at) FROM STDIN"
+                    "device_id, committed_at) FROM STDIN (FORMAT BINARY)"
                 ) as cp:
+                    cp.set_types(_RECORD_TYPES)  # binary: ciphertext is not hex-encoded
                     for i, r in fresh:
                         seq += 1
                         cp.write_row((vault_id, seq, r.file_id, r.rev, r.parent_rev, r.sealed,
@@ -886,8 +888,9 @@ class PgStorage(RelayStorage):
     def load_records(self, vault_id: str, records: Sequence[StoredRecord]) -> None:
         with self._tx() as c, c.cursor().copy(
             "COPY records (vault_id, seq, file_id, rev, parent_rev, sealed, blobs, device_id, "
-            "committed_at) FROM STDIN"
+            "committed_at) FROM STDIN (FORMAT BINARY)"
         ) as cp:
+            cp.set_types(_RECORD_TYPES)
             for r in records:
                 cp.write_row((vault_id, r.seq, r.file_id, r.rev, r.parent_rev, r.sealed,
                               list(r.blobs), r.device_id, r.committed_at))  # fmt: skip

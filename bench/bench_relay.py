@@ -1,6 +1,14 @@
 """Relay throughput on loopback, beside the floors of this machine.
 
     python bench/bench_relay.py [--records 20000] [--blobs 200] [--quick]
+    python bench/bench_relay.py --backend postgres --processes 2 [--quick]
+
+The second form is the scale-out run (issue #20): commit ingest with 1, 4 and 16 clients
+(separate processes, each a device of its own vault, and 16 devices sharing one vault) through
+1..N relay processes on one PostgreSQL database (a throw-away cluster with PostgreSQL's
+durable defaults, fsync on), and the long-poll wake latency across processes (a commit through
+relay B waking a long-poll waiting on relay A), beside the SQLite relay (one process) in the
+same run. Targets: >= 20,000 records/s with 16 clients on 2 processes; wake p95 <= 50 ms.
 
 Starts `companion relay serve` as a separate process on 127.0.0.1 (its default settings:
 SQLite WAL with synchronous=FULL, blobs fsynced), then measures through the real HTTP API:
@@ -284,8 +292,198 @@ def blob_rates(client: RelayClient, n: int) -> dict[str, float]:
     return rows
 
 
+# -- scale-out: several relay processes on PostgreSQL (issue #20) --------------------------------
+
+
+def start_serve(store: list[str], tmp: Path, name: str) -> tuple[subprocess.Popen, str]:
+    port_file = tmp / f"{name}.port"
+    env = {**os.environ, "COMPANION_HOME": str(tmp / f"home-{name}")}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "companion", "relay", "serve", *store, "--port", "0",
+         "--port-file", str(port_file), "--no-access-log", "--log-level", "warning"],
+        stdout=subprocess.DEVNULL,
+        env=env,
+    )  # fmt: skip
+    deadline = time.monotonic() + 30
+    while not port_file.exists():
+        if proc.poll() is not None or time.monotonic() > deadline:
+            raise SystemExit(f"relay {name} did not start")
+        time.sleep(0.05)
+    return proc, f"http://127.0.0.1:{port_file.read_text().strip()}"
+
+
+def admin_invite(store: list[str], tmp: Path, *extra: str) -> str:
+    env = {**os.environ, "COMPANION_HOME": str(tmp / "home-admin")}
+    out = subprocess.run(
+        [sys.executable, "-m", "companion", "relay", "invite", *store, *extra],
+        capture_output=True, text=True, check=True, env=env,
+    )  # fmt: skip
+    return out.stdout.strip()
+
+
+def _ingest_worker(url: str, token: str, vault: str, batches: int, start, out) -> None:  # noqa: ANN001
+    client = RelayClient(url, token, vault, timeout=120)
+    prefix = os.urandom(6).hex()
+    payloads = [os.urandom(SEALED) for _ in range(BATCH)]
+    start.wait()
+    t0 = time.perf_counter()
+    for n in range(batches):
+        recs = [Record(f"{prefix}{n:010x}{i:04x}", 1, 0, payloads[i]) for i in range(BATCH)]
+        assert client.commit(recs).ok
+    out.put((t0, time.perf_counter(), batches * BATCH))
+    client.close()
+
+
+def scale_ingest(urls: list[str], devices: list[tuple[str, str]], records: int) -> float:
+    """records/s of len(devices) client processes committing batches at once; client k talks
+    to relay k % len(urls)."""
+    import multiprocessing as mp
+
+    ctx = mp.get_context("fork")
+    start = ctx.Barrier(len(devices))
+    out = ctx.Queue()
+    per = max(1, records // BATCH // len(devices))
+    procs = [
+        ctx.Process(target=_ingest_worker,
+                    args=(urls[k % len(urls)], tok, vault, per, start, out))
+        for k, (tok, vault) in enumerate(devices)
+    ]  # fmt: skip
+    for p in procs:
+        p.start()
+    results = [out.get(timeout=600) for _ in procs]
+    for p in procs:
+        p.join(60)
+    t0 = min(r[0] for r in results)
+    t1 = max(r[1] for r in results)
+    return sum(r[2] for r in results) / (t1 - t0)
+
+
+def wake_latency(waiter_url: str, writer_url: str, dev_w: tuple[str, str],
+                 dev_c: tuple[str, str], rounds: int) -> list[float]:  # fmt: skip
+    """Seconds from a commit's answer (through one relay) to the waiting long-poll's answer
+    (on another), `rounds` times."""
+    waiter = RelayClient(waiter_url, dev_w[0], dev_w[1], timeout=60)
+    writer = RelayClient(writer_url, dev_c[0], dev_c[1], timeout=60)
+    lat: list[float] = []
+    for n in range(rounds):
+        since = waiter.changes_page(0, limit=1).vault_seq
+        got: dict[str, float] = {}
+
+        def wait(since: int = since, got: dict[str, float] = got) -> None:
+            page = waiter.changes_page(since, wait=30)
+            got["at"] = time.perf_counter()
+            got["n"] = len(page.records)
+
+        t = threading.Thread(target=wait)
+        t.start()
+        time.sleep(0.15)  # the long-poll is waiting on the other relay
+        writer.commit([Record(f"{n:032x}", 1, 0, b"wake")])
+        sent = time.perf_counter()  # the commit has been answered: it is durable
+        t.join(60)
+        if got.get("n"):
+            lat.append(max(0.0, got["at"] - sent))
+    waiter.close()
+    writer.close()
+    return lat
+
+
+def _pct(xs: list[float], q: float) -> float:
+    xs = sorted(xs)
+    return xs[min(len(xs) - 1, int(round(q * (len(xs) - 1))))]
+
+
+def scale_run(args: argparse.Namespace) -> None:
+    from companion.relay.pg_schema import migrate
+    from companion.relay.pgtesting import TempCluster
+
+    clients = [1, 4, 16]
+    rows: list[tuple[str, int, int, float]] = []  # store, processes, clients, rec/s
+    shared: dict[tuple[str, int], float] = {}
+    wakes: dict[str, list[float]] = {}
+    with tempfile.TemporaryDirectory(prefix="bench-relay-scale-") as tmp_s:
+        tmp = Path(tmp_s)
+        setups: list[tuple[str, list[str], list[int]]] = [("sqlite", ["--data", str(tmp / "sq")],
+                                                           [1])]  # fmt: skip
+        cluster = None
+        if args.backend == "postgres":
+            cluster = TempCluster(durable=True, max_connections=300).start()
+            cluster.create_database("relay")
+            migrate(cluster.url("relay"))
+            setups.append(("postgres", ["--database", cluster.url("relay")],
+                           list(range(1, args.processes + 1))))  # fmt: skip
+        try:
+            for name, store, process_counts in setups:
+                n_relays = max(process_counts)
+                relays = [start_serve(store, tmp, f"{name}-{i}") for i in range(n_relays)]
+                try:
+
+                    def join(
+                        vault: str | None = None, relays=relays, store=store
+                    ) -> tuple[str, str]:
+                        extra = ["--vault", vault] if vault else ["--new-vault"]
+                        c = RelayClient(relays[0][1])
+                        j = c.join(admin_invite(store, tmp, *extra), "bench")
+                        c.close()
+                        return j.token, j.vault_id
+
+                    own = [join() for _ in range(max(clients))]
+                    for n_proc in process_counts:
+                        urls = [u for _, u in relays[:n_proc]]
+                        for n in clients:
+                            rate = scale_ingest(urls, own[:n], args.records)
+                            rows.append((name, n_proc, n, rate))
+                            print(f"  {name} x{n_proc}, {n} clients: {rate:,.0f} rec/s",
+                                  file=sys.stderr)  # fmt: skip
+                    one = own[0][1]
+                    team = [own[0]] + [join(one) for _ in range(max(clients) - 1)]
+                    n_proc = max(process_counts)
+                    shared[(name, n_proc)] = scale_ingest([u for _, u in relays[:n_proc]],
+                                                          team, args.records)  # fmt: skip
+                    waiter_url = relays[0][1]
+                    writer_url = relays[-1][1]  # another process when there are several
+                    wakes[name] = wake_latency(waiter_url, writer_url, own[1], (own[1][0],
+                                               own[1][1]), args.wake_rounds)  # fmt: skip
+                finally:
+                    for proc, _ in relays:
+                        proc.terminate()
+                        proc.wait(timeout=30)
+        finally:
+            if cluster is not None:
+                cluster.stop()
+
+    print(f"\nRelay scale-out on loopback ({os.cpu_count()} CPUs, Python "
+          f"{sys.version.split()[0]}); `python bench/bench_relay.py --backend {args.backend} "
+          f"--processes {args.processes}`; batches of {BATCH} x {SEALED} B\n")  # fmt: skip
+    print("| store | relay processes | clients (each its own vault) | commit ingest |")
+    print("|---|---|---|---|")
+    for name, n_proc, n, rate in rows:
+        print(f"| {name} | {n_proc} | {n} | {rate:,.0f} rec/s |")
+    for (name, n_proc), rate in shared.items():
+        print(f"| {name} | {n_proc} | {max(clients)}, all in one vault | {rate:,.0f} rec/s |")
+    print("\n| long-poll wake | p50 | p95 | rounds |")
+    print("|---|---|---|---|")
+    for name, lat in wakes.items():
+        where = "across processes" if name == "postgres" and args.processes > 1 else "same process"
+        if lat:
+            print(f"| {name}, {where} | {_pct(lat, 0.5) * 1000:.1f} ms | "
+                  f"{_pct(lat, 0.95) * 1000:.1f} ms | {len(lat)} |")  # fmt: skip
+    if args.backend == "postgres":
+        best = max((r for r in rows if r[0] == "postgres" and r[1] == min(2, args.processes)
+                    and r[2] == 16), key=lambda r: r[3], default=None)  # fmt: skip
+        p95 = _pct(wakes.get("postgres", [1.0]), 0.95)
+        got = f"{best[3]:,.0f}" if best else "-"
+        print(f"\nTargets: >= 20,000 rec/s with 16 clients on 2 processes: "
+              f"{'met' if best and best[3] >= 20_000 else 'NOT met'} ({got}); "
+              f"cross-process wake p95 <= 50 ms: {'met' if p95 <= 0.05 else 'NOT met'} "
+              f"({p95 * 1000:.1f} ms).")  # fmt: skip
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--backend", choices=["sqlite", "postgres"],
+                    help="the scale-out run: ingest by clients and relay processes, wake latency")
+    ap.add_argument("--processes", type=int, default=2, help="relay processes (postgres)")
+    ap.add_argument("--wake-rounds", type=int, default=40)
     ap.add_argument("--records", type=int, default=20_000)
     ap.add_argument("--blobs", type=int, default=200, help="1 MB blobs per measurement")
     ap.add_argument("--quick", action="store_true", help="small counts (a smoke run)")
@@ -297,7 +495,9 @@ def main() -> None:
     if args.sink_tcp:
         return _sink_tcp(args.sink_tcp)
     if args.quick:
-        args.records, args.blobs = 2_000, 20
+        args.records, args.blobs, args.wake_rounds = 2_000, 20, 10
+    if args.backend:
+        return scale_run(args)
     with tempfile.TemporaryDirectory(prefix="bench-relay-") as tmp_s:
         tmp = Path(tmp_s)
         data = tmp / "relay"

@@ -171,3 +171,17 @@ def x_desktop() -> Iterator[dict[str, str]]:
                 except subprocess.TimeoutExpired:
                     proc.kill()
                     proc.wait()
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def backend(request: pytest.FixtureRequest):
+    """Run the test once on the SQLite store and once on PostgreSQL (a real server)."""
+    from tests.relaybackends import Backend
+
+    b = Backend(request.param)
+    yield b
+    if b.urls:
+        from tests.pgcluster import release
+
+        for url in b.urls:
+            release(url)

@@ -61,16 +61,19 @@ class ProcessRelay:
         log_level: str = "info",
         port: int = 0,
         die_with_parent: bool = False,
+        database: str | None = None,
     ) -> None:
         """`die_with_parent`: the relay gets SIGTERM when the thread that started it ends
         (Linux PR_SET_PDEATHSIG), so a killed test or script leaves no relay behind. Only
-        for relays started and used from the main thread."""
+        for relays started and used from the main thread. `database`: PostgreSQL instead of
+        SQLite in `data_dir`."""
         self.die_with_parent = die_with_parent
         self.data_dir = Path(data_dir)
         self.data_dir.mkdir(parents=True, exist_ok=True)
         self.log_file = self.data_dir.parent / f"{self.data_dir.name}.log"
         self.log_level = log_level
         self.port = port
+        self.database = database  # PostgreSQL instead of SQLite in data_dir
         self.proc: subprocess.Popen[bytes] | None = None
         self.url = ""
         self.start()
@@ -83,7 +86,9 @@ class ProcessRelay:
         log = open(self.log_file, "ab")  # noqa: SIM115 - owned by the child
         self.proc = subprocess.Popen(
             [
-                sys.executable, "-m", "companion", "relay", "serve", "--data", str(self.data_dir),
+                sys.executable, "-m", "companion", "relay", "serve",
+                *(["--database", self.database] if self.database else
+                  ["--data", str(self.data_dir)]),
                 "--port", str(self.port), "--port-file", str(port_file),
                 "--log-level", self.log_level,
             ],
@@ -106,11 +111,18 @@ class ProcessRelay:
     def invite(
         self, vault_id: str | None = None, new_vault: bool = False, kind: str = "agent"
     ) -> str:
-        store = SqliteStorage(self.data_dir)
+        store = open_store(self.data_dir, self.database)
         try:
             return issue_invite(
                 store, vault_id=vault_id, new_vault=new_vault, ttl=3600, kind=kind
             ).code
+        finally:
+            store.close()
+
+    def revoke(self, device_id: str) -> None:
+        store = open_store(self.data_dir, self.database)
+        try:
+            store.revoke_device(device_id, time.time())
         finally:
             store.close()
 
@@ -149,6 +161,66 @@ class ProcessRelay:
         self.stop()
 
 
+def open_store(data_dir: Path, database: str | None) -> Any:
+    if database is None:
+        return SqliteStorage(data_dir)
+    from companion.relay.pg_storage import PgStorage
+
+    return PgStorage(database)
+
+
+class TwoRelays:
+    """Two `companion relay serve --database URL` processes on one PostgreSQL database, behind
+    a round-robin proxy: consecutive requests of a device alternate between them."""
+
+    def __init__(self, base: Path, *, log_level: str = "info") -> None:
+        from tests.pgcluster import fresh_database
+        from tests.relayproxy import RelayProxy
+
+        self.database = fresh_database()
+        self.relays = [
+            ProcessRelay(base / name, log_level=log_level, database=self.database)
+            for name in ("relay-a", "relay-b")
+        ]
+        self.proxy = RelayProxy([r.url for r in self.relays])
+        self.url = self.proxy.url
+        self.data_dir = base / "relay-a"
+
+    def invite(
+        self, vault_id: str | None = None, new_vault: bool = False, kind: str = "agent"
+    ) -> str:
+        return self.relays[0].invite(vault_id=vault_id, new_vault=new_vault, kind=kind)
+
+    def revoke(self, device_id: str) -> None:
+        self.relays[0].revoke(device_id)
+
+    def kill(self) -> None:
+        for r in self.relays:
+            r.kill()
+
+    def start(self) -> None:
+        for r in self.relays:
+            r.start()
+
+    def stop(self) -> None:
+        for r in self.relays:
+            r.stop()
+
+    def restart(self) -> None:
+        for r in self.relays:
+            r.restart()
+
+    def log_text(self) -> str:
+        return "".join(r.log_text() for r in self.relays)
+
+    def close(self) -> None:
+        from tests.pgcluster import release
+
+        self.stop()
+        self.proxy.close()
+        release(self.database)
+
+
 class ThreadRelay:
     """The production relay stack in a background thread (`relay.testing.running_relay`)."""
 
@@ -162,6 +234,9 @@ class ThreadRelay:
         self, vault_id: str | None = None, new_vault: bool = False, kind: str = "agent"
     ) -> str:
         return self.live.invite(vault_id=vault_id, new_vault=new_vault, kind=kind)
+
+    def revoke(self, device_id: str) -> None:
+        self.live.revoke(device_id)
 
     def log_text(self) -> str:
         return ""
@@ -286,11 +361,13 @@ class SyncCluster:
         self.base.mkdir(parents=True, exist_ok=True)
         self.passphrase = passphrase
         data = self.base / "relay-data"
-        self.relay: ThreadRelay | ProcessRelay = (
-            ProcessRelay(data, log_level=relay_log_level)
-            if relay == "process"
-            else ThreadRelay(data)
-        )
+        self.relay: ThreadRelay | ProcessRelay | TwoRelays
+        if relay == "process":
+            self.relay = ProcessRelay(data, log_level=relay_log_level)
+        elif relay == "pg2":  # two relay processes on PostgreSQL, requests alternating
+            self.relay = TwoRelays(self.base, log_level=relay_log_level)
+        else:
+            self.relay = ThreadRelay(data)
         self.devices: list[Device] = []
         self.vault_id: str | None = None
         self.passphrase_file = self.base / "passphrase.txt"

@@ -11,17 +11,19 @@ import time
 
 import pytest
 
-from companion.relay.auth import FailureLimiter
+from companion.relay.backends import limiter_for
 from companion.relay.client import AuthError, Record, RelayBusy, RelayClient, RelayUnreachable
 from companion.relay.testing import running_relay
+from tests.relaybackends import NAMES, Backend
 from tests.relayproxy import RelayProxy
 
 MiB = 1024 * 1024
 
 
-@pytest.fixture(scope="module")
-def relay(tmp_path_factory):
-    with running_relay(tmp_path_factory.mktemp("relay")) as r:
+@pytest.fixture(scope="module", params=NAMES)
+def relay(tmp_path_factory, request):
+    path = tmp_path_factory.mktemp("relay")
+    with running_relay(path, storage=Backend(request.param).storage(path)) as r:
         yield r
 
 
@@ -123,9 +125,11 @@ def test_commit_and_blob_routes_keep_their_large_limits(relay, device):
 # -- item 10: the failed-auth limiter never locks out a valid token -------------------------------
 
 
-def test_failures_from_an_address_do_not_lock_out_valid_tokens_or_invites(tmp_path):
-    limiter = FailureLimiter(capacity=3, rate=1 / 3600)
-    with running_relay(tmp_path / "r", limiter=limiter) as relay:
+def test_failures_from_an_address_do_not_lock_out_valid_tokens_or_invites(tmp_path, backend):
+    store = backend.storage(tmp_path / "r")
+    limiter = limiter_for(store)  # shared through the database on PostgreSQL
+    limiter.capacity, limiter.rate = 3.0, 1 / 3600
+    with running_relay(tmp_path / "r", limiter=limiter, storage=store) as relay:
         good = RelayClient(relay.url)
         good.join(relay.invite(kind="human"), "laptop")
         bad = RelayClient(relay.url, "0123456789abcdef." + "B" * 43, good.vault_id)

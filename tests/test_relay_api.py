@@ -13,7 +13,7 @@ from companion.relay.app import create_app
 from companion.relay.auth import FailureLimiter, issue_invite
 from companion.relay.blobframes import MEDIA_TYPE, encode_frames, frame_header
 from companion.relay.limits import Limits
-from companion.relay.sqlite_storage import SqliteStorage
+from tests.relaybackends import Backend, leftovers
 
 
 def b64(data: bytes) -> str:
@@ -39,8 +39,10 @@ def rec(n: int, rev: int = 1, sealed: bytes = b"x", blobs: list[str] | None = No
 
 
 class Relay:
-    def __init__(self, tmp_path, limits: Limits | None = None):
-        self.storage = SqliteStorage(tmp_path / "relay")
+    """The app over a store of `backend` (SQLite by default), through Starlette's TestClient."""
+
+    def __init__(self, tmp_path, limits: Limits | None = None, backend: Backend | None = None):
+        self.storage = (backend or Backend("sqlite")).storage(tmp_path / "relay")
         self.app = create_app(
             self.storage, limits=limits, limiter=FailureLimiter(capacity=10_000, rate=100)
         )
@@ -59,8 +61,8 @@ class Relay:
 
 
 @pytest.fixture
-def relay(tmp_path):
-    r = Relay(tmp_path)
+def relay(tmp_path, backend):
+    r = Relay(tmp_path, backend=backend)
     yield r
     r.close()
 
@@ -151,8 +153,9 @@ def test_commit_referencing_missing_blob(relay, dev):
     assert body["missing"] == ["ab" * 16]
 
 
-def test_malformed_json_wrong_type_and_oversize(tmp_path):
-    relay = Relay(tmp_path, limits=Limits(max_json_body=4096, max_records_per_commit=3))
+def test_malformed_json_wrong_type_and_oversize(tmp_path, backend):
+    limits = Limits(max_json_body=4096, max_records_per_commit=3)
+    relay = Relay(tmp_path, limits=limits, backend=backend)
     try:
         j = relay.join()
         h = {"Authorization": f"Bearer {j['token']}"}
@@ -250,11 +253,11 @@ def test_blob_checksum_mismatch_and_bad_headers(relay, dev):
     )
     assert_error(r, 422, "invalid_request")  # no checksum header
     assert_error(relay.http.get(f"{dev['base']}/blobs/{b}", headers=dev["h"]), 404, "not_found")
-    assert list(relay.storage.tmp_dir.iterdir()) == []
+    assert leftovers(relay.storage) == []
 
 
-def test_blob_size_limit(tmp_path):
-    relay = Relay(tmp_path, limits=Limits(max_blob_bytes=1000))
+def test_blob_size_limit(tmp_path, backend):
+    relay = Relay(tmp_path, limits=Limits(max_blob_bytes=1000), backend=backend)
     try:
         j = relay.join()
         d = {"h": {"Authorization": f"Bearer {j['token']}"}, "base": f"/v1/vaults/{j['vault_id']}"}
@@ -276,7 +279,7 @@ def test_blob_size_limit(tmp_path):
             "cd" * 16,
             "ef" * 16,
         ]
-        assert list(relay.storage.tmp_dir.iterdir()) == []
+        assert leftovers(relay.storage) == []
     finally:
         relay.close()
 
@@ -332,7 +335,7 @@ def test_malformed_batches_are_400(relay, dev, body):
         headers={**dev["h"], "Content-Type": MEDIA_TYPE},
     )
     assert_error(r, 400, "malformed_batch")
-    assert list(relay.storage.tmp_dir.iterdir()) == []
+    assert leftovers(relay.storage) == []
 
 
 def test_batch_with_a_bad_checksum_is_422(relay, dev):

@@ -16,7 +16,6 @@ from companion.relay.auth import (
     make_token,
     parse_invite,
 )
-from companion.relay.sqlite_storage import SqliteStorage
 
 
 class Clock:
@@ -28,8 +27,8 @@ class Clock:
 
 
 @pytest.fixture
-def env(tmp_path):
-    storage = SqliteStorage(tmp_path / "relay")
+def env(tmp_path, backend):
+    storage = backend.storage(tmp_path / "relay")
     clock = Clock()
     limiter = FailureLimiter(capacity=5, rate=1.0, clock=clock)
     app = create_app(storage, limiter=limiter, clock=clock)
@@ -54,11 +53,25 @@ def changes(http, vault_id, token):
     return http.get(f"/v1/vaults/{vault_id}/changes", headers=headers)
 
 
+def stored_bytes(storage) -> bytes:
+    """Everything the store holds, as bytes (its files, or a dump of its tables)."""
+    from companion.relay.sqlite_storage import SqliteStorage
+
+    if isinstance(storage, SqliteStorage):
+        return storage.db_path.read_bytes() + storage.db_path.with_name("relay.db-wal").read_bytes()
+    out = b""
+    with storage.pool.connection() as c:
+        for table in ("invites", "devices", "vaults", "key_wraps"):
+            for row in c.execute(f"SELECT * FROM {table}"):
+                out += repr(row).encode() + b"".join(bytes(v) for v in row if isinstance(v, bytes))
+    return out
+
+
 def test_secrets_are_stored_only_as_hashes(env):
     storage, http, clock = env
     code = invite(storage, clock)
     j = join(http, code).json()
-    raw = storage.db_path.read_bytes() + storage.db_path.with_name("relay.db-wal").read_bytes()
+    raw = stored_bytes(storage)
     secret = j["token"].split(".", 1)[1]
     assert secret.encode() not in raw
     assert code.split("-", 1)[1].encode() not in raw
@@ -188,15 +201,51 @@ def test_limiter_token_bucket():
     assert lim.retry_after("a") == 0 and len(lim._buckets) == 2
 
 
-def test_token_and_invite_formats(tmp_path):
+def test_token_and_invite_formats(tmp_path, backend):
     code, h = make_invite("0123456789abcdef")
     assert parse_invite(code) == ("0123456789abcdef", h)
     assert parse_invite(code.upper()) == ("0123456789abcdef", h)  # typed in capitals
     assert parse_invite(code + "x") is None
     token, th = make_token("fedcba9876543210")
     assert token.startswith("fedcba9876543210.") and len(th) == 32
-    storage = SqliteStorage(tmp_path / "r")
+    storage = backend.storage(tmp_path / "r")
     assert check_token(storage, None).reason == "missing"
     assert check_token(storage, "a.b").reason == "malformed"
     assert check_token(storage, token).reason == "invalid"
     storage.close()
+
+
+def test_the_failed_auth_limit_is_shared_by_every_relay_process(tmp_path):
+    """Two relay processes (two apps, each with its own store connection) on one PostgreSQL
+    database count one address's failures together, and both still serve a valid token."""
+    from companion.relay.auth import SharedFailureLimiter
+    from tests.relaybackends import Backend
+
+    url = Backend("postgres").database()
+    from companion.relay.pg_storage import PgStorage
+
+    stores = [PgStorage(url), PgStorage(url)]
+    clock = Clock()
+    apps = [
+        create_app(s, limiter=SharedFailureLimiter(s, capacity=4, rate=1.0, clock=clock),
+                   clock=clock)
+        for s in stores
+    ]  # fmt: skip
+    try:
+        with TestClient(apps[0]) as one, TestClient(apps[1]) as two:
+            a = join(one, invite(stores[0], clock)).json()
+            va = a["vault_id"]
+            for http in (one, two, one, two):
+                assert changes(http, va, "x" * 20).status_code == 401
+            assert changes(one, va, "x" * 20).status_code == 429  # 4 failures across both
+            assert changes(two, va, "x" * 20).status_code == 429
+            assert changes(two, va, a["token"]).status_code == 200
+            clock.t += 1.0
+            assert changes(two, va, "x" * 20).status_code == 401
+            assert changes(one, va, "x" * 20).status_code == 429
+    finally:
+        for s in stores:
+            s.close()
+        from tests.pgcluster import release
+
+        release(url)

@@ -19,6 +19,7 @@ from companion.cli import cli
 from companion.relay.client import AuthError, Record, RelayClient, RelayError
 from companion.relay.sqlite_storage import SqliteStorage
 from companion.relay.testing import self_signed_cert
+from tests.relaybackends import open_store
 
 
 @pytest.fixture(autouse=True)
@@ -36,11 +37,12 @@ def run(*args: str) -> subprocess.CompletedProcess:
 
 
 class Served:
-    def __init__(self, data: Path, *extra: str) -> None:
+    def __init__(self, data: Path, *extra: str, store: list[str] | None = None) -> None:
         self.port_file = data.parent / f"{data.name}.port"
         self.port_file.unlink(missing_ok=True)
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "companion", "relay", "serve", "--data", str(data),
+            [sys.executable, "-m", "companion", "relay", "serve",
+             *(store or ["--data", str(data)]),
              "--port", "0", "--port-file", str(self.port_file), "--no-access-log", *extra],
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
@@ -72,13 +74,14 @@ def test_every_command_has_help_with_an_example():
         assert out.exit_code == 0 and "Example:" in out.output, (cmd, out.output)
 
 
-def test_serve_invite_join_revoke(tmp_path):
+def test_serve_invite_join_revoke(tmp_path, backend):
     data = tmp_path / "relay"
-    served = Served(data)
+    store = backend.store_args(data)
+    served = Served(data, store=store)
     try:
         url = f"http://127.0.0.1:{served.port}"
         assert served.line == f"relay listening on {url}"
-        inv = run("invite", "--data", str(data), "--kind", "human")
+        inv = run("invite", *store, "--kind", "human")
         assert inv.returncode == 0, inv.stderr
         code = inv.stdout.strip()
         assert "\n" not in code and "new vault" in inv.stderr and "a human device" in inv.stderr
@@ -90,19 +93,19 @@ def test_serve_invite_join_revoke(tmp_path):
         with pytest.raises(AuthError, match="already used"):
             RelayClient(url).join(code, "thief", "human")
         # a second invite joins the same vault
-        code2 = run("invite", "--data", str(data), "--expires", "10m").stdout.strip()
+        code2 = run("invite", *store, "--expires", "10m").stdout.strip()
         server = RelayClient(url)
         joined = server.join(code2, "server", "agent")
         assert joined.vault_id == j.vault_id and joined.kind == "agent"  # agent: the default
 
-        listing = run("devices", "--data", str(data))
+        listing = run("devices", *store)
         assert "laptop" in listing.stdout and "server" in listing.stdout
-        out = run("revoke", "--data", str(data), "laptop")  # by unique name
+        out = run("revoke", *store, "laptop")  # by unique name
         assert out.returncode == 0 and j.device_id in out.stdout
         with pytest.raises(AuthError, match="revoked"):
             laptop.changes(0)
         assert server.changes(0).seq == 1  # others unaffected
-        devs = json.loads(run("devices", "--data", str(data), "--json").stdout)
+        devs = json.loads(run("devices", *store, "--json").stdout)
         assert {d["name"]: d["revoked"] is not None for d in devs} == {
             "laptop": True,
             "server": False,
@@ -188,12 +191,15 @@ def test_serve_over_tls(tmp_path):
     assert out.returncode == 2 and "go together" in out.stderr
 
 
-def test_sigkill_mid_flood_loses_no_acknowledged_commit_and_leaves_no_partial_batch(tmp_path):
+def test_sigkill_mid_flood_loses_no_acknowledged_commit_and_leaves_no_partial_batch(
+    tmp_path, backend
+):
     data = tmp_path / "relay"
-    served = Served(data)
+    store_args = backend.store_args(data)
+    served = Served(data, store=store_args)
     url = f"http://127.0.0.1:{served.port}"
     client = RelayClient(url, timeout=10)
-    client.join(run("invite", "--data", str(data)).stdout.strip(), "flood", "agent")
+    client.join(run("invite", *store_args).stdout.strip(), "flood", "agent")
     per_batch = 25
     acked: list[tuple[int, int]] = []
     attempted: list[tuple[int, int]] = []
@@ -234,7 +240,7 @@ def test_sigkill_mid_flood_loses_no_acknowledged_commit_and_leaves_no_partial_ba
     client.close()
     assert len(acked) >= 40
 
-    store = SqliteStorage(data)
+    store = open_store(store_args)
     vault = store.list_vaults()[0].vault_id
     present = {r.file_id for r in store.changes(vault, 0, 10**6, 1 << 40).records}
     for worker, batch in acked:
@@ -245,10 +251,10 @@ def test_sigkill_mid_flood_loses_no_acknowledged_commit_and_leaves_no_partial_ba
     assert len(present) == store.get_vault(vault).seq  # seq counts exactly what is stored
     store.close()
 
-    served = Served(data)  # and the relay starts again on the same data
+    served = Served(data, store=store_args)  # and the relay starts again on the same data
     try:
         again = RelayClient(f"http://127.0.0.1:{served.port}")
-        again.join(run("invite", "--data", str(data)).stdout.strip(), "after")
+        again.join(run("invite", *store_args).stdout.strip(), "after")
         assert len(again.changes(0).records) == len(present)
         again.close()
     finally:

@@ -23,16 +23,19 @@ from companion.relay.client import (
 )
 from companion.relay.limits import Limits
 from companion.relay.testing import running_relay, self_signed_cert
+from tests.relaybackends import NAMES, Backend, damage
 
 
 def fid(n: int) -> str:
     return f"{n:032x}"
 
 
-@pytest.fixture(scope="module")
-def relay(tmp_path_factory):
+@pytest.fixture(scope="module", params=NAMES)
+def relay(tmp_path_factory, request):
     limits = Limits(max_changes_per_page=3, max_blobs_per_batch=4, max_batch_bytes=64 * 1024)
-    with running_relay(tmp_path_factory.mktemp("relay"), limits=limits) as r:
+    backend = Backend(request.param)
+    path = tmp_path_factory.mktemp("relay")
+    with running_relay(path, limits=limits, storage=backend.storage(path)) as r:
         yield r
 
 
@@ -220,7 +223,7 @@ def test_batched_download_with_a_blob_damaged_on_the_relay(relay, pair, caplog):
     laptop, server = pair
     good, bad = "a1" * 16, "b2" * 16
     laptop.put_blobs({good: b"good bytes", bad: b"bytes to damage"})
-    relay.storage.blob_path(laptop.vault_id, bad).write_bytes(b"damaged bytes!!")
+    damage(relay.storage, laptop.vault_id, bad, b"damaged bytes!!")
     with pytest.raises(NotFoundError) as e:
         server.get_blobs([good, bad])
     assert bad in str(e.value) and good not in str(e.value)

@@ -15,119 +15,12 @@ checksum and valid framing so the storage paths run, not just the refusals.
 
 from __future__ import annotations
 
-import contextlib
-import hashlib
-import os
-import tempfile
+from tests.relayfuzz import make
 
-import pytest
-import schemathesis
-from hypothesis import HealthCheck, settings
-from schemathesis.core.parameters import ParameterLocation
-from schemathesis.generation.meta import negated_parameters
-from schemathesis.specs.openapi.checks import positive_data_acceptance
-
-from companion.relay.auth import FailureLimiter
-from companion.relay.blobframes import MEDIA_TYPE as FRAMES_TYPE
-from companion.relay.blobframes import frame_header
-from companion.relay.client import RelayClient
-from companion.relay.testing import running_relay
-
-EXAMPLES = int(os.environ.get("RELAY_FUZZ_EXAMPLES", "90"))  # per operation and phase
-
-_tmp = tempfile.TemporaryDirectory(prefix="relay-fuzz-")
-_stack = contextlib.ExitStack()
-# failed auth is fuzzed too; a limiter that never trips keeps the answers about the input
-relay = _stack.enter_context(
-    running_relay(_tmp.name, limiter=FailureLimiter(capacity=1e12, rate=1e12))
-)
-_joined = RelayClient(relay.url).join(relay.invite(kind="human"), "fuzzer")
-TOKEN, VAULT = _joined.token, _joined.vault_id
-CALLS = {"n": 0, "5xx": 0}
-
-schema = schemathesis.openapi.from_url(relay.url + "/openapi.json")
-schemathesis.serializer.alias(FRAMES_TYPE, "application/octet-stream")  # batched blob bodies
-
-
-@schema.auth()
-class Bearer:
-    def get(self, case, context):
-        return TOKEN
-
-    def set(self, case, data, context):
-        case.headers = {**(case.headers or {}), "Authorization": f"Bearer {data}"}
-
-
-def _negated(case, name: str, where: ParameterLocation) -> bool:
-    return (name, where) in negated_parameters(case.meta)
-
-
-@schema.hook
-def map_case(context, case):
-    pp = case.path_parameters
-    if (
-        isinstance(pp, dict)
-        and isinstance(pp.get("vault_id"), str)
-        and not _negated(case, "vault_id", ParameterLocation.PATH)
-        and int(hashlib.sha256(pp["vault_id"].encode()).hexdigest()[0], 16) < 12
-    ):
-        pp["vault_id"] = VAULT  # 3 in 4: the real vault, so the handlers run
-    body = case.body if isinstance(case.body, bytes) else None
-    path = case.operation.path
-    if body is not None and case.method == "PUT" and path.endswith("/blobs/{blob_id}"):
-        headers = case.headers or {}
-        if (
-            isinstance(headers.get("x-content-sha256"), str)
-            and not _negated(case, "x-content-sha256", ParameterLocation.HEADER)
-            and len(body) % 4 != 0
-        ):
-            headers["x-content-sha256"] = hashlib.sha256(body).hexdigest()
-    if body is not None and path.endswith("/blobs-upload") and len(body) % 3 != 0:
-        blob_id = hashlib.sha256(b"id" + body).hexdigest()[:32]
-        case.body = frame_header(blob_id, hashlib.sha256(body).hexdigest(), len(body)) + body
-    return case
-
-
-@schema.hook
-def after_call(context, case, response):
-    global TOKEN
-    CALLS["n"] += 1
-    if response.status_code >= 500:
-        CALLS["5xx"] += 1
-    if case.operation.path.endswith("/leave") and response.status_code == 200:
-        # the fuzzer's device just revoked itself: join again so the next cases stay valid
-        TOKEN = RelayClient(relay.url).join(relay.invite(vault_id=VAULT, kind="human"), "f").token
-
-
-# Operations whose schema-valid requests can still be refused on meaning, not shape: a commit
-# whose rev is not parent_rev + 1 or names a blob never uploaded, an upload whose bytes do not
-# hash to the announced checksum, a key blob without a wrapped key's header. Those answers
-# are 4xx by design; every other check applies.
-SEMANTIC = {"/v1/vaults/{vault_id}/commit", "/v1/vaults/{vault_id}/blobs/{blob_id}",
-            "/v1/vaults/{vault_id}/blobs-upload", "/v1/vaults/{vault_id}/key"}  # fmt: skip
-
-
-@schema.parametrize()
-@settings(
-    max_examples=EXAMPLES,
-    deadline=None,
-    database=None,
-    suppress_health_check=list(HealthCheck),
-)
-def test_api_never_fails(case):
-    excluded = [positive_data_acceptance] if case.operation.path in SEMANTIC else []
-    case.call_and_validate(excluded_checks=excluded)
-
-
-def test_fuzz_volume_and_no_server_errors():
-    """The parametrized test above ran thousands of requests and none was a 5xx."""
-    if CALLS["n"] == 0:
-        pytest.skip("run together with test_api_never_fails")
-    assert CALLS["5xx"] == 0
-    print(f"\nrelay fuzz: {CALLS['n']} requests, no 5xx")
-    assert CALLS["n"] >= min(2000, EXAMPLES * 20), CALLS
+_fuzz = make("sqlite")
+test_api_never_fails = _fuzz.test_api_never_fails
+test_fuzz_volume_and_no_server_errors = _fuzz.test_fuzz_volume_and_no_server_errors
 
 
 def teardown_module():
-    _stack.close()
-    _tmp.cleanup()
+    _fuzz.teardown()

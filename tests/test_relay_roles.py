@@ -25,8 +25,8 @@ def wrapped_key(memory_kib: int = 8192, iterations: int = 1, lanes: int = 1, ver
 
 
 @pytest.fixture
-def relay(tmp_path):
-    r = Relay(tmp_path)
+def relay(tmp_path, backend):
+    r = Relay(tmp_path, backend=backend)
     yield r
     r.close()
 

@@ -1,4 +1,6 @@
-"""SqliteStorage: compare-and-swap, batch atomicity, changes, blobs, retention, leases, invites."""
+"""The relay's stores (SQLite, and PostgreSQL on a real server): compare-and-swap, batch
+atomicity, changes, blobs, retention, leases, invites. Every test runs on both stores unless it
+is about SQLite's files."""
 
 from __future__ import annotations
 
@@ -21,6 +23,7 @@ from companion.relay.storage import (
     RetentionPolicy,
     UnknownVault,
 )
+from tests.relaybackends import damage, leftovers
 
 V = "00000000000000aa"
 DEV = "d0000000000000d1"
@@ -36,8 +39,8 @@ def sha(data: bytes) -> str:
 
 
 @pytest.fixture
-def store(tmp_path):
-    s = SqliteStorage(tmp_path / "relay")
+def store(tmp_path, backend):
+    s = backend.storage(tmp_path / "relay")
     s.create_vault(V, 1000.0)
     yield s
     s.close()
@@ -173,7 +176,9 @@ def test_retention_keeps_recent_and_last_k_and_collects_blobs(store):
     assert [r.rev for r in store.history(V, fid(2), 10)] == [3, 2, 1]  # recent: all kept
     assert stats.records == 3
     assert stats.blobs == 1 and store.missing_blobs(V, [old_blob, new_blob]) == [old_blob]
-    assert not store.blob_path(V, old_blob).exists()
+    if isinstance(store, SqliteStorage):
+        assert not store.blob_path(V, old_blob).exists()
+    assert leftovers(store) == []  # the bytes went with it
     assert store.read_blob(V, new_blob)[1] == b"new"
     # the head is never pruned, even with keep_last=1 and everything old
     store.prune(RetentionPolicy(keep_days=0, keep_last=1, blob_grace_s=0), now + 100 * DAY)
@@ -194,7 +199,7 @@ def test_blob_checksum_dedup_and_id_taken(store):
     with pytest.raises(ChecksumMismatch):
         sink.seal()
     assert store.missing_blobs(V, [b]) == [b]
-    assert list(store.tmp_dir.iterdir()) == []  # no partial file left behind
+    assert leftovers(store) == []  # nothing partial left behind
     first = store.put_blob(V, b, b"right", 1000.0)
     assert first.created and (first.info.size, first.info.sha256) == (5, sha(b"right"))
     again = store.put_blob(V, b, b"right", 1000.0)  # dedup: same id, same bytes
@@ -215,7 +220,7 @@ def test_group_publish(store):
     out = store.publish_blobs(V, sinks)
     assert [p.created for p in out] == [True, True, False]
     assert store.read_blob(V, f"{1:032x}")[1] == b"bb"
-    assert list(store.tmp_dir.iterdir()) == []
+    assert leftovers(store) == []
     clash = store.blob_sink(V, f"{0:032x}", sha(b"other"), 1000.0)
     clash.write(b"other")
     clash.seal()
@@ -231,7 +236,7 @@ def test_group_publish(store):
 def test_corrupt_blob_is_detected_on_read_and_set_aside(store):
     b = "ef" * 16
     put_blob(store, b, b"pristine bytes")
-    store.blob_path(V, b).write_bytes(b"tampered bytes")
+    damage(store, V, b, b"tampered bytes")
     from companion.relay.storage import BlobCorrupt
 
     with pytest.raises(BlobCorrupt):
@@ -357,7 +362,7 @@ def test_a_failed_transaction_leaves_nothing(tmp_path, monkeypatch):
     store.close()
 
 
-def test_reopen_keeps_everything(tmp_path):
+def test_reopen_keeps_everything(tmp_path):  # SQLite: its files
     s = SqliteStorage(tmp_path / "relay")
     s.create_vault(V, 1.0)
     s.commit(V, DEV, [NewRecord(fid(1), 1, 0, b"a")], 1.0)
@@ -382,7 +387,7 @@ def test_read_blobs_in_groups_bounded_by_bytes(store):
     assert [info.blob_id for info, _ in group] == ids[:3]  # 300 bytes >= 250: stop
     assert store.read_blobs(V, ids, 1)[0][1] == bytes([0]) * 100  # always at least one
     assert len(store.read_blobs(V, ids, 10**6)) == 6
-    store.blob_path(V, ids[2]).write_bytes(b"x" * 100)
+    damage(store, V, ids[2], b"x" * 100)
     group = store.read_blobs(V, ids, 10**6)
     assert len(group) == 3 and isinstance(group[2], BlobCorrupt)
     group = store.read_blobs(V, [ids[0], "ff" * 16, ids[1]], 10**6)

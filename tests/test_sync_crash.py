@@ -15,6 +15,8 @@ import threading
 import time
 from pathlib import Path
 
+import pytest
+
 from companion.errors import CompanionError
 from tests.syncharness import Device, SyncCluster
 
@@ -42,9 +44,10 @@ def _body(tag: str, rng: random.Random) -> bytes:
     ).encode()
 
 
-def test_client_killed_mid_sync_loses_nothing(tmp_path: Path) -> None:
+@pytest.mark.parametrize("relay", ["thread", "pg2"])
+def test_client_killed_mid_sync_loses_nothing(tmp_path: Path, relay: str) -> None:
     rng = random.Random(1234)
-    with SyncCluster(tmp_path) as c:
+    with SyncCluster(tmp_path, relay=relay) as c:
         a = c.add_device("laptop", "human")
         b = c.add_device("server", "agent")
         v = Versions()
@@ -75,11 +78,14 @@ def test_client_killed_mid_sync_loses_nothing(tmp_path: Path) -> None:
             for rel, data in latest_a.items():
                 assert b.read(rel) == data, f"edit of {rel} lost after the kill"
             c.assert_converged()
+        if relay == "pg2":
+            assert min(c.relay.proxy.forwarded) > 10, c.relay.proxy.forwarded
 
 
-def test_relay_killed_mid_sync_loses_no_acknowledged_edit(tmp_path: Path) -> None:
+@pytest.mark.parametrize("relay", ["process", "pg2"])  # pg2: both relay processes are killed
+def test_relay_killed_mid_sync_loses_no_acknowledged_edit(tmp_path: Path, relay: str) -> None:
     rng = random.Random(99)
-    with SyncCluster(tmp_path, relay="process", relay_log_level="warning") as c:
+    with SyncCluster(tmp_path, relay=relay, relay_log_level="warning") as c:
         a = c.add_device("laptop", "human")
         b = c.add_device("server", "agent")
         v = Versions()
@@ -113,3 +119,5 @@ def test_relay_killed_mid_sync_loses_no_acknowledged_edit(tmp_path: Path) -> Non
             for rel, data in acknowledged.items():
                 assert b.read(rel) == data, f"acknowledged edit of {rel} lost"
             c.assert_converged()
+        if relay == "pg2":  # the devices' requests really went to both relay processes
+            assert min(c.relay.proxy.forwarded) > 10, c.relay.proxy.forwarded

@@ -10,9 +10,11 @@ import pytest
 from tests.syncharness import SyncCluster
 
 
-@pytest.fixture
-def cluster(tmp_path: Path):
-    with SyncCluster(tmp_path) as c:
+@pytest.fixture(params=["thread", "pg2"])
+def cluster(tmp_path: Path, request: pytest.FixtureRequest):
+    """The relay in a thread (SQLite), and two relay processes on PostgreSQL with requests
+    alternating between them."""
+    with SyncCluster(tmp_path, relay=request.param) as c:
         yield c
 
 
@@ -183,7 +185,7 @@ def test_revoked_device_gets_a_clear_error(cluster: SyncCluster) -> None:
     a = cluster.add_device("laptop", "human")
     a.write("n.md", "x\n")
     a.sync()
-    cluster.relay.live.revoke(a.engine().device.device_id)
+    cluster.relay.revoke(a.engine().device.device_id)
     a.write("n.md", "y\n")
     with pytest.raises(AuthError) as err:
         a.sync()

@@ -13,9 +13,11 @@ import pytest
 from tests.syncharness import Device, SyncCluster
 
 
-@pytest.fixture
-def cluster(tmp_path: Path):
-    with SyncCluster(tmp_path) as c:
+@pytest.fixture(params=["thread", "pg2"])
+def cluster(tmp_path: Path, request: pytest.FixtureRequest):
+    """The relay in a thread (SQLite), and two relay processes on PostgreSQL with requests
+    alternating between them."""
+    with SyncCluster(tmp_path, relay=request.param) as c:
         yield c
 
 

@@ -116,12 +116,12 @@ def _client_key(request: Request) -> str:
     return request.client.host if request.client else "unknown"
 
 
-def refuse_failure(request: Request, status: int, code: str, message: str) -> ApiError:
+async def refuse_failure(request: Request, status: int, code: str, message: str) -> ApiError:
     """A failed authentication outside the gate (a bad invite): counted against the client's
     address, or 429 when that address is over its limit (a valid invite is never refused)."""
     limiter = state_of(request).limiter
     key = _client_key(request)
-    wait = limiter.retry_after(key)
+    wait = await run_sync(limiter.retry_after, key)
     if wait > 0:
         return ApiError(
             429,
@@ -129,7 +129,7 @@ def refuse_failure(request: Request, status: int, code: str, message: str) -> Ap
             "too many failed authentications from this address; try again later",
             headers={"Retry-After": str(max(1, math.ceil(wait)))},
         )
-    limiter.failure(key)
+    await run_sync(limiter.failure, key)
     return ApiError(status, code, message)
 
 

@@ -70,6 +70,13 @@ def create_app(
 
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        loop = asyncio.get_running_loop()
+
+        def on_commit(vault_id: str | None) -> None:  # from the store's listener thread
+            with contextlib.suppress(RuntimeError):  # the loop is closing
+                loop.call_soon_threadsafe(state.notifier.notify_any, vault_id)
+
+        storage.subscribe(on_commit)
         tasks = [asyncio.create_task(_flush_logs_loop())]
         if retention is not None and prune_interval:
             tasks.append(asyncio.create_task(_prune_loop(state)))

@@ -9,8 +9,9 @@ secret and compares hashes with `hmac.compare_digest`. A fast hash is enough her
 are random and long, so there is nothing for a slow hash to protect against a dictionary.
 
 `FailureLimiter` is a token bucket per client address: every failed authentication takes a
-token, and an address whose bucket is empty is refused (429) before its credentials are even
-looked at, so a guesser gains nothing by trying faster.
+token, and while an address's bucket is empty its *failing* requests are answered 429 (a valid
+token or invite is always served; see `gate.py` and docs/relay.md). `SharedFailureLimiter`
+keeps the buckets in the database, for several relay processes.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, Protocol
 
 from companion.relay.storage import Device, RelayStorage
 
@@ -131,6 +132,41 @@ class FailureLimiter:
             self._buckets.move_to_end(key)
             while len(self._buckets) > self.max_keys:
                 self._buckets.popitem(last=False)  # forget the longest-quiet address
+
+
+class BucketStore(Protocol):
+    """Where a shared limiter keeps its buckets (the PostgreSQL store: every relay process)."""
+
+    def limiter_level(self, key: str) -> tuple[float, float] | None: ...
+
+    def limiter_take(self, key: str, capacity: float, rate: float, now: float) -> None: ...
+
+
+class SharedFailureLimiter(FailureLimiter):
+    """The same token buckets, kept in the database so that every relay process behind a load
+    balancer counts the same failures (wall-clock time: the processes share no monotonic
+    clock). Only failing requests touch it."""
+
+    def __init__(
+        self,
+        store: BucketStore,
+        capacity: float = 10,
+        rate: float = 10 / 60,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        super().__init__(capacity, rate, clock=clock)
+        self.store = store
+
+    def retry_after(self, key: str) -> float:
+        row = self.store.limiter_level(key)
+        if row is None:
+            return 0.0
+        tokens, stamp = row
+        level = min(self.capacity, tokens + max(0.0, self._clock() - stamp) * self.rate)
+        return 0.0 if level >= 1 else (1 - level) / self.rate
+
+    def failure(self, key: str) -> None:
+        self.store.limiter_take(key, self.capacity, self.rate, self._clock())
 
 
 class InviteTargetError(ValueError):

@@ -6,18 +6,21 @@ directly, so they work whether or not `serve` is running (SQLite serialises the 
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 import time
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import click
 
 from companion.errors import CompanionError, InputError
 from companion.relay.auth import ID_RE, InviteTargetError, issue_invite
-from companion.relay.sqlite_storage import SqliteStorage
-from companion.relay.storage import Device, NotFound, RetentionPolicy
+from companion.relay.backends import DATABASE_ENV, StoreChoice, open_storage
+from companion.relay.storage import Device, NotFound, RelayStorage, RetentionPolicy
 
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhd]?)\s*$", re.IGNORECASE)
 _UNITS = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400}
@@ -37,24 +40,35 @@ def _when(ts: float | None) -> str:
     return datetime.fromtimestamp(ts, UTC).strftime("%Y-%m-%d %H:%M UTC")
 
 
-def _open(data: Path, must_exist: bool = True, hint: str = "") -> SqliteStorage:
-    if must_exist and not (data / "relay.db").is_file():
-        raise InputError(
-            f"no relay in {data}: give the folder `companion relay serve --data` uses{hint}"
-        )
-    try:
-        return SqliteStorage(data)
-    except OSError as exc:
-        raise InputError(f"cannot open relay data in {data}: {exc.strerror or exc}") from None
+def _open(choice: StoreChoice, must_exist: bool = True, hint: str = "") -> RelayStorage:
+    return open_storage(choice, must_exist=must_exist, hint=hint)
 
 
-data_option = click.option(
-    "--data",
-    "data",
-    required=True,
-    type=click.Path(file_okay=False, path_type=Path),
-    help="The relay's data directory (database and blobs).",
-)
+def store_options(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """--data DIR | --database URL [--blobs s3://... --s3-endpoint URL], as one `store`."""
+
+    @click.option(
+        "--data", type=click.Path(file_okay=False, path_type=Path),
+        help="SQLite store: the relay's data directory (database and blob files).",
+    )  # fmt: skip
+    @click.option(
+        "--database", metavar="URL",
+        help=f"PostgreSQL store: postgresql://user@host/db (or {DATABASE_ENV}); several relay "
+        "processes can share it.",
+    )  # fmt: skip
+    @click.option(
+        "--blobs", metavar="s3://BUCKET/PREFIX",
+        help="With --database: keep blobs in an S3-compatible object store, not in PostgreSQL.",
+    )  # fmt: skip
+    @click.option("--s3-endpoint", metavar="URL", help="The object store's endpoint (not AWS).")
+    @functools.wraps(fn)
+    def wrapper(
+        data: Path | None, database: str | None, blobs: str | None, s3_endpoint: str | None,
+        **kw: Any,
+    ) -> Any:  # fmt: skip
+        return fn(store=StoreChoice(data, database, blobs, s3_endpoint).resolved(), **kw)
+
+    return wrapper
 
 
 @click.group()
@@ -72,7 +86,8 @@ def relay() -> None:
 
 
 @relay.command()
-@data_option
+@store_options
+@click.option("--migrate", is_flag=True, help="Apply pending schema migrations first.")
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on.")
 @click.option(
     "--port", default=8787, show_default=True, type=click.IntRange(0, 65535),
@@ -111,7 +126,8 @@ def relay() -> None:
               "--forwarded-allow-ips are exempt; default: half of --max-connections, "
               "at most 256).")  # fmt: skip
 def serve(
-    data: Path,
+    store: StoreChoice,
+    migrate: bool,
     host: str,
     port: int,
     port_file: Path | None,
@@ -145,7 +161,11 @@ def serve(
     if (certfile is None) != (keyfile is None):
         raise InputError("--certfile and --keyfile go together")
     opts = ServeOptions(
-        data_dir=data,
+        data_dir=store.data,
+        database=store.database,
+        blobs=store.blobs,
+        s3_endpoint=store.s3_endpoint,
+        migrate=migrate,
         host=host,
         port=port,
         port_file=port_file,
@@ -167,7 +187,7 @@ def serve(
 
 
 @relay.command()
-@data_option
+@store_options
 @click.option("--vault", "vault_id", metavar="ID", help="The vault to invite to (several vaults).")
 @click.option("--new-vault", is_flag=True, help="Create another vault and invite its first device.")
 @click.option("--expires", default="24h", show_default=True, help="Lifetime: e.g. 30m, 24h, 7d.")
@@ -182,7 +202,12 @@ def serve(
     help="Create the relay's data folder if it holds no relay yet (`serve` creates it too).",
 )
 def invite(
-    data: Path, vault_id: str | None, new_vault: bool, expires: str, kind: str, create: bool
+    store: StoreChoice,
+    vault_id: str | None,
+    new_vault: bool,
+    expires: str,
+    kind: str,
+    create: bool,
 ) -> None:
     """Print a one-time invite code that admits one device (of --kind) to a vault.
 
@@ -198,13 +223,13 @@ def invite(
       companion relay invite --data /srv/new-relay --create
     """
     ttl = parse_duration(expires)
-    store = _open(data, must_exist=not create, hint=", or pass --create to start a new relay")
+    db = _open(store, must_exist=not create, hint=", or pass --create to start a new relay")
     try:
-        issued = issue_invite(store, vault_id=vault_id, new_vault=new_vault, ttl=ttl, kind=kind)
+        issued = issue_invite(db, vault_id=vault_id, new_vault=new_vault, ttl=ttl, kind=kind)
     except InviteTargetError as exc:
         raise InputError(str(exc)) from None
     finally:
-        store.close()
+        db.close()
     note = f"{'new ' if issued.new_vault else ''}vault {issued.vault_id}"
     click.echo(issued.code)
     click.echo(
@@ -214,7 +239,7 @@ def invite(
     )
 
 
-def _find_device(store: SqliteStorage, ref: str) -> Device:
+def _find_device(store: RelayStorage, ref: str) -> Device:
     if ID_RE.match(ref):
         device = store.get_device(ref)
         if device is not None:
@@ -229,9 +254,9 @@ def _find_device(store: SqliteStorage, ref: str) -> Device:
 
 
 @relay.command()
-@data_option
+@store_options
 @click.argument("device")
-def revoke(data: Path, device: str) -> None:
+def revoke(store: StoreChoice, device: str) -> None:
     """Revoke a device: its token is refused from the next request on.
 
     DEVICE is a device id or a unique device name (see `companion relay devices`). The device
@@ -242,23 +267,23 @@ def revoke(data: Path, device: str) -> None:
       companion relay revoke --data /srv/relay 8c1f0e2a9b7d4c36
       companion relay revoke --data /srv/relay old-laptop
     """
-    store = _open(data)
+    db = _open(store)
     try:
-        found = _find_device(store, device)
+        found = _find_device(db, device)
         try:
-            done = store.revoke_device(found.device_id, time.time())
+            done = db.revoke_device(found.device_id, time.time())
         except NotFound:
             raise InputError(f"no device {device!r} on this relay") from None
     finally:
-        store.close()
+        db.close()
     click.echo(f"revoked {done.device_id} ({done.name}, vault {done.vault_id})")
 
 
 @relay.command()
-@data_option
+@store_options
 @click.option("--vault", "vault_id", metavar="ID", help="Only this vault's devices.")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
-def devices(data: Path, vault_id: str | None, as_json: bool) -> None:
+def devices(store: StoreChoice, vault_id: str | None, as_json: bool) -> None:
     """List the devices that joined this relay (revoked ones too).
 
     \b
@@ -266,11 +291,11 @@ def devices(data: Path, vault_id: str | None, as_json: bool) -> None:
       companion relay devices --data /srv/relay
       companion relay devices --data /srv/relay --json
     """
-    store = _open(data)
+    db = _open(store)
     try:
-        rows = store.list_devices(vault_id)
+        rows = db.list_devices(vault_id)
     finally:
-        store.close()
+        db.close()
     if as_json:
         click.echo(
             json.dumps(
@@ -301,13 +326,13 @@ def devices(data: Path, vault_id: str | None, as_json: bool) -> None:
 
 
 @relay.command()
-@data_option
+@store_options
 @click.option("--keep-days", default=30.0, show_default=True, type=click.FloatRange(0),
               help="Keep every revision of a file this many days...")  # fmt: skip
 @click.option("--keep-last", default=10, show_default=True, type=click.IntRange(1),
               help="...and at least this many revisions of each file.")  # fmt: skip
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
-def prune(data: Path, keep_days: float, keep_last: int, as_json: bool) -> None:
+def prune(store: StoreChoice, keep_days: float, keep_last: int, as_json: bool) -> None:
     """Drop old file revisions beyond the retention policy and blobs nothing references.
 
     The server does this by itself every few hours; run it by hand to reclaim space now.
@@ -317,11 +342,11 @@ def prune(data: Path, keep_days: float, keep_last: int, as_json: bool) -> None:
       companion relay prune --data /srv/relay
       companion relay prune --data /srv/relay --keep-days 7 --keep-last 3
     """
-    store = _open(data)
+    db = _open(store)
     try:
-        stats = store.prune(RetentionPolicy(keep_days=keep_days, keep_last=keep_last), time.time())
+        stats = db.prune(RetentionPolicy(keep_days=keep_days, keep_last=keep_last), time.time())
     finally:
-        store.close()
+        db.close()
     if as_json:
         click.echo(json.dumps(stats.__dict__))
     else:
@@ -329,3 +354,80 @@ def prune(data: Path, keep_days: float, keep_last: int, as_json: bool) -> None:
             f"pruned {stats.records} old revisions and {stats.blobs} unreferenced blobs "
             f"({stats.blob_bytes / 1e6:.1f} MB)"
         )
+
+
+@relay.command()
+@store_options
+def migrate(store: StoreChoice) -> None:
+    """Bring the relay store's schema up to date (safe to run twice, or from two hosts at once).
+
+    With several relay processes on one PostgreSQL database, upgrade by running this once,
+    then restarting the relays on the new version. SQLite data is migrated on open anyway.
+
+    \b
+    Example:
+      companion relay migrate --database postgresql://relay@db.internal/relay
+      companion relay migrate --data /srv/relay
+    """
+    from companion.relay.backends import migrate as run
+
+    before, after = run(store)
+    where = store.label
+    if before == after:
+        click.echo(f"{where}: schema {after}, up to date")
+    else:
+        click.echo(f"{where}: schema {before} -> {after}")
+
+
+@relay.command("export")
+@store_options
+@click.option("--to", "dest", required=True, type=click.Path(file_okay=False, path_type=Path),
+              help="A new folder to write the export into.")  # fmt: skip
+def export_cmd(store: StoreChoice, dest: Path) -> None:
+    """Copy everything the relay holds into a folder, to import into another store.
+
+    Only ciphertext, hashes and ids are copied: no vault key is needed or involved. Sequence
+    numbers and devices are kept, so devices carry on after an import without resyncing.
+    Stop the relays (or accept that commits made during the export are not in it).
+
+    \b
+    Example:
+      companion relay export --data /srv/relay --to /srv/relay-export
+      companion relay export --database postgresql://relay@db/relay --to ./export
+    """
+    from companion.relay.transfer import export_relay
+
+    db = _open(store)
+    try:
+        counts = export_relay(db, dest, source=store.label,
+                              progress=lambda m: click.echo(m, err=True))  # fmt: skip
+    finally:
+        db.close()
+    click.echo(f"exported {_counts(counts)} to {dest}")
+
+
+@relay.command("import")
+@store_options
+@click.option("--from", "src", required=True,
+              type=click.Path(exists=True, file_okay=False, path_type=Path),
+              help="A folder written by `companion relay export`.")  # fmt: skip
+def import_cmd(store: StoreChoice, src: Path) -> None:
+    """Load an export into an empty store (a new --data folder, or a new, migrated database).
+
+    \b
+    Example:
+      companion relay migrate --database postgresql://relay@db/relay
+      companion relay import --database postgresql://relay@db/relay --from /srv/relay-export
+    """
+    from companion.relay.transfer import import_relay
+
+    db = _open(store, must_exist=False)
+    try:
+        counts = import_relay(db, src, progress=lambda m: click.echo(m, err=True))
+    finally:
+        db.close()
+    click.echo(f"imported {_counts(counts)} into {store.label}")
+
+
+def _counts(counts: dict[str, int]) -> str:
+    return ", ".join(f"{n} {k}" for k, n in counts.items())

@@ -98,10 +98,10 @@ class AuthGate:
         result = await run_sync(check_token, st.storage, token)
         device = result.device
         if device is None:
-            wait = st.limiter.retry_after(key)
+            wait = await run_sync(st.limiter.retry_after, key)
             if wait > 0:
                 return rate_limited(wait)
-            st.limiter.failure(key)
+            await run_sync(st.limiter.failure, key)
             message = (
                 "this device was revoked; join again with a new invite"
                 if result.reason == "revoked"
@@ -109,10 +109,10 @@ class AuthGate:
             )
             return refusal(401, "unauthorized", message, {"WWW-Authenticate": "Bearer"})
         if device.vault_id != vault_id and _SHORT_ID.match(vault_id):
-            wait = st.limiter.retry_after(key)
+            wait = await run_sync(st.limiter.retry_after, key)
             if wait > 0:
                 return rate_limited(wait)
-            st.limiter.failure(key)
+            await run_sync(st.limiter.failure, key)
             if await run_sync(st.storage.get_vault, vault_id) is None:
                 return refusal(404, "unknown_vault", f"there is no vault {vault_id} on this relay")
             return refusal(403, "wrong_vault", "this device's token belongs to another vault")

@@ -5,8 +5,8 @@ reads the store, so a commit that lands between the read and the wait still wake
 wake-up). `notify` swaps in a fresh event and sets the old one. Everything runs on the event
 loop; a commit made in a worker thread is announced with `loop.call_soon_threadsafe`.
 
-This works within one server process, which is how the embedded relay runs; a multi-process
-deployment would feed `notify` from its database (e.g. PostgreSQL LISTEN/NOTIFY).
+Commits made by other relay processes arrive through `RelayStorage.subscribe` (PostgreSQL
+LISTEN/NOTIFY), which the app hands to `notify_any` on the event loop.
 """
 
 from __future__ import annotations
@@ -33,6 +33,18 @@ class VaultNotifier:
         ev = self._events.pop(vault_id, None)
         if ev is not None:
             ev.set()
+
+    def notify_all(self) -> None:
+        """Wake every waiter (a notification from another process may have been missed)."""
+        events, self._events = self._events, {}
+        for ev in events.values():
+            ev.set()
+
+    def notify_any(self, vault_id: str | None) -> None:
+        if vault_id is None:
+            self.notify_all()
+        else:
+            self.notify(vault_id)
 
     def close(self) -> None:
         """Release every waiter now (server shutdown) and any that arrive later."""

@@ -64,7 +64,7 @@ async def join(request: Request, body: m.JoinIn) -> Response:
     st = state_of(request)
     parsed = parse_invite(body.invite)
     if parsed is None:
-        raise refuse_failure(request, 401, "invalid_invite", "that invite code is not valid")
+        raise await refuse_failure(request, 401, "invalid_invite", "that invite code is not valid")
     vault_id, code_hash = parsed
     device_id = new_id()
     token, token_hash = make_token(device_id)
@@ -82,14 +82,14 @@ async def join(request: Request, body: m.JoinIn) -> Response:
                 f"join as {exc.invite_kind}, or ask the relay's admin for {_a(body.kind)} invite",
             ) from None
         if exc.reason == "used":
-            raise refuse_failure(
+            raise await refuse_failure(
                 request, 410, "invite_used", "that invite code was already used"
             ) from None
         if exc.reason == "expired":
-            raise refuse_failure(
+            raise await refuse_failure(
                 request, 410, "invite_expired", "that invite code has expired"
             ) from None
-        raise refuse_failure(
+        raise await refuse_failure(
             request, 401, "invalid_invite", "that invite code is not valid"
         ) from None
     log.info("device %s (%s) joined vault %s", device_id, device.kind, vault_id)

@@ -23,7 +23,7 @@ import uvicorn
 from companion.logs import get_logger
 from companion.relay import logdedup
 from companion.relay.app import RelayState, create_app
-from companion.relay.auth import FailureLimiter
+from companion.relay.backends import StoreChoice, limiter_for, migrate, open_storage
 from companion.relay.conn import (
     ConnectionGuard,
     default_max_connections,
@@ -32,7 +32,6 @@ from companion.relay.conn import (
     raise_nofile_limit,
 )
 from companion.relay.limits import Limits
-from companion.relay.sqlite_storage import SqliteStorage
 from companion.relay.storage import RetentionPolicy
 
 log = get_logger("relay.server")
@@ -43,7 +42,11 @@ PRUNE_INTERVAL_S = 6 * 3600.0
 
 @dataclass
 class ServeOptions:
-    data_dir: Path
+    data_dir: Path | None = None  # SQLite + blob files (the embedded default) ...
+    database: str | None = None  # ... or PostgreSQL
+    blobs: str | None = None  # s3://bucket/prefix: blobs in an object store (PostgreSQL only)
+    s3_endpoint: str | None = None
+    migrate: bool = False  # apply pending schema migrations before serving
     host: str = "127.0.0.1"
     port: int = DEFAULT_PORT
     port_file: Path | None = None
@@ -128,12 +131,15 @@ def serve(opts: ServeOptions, announce: Callable[[str], None] | None = None) -> 
         header_timeout=opts.header_timeout,
         idle_timeout=opts.idle_timeout,
     )
-    storage = SqliteStorage(opts.data_dir)
+    choice = StoreChoice(opts.data_dir, opts.database, opts.blobs, opts.s3_endpoint)
+    if opts.migrate:
+        migrate(choice)
+    storage = open_storage(choice)
     retention = opts.retention or RetentionPolicy()
     app = create_app(
         storage,
         limits=opts.limits,
-        limiter=FailureLimiter(),
+        limiter=limiter_for(storage),
         retention=retention,
         prune_interval=PRUNE_INTERVAL_S,
     )

@@ -42,6 +42,7 @@ from companion.relay.storage import (
     CommitOutcome,
     Device,
     InviteRefused,
+    InviteRow,
     KeyBlobConflict,
     KeyWrap,
     Lease,
@@ -52,9 +53,11 @@ from companion.relay.storage import (
     RecordResult,
     RelayStorage,
     RetentionPolicy,
+    StoredBlob,
     StoredRecord,
     UnknownVault,
     Vault,
+    VaultRow,
 )
 
 log = get_logger("relay.storage")
@@ -152,6 +155,21 @@ def _record(row: sqlite3.Row | tuple) -> StoredRecord:
         device_kind=kind,
         device_name=name,
     )
+
+
+def schema_version(data_dir: str | os.PathLike[str]) -> int:
+    """The schema version of the relay data in `data_dir` (0: none yet), without migrating."""
+    db = Path(data_dir) / "relay.db"
+    if not db.is_file():
+        return 0
+    conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    try:
+        row = conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
+    except sqlite3.Error:
+        return 0
+    finally:
+        conn.close()
+    return int(row[0]) if row else 0
 
 
 def _migrate(c: sqlite3.Connection, version: int) -> None:
@@ -749,6 +767,75 @@ class SqliteStorage(RelayStorage):
             invites=n_invites,
             leases=n_leases,
         )
+
+    # export and import ---------------------------------------------------------------------
+    def dump_vaults(self) -> list[VaultRow]:
+        rows = self._conn().execute(
+            "SELECT vault_id, created, seq, key_blob, key_updated FROM vaults ORDER BY created"
+        )
+        return [VaultRow(r[0], r[1], r[2], bytes(r[3]) if r[3] is not None else None, r[4])
+                for r in rows]  # fmt: skip
+
+    def dump_invites(self) -> list[InviteRow]:
+        rows = self._conn().execute(
+            "SELECT code_hash, vault_id, created, expires, used, used_by, kind FROM invites "
+            "ORDER BY created"
+        )
+        return [InviteRow(bytes(r[0]), *r[1:]) for r in rows]
+
+    def list_blobs(self, vault_id: str, after: str, limit: int) -> list[StoredBlob]:
+        rows = self._conn().execute(
+            "SELECT blob_id, size, sha256, created FROM blobs WHERE vault_id=? AND blob_id>? "
+            "ORDER BY blob_id LIMIT ?",
+            (vault_id, after, limit),
+        )
+        return [StoredBlob(BlobInfo(r[0], r[1], r[2]), r[3]) for r in rows]
+
+    def is_empty(self) -> bool:
+        c = self._conn()
+        return not any(
+            c.execute(f"SELECT 1 FROM {t} LIMIT 1").fetchone()
+            for t in ("vaults", "invites", "devices")
+        )
+
+    def load_vault(self, row: VaultRow, wraps: Sequence[KeyWrap]) -> None:
+        with self._write() as c:
+            c.execute(
+                "INSERT INTO vaults (vault_id, created, seq, key_blob, key_updated) "
+                "VALUES (?, ?, ?, ?, ?)",
+                (row.vault_id, row.created, row.seq, row.key_blob, row.key_updated),
+            )
+            c.executemany(
+                "INSERT INTO key_wraps (vault_id, key_blob, sha256, set_at, device_id) "
+                "VALUES (?, ?, ?, ?, ?)",
+                [(row.vault_id, w.key, w.sha256, w.set_at, w.device_id) for w in reversed(wraps)],
+            )
+
+    def load_invite(self, row: InviteRow) -> None:
+        with self._write() as c:
+            c.execute(
+                "INSERT INTO invites (code_hash, vault_id, created, expires, used, used_by, kind) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (row.code_hash, row.vault_id, row.created, row.expires, row.used, row.used_by,
+                 row.kind),
+            )  # fmt: skip
+
+    def load_device(self, device: Device) -> None:
+        with self._write() as c:
+            c.execute(
+                f"INSERT INTO devices ({_DEVICE_COLS}) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (device.device_id, device.vault_id, device.name, device.kind, device.token_hash,
+                 device.created, device.revoked),
+            )  # fmt: skip
+
+    def load_records(self, vault_id: str, records: Sequence[StoredRecord]) -> None:
+        with self._write() as c:
+            c.executemany(
+                "INSERT INTO records (vault_id, seq, file_id, rev, parent_rev, sealed, blobs, "
+                "device_id, committed_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                [(vault_id, r.seq, r.file_id, r.rev, r.parent_rev, r.sealed, " ".join(r.blobs),
+                  r.device_id, r.committed_at) for r in records],
+            )  # fmt: skip
 
     def _sweep_tmp(self, older_than: float) -> None:
         """Remove uploads abandoned by a crash (old enough that nobody is writing them)."""

@@ -15,7 +15,7 @@ loop keeps serving long-polls while SQLite or the disk works.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -123,6 +123,36 @@ class KeyWrap:
     sha256: str  # hex
     set_at: float
     device_id: str  # who set it ("" when it predates the relay keeping track)
+
+
+@dataclass(frozen=True)
+class VaultRow:
+    """A vault as stored (export and import)."""
+
+    vault_id: str
+    created: float
+    seq: int
+    key_blob: bytes | None
+    key_updated: float | None
+
+
+@dataclass(frozen=True)
+class InviteRow:
+    """An invite as stored (export and import): only the hash of its secret."""
+
+    code_hash: bytes
+    vault_id: str
+    created: float
+    expires: float
+    used: float | None
+    used_by: str | None
+    kind: str
+
+
+@dataclass(frozen=True)
+class StoredBlob:
+    info: BlobInfo
+    created: float
 
 
 @dataclass(frozen=True)
@@ -366,3 +396,47 @@ class RelayStorage(ABC):
 
     @abstractmethod
     def close(self) -> None: ...
+
+    # commits made by other processes -----------------------------------------------------------
+    def subscribe(self, callback: Callable[[str | None], None]) -> None:
+        """Call `callback(vault_id)` whenever a commit to that vault lands, from any process
+        sharing this store (`None`: a notification may have been missed, wake every waiter).
+        The default does nothing: one process, whose commits the app announces itself."""
+        return None
+
+    # export and import (between backends, without any key) -----------------------------------
+    @abstractmethod
+    def dump_vaults(self) -> list[VaultRow]: ...
+
+    @abstractmethod
+    def dump_invites(self) -> list[InviteRow]: ...
+
+    @abstractmethod
+    def list_blobs(self, vault_id: str, after: str, limit: int) -> list[StoredBlob]:
+        """The vault's blobs with ids greater than `after`, in id order."""
+
+    @abstractmethod
+    def is_empty(self) -> bool:
+        """No vault, invite or device: safe to import into."""
+
+    @abstractmethod
+    def load_vault(self, row: VaultRow, wraps: Sequence[KeyWrap]) -> None:
+        """Recreate a vault exactly (its seq and key history included)."""
+
+    @abstractmethod
+    def load_invite(self, row: InviteRow) -> None: ...
+
+    @abstractmethod
+    def load_device(self, device: Device) -> None: ...
+
+    @abstractmethod
+    def load_records(self, vault_id: str, records: Sequence[StoredRecord]) -> None:
+        """Insert records as they were (seq, device, time), without compare-and-swap."""
+
+    def load_blob(self, vault_id: str, blob: StoredBlob, data: bytes) -> None:
+        """Store a blob as it was (its creation time kept, so retention is unchanged)."""
+        import hashlib
+
+        if hashlib.sha256(data).hexdigest() != blob.info.sha256 or len(data) != blob.info.size:
+            raise ChecksumMismatch(blob.info.blob_id)
+        self.put_blob(vault_id, blob.info.blob_id, data, blob.created)

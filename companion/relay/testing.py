@@ -4,8 +4,9 @@
         client = RelayClient(relay.url)
         client.join(relay.invite(kind="human"), "laptop")
 
-The server is the production stack (uvicorn + the FastAPI app + SqliteStorage) on a free port;
-only the thread differs from `companion relay serve`.
+The server is the production stack (uvicorn + the FastAPI app + a store: SqliteStorage by
+default, or any `RelayStorage` passed in) on a free port; only the thread differs from
+`companion relay serve`.
 """
 
 from __future__ import annotations
@@ -27,13 +28,14 @@ from companion.relay.conn import ConnectionGuard, guarded_protocol
 from companion.relay.limits import Limits
 from companion.relay.server import bind_socket, url_for
 from companion.relay.sqlite_storage import SqliteStorage
+from companion.relay.storage import RelayStorage
 
 
 @dataclass
 class LiveRelay:
     url: str
     data_dir: Path
-    storage: SqliteStorage
+    storage: RelayStorage
     app: FastAPI
 
     def invite(
@@ -61,9 +63,11 @@ def running_relay(
     limiter: FailureLimiter | None = None,
     ssl_certfile: str | None = None,
     ssl_keyfile: str | None = None,
+    storage: RelayStorage | None = None,
 ) -> Iterator[LiveRelay]:
+    """A relay over `storage` (closed afterwards), by default SQLite in `data_dir`."""
     data = Path(data_dir)
-    storage = SqliteStorage(data)
+    storage = storage if storage is not None else SqliteStorage(data)
     app = create_app(storage, limits=limits, limiter=limiter or FailureLimiter(capacity=1000))
     sock = bind_socket("127.0.0.1", 0)
     guard = ConnectionGuard(max_connections=1024, max_per_address=1024)

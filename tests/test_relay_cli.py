@@ -154,7 +154,7 @@ def test_invite_target_errors(tmp_path):
 
 def test_admin_commands_on_missing_data_and_unknown_device(tmp_path):
     out = run("revoke", "--data", str(tmp_path / "none"), "abc")
-    assert out.returncode == 2 and "no relay in" in out.stderr
+    assert out.returncode == 2 and "no relay data in" in out.stderr
     data = str(tmp_path / "relay")
     run("invite", "--data", data, "--create")
     out = run("revoke", "--data", data, "0123456789abcdef")

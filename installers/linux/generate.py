@@ -3,7 +3,7 @@
 They are what `companion install-service` writes, for a companion installed with pipx (or
 `pip install --user`) as `~/.local/bin/companion`, with the relay's data in
 `~/.local/share/vault-companion/relay` and the dream at 02:00 Europe/Madrid. A test checks
-that they match the code, so run this after changing `companion/services.py`:
+that they match the code, so run this after changing `companion/services/units.py`:
 
     python installers/linux/generate.py
 """
@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from companion.services import Specifier, UnitFile, dream_units, relay_units, watch_units
+from companion.services.units import Specifier, UnitFile, dream_units, relay_units, watch_units
 
 HERE = Path(__file__).resolve().parent
 COMMAND = [Specifier("%h/.local/bin/companion")]

@@ -22,6 +22,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 import tomli_w
 
 from companion.errors import ConfigError
+from companion.fileio import KEEP, write_text_atomic
 from companion.paths import DevicePaths, device_paths
 
 # ---- value rules shared by every reader (CLI, desktop app, scheduler, doctor) -----------------
@@ -590,10 +591,7 @@ class Config:
             s: {k: v for k, v in table.items() if v != d[s][k]} for s, table in self.values.items()
         }
         out = {s: t for s, t in out.items() if t}
-        self.file.parent.mkdir(parents=True, exist_ok=True)
-        tmp = self.file.with_name(self.file.name + ".tmp")
-        tmp.write_text(tomli_w.dumps(out), encoding="utf-8")
-        tmp.replace(self.file)
+        write_text_atomic(self.file, tomli_w.dumps(out), mode=KEEP, make_parents=True)
 
 
 def load_config(

@@ -3,9 +3,15 @@
 Contract of `write_atomic`: the bytes go to a uniquely named temporary file beside the target
 (same folder, so the rename is atomic; the name starts with `.companion-tmp-` so the watcher and
 the ignore rules skip it), created with its final mode before the first byte is written, flushed
-and fsynced, renamed over the target, and the folder fsynced, so after a crash the target holds
-either the old bytes or the new ones, never a mix or nothing. A target that is a symbolic link
-is refused unless `follow_symlinks` (then the link's target is replaced, the link kept).
+and fsynced, renamed over the target, and the folder fsynced (unless the caller flushes it once
+for many files), so after a crash the target holds either the old bytes or the new ones, never a
+mix or nothing. The mode is owner-only by default; `mode=KEEP` keeps an existing file's mode (a
+note the person made readable to others stays so) and gives a new one the umask's default. A
+target that is a symbolic link is refused unless `follow_symlinks` (then the link's target is
+replaced and the link kept, as Hermes Agent writes its memory files).
+
+The sync engine's writes into the vault (`companion/sync/atomic.py`) add what only the engine
+needs (a changed-since-scan check, the remote file's mtime and exec bit) on the same pattern.
 """
 
 from __future__ import annotations
@@ -16,6 +22,24 @@ import secrets
 from pathlib import Path
 
 TEMP_PREFIX = ".companion-tmp-"
+
+
+KEEP = -1  # `mode=KEEP`: the existing file's mode, else 0o666 minus the umask
+
+
+def _umask() -> int:
+    old = os.umask(0)
+    os.umask(old)
+    return old
+
+
+def _mode_for(target: Path, mode: int) -> int:
+    if mode != KEEP:
+        return mode
+    try:
+        return target.stat().st_mode & 0o777
+    except FileNotFoundError:
+        return 0o666 & ~_umask()
 
 
 class SymlinkRefused(OSError):
@@ -41,6 +65,8 @@ def write_atomic(
     *,
     mode: int = 0o600,
     follow_symlinks: bool = False,
+    sync_dir: bool = True,
+    make_parents: bool = False,
 ) -> Path:
     """Replace `path` with `data` atomically (see the module docstring). Returns the path
     written (the link's target when following a symbolic link)."""
@@ -50,6 +76,9 @@ def write_atomic(
             raise SymlinkRefused(f"{target} is a symbolic link; refusing to replace it")
         target = Path(os.path.realpath(target))
     folder = target.parent
+    if make_parents:
+        folder.mkdir(parents=True, exist_ok=True)
+    mode = _mode_for(target, mode)
     tmp = folder / f"{TEMP_PREFIX}{target.name[:40]}.{secrets.token_hex(6)}"
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), mode)
     try:
@@ -66,8 +95,14 @@ def write_atomic(
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise
-    fsync_dir(folder)
+    if sync_dir:
+        fsync_dir(folder)
     return target
+
+
+def write_text_atomic(path: str | os.PathLike[str], text: str, **kw: object) -> Path:
+    """`write_atomic` of UTF-8 text (same keywords)."""
+    return write_atomic(path, text.encode("utf-8"), **kw)  # type: ignore[arg-type]
 
 
 def write_new_private(path: str | os.PathLike[str], data: bytes) -> Path:

@@ -4,9 +4,10 @@ atomically. A missing or damaged file reads as empty: the state is rebuilt, neve
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 from typing import Any
+
+from companion.fileio import write_text_atomic
 
 
 class JsonStateFile:
@@ -21,7 +22,5 @@ class JsonStateFile:
         self.data: dict[str, Any] = data if isinstance(data, dict) else {}
 
     def save(self) -> None:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")
-        tmp.write_text(json.dumps(self.data, indent=2, sort_keys=True), encoding="utf-8")
-        os.replace(tmp, self.path)
+        text = json.dumps(self.data, indent=2, sort_keys=True)
+        write_text_atomic(self.path, text, make_parents=True)

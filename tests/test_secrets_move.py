@@ -141,7 +141,7 @@ def test_a_failed_write_leaves_note_and_store_as_they_were(
     def disk_full(*_a: object, **_k: object) -> None:  # fault injection: the disk is full
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(move_mod, "atomic_write", disk_full)
+    monkeypatch.setattr(move_mod, "write_atomic", disk_full)
     with pytest.raises(OSError):
         move_secret(vault, "n.md", 1, "gh", store)
     assert p.read_text() == f"{GH}\n" and store.get("gh") is None

@@ -19,11 +19,8 @@ the bytes read at the start of the dream; a file edited meanwhile is left alone 
 
 from __future__ import annotations
 
-import contextlib
 import datetime as dt
 import difflib
-import os
-import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -33,6 +30,7 @@ from companion.dream import blocks
 from companion.dream import summary as summary_text
 from companion.dream.report import Change
 from companion.dream.state import DreamState, EditorInfo, edited_recently
+from companion.fileio import KEEP, fsync_dir, write_atomic
 from companion.logs import get_logger
 
 log = get_logger("dream.plan")
@@ -132,49 +130,6 @@ def _unchanged(sm: difflib.SequenceMatcher[str], b: list[str]) -> set[int]:
         if op == "equal":
             out.update(range(j1, j2))
     return out
-
-
-def atomic_write(path: Path, data: bytes, *, sync_dir: bool = True) -> None:
-    """Temp file in the same folder, fsync, rename over `path` (keeps the file's mode); then
-    fsync the folder unless the caller does it once for many files."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    try:
-        mode: int | None = path.stat().st_mode & 0o777
-    except FileNotFoundError:
-        mode = None
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        if mode is not None:
-            os.chmod(tmp, mode)
-        else:
-            os.chmod(tmp, 0o644 & ~_umask())
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
-    if sync_dir:
-        fsync_dir(path.parent)
-
-
-def fsync_dir(folder: Path) -> None:
-    if hasattr(os, "O_DIRECTORY"):
-        with contextlib.suppress(OSError):
-            dfd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
-            try:
-                os.fsync(dfd)
-            finally:
-                os.close(dfd)
-
-
-def _umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
 
 
 @dataclass
@@ -338,7 +293,7 @@ class Plan:
             assert final is not None
             data = final.encode("utf-8")
             try:
-                atomic_write(path, data, sync_dir=False)
+                write_atomic(path, data, mode=KEEP, sync_dir=False, make_parents=True)
             except OSError as exc:
                 self.warnings.append(f"{rel}: cannot write ({exc.strerror or exc})")
                 continue

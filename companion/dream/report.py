@@ -17,14 +17,13 @@ import datetime as dt
 import difflib
 import hashlib
 import json
-import os
 import re
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from companion.errors import CompanionError
+from companion.fileio import KEEP, write_text_atomic
 
 if TYPE_CHECKING:
     from companion.dream.model import Candidate
@@ -413,15 +412,6 @@ def last_dream_end(vault: Path) -> dt.datetime | None:
 
 
 def write_json_atomic(path: Path, data: Any) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
+    """A JSON document (reports, the ledger, the dream state), written with `fileio`."""
     text = json.dumps(data, indent=2, ensure_ascii=False) + "\n"
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as fh:
-            fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    write_text_atomic(path, text, mode=KEEP, make_parents=True)

@@ -24,7 +24,6 @@ from __future__ import annotations
 import contextlib
 import json
 import math
-import os
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -34,6 +33,7 @@ from typing import Any
 import yaml
 
 from companion.dream.text import fold, stem, title_key, unwrap_links, word_list, words
+from companion.fileio import write_text_atomic
 from companion.vault.code import mask_code
 from companion.vault.layout import area_of
 from companion.vault.links import LinkResolver, path_key
@@ -169,10 +169,8 @@ def read_aliases(
             out[rel] = found
     if cache_file is not None and stats is not None and fresh != cache:
         with contextlib.suppress(OSError):
-            cache_file.parent.mkdir(parents=True, exist_ok=True)
-            tmp = cache_file.with_name(cache_file.name + ".tmp")
-            tmp.write_text(json.dumps(fresh, separators=(",", ":")), encoding="utf-8")
-            os.replace(tmp, cache_file)
+            text = json.dumps(fresh, separators=(",", ":"))
+            write_text_atomic(cache_file, text, make_parents=True, sync_dir=False)
     return out
 
 

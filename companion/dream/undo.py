@@ -30,11 +30,11 @@ from pathlib import Path, PurePosixPath
 from filelock import FileLock
 
 from companion.dream.ledger import Ledger
-from companion.dream.plan import atomic_write
 from companion.dream.report import MEMORY_NOTES, Change, DreamReport, load_report, write_json_atomic
 from companion.dream.state import DreamState
 from companion.dream.unwrite import revert_own_lines
 from companion.errors import CompanionError, InputError
+from companion.fileio import KEEP, write_atomic
 from companion.paths import device_paths
 
 # RevertRefused.reason
@@ -182,7 +182,7 @@ def _apply(step: _Step, result: UndoResult) -> None:
             step.path.unlink(missing_ok=True)
             result.removed.append(step.note)
         else:
-            atomic_write(step.path, target)
+            write_atomic(step.path, target, mode=KEEP, make_parents=True)
             result.restored.append(step.note)
     finally:
         if lock is not None:
@@ -320,7 +320,7 @@ def revert_dream(
             raise RevertRefused(
                 EDITED_SINCE, step.note, f"{step.note} changed while undoing; the rest was kept"
             )
-        atomic_write(step.path, kept.encode("utf-8"))
+        write_atomic(step.path, kept.encode("utf-8"), mode=KEEP)
         result.restored.append(step.note)
     _record_restores(locator.vault, list(report.changes), result, state)
     _reject(locator.vault, list(report.changes), report.date)

@@ -15,6 +15,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Protocol
 
+from companion.fileio import write_atomic
 from companion.services.units import companion_command
 
 APP_ID = "vault-companion"
@@ -182,7 +183,4 @@ def set_start_at_login(enabled: bool, autostart: Autostart | None = None) -> Non
 
 
 def _write(path: Path, data: bytes) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_bytes(data)
-    tmp.replace(path)
+    write_atomic(path, data, mode=0o644, make_parents=True)

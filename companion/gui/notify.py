@@ -25,6 +25,7 @@ from typing import Any
 from PySide6.QtCore import QObject, QTimer, Signal
 from PySide6.QtWidgets import QSystemTrayIcon
 
+from companion.fileio import write_text_atomic
 from companion.gui.i18n import tr
 from companion.gui.notify_policy import Action, Notification
 from companion.gui.resources import icon_path
@@ -219,10 +220,8 @@ class NotificationCenter(QObject):
         if self.state_file is None:
             return
         try:
-            self.state_file.parent.mkdir(parents=True, exist_ok=True)
-            tmp = self.state_file.with_name(self.state_file.name + ".tmp")
-            tmp.write_text(json.dumps({"shown": self.seen[-REMEMBERED_KEYS:]}), encoding="utf-8")
-            tmp.replace(self.state_file)
+            text = json.dumps({"shown": self.seen[-REMEMBERED_KEYS:]})
+            write_text_atomic(self.state_file, text, make_parents=True)
         except OSError as exc:
             log.warning("cannot remember shown notifications: %s", exc)
 

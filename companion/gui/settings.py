@@ -8,8 +8,6 @@ provides; until it does, those buttons are disabled and say why).
 
 from __future__ import annotations
 
-import os
-import stat
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -39,6 +37,7 @@ from PySide6.QtWidgets import (
 
 from companion.config import Config
 from companion.errors import CompanionError
+from companion.fileio import KEEP, write_text_atomic
 from companion.gui import validate
 from companion.gui.autostart import Autostart, set_start_at_login
 from companion.gui.bridge import TaskRunner
@@ -647,10 +646,8 @@ class SettingsWindow(QDialog):
             return
         if text and not text.endswith("\n"):
             text += "\n"
-        target = vault / IGNORE_FILE
-        tmp = target.with_name(target.name + ".tmp")
-        tmp.write_text(text, encoding="utf-8")
-        os.replace(tmp, target)
+        # the temp file's name is one the watcher and the ignore rules skip (fileio.TEMP_PREFIX)
+        write_text_atomic(vault / IGNORE_FILE, text, mode=KEEP)
         self._ignore_original = text
 
     def _open_log(self) -> None:
@@ -732,8 +729,6 @@ class SettingsWindow(QDialog):
 
 
 def write_private(path: Path, text: str) -> None:
-    """Write a file only its owner can read (a recovery key)."""
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, stat.S_IRUSR | stat.S_IWUSR)
-    with os.fdopen(fd, "w", encoding="utf-8") as f:
-        f.write(text)
-    os.chmod(path, stat.S_IRUSR | stat.S_IWUSR)
+    """Write a file only its owner can read (a recovery key): owner-only before the first byte,
+    even when it replaces a file that others could read."""
+    write_text_atomic(path, text, mode=0o600)

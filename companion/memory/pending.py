@@ -11,12 +11,12 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 import time
 import uuid
 from pathlib import Path
 from typing import Any
 
+from companion.fileio import write_text_atomic
 from companion.memory.store import Op
 
 ORIGIN = "companion-dream"
@@ -51,16 +51,6 @@ def stage(home: str | os.PathLike[str], target: str, op: Op) -> str:
         },
     }
     folder = pending_dir(home)
-    folder.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{pid}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            json.dump(record, f, ensure_ascii=False, indent=2)
-            f.flush()
-            os.fsync(f.fileno())
-        os.chmod(tmp, 0o600)
-        os.replace(tmp, folder / f"{pid}.json")
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    text = json.dumps(record, ensure_ascii=False, indent=2)
+    write_text_atomic(folder / f"{pid}.json", text, make_parents=True)
     return pid

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import tempfile
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -30,6 +29,7 @@ from typing import Any
 from filelock import FileLock, Timeout
 
 from companion.errors import CompanionError
+from companion.fileio import write_atomic
 from companion.logs import get_logger
 from companion.memory import format as fmt
 from companion.memory import guard
@@ -523,24 +523,6 @@ class MemoryStore:
 
     @staticmethod
     def _atomic_write(path: Path, data: bytes) -> None:
-        """Temp file in the same folder, fsync, rename over `path`, fsync the folder. The file
-        is owner-only (0600), as Hermes leaves it: memory describes the person."""
-        mode = 0o600
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-        try:
-            with os.fdopen(fd, "wb") as f:
-                f.write(data)
-                f.flush()
-                os.fsync(f.fileno())
-            os.chmod(tmp, mode)
-            os.replace(tmp, path)
-        except BaseException:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp)
-            raise
-        if hasattr(os, "O_DIRECTORY"):
-            dir_fd = os.open(path.parent, os.O_RDONLY | os.O_DIRECTORY)
-            try:
-                os.fsync(dir_fd)
-            finally:
-                os.close(dir_fd)
+        """`fileio.write_atomic`, owner-only (0600), as Hermes leaves it: memory describes the
+        person."""
+        write_atomic(path, data, mode=0o600)

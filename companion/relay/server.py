@@ -20,6 +20,7 @@ from types import FrameType
 
 import uvicorn
 
+from companion.fileio import write_text_atomic
 from companion.logs import get_logger
 from companion.relay import logdedup
 from companion.relay.app import RelayState, create_app
@@ -112,9 +113,7 @@ class _Server(uvicorn.Server):
 
 
 def _write_port_file(path: Path, port: int) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(f"{port}\n", encoding="ascii")
-    os.replace(tmp, path)
+    write_text_atomic(path, f"{port}\n", mode=0o644)
 
 
 def serve(opts: ServeOptions, announce: Callable[[str], None] | None = None) -> None:

@@ -20,9 +20,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from companion.errors import CompanionError, InputError
+from companion.fileio import write_atomic
 from companion.logs import get_logger, register_secret
 from companion.secrets.detect import Allowlist, Finding, scan_text
-from companion.secrets.fsutil import atomic_write
 from companion.secrets.store import REFERENCE_PREFIX, SecretStore, validate_name
 
 log = get_logger("secrets.move")
@@ -148,7 +148,7 @@ def move_secret(
             raise NoteChangedError(
                 f"{rel} changed while the secret was being moved; nothing was written"
             )
-        atomic_write(full, new_data, mode=mode)
+        write_atomic(full, new_data, mode=mode & 0o777)
     except BaseException:
         if created:
             try:

@@ -11,8 +11,8 @@ import os
 from pathlib import Path
 from typing import Any
 
+from companion.fileio import write_atomic
 from companion.secrets.detect import VaultScan
-from companion.secrets.fsutil import atomic_write
 
 FILE_NAME = "secrets-scan.json"
 
@@ -27,7 +27,7 @@ def _load(state_dir: Path) -> dict[str, Any]:
 
 def _save(state_dir: Path, doc: dict[str, Any]) -> None:
     state_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
-    atomic_write(state_dir / FILE_NAME, json.dumps(doc, indent=1, sort_keys=True).encode(), 0o600)
+    write_atomic(state_dir / FILE_NAME, json.dumps(doc, indent=1, sort_keys=True).encode())
 
 
 def _key(vault: str | os.PathLike[str]) -> str:

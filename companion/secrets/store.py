@@ -27,8 +27,9 @@ from typing import TYPE_CHECKING, Any, Protocol
 import tomli_w
 
 from companion.errors import CompanionError, InputError
+from companion.fileio import write_atomic
 from companion.logs import get_logger, register_secret
-from companion.secrets.fsutil import atomic_write, read_owner_only
+from companion.secrets.fsutil import read_owner_only
 
 if TYPE_CHECKING:
     from companion.config import Config
@@ -245,7 +246,7 @@ class FileStore:
 
     def _save(self, table: dict[str, str]) -> None:
         body = tomli_w.dumps({"secrets": dict(sorted(table.items()))})
-        atomic_write(self.path, (_HEADER + body).encode("utf-8"), mode=0o600)
+        write_atomic(self.path, (_HEADER + body).encode("utf-8"), mode=0o600)
 
     def get(self, name: str) -> str | None:
         return self._load().get(validate_name(name))

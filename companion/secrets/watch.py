@@ -16,6 +16,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from companion.errors import CompanionError
+from companion.fileio import write_text_atomic
 from companion.logs import get_logger
 
 log = get_logger("secrets.watch")
@@ -47,9 +48,7 @@ class ChangeScanner:
     def _save(self) -> None:
         seen = self._load()[-MAX_REMEMBERED:]
         self.state_file.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        tmp = self.state_file.with_name(self.state_file.name + ".tmp")
-        tmp.write_text(json.dumps(seen), encoding="utf-8")
-        os.replace(tmp, self.state_file)
+        write_text_atomic(self.state_file, json.dumps(seen))
 
     def scan(self, rel_paths: Iterable[str]) -> list:  # list[Finding]
         """The new findings in these vault-relative paths (notes only); never raises."""

@@ -33,6 +33,7 @@ from pathlib import Path
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from companion.errors import CompanionError, InputError
+from companion.fileio import write_text_atomic
 
 RELAY_UNIT = "companion-relay.service"
 WATCH_TEMPLATE = "companion-watch@.service"
@@ -329,10 +330,7 @@ def write_units(units: Sequence[UnitFile], unit_dir: Path, force: bool = False) 
             if old == u.text:
                 outcomes.append("unchanged")
                 continue
-            tmp = path.with_name(f".{u.name}.tmp")
-            tmp.write_text(u.text, encoding="utf-8")
-            os.chmod(tmp, 0o644)
-            os.replace(tmp, path)
+            write_text_atomic(path, u.text, mode=0o644)
             outcomes.append("created" if old is None else "updated")
     except OSError as exc:
         raise CompanionError(f"cannot write units to {unit_dir}: {exc.strerror or exc}") from None

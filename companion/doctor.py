@@ -143,7 +143,7 @@ def check_config(c: Context) -> Check:
 
 
 def check_keyring(c: Context) -> Check:
-    from companion.secrets.store import NO_KEYRING_HINT, KeyringStore, secure_backend
+    from companion.credentials.store import NO_KEYRING_HINT, KeyringStore, secure_backend
 
     uses_file = c.config.settings.secrets.backend == "file"
     try:
@@ -174,7 +174,7 @@ def check_keyring(c: Context) -> Check:
 
 
 def check_secrets_file(c: Context) -> Check:
-    from companion.secrets.store import FileStore
+    from companion.credentials.store import FileStore
 
     path = c.paths.secrets_file
     uses_file = c.config.settings.secrets.backend == "file"
@@ -326,7 +326,7 @@ def check_sync(c: Context) -> Check:
     except CompanionError as exc:
         return Check("sync", "FAIL", str(exc), init)
     c.device = state
-    from companion.secrets.store import open_store
+    from companion.credentials.store import open_store
 
     try:
         store = open_store(c.config)

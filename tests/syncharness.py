@@ -28,11 +28,11 @@ from pathlib import Path
 from typing import Any
 
 from companion.config import load_config
+from companion.credentials.store import FileStore
 from companion.paths import DevicePaths, device_paths
 from companion.relay.auth import issue_invite
 from companion.relay.sqlite_storage import SqliteStorage
 from companion.relay.testing import running_relay
-from companion.secrets.store import FileStore
 from companion.sync.engine import RoundReport, SyncEngine
 from companion.sync.join import TEST_KDF_PARAMS, join_vault
 from companion.sync.pathsafe import TEMP_PREFIX

@@ -254,7 +254,7 @@ def test_grounded_proposal_kept_ungrounded_rejected(tmp_path, stand_in):
 
 
 def test_api_key_comes_from_the_secret_store(tmp_path, stand_in):
-    from companion.secrets.store import FileStore
+    from companion.credentials.store import FileStore
 
     fx, paths, config = _setup(tmp_path, stand_in.url)
     FileStore(paths.secrets_file).set("llm-api-key", "sk-standin-0123456789abcdefghij")

@@ -12,12 +12,12 @@ from pathlib import Path
 import pytest
 
 from companion.config import load_config
+from companion.credentials.store import FileStore
 from companion.crypto import WrongPassphrase, import_recovery_key
 from companion.errors import CompanionError, InputError
 from companion.gui import i18n, keys
 from companion.gui.app import CompanionApp, create_engine
 from companion.paths import device_paths
-from companion.secrets.store import FileStore
 from companion.sync.device import DeviceState
 from companion.sync.join import TEST_KDF_PARAMS, join_vault
 from tests.syncharness import PASSPHRASE, SyncCluster, cluster

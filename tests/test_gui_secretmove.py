@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from companion.config import defaults, load_config
+from companion.credentials.store import FileStore, validate_name
 from companion.gui import i18n
 from companion.gui.app import CompanionApp
 from companion.gui.bridge import IdleEngine
@@ -20,7 +21,6 @@ from companion.gui.events import SecretFound
 from companion.gui.notify_policy import MOVE_SECRET, OPEN_NOTE, Action, notifications_for
 from companion.gui.secretmove import SecretMover, suggest_name
 from companion.paths import device_paths
-from companion.secrets.store import FileStore, validate_name
 
 SECRET = "ghp_" + "R7tQ2wX9mK4pL8vN3bZ6cY1dF5gH0jS2aE7u"
 NOTE = "ops/deploy.md"

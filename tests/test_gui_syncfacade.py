@@ -265,8 +265,8 @@ def test_no_server_report_by_grace_dreams_here_and_syncs(
 
 
 def test_a_missing_vault_key_is_an_error_and_a_keyring_event(cluster: SyncCluster) -> None:
+    from companion.credentials.store import FileStore
     from companion.gui.events import KeyringProblem
-    from companion.secrets.store import FileStore
     from companion.sync.device import DeviceState
 
     laptop = cluster.add_device("laptop", "human")

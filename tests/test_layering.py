@@ -55,3 +55,10 @@ def test_the_desktop_app_loads_no_command_line_library() -> None:
 )  # fmt: skip
 def test_engine_packages_load_no_qt(module: str) -> None:
     assert not any(m.startswith("PySide6") for m in _loaded(module))
+
+
+def test_the_sync_engine_loads_no_secret_detector() -> None:
+    """The credential store and the secret guard are two packages (#14.5)."""
+    loaded = _loaded("companion.sync.engine")
+    assert "companion.credentials.store" in loaded
+    assert not any(m.startswith(("companion.secrets", "detect_secrets")) for m in loaded)

@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
+from companion.credentials.store import FileStore
 from companion.errors import CompanionError, InputError
 from companion.secrets import move as move_mod
 from companion.secrets.detect import scan_file, scan_text
 from companion.secrets.move import NoteChangedError, move_secret
-from companion.secrets.store import FileStore
 from tests.conftest import run_companion
 
 GH = "ghp_" + "Qw3Er5Ty7Ui9Op1As3Df5Gh7Jk9Lz1Xc3Vb5N"

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from companion.credentials.store import FileStore, validate_name
 from companion.errors import CompanionError, InputError
-from companion.secrets.store import FileStore, validate_name
 from tests.conftest import run_companion
 from tests.keyring_service import KeyringService, start_keyring_service
 
@@ -158,7 +158,7 @@ def test_keyring_store_with_a_real_secret_service(
     keyring_service: KeyringService, tmp_path: Path
 ) -> None:
     code = f"""
-from companion.secrets.store import KeyringStore
+from companion.credentials.store import KeyringStore
 s = KeyringStore()
 print(s.description)
 s.set("api.token", {VALUE!r})

@@ -17,8 +17,8 @@ from pathlib import Path
 import httpx
 import pytest
 
+from companion.credentials.store import FileStore
 from companion.crypto import ChunkRef, FileMeta
-from companion.secrets.store import FileStore
 from companion.sync.device import DeviceState
 from companion.sync.remote import Outgoing
 from tests.syncharness import Device, SyncCluster

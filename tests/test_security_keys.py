@@ -11,13 +11,13 @@ from pathlib import Path
 
 import pytest
 
+from companion.credentials.store import FileStore
 from companion.crypto import WeakPassphrase
 from companion.crypto.passphrase import (
     check_new_passphrase,
     passphrase_problem,
     suggest_passphrase,
 )
-from companion.secrets.store import FileStore
 from companion.sync.device import DeviceState
 from tests.syncharness import SyncCluster
 

@@ -7,8 +7,8 @@ import os
 import unicodedata
 from pathlib import Path
 
+from companion.credentials.store import FileStore
 from companion.crypto import export_recovery_key, padded_size
-from companion.secrets.store import FileStore
 from companion.sync.device import DeviceState
 from tests.syncharness import PASSPHRASE, SyncCluster, WireProxy
 

@@ -19,8 +19,8 @@ from typing import Any
 import httpx
 import pytest
 
+from companion.credentials.store import FileStore
 from companion.crypto import RolledBack, TamperedBlob, TamperedRecord, WrongPassphrase
-from companion.secrets.store import FileStore
 from companion.sync.device import DeviceState
 from tests.syncharness import (
     Device,

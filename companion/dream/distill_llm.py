@@ -103,7 +103,7 @@ def settings_from_config(config: Any) -> LlmSettings:
 def load_api_key(config: Any) -> str | None:
     """`llm-api-key` from the secret store (keyring or the owner-only file), if any."""
     try:
-        from companion.secrets.store import open_store  # noqa: PLC0415 - optional
+        from companion.credentials.store import open_store  # noqa: PLC0415 - optional
 
         key = open_store(config).get(API_KEY_NAME)
     except Exception:  # noqa: BLE001 - no store, no keyring, no key: local endpoints need none

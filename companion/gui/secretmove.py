@@ -16,11 +16,11 @@ from typing import TYPE_CHECKING
 from PySide6.QtCore import QObject, Signal
 from PySide6.QtWidgets import QInputDialog, QLineEdit, QMessageBox, QWidget
 
+from companion.credentials.store import open_store, validate_name
 from companion.errors import CompanionError
 from companion.gui.bridge import TaskRunner
 from companion.gui.i18n import tr
 from companion.secrets.move import MoveResult, move_secret
-from companion.secrets.store import open_store, validate_name
 
 if TYPE_CHECKING:
     from companion.config import Config

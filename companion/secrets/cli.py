@@ -47,7 +47,7 @@ def _allowlist(app: AppContext):  # type: ignore[no-untyped-def]
 
 
 def _store(app: AppContext):  # type: ignore[no-untyped-def]
-    from companion.secrets.store import open_store
+    from companion.credentials.store import open_store
 
     return open_store(app.config)
 
@@ -189,7 +189,7 @@ def get(app: AppContext, name: str, no_newline: bool) -> None:
     Example:
       export OPENAI_API_KEY="$(companion secrets get openai)"
     """
-    from companion.secrets.store import resolve_reference
+    from companion.credentials.store import resolve_reference
 
     value = resolve_reference(name, _store(app))
     if value is None:
@@ -213,7 +213,7 @@ def set_(app: AppContext, name: str, replace: bool) -> None:
       printf '%s' "$TOKEN" | companion secrets set github-bot
       companion secrets set relay-token < token.txt
     """
-    from companion.secrets.store import validate_name
+    from companion.credentials.store import validate_name
 
     name = validate_name(name)
     if sys.stdin.isatty():

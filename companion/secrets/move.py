@@ -19,11 +19,11 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from companion.credentials.store import REFERENCE_PREFIX, SecretStore, validate_name
 from companion.errors import CompanionError, InputError
 from companion.fileio import write_atomic
 from companion.logs import get_logger, register_secret
 from companion.secrets.detect import Allowlist, Finding, scan_text
-from companion.secrets.store import REFERENCE_PREFIX, SecretStore, validate_name
 
 log = get_logger("secrets.move")
 

@@ -164,7 +164,7 @@ def init(
     """
     import socket
 
-    from companion.secrets.store import open_store
+    from companion.credentials.store import open_store
     from companion.sync.join import check_vault_root, join_vault, passphrase_source, remember_join
 
     check_vault_root(vault, app.paths)  # before anything is opened or written

@@ -218,8 +218,8 @@ def quarantine_list(app: AppContext, vault: Path | None, as_json: bool) -> None:
 def _decide_quarantine(
     app: AppContext, vault: Path, targets: tuple[str, ...], decision: str
 ) -> None:
+    from companion.credentials.store import open_store
     from companion.crypto import file_id
-    from companion.secrets.store import open_store
     from companion.sync.cli import _relative
     from companion.sync.decisions import record_quarantine
     from companion.sync.device import DeviceState

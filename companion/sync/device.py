@@ -20,11 +20,11 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from companion.credentials.store import SecretStore
 from companion.crypto import VaultKey
 from companion.errors import CompanionError, InputError
 from companion.logs import register_secret
 from companion.paths import DevicePaths
-from companion.secrets.store import SecretStore
 from companion.sync.index import index_path, vault_state_dir
 
 DEVICE_FILE = "device.json"

@@ -90,7 +90,7 @@ def dream_sync_hook(
     if not DeviceState.exists(paths, root):
         yield None
         return
-    from companion.secrets.store import open_store
+    from companion.credentials.store import open_store
     from companion.sync.engine import SyncEngine
 
     lock = VaultLock(vault_dir(paths, root), command="companion dream")

@@ -40,13 +40,13 @@ from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
 
+from companion.credentials.store import SecretStore, open_store
 from companion.crypto import TamperDetected
 from companion.errors import CompanionError, InputError
 from companion.logs import get_logger
 from companion.paths import DevicePaths
 from companion.relay.client import RelayClient
 from companion.relay.errors import AuthError, ConflictError, RelayUnreachable
-from companion.secrets.store import SecretStore, open_store
 from companion.sync import status as st
 from companion.sync.apply import ApplyMixin
 from companion.sync.atomic import remove_stale_temps

@@ -32,6 +32,8 @@ from typing import Any
 
 import click
 
+from companion.credentials.files import read_owner_only
+from companion.credentials.store import SecretStore
 from companion.crypto import (
     DEFAULT_KDF_PARAMS,
     BadRecoveryKey,
@@ -48,8 +50,6 @@ from companion.logs import get_logger, register_secret
 from companion.paths import DevicePaths
 from companion.relay.client import RelayClient
 from companion.relay.errors import ConflictError
-from companion.secrets.fsutil import read_owner_only
-from companion.secrets.store import SecretStore
 from companion.sync.conflicts import KINDS
 from companion.sync.device import DeviceState
 from companion.testmode import WEAK_KDF_ENV, escape_hatch

@@ -131,9 +131,9 @@ def local_pending(paths: DevicePaths, config: Any, root: str) -> tuple[int, int,
 def _probe(
     paths: DevicePaths, config: Any, state: DeviceState, cursor: int
 ) -> tuple[bool, int | None]:
+    from companion.credentials.store import open_store
     from companion.relay.client import RelayClient
     from companion.relay.errors import RelayError, RelayUnreachable
-    from companion.secrets.store import open_store
 
     try:
         token = state.load_token(open_store(config))

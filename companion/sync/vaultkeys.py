@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from companion.credentials.store import SecretStore, open_store
 from companion.crypto import (
     KdfParams,
     VaultKey,
@@ -32,7 +33,6 @@ from companion.logs import get_logger, register_secret
 from companion.paths import DevicePaths
 from companion.relay.client import RelayClient
 from companion.relay.errors import ConflictError
-from companion.secrets.store import SecretStore, open_store
 from companion.sync.device import DeviceState
 from companion.sync.join import (
     JoinResult,

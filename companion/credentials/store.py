@@ -26,10 +26,10 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import tomli_w
 
+from companion.credentials.files import read_owner_only
 from companion.errors import CompanionError, InputError
 from companion.fileio import write_atomic
 from companion.logs import get_logger, register_secret
-from companion.secrets.fsutil import read_owner_only
 
 if TYPE_CHECKING:
     from companion.config import Config
@@ -52,7 +52,7 @@ NO_KEYRING_HINT = (
     "(an owner-only file), or start a Secret Service such as gnome-keyring"
 )
 
-log = get_logger("secrets.store")
+log = get_logger("credentials.store")
 
 
 def validate_name(name: str) -> str:

@@ -166,17 +166,6 @@ def blank_blocks(text: str) -> str:
     return "\n".join(lines)
 
 
-def human_text(text: str) -> str:
-    """`text` without its blocks (marker lines included): the person's part."""
-    if not has_marker(text):
-        return text
-    lines = split_lines(text)
-    drop: set[int] = set()
-    for b in find_blocks(lines):
-        drop.update(range(b.begin, b.end + 1))
-    return "\n".join(line for i, line in enumerate(lines) if i not in drop)
-
-
 def render_line(text: str, refs: Iterable[Ref]) -> str:
     return f"- {text} {format_refs(refs)}"
 
@@ -192,22 +181,15 @@ def append_block(text: str, kind: str, body: list[str]) -> str:
     return text + "\n\n" + block
 
 
-def add_lines(text: str, new: list[str], *, kind: str = "content", tail_only: bool = False) -> str:
-    """`text` with `new` lines added to its last block of `kind` (before the end marker).
-
-    With `tail_only` (a note the person edited recently), nothing before the end of the
-    person's text moves: lines go into the last block only when that block is the tail of the
-    note, otherwise a new block is appended at the end.
-    """
+def add_lines(text: str, new: list[str], *, kind: str = "content") -> str:
+    """`text` with `new` lines added to its last block of `kind` (before the end marker)."""
     if not new:
         return text
     lines = split_lines(text)
     blocks = [b for b in find_blocks(lines) if b.kind == kind]
     if blocks:
         last = blocks[-1]
-        at_tail = all(not ln.strip() for ln in lines[last.end + 1 :])
-        if not tail_only or at_tail:
-            return "\n".join(lines[: last.end] + new + lines[last.end :])
+        return "\n".join(lines[: last.end] + new + lines[last.end :])
     return append_block(text, kind, new)
 
 

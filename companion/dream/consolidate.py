@@ -167,7 +167,6 @@ class Consolidated:
     skipped: list[Skipped] = field(default_factory=list)
     notes: dict[str, list[Candidate]] = field(default_factory=dict)  # note -> written
     created: list[str] = field(default_factory=list)
-    appended_recent: list[str] = field(default_factory=list)
     # notes a person is editing: their candidates wait for the next dream
     waiting: dict[str, list[Candidate]] = field(default_factory=dict)
     # a new line saying another value than the person's line: {note, line, existing, new, why}

@@ -448,7 +448,6 @@ def _summary(run: _Run) -> RunSummary:
         decisions=count("decision"),
         status=[n for n, cs in cons.notes.items() if any(c.kind == "status" for c in cs)],
         created=cons.created,
-        appended_recent=cons.appended_recent,
         promoted={}
         if run.staging
         else {run.stores[t].name: len(ops) for t, ops in pp.ops.items() if ops},

@@ -62,10 +62,3 @@ def match_marker(line: str) -> Marked | None:
         return None
     rest = m.group("rest").strip()
     return Marked(kind, rest) if rest else None
-
-
-def strip_marker(text: str) -> str:
-    """`text` without a leading marker (for items of a Learned/Decided section written as
-    `- Learned: ...`)."""
-    mk = match_marker(text)
-    return mk.text if mk else text

@@ -103,7 +103,6 @@ class RunSummary:
     decisions: dict[str, int] = field(default_factory=dict)
     status: list[str] = field(default_factory=list)
     created: list[str] = field(default_factory=list)
-    appended_recent: list[str] = field(default_factory=list)
     promoted: dict[str, int] = field(default_factory=dict)  # MEMORY.md -> facts
     replaced: int = 0
     not_fit: int = 0
@@ -207,14 +206,6 @@ def dreaming_lines(s: RunSummary, lang: str) -> list[str]:
         notes = _join([_link(p) for p in s.status], lang)
         parts.append(f"estado actualizado de {notes}" if es else f"updated the status of {notes}")
     if parts:
-        if s.appended_recent:
-            n = len(s.appended_recent)
-            parts.append(
-                _n(n, "nota editada hace poco", "notas editadas hace poco")
-                + " con las líneas al final"
-                if es
-                else _n(n, "note", "notes") + " edited recently got the lines at the end"
-            )
         line = "; ".join(parts)
         out.append(line[:1].upper() + line[1:] + ".")
     if s.promoted or s.not_fit:

@@ -249,12 +249,6 @@ class DreamReport:
                 out["llm_failed"] = failed
         return out
 
-    def run_counts(self) -> dict[str, int]:
-        out = {k: 0 for k in KINDS}
-        for c in self.run_changes:
-            out[c.kind] = out.get(c.kind, 0) + 1
-        return out
-
     def run_record(self) -> dict[str, Any]:
         return {
             "started_at": self.started_at,

@@ -7,7 +7,6 @@ shapes the log redactor knows stand in, so no secret-shaped text is ever written
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -51,15 +50,3 @@ class SecretGate:
             if len(self._cache) < 100_000:
                 self._cache[text] = hit
         return hit
-
-    def lines_with_secrets(self, text: str) -> set[int]:
-        """1-based numbers of the lines of `text` that hold a secret (for redacting prompts)."""
-        return {i + 1 for i, line in enumerate(text.split("\n")) if self(line)}
-
-
-_ASSIGN = re.compile(r"(?i)\b(?:password|passwd|secret|token|api[_-]?key)\s*[:=]\s*\S{6,}")
-
-
-def looks_like_credential_assignment(text: str) -> bool:
-    """A cheap extra check for `password = ...`-style text the detector may allow."""
-    return bool(_ASSIGN.search(text))

@@ -90,11 +90,6 @@ class EngineFacade(Protocol):
         ...
 
 
-def find_conflicts(vault: Path) -> list[Path]:
-    """Conflict copies under `vault`, skipping hidden folders (.obsidian, .trash, .companion)."""
-    return _walk_conflicts(vault)[0]
-
-
 def _walk_conflicts(vault: Path) -> tuple[list[Path], dict[str, int]]:
     """(conflict copies, {folder: mtime_ns}); each folder's time is read before it is listed,
     so a change while walking shows as a changed time at the next look."""

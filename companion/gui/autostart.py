@@ -13,7 +13,7 @@ import re
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 from companion.fileio import write_atomic
 from companion.services.units import companion_command
@@ -127,20 +127,27 @@ class LaunchAgent:
         return self.path.is_file()
 
 
+def _winreg() -> Any:
+    """The Windows registry module (typed Any: typeshed describes it on Windows only)."""
+    import importlib
+
+    return importlib.import_module("winreg")
+
+
 class WindowsRunKey:
     """`HKCU\\...\\CurrentVersion\\Run\\VaultCompanion` (Windows only)."""
 
     def enable(self, command: Sequence[str], env: Mapping[str, str] | None = None) -> None:
         import subprocess
-        import winreg  # type: ignore[import-not-found]
 
+        winreg = _winreg()
         # The Run key carries no environment: a COMPANION_HOME is not kept on Windows.
         line = subprocess.list2cmdline(list(command))
         with winreg.OpenKey(winreg.HKEY_CURRENT_USER, RUN_KEY, 0, winreg.KEY_SET_VALUE) as key:
             winreg.SetValueEx(key, RUN_VALUE, 0, winreg.REG_SZ, line)
 
     def disable(self) -> None:
-        import winreg  # type: ignore[import-not-found]
+        winreg = _winreg()
 
         with winreg.OpenKey(winreg.HKEY_CURRENT_USER, RUN_KEY, 0, winreg.KEY_SET_VALUE) as key:
             try:
@@ -149,7 +156,7 @@ class WindowsRunKey:
                 pass
 
     def is_enabled(self) -> bool:
-        import winreg  # type: ignore[import-not-found]
+        winreg = _winreg()
 
         with winreg.OpenKey(winreg.HKEY_CURRENT_USER, RUN_KEY) as key:
             try:

@@ -148,11 +148,11 @@ def _one(event: EngineEvent, cfg: Mapping[str, Any], now: datetime) -> Notificat
     if isinstance(event, ChangesHeld):
         if not event.paths:
             return None  # not optional: an agent tried to change how Obsidian runs
-        names = ", ".join(event.paths[:3]) + ("…" if len(event.paths) > 3 else "")
+        listed = ", ".join(event.paths[:3]) + ("…" if len(event.paths) > 3 else "")
         return Notification(
             key="held:" + "|".join(sorted(event.paths)),
             title=tr("notify.held.title", n=len(event.paths)),
-            body=tr("notify.held.body", paths=names),
+            body=tr("notify.held.body", paths=listed),
             action=Action(SHOW_MAIN),
             urgent=True,
         )

@@ -82,7 +82,7 @@ class SingleInstance(QObject):
         buffer = self._buffers.get(sock)
         if buffer is None:
             return
-        buffer.extend(bytes(sock.readAll()))
+        buffer.extend(sock.readAll().data())
         while b"\n" in buffer:
             line, _, rest = bytes(buffer).partition(b"\n")
             buffer[:] = rest

@@ -377,7 +377,9 @@ _CHUNK = 400
 def _scan_chunk(
     root: str, rels: list[str], allowlist: Allowlist, max_file_bytes: int | None
 ) -> tuple[int, list[Finding], list[tuple[str, str]]]:
-    files, findings, skipped = 0, [], []
+    files = 0
+    findings: list[Finding] = []
+    skipped: list[tuple[str, str]] = []
     for rel in rels:
         p = Path(root, rel)
         try:

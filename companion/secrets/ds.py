@@ -21,6 +21,7 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import Any
 
 from detect_secrets.core.plugins.util import get_mapping_from_secret_type_to_class
 from detect_secrets.filters import heuristic
@@ -83,6 +84,7 @@ class DsHit:
 
 def _load_plugins() -> list[BasePlugin]:
     plugins: list[BasePlugin] = []
+    cls: Any  # detect-secrets' plugin classes (their constructors take plugin-specific keywords)
     for cls in get_mapping_from_secret_type_to_class().values():
         name = cls.__name__
         if name in _SKIPPED or name not in _KINDS:

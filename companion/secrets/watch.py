@@ -14,6 +14,7 @@ import os
 import threading
 from collections.abc import Iterable, Sequence
 from pathlib import Path
+from typing import Any
 
 from companion.errors import CompanionError
 from companion.fileio import write_text_atomic
@@ -32,7 +33,7 @@ class ChangeScanner:
         key = hashlib.sha256(os.fsencode(str(self.root.resolve()))).hexdigest()[:16]
         self.state_file = Path(state_dir) / "secrets" / f"reported-{key}.json"
         self._patterns = list(allowlist_patterns)
-        self._allowlist: object | None = None
+        self._allowlist: Any = None  # compiled patterns, built on first use
         self._lock = threading.Lock()
         self._seen: list[str] | None = None
 

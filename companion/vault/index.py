@@ -329,6 +329,7 @@ class VaultIndex:
                 else:  # transient (permissions, a race): try again next time
                     batch.deletes.append((rid,))
                 continue
+            assert rec is not None  # no issue: the note was parsed
             fresh[rel] = NoteMeta.from_record(rec)
             blob = marshal.dumps(rec)
             row = (rid, rel, st.mtime_ns, st.ctime_ns, st.size, racy, int(fulltext), blob, None)

@@ -50,6 +50,16 @@ def run_companion(
 
 
 @pytest.fixture(autouse=True)
+def _gui_speaks_english(request: pytest.FixtureRequest) -> None:
+    """The one Qt set-up of the GUI tests (QT_QPA_PLATFORM is set above, before pytest-qt's
+    QApplication): they start in English; a test of the Spanish interface switches itself."""
+    if request.module.__name__.split(".")[-1].startswith("test_gui_"):
+        from companion.gui import i18n
+
+        i18n.set_language("en")
+
+
+@pytest.fixture(autouse=True)
 def _settle_qt_after_gui_tests(request: pytest.FixtureRequest):
     """After a GUI test: let pool threads finish and collect Qt wrappers now, on the GUI thread,
     so no queued signal or late deletion from this test reaches a later one."""
@@ -78,7 +88,7 @@ def hermes_agent():
 
     return Hermes(hermes_python())
 def wait_for(
-    cond: Callable[[], object], timeout: float = 15.0, what: str = "condition", step: float = 0.02
+    cond: Callable[[], object], timeout: float = 30.0, what: str = "condition", step: float = 0.02
 ) -> float:
     """Poll `cond` until it is true, at most `timeout` seconds (a deadline, never a fixed
     sleep); returns the seconds it took, raises AssertionError naming `what` otherwise."""

@@ -1,13 +1,8 @@
-# ruff: noqa: E402
 """What each dream change did is stored as facts (kind, counts, names), never as English
 prose, and worded in the reader's language: the review window and `companion dream` speak
 Spanish when the interface does (#13, item 9)."""
 
 from __future__ import annotations
-
-import os
-
-os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")  # before pytest-qt's session QApplication
 
 import json
 import re

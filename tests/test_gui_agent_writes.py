@@ -1,14 +1,9 @@
-# ruff: noqa: E402
 """The review window shows what the agent wrote through its tools during the dream's window."""
 
 from __future__ import annotations
 
 import datetime as dt
 import json
-import os
-
-os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")  # before pytest-qt's session QApplication
-
 from pathlib import Path
 
 import pytest

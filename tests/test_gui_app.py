@@ -1,12 +1,8 @@
-# ruff: noqa: E402
 """The app wiring: no-tray fallback, "show", notification clicks, a GUI that never blocks."""
 
 from __future__ import annotations
 
 import os
-
-os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")  # before pytest-qt's session QApplication
-
 import threading
 import time
 from pathlib import Path
@@ -23,11 +19,6 @@ from companion.gui.notify_policy import OPEN_REVIEW, Action
 from companion.gui.sample import write_sample_vault
 from companion.gui.status import EngineSnapshot
 from companion.paths import device_paths
-
-
-@pytest.fixture(autouse=True)
-def english():
-    i18n.set_language("en")
 
 
 @pytest.fixture

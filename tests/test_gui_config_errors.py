@@ -1,13 +1,9 @@
-# ruff: noqa: E402
 """A broken config file in the desktop app: one clear message in the window and the log, the
 bad field marked in Settings, and the local fallback dream refusing out loud (issue #13, 5)."""
 
 from __future__ import annotations
 
 import os
-
-os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")  # before pytest-qt's session QApplication
-
 import signal
 import subprocess
 import sys
@@ -17,17 +13,11 @@ from pathlib import Path
 import pytest
 
 from companion.config import load_config
-from companion.gui import i18n
 from companion.gui.app import CompanionApp, create_engine
 from companion.gui.sample import write_sample_vault
 from companion.gui.status import TrayState, tray_state
 from companion.paths import device_paths
 from tests.conftest import wait_for
-
-
-@pytest.fixture(autouse=True)
-def english():
-    i18n.set_language("en")
 
 
 def broken_config(home: Path, vault: Path) -> Path:

@@ -1,4 +1,3 @@
-# ruff: noqa: E402
 """The morning loop, for real (#13): what a person does, end to end.
 
 A relay on loopback (`companion relay serve`); an agent device with a sample vault and a
@@ -13,12 +12,9 @@ open; a broken config shows in the app, not as a traceback, and `doctor` names i
 
 from __future__ import annotations
 
-import os
-
-os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")  # before pytest-qt's session QApplication
-
 import html
 import json
+import os
 import subprocess
 import sys
 import time
@@ -29,7 +25,6 @@ import pytest
 
 from companion.config import load_config
 from companion.dream.report import read_report
-from companion.gui import i18n
 from companion.gui.app import CompanionApp, create_engine
 from companion.gui.notify_policy import OPEN_REVIEW, dream_counts_text
 from companion.gui.sync_facade import SyncFacade
@@ -37,11 +32,6 @@ from tests.conftest import wait_for
 from tests.desktop_world import DesktopWorld
 
 QUIT_WITHIN_S = 2.0
-
-
-@pytest.fixture(autouse=True)
-def english():
-    i18n.set_language("en")
 
 
 @pytest.fixture(scope="module")

@@ -1,20 +1,14 @@
-# ruff: noqa: E402
 """Held agent changes in the desktop app (#12.2): the notification, the tray's "Held for your
 approval" submenu, and accept/refuse carried out by the app's own engine, against a real relay
 on loopback (Qt offscreen)."""
 
 from __future__ import annotations
 
-import os
-
-os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
-
 from datetime import datetime
 from pathlib import Path
 
 import pytest
 
-from companion.gui import i18n
 from companion.gui.actions import AppActions
 from companion.gui.bridge import EngineWorker
 from companion.gui.events import ChangesHeld
@@ -25,11 +19,6 @@ from tests.conftest import wait_for
 from tests.syncharness import SyncCluster
 
 EVIL = b"module.exports = class {};\n"
-
-
-@pytest.fixture(autouse=True)
-def english():
-    i18n.set_language("en")
 
 
 @pytest.fixture

@@ -1,4 +1,3 @@
-# ruff: noqa: E402
 """A laptop joined with `companion init`, as the desktop app sees it: Settings show the relay
 and the device it joined as (not empty fields and a Join button), "Changes waiting" counts an
 edit queued while offline, and the tray app knows the vault without being told (#13, 2 and 3).
@@ -6,27 +5,18 @@ edit queued while offline, and the tray app knows the vault without being told (
 
 from __future__ import annotations
 
-import os
-
-os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")  # before pytest-qt's session QApplication
-
 import json
+import os
 from pathlib import Path
 
 import pytest
 
 from companion.config import load_config
-from companion.gui import i18n
 from companion.gui.app import create_engine, settings_hooks
 from companion.gui.settings import SettingsWindow
 from companion.gui.sync_facade import SyncFacade
 from tests.conftest import wait_for
 from tests.desktop_world import DesktopWorld
-
-
-@pytest.fixture(autouse=True)
-def english():
-    i18n.set_language("en")
 
 
 @pytest.fixture(scope="module")

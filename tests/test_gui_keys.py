@@ -1,11 +1,6 @@
-# ruff: noqa: E402
 """The Keys and Sync tab hooks (`companion.gui.keys`) against a real relay on loopback."""
 
 from __future__ import annotations
-
-import os
-
-os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")  # before pytest-qt's session QApplication
 
 from pathlib import Path
 

@@ -1,11 +1,6 @@
-# ruff: noqa: E402
 """Notification policy per config, and the center that shows each one once, on time."""
 
 from __future__ import annotations
-
-import os
-
-os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")  # before pytest-qt's session QApplication
 
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -36,11 +31,6 @@ from companion.gui.notify_policy import (
 
 NOW = datetime(2025, 11, 28, 9, 0)
 REPORT = Path("/v/.companion/dreams/2025-11-28.json")
-
-
-@pytest.fixture(autouse=True)
-def english():
-    i18n.set_language("en")
 
 
 def cfg(**changes) -> dict:

@@ -1,11 +1,6 @@
-# ruff: noqa: E402
 """The dream review window: list, provenance, coloured diff, revert and its refusal."""
 
 from __future__ import annotations
-
-import os
-
-os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")  # before pytest-qt's session QApplication
 
 from pathlib import Path
 
@@ -13,14 +8,8 @@ import pytest
 from PySide6.QtCore import QUrl
 
 from companion.dream.undo import NoteLocator
-from companion.gui import i18n
 from companion.gui.review import ReviewWindow, diff_html
 from companion.gui.sample import BEFORE_PI, BEFORE_PROJECT, write_sample_vault
-
-
-@pytest.fixture(autouse=True)
-def english():
-    i18n.set_language("en")
 
 
 @pytest.fixture

@@ -1,11 +1,6 @@
-# ruff: noqa: E402
 """Moving a flagged secret from the desktop app: policy button, name dialog, atomic move."""
 
 from __future__ import annotations
-
-import os
-
-os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")  # before pytest-qt's session QApplication
 
 from datetime import datetime
 from pathlib import Path
@@ -14,7 +9,6 @@ import pytest
 
 from companion.config import defaults, load_config
 from companion.credentials.store import FileStore, validate_name
-from companion.gui import i18n
 from companion.gui.app import CompanionApp
 from companion.gui.bridge import IdleEngine
 from companion.gui.events import SecretFound
@@ -26,11 +20,6 @@ SECRET = "ghp_" + "R7tQ2wX9mK4pL8vN3bZ6cY1dF5gH0jS2aE7u"
 NOTE = "ops/deploy.md"
 BEFORE = "# Deploy\n\nSteps:\r\n- push\n"
 AFTER = "\n\nü trailing — bytes  \n"
-
-
-@pytest.fixture(autouse=True)
-def english():
-    i18n.set_language("en")
 
 
 @pytest.fixture

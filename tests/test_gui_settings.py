@@ -1,11 +1,6 @@
-# ruff: noqa: E402
 """The settings window: inline validation gates Save; saved values reload from the file."""
 
 from __future__ import annotations
-
-import os
-
-os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")  # before pytest-qt's session QApplication
 
 import stat
 from pathlib import Path
@@ -13,15 +8,9 @@ from pathlib import Path
 import pytest
 
 from companion.config import load_config
-from companion.gui import i18n
 from companion.gui.autostart import XdgAutostart
 from companion.gui.settings import JoinRequest, SettingsHooks, SettingsWindow, write_private
 from companion.paths import device_paths
-
-
-@pytest.fixture(autouse=True)
-def english():
-    i18n.set_language("en")
 
 
 @pytest.fixture

@@ -1,12 +1,8 @@
-# ruff: noqa: E402
 """One tray app per user and COMPANION_HOME: a second start wakes the first and exits 0."""
 
 from __future__ import annotations
 
 import os
-
-os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")  # before pytest-qt's session QApplication
-
 import subprocess
 import sys
 import time

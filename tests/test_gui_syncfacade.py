@@ -1,12 +1,8 @@
-# ruff: noqa: E402
 """SyncFacade: the desktop app's engine for a sync copy, against a real relay on 127.0.0.1."""
 
 from __future__ import annotations
 
 import os
-
-os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")  # before pytest-qt's session QApplication
-
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -16,7 +12,6 @@ import pytest
 from companion.config import load_config
 from companion.dream.report import load_report
 from companion.errors import CompanionError
-from companion.gui import i18n
 from companion.gui.app import CompanionApp, create_engine
 from companion.gui.events import ConflictsCreated, MassDeleteTripped, SecretFound
 from companion.gui.facade import EngineFacade, IdleEngine
@@ -27,11 +22,6 @@ from companion.sync.lock import VaultLock
 from tests.syncharness import Device, SyncCluster
 
 FAST = {"rescan_interval_s": None, "poll_wait_s": 2.0}
-
-
-@pytest.fixture(autouse=True)
-def english():
-    i18n.set_language("en")
 
 
 @pytest.fixture

@@ -1,18 +1,12 @@
-# ruff: noqa: E402
 """The tray: icons per state, menu contents, rebuilt with fresh counts every time it opens."""
 
 from __future__ import annotations
-
-import os
-
-os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")  # before pytest-qt's session QApplication
 
 from pathlib import Path
 
 import pytest
 from PySide6.QtCore import QPoint, QUrl
 
-from companion.gui import i18n
 from companion.gui.actions import AppActions
 from companion.gui.bridge import EngineView, EngineWorker
 from companion.gui.facade import IdleEngine
@@ -20,11 +14,6 @@ from companion.gui.resources import icon_path
 from companion.gui.sample import write_sample_vault
 from companion.gui.status import EngineSnapshot, TrayState
 from companion.gui.tray import TrayController, state_icon
-
-
-@pytest.fixture(autouse=True)
-def english():
-    i18n.set_language("en")
 
 
 @pytest.fixture

@@ -14,17 +14,9 @@ import pytest
 from mcp import Client
 
 from companion.mcp.writelog import read_writes
+from tests.conftest import wait_for
 from tests.mcp_helpers import call, run_session
 from tests.syncharness import SyncCluster
-
-
-def wait_for(cond: Any, timeout: float = 30.0, what: str = "condition") -> float:
-    t0 = time.monotonic()
-    while time.monotonic() - t0 < timeout:
-        if cond():
-            return time.monotonic() - t0
-        time.sleep(0.02)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 @pytest.mark.timeout(240)

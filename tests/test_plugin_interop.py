@@ -19,13 +19,13 @@ import json
 import os
 import signal
 import subprocess
-import time
 import unicodedata
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from tests.conftest import wait_for
 from tests.syncharness import Device, SyncCluster
 
 PLUGIN = Path(__file__).resolve().parent.parent / "obsidian-plugin"
@@ -38,15 +38,6 @@ def cli() -> Path:
         subprocess.run(["npm", "run", "build"], cwd=PLUGIN, check=True, capture_output=True)
     assert CLI.exists(), "obsidian-plugin/dist/cli.js is missing: run `npm ci && npm run build`"
     return CLI
-
-
-def wait_for(cond: Callable[[], object], timeout: float = 30.0, what: str = "condition") -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if cond():
-            return
-        time.sleep(0.05)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 class PluginDevice:

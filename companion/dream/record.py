@@ -22,6 +22,7 @@ from companion.dream.blocks import Ref
 from companion.dream.plan import Plan
 from companion.dream.report import DREAMS_DIR
 from companion.dream.summary import fact
+from companion.l10n import nsay, say
 from companion.vault.journal import section_key
 from companion.vault.layout import new_journal_text
 from companion.vault.note import load_frontmatter, split_frontmatter
@@ -144,36 +145,29 @@ def _join(items: Sequence[str], lang: str, limit: int = LIST_LIMIT) -> str:
     shown = list(items[:limit])
     rest = len(items) - len(shown)
     if rest:
-        shown.append(f"{rest} more" if lang == "en" else f"{rest} más")
+        shown.append(say(lang, "{n} more", n=rest))
     if len(shown) == 1:
         return shown[0]
-    conj = " and " if lang == "en" else " y "
-    return ", ".join(shown[:-1]) + conj + shown[-1]
+    return say(lang, "{items} and {last}", items=", ".join(shown[:-1]), last=shown[-1])
 
 
-def _n(n: int, one: str, many: str) -> str:
-    return f"{n} {one if n == 1 else many}"
+def _sentence(parts: Sequence[str]) -> str:
+    line = "; ".join(parts)
+    return line[:1].upper() + line[1:] + "."
 
 
 def dreaming_lines(s: RunSummary, lang: str) -> list[str]:
-    """The journal lines (without provenance) for one run."""
-    es = lang == "es"
+    """The journal lines (without provenance) for one run, in the vault's language."""
     if s.empty:
-        line = "Nada cambió." if es else "Nothing changed."
+        line = say(lang, "Nothing changed.")
         extra = []
         if s.not_fit:
             extra.append(
-                _n(s.not_fit, "hecho no cabía", "hechos no cabían") + " en la memoria"
-                if es
-                else _n(s.not_fit, "fact", "facts") + " did not fit in memory"
-            )
+                nsay(lang, "{n} fact did not fit in memory", "{n} facts did not fit in memory",
+                     s.not_fit)
+            )  # fmt: skip
         if s.secrets:
-            extra.append(
-                _n(s.secrets, "candidato retenido", "candidatos retenidos")
-                + " por contener un secreto"
-                if es
-                else _n(s.secrets, "candidate", "candidates") + " withheld (secrets)"
-            )
+            extra.append(_withheld(s.secrets, lang))
         if extra:
             line = line[:-1] + " (" + "; ".join(extra) + ")."
         return _with_attention([line], s, lang)
@@ -183,83 +177,61 @@ def dreaming_lines(s: RunSummary, lang: str) -> list[str]:
         n = sum(s.lessons.values())
         notes = _join([_link(p) for p in s.lessons], lang)
         parts.append(
-            ("se consolidó " if n == 1 else "se consolidaron ")
-            + f"{_n(n, 'lección', 'lecciones')} en {notes}"
-            if es
-            else f"consolidated {_n(n, 'lesson', 'lessons')} into {notes}"
-        )
+            nsay(lang, "consolidated {n} lesson into {notes}",
+                 "consolidated {n} lessons into {notes}", n, notes=notes)
+        )  # fmt: skip
     if s.created:
-        parts.append(
-            _n(len(s.created), "nota nueva", "notas nuevas")
-            if es
-            else _n(len(s.created), "new note", "new notes")
-        )
+        parts.append(nsay(lang, "{n} new note", "{n} new notes", len(s.created)))
     if s.decisions:
         n = sum(s.decisions.values())
         notes = _join([_link(p) for p in s.decisions], lang)
         parts.append(
-            f"{_n(n, 'decisión', 'decisiones')} en {notes}"
-            if es
-            else f"{_n(n, 'decision', 'decisions')} into {notes}"
+            nsay(lang, "{n} decision into {notes}", "{n} decisions into {notes}", n, notes=notes)
         )
     if s.status:
         notes = _join([_link(p) for p in s.status], lang)
-        parts.append(f"estado actualizado de {notes}" if es else f"updated the status of {notes}")
+        parts.append(say(lang, "updated the status of {notes}", notes=notes))
     if parts:
-        line = "; ".join(parts)
-        out.append(line[:1].upper() + line[1:] + ".")
+        out.append(_sentence(parts))
     if s.promoted or s.not_fit:
         bits = []
         for name, n in s.promoted.items():
             bits.append(
-                ("se promovió " if n == 1 else "se promovieron ")
-                + f"{_n(n, 'hecho', 'hechos')} a {name}"
-                if es
-                else f"promoted {_n(n, 'fact', 'facts')} to {name}"
-            )
+                nsay(lang, "promoted {n} fact to {name}", "promoted {n} facts to {name}", n,
+                     name=name)
+            )  # fmt: skip
         if s.replaced:
             bits.append(
-                _n(s.replaced, "entrada obsoleta sustituida", "entradas obsoletas sustituidas")
-                if es
-                else _n(s.replaced, "stale entry replaced", "stale entries replaced")
+                nsay(lang, "{n} stale entry replaced", "{n} stale entries replaced", s.replaced)
             )
         if s.not_fit:
             bits.append(
-                (_n(s.not_fit, "hecho no cabía", "hechos no cabían") + " (ver el informe)")
-                if es
-                else (_n(s.not_fit, "fact", "facts") + " did not fit (see the report)")
-            )
-        line = "; ".join(bits)
-        out.append(line[:1].upper() + line[1:] + ".")
+                nsay(lang, "{n} fact did not fit (see the report)",
+                     "{n} facts did not fit (see the report)", s.not_fit)
+            )  # fmt: skip
+        out.append(_sentence(bits))
     bits = []
     if s.listed:
-        bits.append(
-            f"{_n(s.listed, 'nota añadida', 'notas añadidas')} al índice de [[Home]]"
-            if es
-            else f"listed {_n(s.listed, 'note', 'notes')} in [[Home]]"
-        )
+        bits.append(nsay(lang, "listed {n} note in [[Home]]", "listed {n} notes in [[Home]]",
+                         s.listed))  # fmt: skip
     if s.repaired:
         bits.append(
-            _n(s.repaired, "enlace roto reparado", "enlaces rotos reparados")
-            if es
-            else "repaired " + _n(s.repaired, "broken link", "broken links")
+            nsay(lang, "repaired {n} broken link", "repaired {n} broken links", s.repaired)
         )
     if s.orphans:
         bits.append(
-            _n(s.orphans, "nota huérfana", "notas huérfanas") + " en el informe"
-            if es
-            else _n(s.orphans, "orphan note", "orphan notes") + " in the report"
-        )
+            nsay(lang, "{n} orphan note in the report", "{n} orphan notes in the report",
+                 s.orphans)
+        )  # fmt: skip
     if s.secrets:
-        bits.append(
-            _n(s.secrets, "candidato retenido", "candidatos retenidos") + " por contener un secreto"
-            if es
-            else _n(s.secrets, "candidate", "candidates") + " withheld (secrets)"
-        )
+        bits.append(_withheld(s.secrets, lang))
     if bits:
-        line = "; ".join(bits)
-        out.append(line[:1].upper() + line[1:] + ".")
+        out.append(_sentence(bits))
     return _with_attention(out[:3], s, lang)
+
+
+def _withheld(n: int, lang: str) -> str:
+    return nsay(lang, "{n} candidate withheld (secrets)", "{n} candidates withheld (secrets)", n)
 
 
 def _with_attention(lines: list[str], s: RunSummary, lang: str) -> list[str]:
@@ -276,28 +248,24 @@ def _with_attention(lines: list[str], s: RunSummary, lang: str) -> list[str]:
 def _attention(s: RunSummary, lang: str) -> list[str]:
     """One line for what needs the person: lines waiting for a note being edited, and
     contradictions between a new line and the person's."""
-    es = lang == "es"
     bits = []
     if s.waiting:
         n = sum(s.waiting.values())
         notes = _join([_link(p) for p in s.waiting], lang)
         bits.append(
-            f"{_n(n, 'línea espera', 'líneas esperan')} a que termines de editar {notes}"
-            if es
-            else f"{_n(n, 'line waits', 'lines wait')} until you finish editing {notes}"
-        )
+            nsay(lang, "{n} line waits until you finish editing {notes}",
+                 "{n} lines wait until you finish editing {notes}", n, notes=notes)
+        )  # fmt: skip
     if s.contradictions:
         notes = _join([_link(p) for p in dict.fromkeys(s.contradictions)], lang)
         n = len(s.contradictions)
         bits.append(
-            f"{_n(n, 'contradicción', 'contradicciones')} por revisar en {notes} (ver el informe)"
-            if es
-            else f"{_n(n, 'contradiction', 'contradictions')} to check in {notes} (see the report)"
-        )
+            nsay(lang, "{n} contradiction to check in {notes} (see the report)",
+                 "{n} contradictions to check in {notes} (see the report)", n, notes=notes)
+        )  # fmt: skip
     if not bits:
         return []
-    line = "; ".join(bits)
-    return [line[:1].upper() + line[1:] + "."]
+    return [_sentence(bits)]
 
 
 def _last_section_is_dreaming(text: str) -> bool:

@@ -12,87 +12,41 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from companion.l10n import N_, catalog
+
 Fact = dict[str, Any]
 
-# fact -> language -> (singular, plural); "{n}" is the count, other names come from the fact
-_WORDS: dict[str, dict[str, tuple[str, str]]] = {
-    "new_note": {"en": ("new note", "new note"), "es": ("nota nueva", "nota nueva")},
-    "lessons_added": {
-        "en": ("{n} lesson added", "{n} lessons added"),
-        "es": ("{n} lección añadida", "{n} lecciones añadidas"),
-    },
-    "decisions_added": {
-        "en": ("{n} decision added", "{n} decisions added"),
-        "es": ("{n} decisión añadida", "{n} decisiones añadidas"),
-    },
-    "status_added": {
-        "en": ("project status added", "project status added"),
-        "es": ("estado del proyecto añadido", "estado del proyecto añadido"),
-    },
-    "status_updated": {
-        "en": ("project status updated", "project status updated"),
-        "es": ("estado del proyecto actualizado", "estado del proyecto actualizado"),
-    },
-    "appended_recent": {
-        "en": (
-            "appended at the end: a person edited the note recently",
-            "appended at the end: a person edited the note recently",
-        ),
-        "es": (
-            "añadido al final: una persona editó la nota hace poco",
-            "añadido al final: una persona editó la nota hace poco",
-        ),
-    },
-    "stale_lines_replaced": {
-        "en": ("{n} stale line replaced", "{n} stale lines replaced"),
-        "es": ("{n} línea antigua sustituida", "{n} líneas antiguas sustituidas"),
-    },
-    "facts_added": {
-        "en": ("{n} fact added", "{n} facts added"),
-        "es": ("{n} dato añadido", "{n} datos añadidos"),
-    },
-    "entries_replaced": {
-        "en": ("{n} stale entry replaced", "{n} stale entries replaced"),
-        "es": ("{n} entrada antigua sustituida", "{n} entradas antiguas sustituidas"),
-    },
-    "entries_removed": {
-        "en": ("{n} stale entry removed", "{n} stale entries removed"),
-        "es": ("{n} entrada antigua quitada", "{n} entradas antiguas quitadas"),
-    },
-    "memory_usage": {
-        "en": (
-            "now {percent}% — {current:,}/{limit:,} chars",
-            "now {percent}% — {current:,}/{limit:,} chars",
-        ),
-        "es": (
-            "ahora {percent} % — {current}/{limit} caracteres",
-            "ahora {percent} % — {current}/{limit} caracteres",
-        ),
-    },
-    "index_listed": {
-        "en": ("index: listed {n} note", "index: listed {n} notes"),
-        "es": ("índice: {n} nota añadida", "índice: {n} notas añadidas"),
-    },
-    "index_dropped": {
-        "en": ("index: dropped {n} gone", "index: dropped {n} gone"),
-        "es": ("índice: {n} nota desaparecida quitada", "índice: {n} notas desaparecidas quitadas"),
-    },
-    "index_reordered": {
-        "en": ("index: reordered", "index: reordered"),
-        "es": ("índice: reordenado", "índice: reordenado"),
-    },
-    "links_repaired": {
-        "en": ("repaired {n} broken link", "repaired {n} broken links"),
-        "es": ("{n} enlace roto reparado", "{n} enlaces rotos reparados"),
-    },
-    "journal_logged": {
-        "en": ("what the dream did, in today's journal", "what the dream did, in today's journal"),
-        "es": (
-            "lo que hizo el sueño, en el diario de hoy",
-            "lo que hizo el sueño, en el diario de hoy",
-        ),
-    },
+# fact -> (singular, plural) in English; other languages come from the gettext catalogue
+# (companion/locale/*/LC_MESSAGES/companion.po). "{n}" is the count, other names come from
+# the fact itself.
+_WORDS: dict[str, tuple[str, str]] = {
+    "new_note": N_("new note", "new note"),
+    "lessons_added": N_("{n} lesson added", "{n} lessons added"),
+    "decisions_added": N_("{n} decision added", "{n} decisions added"),
+    "status_added": N_("project status added", "project status added"),
+    "status_updated": N_("project status updated", "project status updated"),
+    "appended_recent": N_(
+        "appended at the end: a person edited the note recently",
+        "appended at the end: a person edited the note recently",
+    ),
+    "stale_lines_replaced": N_("{n} stale line replaced", "{n} stale lines replaced"),
+    "facts_added": N_("{n} fact added", "{n} facts added"),
+    "entries_replaced": N_("{n} stale entry replaced", "{n} stale entries replaced"),
+    "entries_removed": N_("{n} stale entry removed", "{n} stale entries removed"),
+    "memory_usage": N_(
+        "now {percent}% — {current:,}/{limit:,} chars",
+        "now {percent}% — {current:,}/{limit:,} chars",
+    ),
+    "index_listed": N_("index: listed {n} note", "index: listed {n} notes"),
+    "index_dropped": N_("index: dropped {n} gone", "index: dropped {n} gone"),
+    "index_reordered": N_("index: reordered", "index: reordered"),
+    "links_repaired": N_("repaired {n} broken link", "repaired {n} broken links"),
+    "journal_logged": N_(
+        "what the dream did, in today's journal",
+        "what the dream did, in today's journal",
+    ),
 }
+
 LANGUAGES = ("en", "es")
 
 
@@ -107,9 +61,8 @@ def fact_text(f: Mapping[str, Any], lang: str = "en") -> str:
     words = _WORDS.get(str(f.get("fact")))
     if words is None:
         return str(f.get("fact"))
-    one, other = words.get(lang, words["en"])
     n = f.get("n", 0)
-    template = one if n == 1 else other
+    template = catalog(lang).ngettext(*words, n if isinstance(n, int) else 0)
     try:
         return template.format(**{k: v for k, v in f.items() if k != "fact"})
     except (KeyError, IndexError, ValueError):

@@ -61,7 +61,32 @@ def set_language(setting: str, system_locale: str | None = None) -> str:
     catalogue(lang)  # fail early on a broken catalogue
     with _lock:
         _current = lang
+    _use_qt_catalogue(lang)
     return lang
+
+
+_qt_translator: Any = None  # the QTranslator installed for Qt's own strings, if any
+
+
+def _use_qt_catalogue(lang: str) -> None:
+    """Qt's standard buttons and dialogs (Cancel, Close, the file dialog) in `lang`, from the
+    catalogues Qt ships (`qtbase_<lang>.qm`). Needs a running application; no-op before."""
+    global _qt_translator
+    from PySide6.QtCore import QCoreApplication, QLibraryInfo, QTranslator  # noqa: PLC0415
+
+    app = QCoreApplication.instance()
+    if app is None:
+        return
+    if _qt_translator is not None:
+        app.removeTranslator(_qt_translator)
+        _qt_translator = None
+    if lang == DEFAULT_LANGUAGE:
+        return
+    translator = QTranslator(app)
+    folder = QLibraryInfo.path(QLibraryInfo.LibraryPath.TranslationsPath)
+    if translator.load(f"qtbase_{lang}", folder):
+        app.installTranslator(translator)
+        _qt_translator = translator
 
 
 def current_language() -> str:

@@ -214,7 +214,7 @@ def dream(
         from companion.dream.undo import undo_dream  # noqa: PLC0415
         from companion.memory import resolve_home  # noqa: PLC0415
 
-        home = resolve_home(None, config_home=config.get("memory", "hermes_home") or None)
+        home = resolve_home(None, config_home=config.settings.memory.hermes_home or None)
         state = DreamState.for_vault(app.paths.data_dir, root)  # restored files are the dream's
         res = undo_dream(root, undo_date, home / "memories", state=state)
         if as_json:
@@ -248,7 +248,7 @@ def dream(
         at = dream_time(config)
         click.echo(
             f"Dreaming {root} nightly at {at:%H:%M} "
-            f"{config.get('dream', 'timezone')}; Ctrl+C stops."
+            f"{config.settings.dream.timezone}; Ctrl+C stops."
         )
         try:
             sched.start()

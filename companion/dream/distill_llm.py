@@ -40,7 +40,7 @@ import re
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import httpx
 import jsonschema  # type: ignore[import-untyped]
@@ -51,6 +51,9 @@ from companion.dream.model import Candidate, JournalEntry, Message, Provenance
 from companion.dream.report import Skipped
 from companion.dream.text import collapse, contains_quote, words
 from companion.logs import get_logger, register_secret
+
+if TYPE_CHECKING:
+    from companion.config import Config
 
 log = get_logger("dream.llm")
 
@@ -89,18 +92,18 @@ class LlmSettings:
     api_key: str | None = None
 
 
-def settings_from_config(config: Any) -> LlmSettings:
+def settings_from_config(config: Config) -> LlmSettings:
     return LlmSettings(
-        base_url=str(config.get("llm", "base_url") or "").rstrip("/"),
-        model=str(config.get("llm", "model") or ""),
-        max_tokens=int(config.get("llm", "max_tokens")),
-        timeout_s=float(config.get("llm", "timeout_s")),
-        retries=int(config.get("llm", "retries")),
+        base_url=str(config.settings.llm.base_url or "").rstrip("/"),
+        model=str(config.settings.llm.model or ""),
+        max_tokens=int(config.settings.llm.max_tokens),
+        timeout_s=float(config.settings.llm.timeout_s),
+        retries=int(config.settings.llm.retries),
         api_key=load_api_key(config),
     )
 
 
-def load_api_key(config: Any) -> str | None:
+def load_api_key(config: Config) -> str | None:
     """`llm-api-key` from the secret store (keyring or the owner-only file), if any."""
     try:
         from companion.credentials.store import open_store  # noqa: PLC0415 - optional

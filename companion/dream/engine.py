@@ -80,7 +80,7 @@ class DreamSyncError(CompanionError):
 
 
 def dream_timezone(config: Config) -> ZoneInfo:
-    name = config.get("dream", "timezone")
+    name = config.settings.dream.timezone
     try:
         return ZoneInfo(name)
     except (ZoneInfoNotFoundError, ValueError):
@@ -205,14 +205,14 @@ def run_dream(
     now = now or dt.datetime.now(dt.UTC)
     if now.tzinfo is None:
         now = now.replace(tzinfo=tz)
-    hours = _check_window(int(window_hours or config.get("dream", "window_hours")))
-    distiller = distiller or config.get("dream", "distiller")
+    hours = _check_window(int(window_hours or config.settings.dream.window_hours))
+    distiller = distiller or config.settings.dream.distiller
     if distiller not in ("rules", "llm"):
         raise InputError(f"unknown distiller {distiller!r}: use rules or llm")
     today = dream_date(now, tz)
     report = DreamReport(
         date=today.isoformat(),
-        ran_on=ran_on or ("server" if config.get("sync", "kind") == "agent" else "local"),
+        ran_on=ran_on or ("server" if config.settings.sync.kind == "agent" else "local"),
         distiller=distiller,
         started_at=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
         dry_run=dry_run,
@@ -238,8 +238,8 @@ def run_dream(
         sync=sync,
         editors=editors,
         renames=renames,
-        gate=SecretGate(config.get("secrets", "allowlist") or ()),
-        home=resolve_home(hermes_home, config_home=config.get("memory", "hermes_home") or None),
+        gate=SecretGate(config.settings.secrets.allowlist or ()),
+        home=resolve_home(hermes_home, config_home=config.settings.memory.hermes_home or None),
     )
     try:
         return _dream(run, since)
@@ -288,7 +288,7 @@ def _read(run: _Run, since: dt.datetime | None) -> VaultIndex | None:
     run.messages = transcripts.messages
     days = journal_days(full_start.astimezone(run.tz).date(), run.today)
     run.entries, journal_texts = read_journal(run.root, days)
-    run.language = detect_language(journal_texts.values(), config.get("dream", "language"))
+    run.language = detect_language(journal_texts.values(), config.settings.dream.language)
     run.journal_tag = journal_tag(journal_texts.values())
     v = Vault.from_config(run.root, config)
     index: VaultIndex | None
@@ -371,10 +371,10 @@ def _consolidate(run: _Run) -> None:
     run.plan = Plan(
         root=run.root,
         is_secret=run.gate,
-        max_removals=int(run.config.get("dream", "max_removals")),
+        max_removals=int(run.config.settings.dream.max_removals),
         editors=run.editors or MtimeEditors(run.root, run.state),
         now=run.now,
-        human_window=dt.timedelta(hours=float(run.config.get("vault", "human_edit_window_hours"))),
+        human_window=dt.timedelta(hours=float(run.config.settings.vault.human_edit_window_hours)),
         id_start=run.id_start,
     )
     run.cons = consolidate(

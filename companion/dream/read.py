@@ -30,7 +30,7 @@ import sqlite3
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
 from companion.dream import blocks
@@ -45,6 +45,9 @@ from companion.vault.journal import SECTION_NAMES, parse_journal
 from companion.vault.layout import journal_path
 from companion.vault.note import normalise_newlines, split_frontmatter
 from companion.vault.reader import read_note_text
+
+if TYPE_CHECKING:
+    from companion.config import Config
 
 log = get_logger("dream.read")
 
@@ -113,11 +116,11 @@ def _contract_home(path: Path) -> str:
 
 
 def sources_from_config(
-    config: Any, hermes_home: Path | None
+    config: Config, hermes_home: Path | None
 ) -> tuple[list[SourceSpec], list[str]]:
     """The transcript sources of `[dream] sources`; with none configured, Hermes's
     `state.db` in the Hermes home when it exists. Returns (sources, notes)."""
-    raw = config.get("dream", "sources") if config is not None else []
+    raw = config.settings.dream.sources if config is not None else []
     specs: list[SourceSpec] = []
     notes: list[str] = []
     for i, item in enumerate(raw or []):

@@ -38,7 +38,7 @@ log = get_logger("dream.schedule")
 
 def dream_time(config: Config) -> dt.time:
     """`[dream] time` (validated by the config schema's `parse_hhmm`)."""
-    text = config.get("dream", "time")
+    text = config.settings.dream.time
     try:
         return parse_hhmm(text)
     except ValueError as exc:  # a config built in code, not loaded: still one clear line
@@ -188,14 +188,14 @@ def local_fallback_due(vault: Path, config: Config, now: dt.datetime | None = No
     """For the desktop app: True when it should dream locally because the server has not
     (local fallback on, past tonight's dream time plus the grace minutes, no report for the
     day in the vault)."""
-    if not config.get("dream", "local_fallback"):
+    if not config.settings.dream.local_fallback:
         return False
     from companion.dream.engine import dream_timezone  # noqa: PLC0415
 
     tz: ZoneInfo = dream_timezone(config)
     now = (now or dt.datetime.now(dt.UTC)).astimezone(tz)
     due = dt.datetime.combine(now.date(), dream_time(config), tz) + dt.timedelta(
-        minutes=int(config.get("dream", "grace_minutes"))
+        minutes=int(config.settings.dream.grace_minutes)
     )
     if now < due:
         return False

@@ -189,79 +189,98 @@ def dream(
     if modes and dry_run:
         raise InputError(f"--dry-run cannot be combined with {modes[0]}")
     root = _vault(app, vault)
-    config = app.config
     if verify:
-        from companion.dream.verify import verify_vault  # noqa: PLC0415
+        _verify(root, as_json)
+    elif undo_date is not None:
+        _undo(app, root, undo_date, as_json)
+    elif schedule:
+        _schedule(app, root)
+    else:
+        _run(app, root, now_text, window_text, dry_run, explain, as_json, distiller)
 
-        result = verify_vault(root)
-        if as_json:
-            click.echo(json.dumps(result.to_dict(), indent=2, ensure_ascii=False))
-        else:
-            c = result.counts
-            click.echo(
-                f"{sum(c.values())} dream-written lines: {c['ok']} ok, {c['moved']} "
-                f"moved, {c['unreachable']} with an unreachable source, "
-                f"{c['unresolved']} unresolved"
-            )
-            for chk in result.checks:
-                if chk.status != "ok":
-                    click.echo(f"  {chk.status}: {chk.note}:{chk.line}: {chk.text}  ({chk.detail})")
-        if not result.ok:
-            click.get_current_context().exit(1)
-        return
-    if undo_date is not None:
-        from companion.dream.state import DreamState  # noqa: PLC0415
-        from companion.dream.undo import undo_dream  # noqa: PLC0415
-        from companion.memory import resolve_home  # noqa: PLC0415
 
-        home = resolve_home(None, config_home=config.settings.memory.hermes_home or None)
-        state = DreamState.for_vault(app.paths.data_dir, root)  # restored files are the dream's
-        res = undo_dream(root, undo_date, home / "memories", state=state)
-        if as_json:
-            click.echo(
-                json.dumps(
-                    {
-                        "date": res.date,
-                        "restored": res.restored,
-                        "removed": res.removed,
-                        "elsewhere": res.elsewhere,
-                    },
-                    indent=2,
-                )
-            )
-        else:
-            click.echo(
-                f"Undid the dream of {res.date}: restored {len(res.restored)} file(s), "
-                f"removed {len(res.removed)} the dream had created."
-            )
-            for p in res.restored:
-                click.echo(f"  restored {p}")
-            for p in res.removed:
-                click.echo(f"  removed  {p}")
-            for p in res.elsewhere:
-                click.echo(f"  {p} is not on this device: run the same undo where the agent runs")
-        return
-    if schedule:
-        from companion.dream.schedule import build_scheduler, dream_time  # noqa: PLC0415
+def _verify(root: Path, as_json: bool) -> None:
+    """`--verify`: every dream-written line still resolves to its source."""
+    from companion.dream.verify import verify_vault  # noqa: PLC0415
 
-        sched = build_scheduler(root.resolve(), config, app.paths, blocking=True)
-        at = dream_time(config)
+    result = verify_vault(root)
+    if as_json:
+        click.echo(json.dumps(result.to_dict(), indent=2, ensure_ascii=False))
+    else:
+        c = result.counts
         click.echo(
-            f"Dreaming {root} nightly at {at:%H:%M} "
-            f"{config.settings.dream.timezone}; Ctrl+C stops."
+            f"{sum(c.values())} dream-written lines: {c['ok']} ok, {c['moved']} "
+            f"moved, {c['unreachable']} with an unreachable source, "
+            f"{c['unresolved']} unresolved"
         )
-        try:
-            sched.start()
-        except (KeyboardInterrupt, SystemExit):
-            pass
-        return
-    from companion.dream.engine import DreamSyncError, dream_timezone, run_dream  # noqa: PLC0415
+        for chk in result.checks:
+            if chk.status != "ok":
+                click.echo(f"  {chk.status}: {chk.note}:{chk.line}: {chk.text}  ({chk.detail})")
+    if not result.ok:
+        click.get_current_context().exit(1)
 
+
+def _undo(app: AppContext, root: Path, undo_date: str, as_json: bool) -> None:
+    """`--undo DATE`: put back what that night changed."""
+    from companion.dream.state import DreamState  # noqa: PLC0415
+    from companion.dream.undo import undo_dream  # noqa: PLC0415
+    from companion.memory import resolve_home  # noqa: PLC0415
+
+    config = app.config
+    home = resolve_home(None, config_home=config.settings.memory.hermes_home or None)
+    state = DreamState.for_vault(app.paths.data_dir, root)  # restored files are the dream's
+    res = undo_dream(root, undo_date, home / "memories", state=state)
+    if as_json:
+        out = {"date": res.date, "restored": res.restored, "removed": res.removed,
+               "elsewhere": res.elsewhere}  # fmt: skip
+        click.echo(json.dumps(out, indent=2))
+        return
+    click.echo(
+        f"Undid the dream of {res.date}: restored {len(res.restored)} file(s), "
+        f"removed {len(res.removed)} the dream had created."
+    )
+    for p in res.restored:
+        click.echo(f"  restored {p}")
+    for p in res.removed:
+        click.echo(f"  removed  {p}")
+    for p in res.elsewhere:
+        click.echo(f"  {p} is not on this device: run the same undo where the agent runs")
+
+
+def _schedule(app: AppContext, root: Path) -> None:
+    """`--schedule`: stay running and dream nightly."""
+    from companion.dream.schedule import build_scheduler, dream_time  # noqa: PLC0415
+
+    config = app.config
+    sched = build_scheduler(root.resolve(), config, app.paths, blocking=True)
+    at = dream_time(config)
+    click.echo(
+        f"Dreaming {root} nightly at {at:%H:%M} {config.settings.dream.timezone}; Ctrl+C stops."
+    )
+    try:
+        sched.start()
+    except (KeyboardInterrupt, SystemExit):
+        pass
+
+
+def _run(
+    app: AppContext,
+    root: Path,
+    now_text: str | None,
+    window_text: str | None,
+    dry_run: bool,
+    explain: bool,
+    as_json: bool,
+    distiller: str | None,
+) -> None:
+    """One dream now (or a dry run of it)."""
+    from companion.dream.engine import DreamSyncError, dream_timezone, run_dream  # noqa: PLC0415
+    from companion.sync.dreamhook import dream_sync_hook  # noqa: PLC0415
+
+    config = app.config
     tz = dream_timezone(config)
     now = parse_now(now_text, tz) if now_text else None
     hours = parse_window(window_text) if window_text else None
-    from companion.sync.dreamhook import dream_sync_hook  # noqa: PLC0415
-
     # a sync copy: Verify syncs until quiet and the per-night lease keeps one dreamer
     hook_ctx = contextlib.nullcontext(None) if dry_run else dream_sync_hook(root, app.paths, config)
     try:

@@ -93,7 +93,15 @@ def _strict(tool: Tool) -> Tool:
     return tool
 
 
-def _tools(ctx: VaultContext) -> list[tuple[Callable[..., Any], ToolAnnotations]]:
+Tools = list[tuple[Callable[..., Any], ToolAnnotations]]
+
+
+def _tools(ctx: VaultContext) -> Tools:
+    """The tools this server offers: the read tools, and the write tools unless read-only."""
+    return _read_tools(ctx) + ([] if ctx.read_only else _write_tools(ctx))
+
+
+def _read_tools(ctx: VaultContext) -> Tools:
     def search_notes(
         query: Annotated[
             str,
@@ -161,7 +169,7 @@ def _tools(ctx: VaultContext) -> list[tuple[Callable[..., Any], ToolAnnotations]
         changes, what it skipped and why, warnings."""
         return _call(ctx, mctx, reading.last_dream)
 
-    out: list[tuple[Callable[..., Any], ToolAnnotations]] = [
+    return [
         (search_notes, READ),
         (read_note, READ),
         (list_notes, READ),
@@ -171,9 +179,9 @@ def _tools(ctx: VaultContext) -> list[tuple[Callable[..., Any], ToolAnnotations]
         (broken_links, READ),
         (last_dream, READ),
     ]
-    if ctx.read_only:
-        return out
 
+
+def _write_tools(ctx: VaultContext) -> Tools:
     def write_note(
         path: Path_,
         text: Annotated[str, Field(description="The whole Markdown text of the note.")],
@@ -261,8 +269,7 @@ def _tools(ctx: VaultContext) -> list[tuple[Callable[..., Any], ToolAnnotations]
     append = ToolAnnotations(
         read_only_hint=False, destructive_hint=False, idempotent_hint=False, open_world_hint=False
     )
-    out += [(write_note, write), (edit_note, edit), (append_journal, append), (memory, edit)]
-    return out
+    return [(write_note, write), (edit_note, edit), (append_journal, append), (memory, edit)]
 
 
 def build_server(ctx: VaultContext) -> MCPServer:

@@ -36,7 +36,7 @@ from pathlib import Path
 
 from companion.logs import get_logger
 from companion.sync.atomic import ChangedSinceScan, _check, _new_mode, fsync_dir
-from companion.sync.filestate import FileState, inode_key
+from companion.sync.filestate import FileState, state_after_rename
 from companion.sync.pathsafe import TEMP_PREFIX, UnsafePath, make_parents, normalize
 
 log = get_logger("sync.bulkwrite")
@@ -192,8 +192,7 @@ def _commit(job: WriteJob, staged: Staged, verify_hash: bool) -> Result:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         return exc
-    digest = hashlib.sha256(job.data).hexdigest()
-    return FileState(info.st_size, info.st_mtime_ns, inode_key(info.st_ino), digest)
+    return state_after_rename(target, info, hashlib.sha256(job.data).hexdigest())
 
 
 def _folders(root: Path, folder: Path) -> Iterable[Path]:

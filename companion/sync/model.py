@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
 from companion.sync.conflicts import AGENT, KINDS
@@ -26,6 +26,15 @@ class ConflictInfo:
     time: float = field(default_factory=time.time)
 
 
+@dataclass(frozen=True)
+class Problem:
+    """A remote change that cannot be applied here until something changes locally (e.g. a
+    symbolic link on its way: the engine never writes through one)."""
+
+    path: str
+    reason: str
+
+
 @dataclass
 class RoundReport:
     """What one round did. `converged`: nothing left to pull, apply or push."""
@@ -45,6 +54,8 @@ class RoundReport:
     held: list[str] = field(default_factory=list)  # newly held for the person's approval
     quarantined: list[str] = field(default_factory=list)  # newly quarantined (path or file id)
     waiting: list[str] = field(default_factory=list)  # local changes kept back by a hold
+    problems: list[Problem] = field(default_factory=list)  # remote changes that cannot apply
+    busy: list[str] = field(default_factory=list)  # local files still being written
     decided: list[str] = field(default_factory=list)  # held/quarantined decisions carried out
     relay_restored: bool = False  # the relay lost data (a restore): lost files were re-offered
     deferred: int = 0
@@ -68,9 +79,17 @@ class RoundReport:
 
     def summary(self) -> dict[str, Any]:
         """Counts and short lists, JSON-able (for status and --json output)."""
-        d = asdict(self)
-        d["conflicts"] = [asdict(c) for c in self.conflicts]
-        return d
+        return asdict(self)
+
+    @classmethod
+    def from_summary(cls, data: dict[str, Any]) -> RoundReport:
+        """The report `summary` described (e.g. a round another process ran for us)."""
+        names = {f.name for f in fields(cls)}
+        kw = {k: v for k, v in data.items() if k in names}
+        kw["conflicts"] = [ConflictInfo(**c) for c in kw.get("conflicts", [])]
+        kw["problems"] = [Problem(**p) for p in kw.get("problems", [])]
+        kw["renamed_local"] = [tuple(p) for p in kw.get("renamed_local", [])]
+        return cls(**kw)
 
 
 @dataclass(frozen=True)
@@ -98,7 +117,7 @@ class Prepared:
 def entry_state(entry: Entry | None) -> FileState | None:
     if entry is None or entry.deleted:
         return None
-    return FileState(entry.size, entry.mtime_ns, entry.inode, entry.sha256)
+    return FileState(entry.size, entry.mtime_ns, entry.inode, entry.sha256, entry.ctime_ns)
 
 
 def device_kind(value: str) -> str:

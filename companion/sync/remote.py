@@ -134,11 +134,13 @@ class Outgoing:
 @dataclass
 class PushResult:
     """Per path: committed ``(rev, seq)``, or the verified head that beat us (None: no head),
-    or a head that beat us and cannot be opened (quarantined)."""
+    or a head that beat us and cannot be opened (quarantined); `deferred`: records not sent
+    because another record of their group (the other half of a rename) lost its race."""
 
     committed: dict[str, tuple[int, int | None]] = field(default_factory=dict)
     conflicts: dict[str, RemoteChange | None] = field(default_factory=dict)
     refused_heads: dict[str, Refused] = field(default_factory=dict)
+    deferred: set[str] = field(default_factory=set)
 
 
 @dataclass(frozen=True)
@@ -197,9 +199,7 @@ class RemoteVault:
         try:
             return self.open(rec)
         except (TamperedRecord, UnsupportedVersion) as exc:
-            return Refused(
-                rec.file_id, rec.rev, rec.seq, str(exc), rec.device_id, rec.device_name
-            )
+            return Refused(rec.file_id, rec.rev, rec.seq, str(exc), rec.device_id, rec.device_name)
 
     def open_payload(self, payload: Mapping[str, object]) -> RemoteChange:
         """Re-verify an inbox entry written by `RemoteChange.to_payload`."""
@@ -259,9 +259,7 @@ class RemoteVault:
             newest[item.file_id] = item
         refused = [x for x in newest.values() if isinstance(x, Refused)]
         bad_files = {x.file_id for x in refused}
-        changes = [
-            x for x in opened if isinstance(x, RemoteChange) and x.file_id not in bad_files
-        ]
+        changes = [x for x in opened if isinstance(x, RemoteChange) and x.file_id not in bad_files]
         live = [x for x in newest.values() if isinstance(x, RemoteChange)]
         seen = seen_revs([ch.path for ch in live])
         for ch in live:
@@ -417,39 +415,48 @@ class RemoteVault:
         reupload: Callable[[list[str]], None] | None = None,
         max_records: int | None = None,
     ) -> PushResult:
-        """Commit records; each group (e.g. the two halves of a rename) lands in one request.
+        """Commit records; each group (e.g. the two halves of a rename) lands in one request,
+        all of it or none of it.
 
-        Conflicts come back verified in `PushResult.conflicts` (the rest is retried without
-        them). `reupload(ids)` is called if the relay lost blobs between upload and commit.
+        Conflicts come back verified in `PushResult.conflicts`; the rest is retried without
+        them and without the other records of their groups (`PushResult.deferred`).
+        `reupload(ids)` is called if the relay lost blobs between upload and commit.
         """
         limit = max_records or int(self.client.limits().get("max_records_per_commit", 1000))
         result = PushResult()
-        batch: list[Outgoing] = []
+        batch: list[list[Outgoing]] = []
+        size = 0
         for group in groups:
-            if batch and len(batch) + len(group) > limit:
+            if batch and size + len(group) > limit:
                 self._commit_batch(batch, result, reupload)
-                batch = []
-            batch.extend(group)
+                batch, size = [], 0
+            batch.append(list(group))
+            size += len(group)
         if batch:
             self._commit_batch(batch, result, reupload)
         return result
 
     def _commit_batch(
         self,
-        batch: list[Outgoing],
+        groups: list[list[Outgoing]],
         result: PushResult,
         reupload: Callable[[list[str]], None] | None,
     ) -> None:
         now = time.time_ns()
         # seal once: a retry must resend identical bytes so the relay sees a duplicate
         sealed_by_fid: dict[str, tuple[Outgoing, Record]] = {}
-        for out in batch:
-            meta = out.meta
-            if meta.recorded_ns is None:
-                meta = replace(meta, recorded_ns=now)
-            fid, sealed = seal_record(self.key, self.vault_id, out.rev, meta)
-            blobs = tuple(c.blob_id for c in meta.chunks)
-            sealed_by_fid[fid] = (out, Record(fid, out.rev, out.parent_rev, sealed, blobs))
+        group_of: dict[str, int] = {}
+        members: dict[int, list[str]] = {}
+        for g, group in enumerate(groups):
+            for out in group:
+                meta = out.meta
+                if meta.recorded_ns is None:
+                    meta = replace(meta, recorded_ns=now)
+                fid, sealed = seal_record(self.key, self.vault_id, out.rev, meta)
+                blobs = tuple(c.blob_id for c in meta.chunks)
+                sealed_by_fid[fid] = (out, Record(fid, out.rev, out.parent_rev, sealed, blobs))
+                group_of[fid] = g
+                members.setdefault(g, []).append(fid)
         todo = list(sealed_by_fid)
         for _attempt in range(4):
             if not todo:
@@ -462,9 +469,11 @@ class RemoteVault:
                 reupload(exc.missing)
                 continue
             retry = []
+            lost: set[int] = set()  # groups with a record that lost its race
             for r in res.results:
                 out = sealed_by_fid[r.file_id][0]
                 if r.status == "conflict":
+                    lost.add(group_of[r.file_id])
                     head = self._conflict_head(out, r.head)
                     if isinstance(head, Refused):
                         result.refused_heads[out.meta.path] = head
@@ -476,13 +485,14 @@ class RemoteVault:
                     retry.append(r.file_id)
             if res.committed:
                 return
-            todo = retry
+            for fid in retry:
+                if group_of[fid] in lost:
+                    result.deferred.add(sealed_by_fid[fid][0].meta.path)
+            todo = [fid for fid in retry if group_of[fid] not in lost]
         if todo:
             log.warning("gave up committing %d records after repeated aborts", len(todo))
 
-    def _conflict_head(
-        self, out: Outgoing, head: Record | None
-    ) -> RemoteChange | Refused | None:
+    def _conflict_head(self, out: Outgoing, head: Record | None) -> RemoteChange | Refused | None:
         """The verified head that beat `out`; a head older than our parent is a rollback."""
         if head is None:
             if out.parent_rev > 0:

@@ -198,6 +198,20 @@ class Daemon:
         return self._in_round
 
     @property
+    def idle(self) -> bool:
+        """No round running and none due: nothing queued here or in the watcher, no retry
+        scheduled, no request. It stays so until an event arrives (a file changes, a device
+        commits, a request)."""
+        watcher = self._watcher
+        if watcher is not None and watcher.pending_paths():
+            return False
+        with self._cond:
+            return not (
+                self._in_round or self._paths or self._full or self._remote or self._requests
+                or self._retry_at is not None or self._asked > self._served
+            )  # fmt: skip
+
+    @property
     def last_outcome(self) -> RoundOutcome | None:
         return self._last
 

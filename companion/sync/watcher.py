@@ -249,6 +249,11 @@ class Watcher:
             else:
                 self._busy.pop(rel, None)
 
+    def pending_paths(self) -> frozenset[str]:
+        """Paths noted for the next batch, not delivered yet (echoes not dropped yet)."""
+        with self._cond:
+            return frozenset(self._dirty)
+
     def busy_paths(self) -> frozenset[str]:
         """Files opened for writing and not closed yet (those quiet for `busy_expiry_s` are
         taken as written)."""

@@ -148,11 +148,14 @@ def test_the_watcher_cuts_by_its_clock(vault: Path, rec: Recorder) -> None:
     try:
         for i in range(8):
             (vault / f"n{i}.md").write_text("x")
-        wait_for(lambda: len(w.pending_paths()) == 8, what="all eight noted")
+        names = {f"n{i}.md" for i in range(8)}
+        wait_for(lambda: names <= w.pending_paths(), what="all eight noted")
         assert rec.batches == []  # the clock has not moved: still waiting for quiet
         clock.now += 1.0
         assert rec.wait_for(lambda: rec.batches)
-        assert len(rec.batches) == 1 and rec.paths() == {f"n{i}.md" for i in range(8)}
+        (batch,) = rec.batches  # one batch (late events of the start-up barrier may join it)
+        assert names <= batch.paths and not {p for p in batch.paths - names
+                                             if not p.startswith("barrier-")}  # fmt: skip
     finally:
         w.stop()
 

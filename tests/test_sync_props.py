@@ -30,6 +30,7 @@ import shutil
 import tempfile
 from pathlib import Path
 
+import pytest
 from hypothesis import HealthCheck, Phase, settings
 from hypothesis import strategies as stt
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
@@ -43,6 +44,8 @@ EXAMPLES = int(os.environ.get("COMPANION_SYNC_PROPS_EXAMPLES", "15"))
 # Shrinking replays whole clusters many times; a failure takes minutes to report, minimal.
 SHRINK = os.environ.get("COMPANION_SYNC_PROPS_SHRINK", "1") != "0"
 STEPS = int(os.environ.get("COMPANION_SYNC_PROPS_STEPS", "14"))
+# a long soak (and shrinking a failure) takes longer than the suite's default timeout
+pytestmark = pytest.mark.timeout(max(300, EXAMPLES * STEPS * 3))
 
 NAMES = ["Note.md", "note.md", "plans/Alpha.md", "plans/beta.md", "journal/2024-01-01.md"]
 PHASES = ["scanned", "applied", "pushed"]  # the engine's phase hook, between a pass's steps
@@ -75,14 +78,15 @@ class SyncMachine(RuleBasedStateMachine):
         return f"v{self.counter}-{dev.name}"
 
     def _sync(self, dev: Device, replaced: str | None = None) -> None:
-        """A round; every version this device holds as it starts must survive, except the one
-        at `replaced` that the person overwrites during the round (never synced: theirs to
-        replace, as before a round)."""
+        """A round; every version this device holds as it starts and as it ends must survive,
+        except at `replaced`, the note the person overwrites during the round: its version at
+        the start was theirs to replace, and the one at the end the round may not have seen
+        (saved after its last scan: the next round's)."""
         held = dev.files()
         dev.sync(allow_mass_delete=True)
         files = dev.files()
         self.synced_versions |= {v for p, v in held.items() if p != replaced}
-        self.synced_versions |= set(files.values())
+        self.synced_versions |= {v for p, v in files.items() if p != replaced}
         self.paths_seen |= set(held) | set(files)
 
     # ------------------------------------------------------------------ rules

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from datetime import datetime
 from functools import partial
 from pathlib import Path
@@ -35,7 +35,7 @@ from companion.sync.core import Core
 from companion.sync.filestate import FileState
 from companion.sync.index import AppliedRow
 from companion.sync.merge import derives_from
-from companion.sync.model import ConflictInfo, Local, Problem, RoundReport, entry_state
+from companion.sync.model import ConflictInfo, Local, Outcome, Problem, RoundReport, entry_state
 from companion.sync.pathsafe import UnsafePath
 from companion.sync.plan import (
     ApplyPlan,
@@ -64,18 +64,6 @@ FIRST_GROUP_FILES = 250  # a small first group, so writing starts early
 BULK_WRITE_MIN = 32  # from this many files on, one file-system flush beats one fsync each
 
 Content = bytes | Path | TamperDetected
-
-
-@dataclass
-class Outcome:
-    """What carrying out a pass's apply steps did. `work`: something changed (another pass is
-    needed); `back`: local changes handed back to the push plan; `quarantine`: heads whose
-    content failed verification."""
-
-    work: bool = False
-    touched: set[str] = field(default_factory=set)
-    back: dict[str, Local] = field(default_factory=dict)
-    quarantine: dict[str, Refused] = field(default_factory=dict)
 
 
 def _change_of(step: ApplyStep) -> RemoteChange | None:
@@ -185,7 +173,9 @@ class Applier:
         if isinstance(step, Download):
             self._guarded(item, report, out, lambda: self._download(step, content, report))
         elif isinstance(step, CaseCollision):
-            self._guarded(item, report, out, lambda: self._case_collision(step, content, report))
+            self._guarded(
+                item, report, out, lambda: self._case_collision(step, content, report, out)
+            )
         elif isinstance(step, Reconcile):
             self._guarded(item, report, out, lambda: self._reconcile(
                 step.item, step.local, _bytes(content), report, out))  # fmt: skip
@@ -309,7 +299,7 @@ class Applier:
             return exc
 
     def _case_collision(
-        self, step: CaseCollision, content: bytes | Path, report: RoundReport
+        self, step: CaseCollision, content: bytes | Path, report: RoundReport, out: Outcome
     ) -> None:
         """`path` differs from an existing file only by case, and this file system cannot hold
         both: the remote file is kept under another name, which then replaces it everywhere."""
@@ -317,6 +307,7 @@ class Applier:
         path, ch = step.item.path, step.item.change
         copy = case_collision_name(path, core.taken)
         core.write(copy, content, None, ch.meta)
+        out.touched.add(copy)
         # recorded as synced but absent here: the next scan pushes it as a rename to `copy`
         state = FileState(ch.meta.size, 0, 0, ch.meta.sha256)
         record_synced(core, [Synced(path, ch, state, None, step.item.row_id)])

@@ -20,7 +20,10 @@ from companion.cli import AppContext, pass_app
 from companion.errors import CompanionError, InputError
 from companion.relay.errors import RelayUnreachable
 from companion.sync.guard import MassDeleteRefused
+from companion.sync.lean import import_httpx
 from companion.textsafe import shown
+
+import_httpx()  # these commands talk to the relay: httpx without its unused extras
 
 EXIT_MASS_DELETE = 3
 EXIT_LOCKED = 4

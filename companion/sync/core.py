@@ -92,10 +92,23 @@ class Core:
 
     # ------------------------------------------------------------------ local files
 
-    def read_local(self, rel: str, state: FileState) -> tuple[bytes, bool] | None:
-        """The file's bytes and executable bit if it is still exactly `state`; else None."""
+    def read_local(
+        self, rel: str, state: FileState, folders: dict[str, Path] | None = None
+    ) -> tuple[bytes, bool] | None:
+        """The file's bytes and executable bit if it is still exactly `state`; else None.
+
+        `folders` caches checked folders (`resolve_inside`) across many reads in one go: each
+        folder's path is checked for symbolic links once, the file itself is opened without
+        following one."""
         try:
-            fd = open_nofollow(resolve_inside(self.root, rel))
+            folder, _, name = rel.rpartition("/")
+            if folders is not None and folder in folders:
+                path = folders[folder] / name
+            else:
+                path = resolve_inside(self.root, rel)
+                if folders is not None:
+                    folders[folder] = path.parent
+            fd = open_nofollow(path)
         except (OSError, NotRegularFile, UnsafePath):
             return None
         try:

@@ -26,7 +26,7 @@ import time
 from collections.abc import Iterable
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from companion.crypto import TamperDetected
 from companion.errors import CompanionError, InputError
@@ -36,7 +36,6 @@ from companion.relay.client import RelayClient
 from companion.relay.errors import AuthError, RelayUnreachable
 from companion.secrets.store import SecretStore, open_store
 from companion.sync import status as status_file_mod
-from companion.sync.apply import Applier
 from companion.sync.atomic import remove_stale_temps
 from companion.sync.core import VERIFY_PER_ROUND, Clock, Core
 from companion.sync.device import DeviceState, status_file, sync_index_path, vault_dir
@@ -45,14 +44,17 @@ from companion.sync.guard import MassDeleteRefused
 from companion.sync.holds import policy_from_config
 from companion.sync.ignore import IgnoreRules
 from companion.sync.index import HeldRow, QuarantineRow, SyncIndex
-from companion.sync.model import ConflictInfo, Local, RoundReport, device_kind
+from companion.sync.model import ConflictInfo, Local, Outcome, Pushed, RoundReport, device_kind
 from companion.sync.pathsafe import normalize, resolve_inside
 from companion.sync.plan import STALE_SAVE_WINDOW_NS, Incoming, plan_apply, plan_push
 from companion.sync.pull import META_CURSOR, Puller
-from companion.sync.push import Pusher
 from companion.sync.remote import HUMAN, Refused, RemoteChange, RemoteVault
 from companion.sync.scanner import DEFAULT_SETTLE_NS, ChangeKind, LocalChange, ScanResult, scan
 from companion.sync.views import held_view, problem_views, quarantine_view
+
+if TYPE_CHECKING:
+    from companion.sync.apply import Applier
+    from companion.sync.push import Pusher
 
 log = get_logger("sync.engine")
 
@@ -128,11 +130,28 @@ class SyncEngine:
         )
         self._check_index_owner()
         self.puller = Puller(self.core)
-        self.applier = Applier(self.core)
-        self.pusher = Pusher(self.core)
+        self._applier: Applier | None = None
+        self._pusher: Pusher | None = None
         self.busy: frozenset[str] = frozenset()  # files a watcher saw open for writing
 
     # ------------------------------------------------------------------ the shared parts
+
+    @property
+    def applier(self) -> Applier:
+        """Made on first use: a quiet round never needs it (nor imports its modules)."""
+        if self._applier is None:
+            from companion.sync.apply import Applier
+
+            self._applier = Applier(self.core)
+        return self._applier
+
+    @property
+    def pusher(self) -> Pusher:
+        if self._pusher is None:
+            from companion.sync.push import Pusher
+
+            self._pusher = Pusher(self.core)
+        return self._pusher
 
     @property
     def root(self) -> Path:
@@ -260,8 +279,9 @@ class SyncEngine:
                 if not work:
                     report.converged = not report.held_deletes and not report.busy
                     break
-                if scope is not None:
-                    scope |= touched
+                # the next pass looks again only at what this one touched (and the inbox):
+                # a full scan found everything else quiet a moment ago
+                scope = set(touched) if scope is None else scope | touched
             report.pending_download = core.index.inbox_count()
             report.live_files = core.index.count_live()
         except RelayUnreachable as exc:
@@ -314,7 +334,7 @@ class SyncEngine:
             inbox, local, core.index, unstable=res.unstable, applied=applied,
             case_insensitive=core.case_insensitive,
         )  # fmt: skip
-        done = self.applier.run(plan, report)
+        done = self.applier.run(plan, report) if plan.steps else Outcome()
         touched = set(done.touched)
         if done.quarantine:
             self.puller.quarantine_heads(done.quarantine, report)
@@ -329,10 +349,11 @@ class SyncEngine:
             allow_mass_delete=allow_mass_delete,
         )  # fmt: skip
         report.waiting.extend(p for p in push_plan.kept_back if p not in report.waiting)
+        touched |= set(push_plan.held_deletes) | set(push_plan.kept_back)  # still there next pass
         report.held_deletes = len(push_plan.held_deletes)
         report.held_of = push_plan.live
         report.pending_upload = len(plan.push) + len(done.back)
-        pushed = self.pusher.run(push_plan, report)
+        pushed = self.pusher.run(push_plan, report) if not push_plan.empty else Pushed()
         touched |= pushed.touched
         if pushed.heads:
             self.puller.admit_heads(pushed.heads, report)

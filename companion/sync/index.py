@@ -59,6 +59,7 @@ CREATE TABLE IF NOT EXISTS files (
     updated_ns  INTEGER NOT NULL DEFAULT 0
 ) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS files_fold ON files(fold);
+CREATE INDEX IF NOT EXISTS files_file_id ON files(file_id);
 CREATE TABLE IF NOT EXISTS bases (
     path TEXT PRIMARY KEY,
     data BLOB NOT NULL
@@ -820,6 +821,20 @@ class SyncIndex:
     def release_quarantine(self, file_ids: Iterable[str]) -> None:
         with self.transaction():
             self._db.executemany("DELETE FROM quarantine WHERE file_id=?", [(f,) for f in file_ids])
+
+    def revs_for_file_ids(self, file_ids: Iterable[str]) -> dict[str, int]:
+        """file id -> the revision this index holds (tombstones included)."""
+        ids = list(dict.fromkeys(file_ids))
+        out: dict[str, int] = {}
+        with self._lock:
+            for i in range(0, len(ids), _SQL_CHUNK):
+                part = ids[i : i + _SQL_CHUNK]
+                marks = ",".join("?" * len(part))
+                for fid, rev in self._db.execute(
+                    f"SELECT file_id, rev FROM files WHERE file_id IN ({marks})", part
+                ):
+                    out[fid] = max(rev, out.get(fid, 0))
+        return out
 
     def paths_for_file_ids(self, file_ids: Iterable[str]) -> dict[str, str]:
         """file id -> path, for the files this index knows."""

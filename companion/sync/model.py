@@ -9,7 +9,7 @@ from typing import Any
 from companion.sync.conflicts import AGENT, KINDS
 from companion.sync.filestate import FileState
 from companion.sync.index import Entry
-from companion.sync.remote import Outgoing
+from companion.sync.remote import Outgoing, Refused, RemoteChange
 from companion.sync.scanner import ChangeKind
 
 
@@ -112,6 +112,29 @@ class Prepared:
     state: FileState
     is_text: bool
     content: bytes | None  # kept for small text files (merge base)
+
+
+@dataclass
+class Outcome:
+    """What carrying out a pass's apply steps did. `work`: something changed (another pass is
+    needed); `back`: local changes handed back to the push plan; `quarantine`: heads whose
+    content failed verification."""
+
+    work: bool = False
+    touched: set[str] = field(default_factory=set)
+    back: dict[str, Local] = field(default_factory=dict)
+    quarantine: dict[str, Refused] = field(default_factory=dict)
+
+
+@dataclass
+class Pushed:
+    """What a push did: `work` (something was committed or came back), the paths to look at
+    again, the heads that beat our commits and those that cannot be opened."""
+
+    work: bool = False
+    touched: set[str] = field(default_factory=set)
+    heads: dict[str, RemoteChange] = field(default_factory=dict)
+    refused: dict[str, Refused] = field(default_factory=dict)
 
 
 def entry_state(entry: Entry | None) -> FileState | None:

@@ -90,7 +90,7 @@ class Puller:
             return out
 
         try:
-            pulled = core.remote.pull(since, seen)
+            pulled = core.remote.pull(since, seen, held_revs=index.revs_for_file_ids)
         except ConflictError as exc:
             if exc.code != "since_ahead":
                 raise

@@ -11,7 +11,9 @@ inbox, or held, or quarantined).
 from __future__ import annotations
 
 import hashlib
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from companion.crypto import ChunkRef, FileMeta
 from companion.sync.atomic import ChangedSinceScan
@@ -19,21 +21,10 @@ from companion.sync.chunking import iter_chunks
 from companion.sync.core import Core
 from companion.sync.filestate import FileState, NotRegularFile
 from companion.sync.index import BASE_TEXT_LIMIT, Entry
-from companion.sync.model import Prepared, RoundReport
+from companion.sync.model import Prepared, Pushed, RoundReport
 from companion.sync.pathsafe import UnsafePath, resolve_inside
 from companion.sync.plan import PushPlan, Tombstone, Upload
-from companion.sync.remote import Outgoing, Refused, RemoteChange
-
-
-@dataclass
-class Pushed:
-    """What a push did: `work` (something was committed or came back), the paths to look at
-    again, the heads that beat our commits and those that cannot be opened."""
-
-    work: bool = False
-    touched: set[str] = field(default_factory=set)
-    heads: dict[str, RemoteChange] = field(default_factory=dict)
-    refused: dict[str, Refused] = field(default_factory=dict)
+from companion.sync.remote import Outgoing, PushResult
 
 
 class Pusher:
@@ -43,63 +34,90 @@ class Pusher:
         self.core = core
 
     def run(self, plan: PushPlan, report: RoundReport) -> Pushed:
+        """Push in batches, as a pipeline: while one batch's blobs and records travel to the
+        relay (a sender thread), the next batch is read and sealed here."""
         core = self.core
         out = Pushed()
-        prepared: dict[str, Prepared] = {}
-        small: dict[str, bytes] = {}
-        for up in plan.uploads:
-            if core.stop_event.is_set():
-                return out
-            p = self._prepare(up, small)
+        committed = 0
+        with ThreadPoolExecutor(1, thread_name_prefix="sync-send") as sender:
+            sending: tuple[_Batch, Future[PushResult]] | None = None
+            for ups, tombs in _batches(plan):
+                if core.stop_event.is_set():
+                    break
+                batch = self._prepare_batch(ups, tombs, out)
+                if sending is not None:
+                    committed += self._record(*sending, report, out)
+                sending = (batch, sender.submit(self._send, batch)) if not batch.empty else None
+            if sending is not None:
+                committed += self._record(*sending, report, out)
+        pending = len(plan.uploads) + len(plan.tombstones) + len(plan.held_deletes)
+        report.pending_upload = pending - committed
+        return out
+
+    def _prepare_batch(self, ups: list[Upload], tombs: list[Tombstone], out: Pushed) -> _Batch:
+        batch = _Batch()
+        folders: dict[str, Path] = {}
+        for up in ups:
+            p = self._prepare(up, batch.small, folders)
             if p is None:
                 out.touched.add(up.local.path)  # changed while read: next pass
                 continue
-            prepared[up.local.path] = p
-        tombstones = {t.path: self._tombstone(t) for t in plan.tombstones}
-        renames = {t.path: t.rename_to for t in plan.tombstones if t.rename_to}
-        if not prepared and not tombstones:
-            return out
-        if small:
-            core.remote.upload(small)
-        groups = _groups(prepared, tombstones)
-        result = core.remote.commit(groups, reupload=lambda ids: self._reupload(ids, prepared))
-        index = core.index
-        with index.transaction():
-            for path, (rev, _seq) in result.committed.items():
-                fid = core.remote.file_id(path)
-                if path in tombstones:
-                    index.put(
-                        Entry(
-                            path, "", 0, 0, 0, rev=rev, file_id=fid, deleted=True,
-                            device=core.name, device_kind=core.kind,
-                        )
-                    )  # fmt: skip
-                    index.set_base(path, None)
-                    if path not in renames:
-                        report.deleted_remote.append(path)
-                    continue
-                p = prepared[path]
-                s = p.state
-                index.put(
+            batch.prepared[up.local.path] = p
+        batch.tombstones = {t.path: self._tombstone(t) for t in tombs}
+        batch.renames = {t.path for t in tombs if t.rename_to}
+        return batch
+
+    def _send(self, batch: _Batch) -> PushResult:
+        remote = self.core.remote
+        if batch.small:
+            remote.upload(batch.small)
+        groups = _groups(batch.prepared, batch.tombstones)
+        return remote.commit(groups, reupload=lambda ids: self._reupload(ids, batch.prepared))
+
+    def _record(
+        self, batch: _Batch, sent: Future[PushResult], report: RoundReport, out: Pushed
+    ) -> int:
+        """Record a batch's commits in the index (one transaction); returns how many."""
+        core = self.core
+        result = sent.result()
+        entries: list[Entry] = []
+        bases: list[tuple[str, bytes | None]] = []
+        for path, (rev, _seq) in result.committed.items():
+            fid = core.remote.file_id(path)
+            if path in batch.tombstones:
+                entries.append(
                     Entry(
-                        path, s.sha256, s.size, s.mtime_ns, s.inode, rev=rev, file_id=fid,
-                        is_text=p.is_text, device=core.name, device_kind=core.kind,
-                        ctime_ns=s.ctime_ns,
+                        path, "", 0, 0, 0, rev=rev, file_id=fid, deleted=True,
+                        device=core.name, device_kind=core.kind,
                     )
                 )  # fmt: skip
-                text = p.content is not None and p.is_text and len(p.content) <= BASE_TEXT_LIMIT
-                index.set_base(path, p.content if text else None)
-                report.uploaded.append(path)
-        pending = len(plan.uploads) + len(plan.tombstones) + len(plan.held_deletes)
-        report.pending_upload = pending - len(result.committed)
+                bases.append((path, None))
+                if path not in batch.renames:
+                    report.deleted_remote.append(path)
+                continue
+            p = batch.prepared[path]
+            s = p.state
+            entries.append(
+                Entry(
+                    path, s.sha256, s.size, s.mtime_ns, s.inode, rev=rev, file_id=fid,
+                    is_text=p.is_text, device=core.name, device_kind=core.kind,
+                    ctime_ns=s.ctime_ns,
+                )
+            )  # fmt: skip
+            text = p.content is not None and p.is_text and len(p.content) <= BASE_TEXT_LIMIT
+            bases.append((path, p.content if text else None))
+            report.uploaded.append(path)
+        with core.index.transaction():
+            core.index.put_many(entries)
+            core.index.set_bases(bases, mapper=core.pool().map)
         for path, head in result.conflicts.items():
             out.touched.add(path)
             if head is not None:
                 out.heads[path] = head
         out.touched |= result.deferred
-        out.refused = dict(result.refused_heads)
-        out.work = bool(result.committed or result.conflicts or result.refused_heads)
-        return out
+        out.refused.update(result.refused_heads)
+        out.work |= bool(result.committed or result.conflicts or result.refused_heads)
+        return len(result.committed)
 
     def _tombstone(self, t: Tombstone) -> Outgoing:
         core = self.core
@@ -109,7 +127,9 @@ class Pusher:
         )  # fmt: skip
         return Outgoing(meta, t.parent_rev)
 
-    def _prepare(self, up: Upload, small: dict[str, bytes]) -> Prepared | None:
+    def _prepare(
+        self, up: Upload, small: dict[str, bytes], folders: dict[str, Path] | None = None
+    ) -> Prepared | None:
         """Read a live file for upload (verifying it is still what the scan saw)."""
         core = self.core
         c = up.local
@@ -122,7 +142,7 @@ class Pusher:
             content = None
             executable = core.executable(c.path)
         else:
-            got = core.read_local(c.path, c.state)
+            got = core.read_local(c.path, c.state, folders)
             if got is None:
                 return None
             content, executable = got
@@ -173,6 +193,48 @@ class Pusher:
                 if bid in want:
                     chunks[bid] = p.content
         self.core.remote.upload(chunks)
+
+
+BATCH_RECORDS = 1000  # records per pipelined batch (the relay's commit limit, by default)
+BATCH_BYTES = 16 << 20  # and contents read ahead per batch
+
+
+@dataclass
+class _Batch:
+    prepared: dict[str, Prepared] = field(default_factory=dict)
+    small: dict[str, bytes] = field(default_factory=dict)  # blob id -> content
+    tombstones: dict[str, Outgoing] = field(default_factory=dict)
+    renames: set[str] = field(default_factory=set)  # tombstones that end a rename
+
+    @property
+    def empty(self) -> bool:
+        return not self.prepared and not self.tombstones
+
+
+def _batches(plan: PushPlan) -> list[tuple[list[Upload], list[Tombstone]]]:
+    """The plan in batches, the two halves of a rename always in the same one."""
+    tombs = {t.path: t for t in plan.tombstones}
+    units: list[tuple[list[Upload], list[Tombstone], int]] = []
+    for up in plan.uploads:
+        pair = tombs.pop(up.local.rename_from, None) if up.local.rename_from else None
+        size = up.local.state.size if up.local.state is not None else 0
+        units.append(([up], [pair] if pair is not None else [], size))
+    units.extend(([], [t], 0) for t in tombs.values())
+    out: list[tuple[list[Upload], list[Tombstone]]] = []
+    cur_u: list[Upload] = []
+    cur_t: list[Tombstone] = []
+    count = size = 0
+    for ups, ts, n in units:
+        if count and (count + len(ups) + len(ts) > BATCH_RECORDS or size + n > BATCH_BYTES):
+            out.append((cur_u, cur_t))
+            cur_u, cur_t, count, size = [], [], 0, 0
+        cur_u += ups
+        cur_t += ts
+        count += len(ups) + len(ts)
+        size += n
+    if count:
+        out.append((cur_u, cur_t))
+    return out
 
 
 def _groups(prepared: dict[str, Prepared], tombstones: dict[str, Outgoing]) -> list[list[Outgoing]]:

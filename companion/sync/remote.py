@@ -227,6 +227,7 @@ class RemoteVault:
         seen_revs: Callable[[list[str]], Mapping[str, int]],
         *,
         wait: float = 0,
+        held_revs: Callable[[list[str]], Mapping[str, int]] | None = None,
     ) -> Pulled:
         """Every record committed after `since`, verified, with the rollback checks.
 
@@ -238,6 +239,11 @@ class RemoteVault:
         A record that cannot be opened or verified does not stop the pull: when it is the
         newest record of its file, the file is returned in `Pulled.refused` (and none of its
         older records are applied), so one bad record costs one file, not the vault.
+
+        `held_revs(file_ids)` maps file ids to the revision this device holds: a record of
+        exactly that revision (our own commits coming back, mostly), or an older one followed
+        by a newer record of its file, is not opened at all; a newest record older than what
+        this device holds is still opened, and refused as a replay.
         """
         page = self.client.changes_page(since, wait)
         records = list(page.records)
@@ -253,6 +259,14 @@ class RemoteVault:
                     f"revision {prev_rev}: refusing a replayed older revision"
                 )
             last_rev[r.file_id] = r.rev
+        if held_revs is not None and records:
+            held = held_revs(list(last_rev))
+
+            def needed(r: Record) -> bool:
+                have = held.get(r.file_id, 0)
+                return r.rev > have or (r.rev < have and r.rev == last_rev[r.file_id])
+
+            records = [r for r in records if needed(r)]
         opened = [self.try_open(r) for r in records]
         newest: dict[str, RemoteChange | Refused] = {}
         for item in opened:

@@ -210,17 +210,23 @@ def _syncfs() -> Any:
     return fn
 
 
+def _flush_all(folder: Path) -> bool:
+    """syncfs on `folder`'s file system; False where that is not possible."""
+    syncfs = _syncfs()
+    if syncfs is None:
+        return False
+    fd = os.open(folder, os.O_RDONLY)
+    try:
+        return bool(syncfs(fd) == 0)
+    finally:
+        os.close(fd)
+
+
 def _make_durable(folder: Path, files: Sequence[Path]) -> None:
     """Flush the written `files` (all under `folder`'s file system) to disk: one syncfs for
     the batch where possible, else an fsync each."""
-    syncfs = _syncfs() if len(files) > 1 else None
-    if syncfs is not None:
-        fd = os.open(folder, os.O_RDONLY)
-        try:
-            if syncfs(fd) == 0:
-                return
-        finally:
-            os.close(fd)
+    if len(files) > 1 and _flush_all(folder):
+        return
     for path in files:
         fd = os.open(path, os.O_RDONLY)
         try:
@@ -693,8 +699,11 @@ class SqliteStorage(RelayStorage):
                     (vault_id, info.blob_id, info.size, info.sha256, sink.now),
                 )
                 out.append(Published(info, True))
-            for d in sorted(dirs, key=lambda p: len(p.parts), reverse=True):
-                _fsync_dir(d)  # the renames are durable before the rows that announce them
+            # the renames are durable before the rows that announce them: one more flush of
+            # the file system for a batch, else each folder
+            if len(dirs) < 2 or not _flush_all(self.blob_dir):
+                for d in sorted(dirs, key=lambda p: len(p.parts), reverse=True):
+                    _fsync_dir(d)
         if taken:
             raise BlobIdTaken(taken[0])
         return out

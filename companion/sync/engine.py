@@ -43,7 +43,7 @@ from companion.sync.filestate import FileState, current_state
 from companion.sync.guard import MassDeleteRefused
 from companion.sync.holds import policy_from_config
 from companion.sync.ignore import IgnoreRules
-from companion.sync.index import HeldRow, QuarantineRow, SyncIndex
+from companion.sync.index import Entry, HeldRow, QuarantineRow, SyncIndex
 from companion.sync.model import ConflictInfo, Local, Outcome, Pushed, RoundReport, device_kind
 from companion.sync.pathsafe import normalize, resolve_inside
 from companion.sync.plan import STALE_SAVE_WINDOW_NS, Incoming, plan_apply, plan_push
@@ -62,6 +62,7 @@ MAX_PASSES = 10
 META_IGNORE = "ignore_hash"
 META_VERIFY = "verify_cursor"
 MAX_WAIT_S = 2.0  # longest wait, in one pass, for a young file to settle
+FULL_SCAN_OVER = 2000  # paths: a partial scan of more than this is a full one
 
 
 class NotConverged(CompanionError):
@@ -330,8 +331,9 @@ class SyncEngine:
         local = _local_changes(res.changed)
         report.busy = sorted(res.busy)
         applied = core.index.applied(p for p, lc in local.items() if lc.kind is ChangeKind.MODIFIED)
+        view = _Preloaded(core.index, {*inbox, *local})
         plan = plan_apply(
-            inbox, local, core.index, unstable=res.unstable, applied=applied,
+            inbox, local, view, unstable=res.unstable, applied=applied,
             case_insensitive=core.case_insensitive,
         )  # fmt: skip
         done = self.applier.run(plan, report) if plan.steps else Outcome()
@@ -370,6 +372,8 @@ class SyncEngine:
 
     def _scan(self, paths: set[str] | None, verify: list[str]) -> ScanResult:
         core = self.core
+        if paths is not None and len(paths) > FULL_SCAN_OVER:
+            paths = None  # one walk beats thousands of lookups
         res = scan(
             core.root,
             core.index,
@@ -504,6 +508,24 @@ class SyncEngine:
         core.index.drop_applied([rel])  # the person's choice, not a stale save
         log.info("restored %r to revision %d", rel, rev)
         return self.round(paths=[rel])
+
+
+class _Preloaded:
+    """The index as the planner reads it, with the entries of the paths it will ask about
+    loaded in a few queries instead of one each."""
+
+    def __init__(self, index: SyncIndex, paths: Iterable[str]) -> None:
+        self.index = index
+        self.loaded = set(paths)
+        self.entries = index.get_many(self.loaded)
+
+    def get(self, path: str) -> Entry | None:
+        if path in self.loaded:
+            return self.entries.get(path)
+        return self.index.get(path)
+
+    def paths_with_fold(self, key: str) -> list[str]:
+        return self.index.paths_with_fold(key)
 
 
 def _local_changes(changes: Iterable[LocalChange]) -> dict[str, Local]:

@@ -11,6 +11,7 @@ inbox, or held, or quarantined).
 from __future__ import annotations
 
 import hashlib
+from collections import deque
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -34,22 +35,23 @@ class Pusher:
         self.core = core
 
     def run(self, plan: PushPlan, report: RoundReport) -> Pushed:
-        """Push in batches, as a pipeline: while one batch's blobs and records travel to the
-        relay (a sender thread), the next batch is read and sealed here."""
+        """Push in batches, as a pipeline: while earlier batches' blobs and records travel to
+        the relay (`SENDERS` threads), the next batch is read and sealed here."""
         core = self.core
         out = Pushed()
         committed = 0
-        with ThreadPoolExecutor(1, thread_name_prefix="sync-send") as sender:
-            sending: tuple[_Batch, Future[PushResult]] | None = None
+        with ThreadPoolExecutor(SENDERS, thread_name_prefix="sync-send") as sender:
+            sending: deque[tuple[_Batch, Future[PushResult]]] = deque()
             for ups, tombs in _batches(plan):
                 if core.stop_event.is_set():
                     break
                 batch = self._prepare_batch(ups, tombs, out)
-                if sending is not None:
-                    committed += self._record(*sending, report, out)
-                sending = (batch, sender.submit(self._send, batch)) if not batch.empty else None
-            if sending is not None:
-                committed += self._record(*sending, report, out)
+                while len(sending) >= SENDERS:
+                    committed += self._record(*sending.popleft(), report, out)
+                if not batch.empty:
+                    sending.append((batch, sender.submit(self._send, batch)))
+            while sending:
+                committed += self._record(*sending.popleft(), report, out)
         pending = len(plan.uploads) + len(plan.tombstones) + len(plan.held_deletes)
         report.pending_upload = pending - committed
         return out
@@ -195,6 +197,7 @@ class Pusher:
         self.core.remote.upload(chunks)
 
 
+SENDERS = 2  # batches in flight: the relay works on one while the other waits on its disk
 BATCH_RECORDS = 1000  # records per pipelined batch (the relay's commit limit, by default)
 BATCH_BYTES = 16 << 20  # and contents read ahead per batch
 

@@ -198,12 +198,42 @@ def _note(
     return "".join(out), links, broken, missing, not_links
 
 
+def add_media(root: str | Path, files: int, total_bytes: int, seed: int = 0) -> tuple[int, int]:
+    """Grow a generated vault to `files` files and `total_bytes` bytes with media in its
+    `Attachments/` folders (images, a few videos: incompressible bytes, as PNG, WebP and MP4
+    are), the way Obsidian's own help vault is mostly attachments by size (11,002 files,
+    284 MB). Returns (files added, bytes added). Deterministic for a seed."""
+    root = Path(root)
+    have = [p for p in root.rglob("*") if p.is_file()]
+    n = files - len(have)
+    left = total_bytes - sum(p.stat().st_size for p in have)
+    if n <= 0 or left <= 0:
+        return 0, 0
+    rng = random.Random(seed)
+    weights = [rng.lognormvariate(0, 1.2) for _ in range(n)]
+    for i in range(0, n, 97):  # about 1 % are screen recordings of several MB
+        weights[i] *= 60
+    scale = left / sum(weights)
+    sizes = [max(200, int(w * scale)) for w in weights]
+    sizes[-1] += left - sum(sizes)
+    folders = sorted(p for p in root.glob("*/Attachments") if p.is_dir()) or [root]
+    added = 0
+    for i, size in enumerate(sizes):
+        kind = "mp4" if i % 97 == 0 else ("png", "webp", "gif", "jpg")[i % 4]
+        target = folders[i % len(folders)] / f"media-{i:05d}.{kind}"
+        target.write_bytes(rng.randbytes(max(size, 1)))
+        added += max(size, 1)
+    return n, added
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("root", type=Path)
     ap.add_argument("--folders", type=int, default=34)
     ap.add_argument("--notes", type=int, default=200)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--files", type=int, help="then add media until the vault has this many files")
+    ap.add_argument("--mb", type=float, help="... and this many megabytes (with --files)")
     args = ap.parse_args(argv)
     if args.root.exists() and any(args.root.iterdir()):
         print(f"{args.root} is not empty", file=sys.stderr)
@@ -214,6 +244,9 @@ def main(argv: list[str] | None = None) -> int:
         f"({st.broken} broken, {st.missing} to missing headings), {st.not_links} link-like "
         "texts in code"
     )
+    if args.files and args.mb:
+        n, size = add_media(args.root, args.files, int(args.mb * 1e6), args.seed)
+        print(f"added {n} media files, {size / 1e6:.1f} MB")
     return 0
 
 

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import os
-import time
-from collections.abc import Callable
+
+os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")  # before pytest-qt's session QApplication
+
 from pathlib import Path
 
 import pytest
@@ -19,6 +20,7 @@ from companion.gui.status import TrayState, tray_state
 from companion.gui.sync_facade import SyncFacade
 from companion.sync.device import vault_dir
 from companion.sync.lock import VaultLock
+from tests.conftest import wait_for
 from tests.syncharness import Device, SyncCluster
 
 FAST = {"rescan_interval_s": None, "poll_wait_s": 2.0}
@@ -28,15 +30,6 @@ FAST = {"rescan_interval_s": None, "poll_wait_s": 2.0}
 def cluster(tmp_path: Path):
     with SyncCluster(tmp_path) as c:
         yield c
-
-
-def wait_for(cond: Callable[[], bool], timeout: float = 15.0, what: str = "condition") -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if cond():
-            return
-        time.sleep(0.02)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 def facade(dev: Device, *, paused: bool = False) -> SyncFacade:
@@ -62,11 +55,13 @@ def test_synced_after_a_round(cluster: SyncCluster) -> None:
         server.sync()
         f.sync_now()
         assert laptop.read("knowledge/git.md") == b"# Git\nrebase often\n"
-        time.sleep(0.5)  # the long-poll's and the watcher's own rounds (a new folder) end
-        wait_for(lambda: not f.snapshot().syncing, what="quiet")
-        rounds = f._daemon.rounds
-        time.sleep(1.0)
-        assert f._daemon.rounds == rounds  # quiet means no rounds
+        # quiet: once the writes it applied have passed its watcher (a barrier: the note it
+        # writes next reaches the server), nothing is due, so no round starts on its own
+        laptop.write("barrier.md", "x\n")
+        wait_for(lambda: server.sync() and server.read("barrier.md") is not None, what="barrier")
+        daemon = f._daemon
+        assert daemon is not None
+        wait_for(lambda: daemon.idle, what="the daemon idle: nothing queued, no retry")
         snap = f.snapshot()
         assert snap.sync_configured and snap.online and not snap.syncing
         assert snap.errors == [] and snap.pending == 0 and snap.conflicts == 0
@@ -173,9 +168,8 @@ def test_another_process_syncing_is_watched_then_taken_over(cluster: SyncCluster
         snap = f.snapshot()
         assert snap.errors == [] and not snap.syncing
         other.release()
-        time.sleep(0.1)
-        f.snapshot()  # the next poll takes over
-        assert f._daemon is not None and f.ready(15)
+        wait_for(lambda: f.snapshot() and f._daemon is not None, what="the next poll takes over")
+        assert f.ready(15)
         f.sync_now()
     finally:
         f.close()

@@ -89,6 +89,18 @@ IGNORED = [
     ".companion/report.json",
     "Thumbs.db",
     "notes/a.md",
+    ".obsidian/workspaces.json",  # named layouts the person saved: synced
+    "inbox/video.mp4.crdownload",
+    "inbox/paper.pdf.part",
+    "inbox/book.epub.partial",
+    "inbox/setup.exe.opdownload",
+    "inbox/file.zip.download/data",
+    "inbox/file.download",
+    "inbox/#draft.md#",
+    "inbox/#tag.md",
+    "inbox/.#draft.md",
+    "inbox/lu12345.tmp",
+    "notes/4913",
 ]
 DEVICES = ["Ana's laptop", ' my:\tphone/"x" ', "...dots...", "", "ñandú " * 12]
 

@@ -6,24 +6,14 @@ import signal
 import subprocess
 import sys
 import threading
-import time
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from companion.sync.daemon import Backoff, Daemon
+from tests.conftest import wait_for
 from tests.relayproxy import RelayProxy
 from tests.syncharness import Device, SyncCluster
-
-
-def wait_for(cond: Callable[[], bool], timeout: float = 10.0, what: str = "condition") -> float:
-    t0 = time.monotonic()
-    while time.monotonic() - t0 < timeout:
-        if cond():
-            return time.monotonic() - t0
-        time.sleep(0.01)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 class Running:
@@ -58,10 +48,12 @@ def test_changes_propagate_both_ways_without_echo(cluster: SyncCluster) -> None:
         wait_for(lambda: a.read("knowledge/new.md") == b"agent learned this\n", what="b -> a")
         for i in range(5):
             a.write("journal/today.md", f"# Done\n- started\n- step {i}\n")
-            time.sleep(0.05)
         final = b"# Done\n- started\n- step 4\n"
         wait_for(lambda: b.read("journal/today.md") == final, what="burst")
-        time.sleep(1.0)  # quiet: any echo would have been committed by now
+        # a barrier on b: once its sentinel reaches a, b's watcher has handled every event of
+        # the writes it applied before (in order), so an echo would have been committed
+        b.write("sentinel.md", "after the burst\n")
+        wait_for(lambda: a.read("sentinel.md") is not None, what="b's sentinel")
         heads = {
             p: ch.rev
             for p in ("journal/today.md", "knowledge/new.md")
@@ -91,7 +83,6 @@ def test_daemon_reconnects_and_sends_queued_edits(tmp_path: Path) -> None:
             assert run.ready.wait(15)
             assert run.online is False
             a.write("a.md", "written while the relay was down\n")
-            time.sleep(0.3)
             c.relay.restart()
             wait_for(lambda: run.online is True and run.rounds > 0, 20, "reconnect")
             wait_for(

@@ -1,4 +1,5 @@
-"""The SQLite sync index: entries, tombstones, merge bases, key/value, outbox, persistence."""
+"""The SQLite sync index: entries, tombstones, merge bases, key/value, inbox, requests,
+migration."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import pytest
 from companion.paths import device_paths
 from companion.sync.index import (
     BASE_TEXT_LIMIT,
+    AppliedRow,
     Entry,
     SyncIndex,
     SyncIndexError,
@@ -83,7 +85,7 @@ def test_live_stats_prefix_and_fold(index: SyncIndex) -> None:
             entry("Dir/B.md"),
         ]
     )
-    assert index.live_stats()["a.md"] == (1, 2, 3)
+    assert index.live_stats()["a.md"] == (1, 2, 3, 0)
     assert set(index.live_stats(prefix="dir/")) == {"dir/b.md", "dir/sub/c.md"}
     assert set(index.live_stats(fold_key="dir/b.md")) == {"dir/b.md", "Dir/B.md"}
     assert index.paths_with_fold("dir/b.md") == ["Dir/B.md", "dir/b.md"]
@@ -91,9 +93,12 @@ def test_live_stats_prefix_and_fold(index: SyncIndex) -> None:
 
 def test_update_stats_keeps_content_fields(index: SyncIndex) -> None:
     index.put(entry("a.md", rev=2))
-    index.update_stats([("a.md", (99, 3, 8))])
+    index.update_stats([("a.md", (99, 3, 8, 77))])
     got = index.get("a.md")
-    assert got is not None and got.stat_key() == (99, 3, 8) and got.rev == 2
+    assert got is not None and got.stat_key() == (99, 3, 8, 77) and got.rev == 2
+    index.forget_stats(["a.md"])  # the next scan must hash it
+    got = index.get("a.md")
+    assert got is not None and got.stat_key() == (0, 3, 0, 0) and got.sha256 == "a" * 64
 
 
 def test_iter_entries_streams_in_path_order(index: SyncIndex) -> None:
@@ -141,39 +146,88 @@ def test_batch_operations_match_the_single_ones(index: SyncIndex) -> None:
     assert all(index.get_base(p) == t for p, t in texts.items())
     assert index.get_base("gone.md") is None and index.get_base("huge.md") is None
 
-    ops = [index.enqueue("push", p) for p in paths[:50]]
-    index.complete_many(ops[:40])
-    assert sorted(op.id for op in index.pending()) == ops[40:]
+    index.queue_remote((p, {"rev": 1}) for p in paths[:50])
+    rows = index.inbox()
+    index.inbox_done(r.id for r in rows[:40])
+    assert [r.path for r in index.inbox()] == paths[40:50]
 
-    # enqueue_many with replace: like one enqueue(replace=True) per item, in order
-    index.enqueue("inbox", "a.md", {"rev": 1})
-    index.enqueue("inbox", "b.md", {"rev": 1})
-    index.enqueue_many("inbox", [("a.md", {"rev": 2}), ("c.md", {"rev": 1})], replace=True)
-    inbox = [(op.path, op.payload) for op in index.pending() if op.kind == "inbox"]
-    assert inbox == [("b.md", {"rev": 1}), ("a.md", {"rev": 2}), ("c.md", {"rev": 1})]
+    # one queued change per path: a newer one replaces it (and clears its problem)
+    index.inbox_done(r.id for r in index.inbox())
+    index.queue_remote([("a.md", {"rev": 1}), ("b.md", {"rev": 1})])
+    index.inbox_problem(index.inbox()[0].id, "a symbolic link on its way")
+    assert [r.problem for r in index.inbox()] == ["a symbolic link on its way", ""]
+    index.queue_remote([("a.md", {"rev": 2}), ("c.md", {"rev": 1})])
+    inbox = [(r.path, r.payload, r.problem) for r in index.inbox()]
+    assert inbox == [("a.md", {"rev": 2}, ""), ("b.md", {"rev": 1}, ""), ("c.md", {"rev": 1}, "")]
+    assert index.inbox_count() == 3
 
 
-def test_meta_and_outbox_survive_reopen(tmp_path: Path) -> None:
+def test_meta_inbox_and_requests_survive_reopen(tmp_path: Path) -> None:
     db = tmp_path / "index.sqlite"
     with SyncIndex(db) as idx:
         idx.set_meta("vault_id", "v1")
         idx.set_meta("last_seq", "41")
         idx.set_meta("last_seq", "42")
-        a = idx.enqueue("push", "a.md", {"sha256": "x"})
-        idx.enqueue("push", "b.md")
-        idx.enqueue("delete", "a.md", replace=True)
+        idx.queue_remote([("a.md", {"rev": 1}), ("b.md", {"rev": 3})])
         idx.put(entry("kept.md"))
+        rid = idx.add_request("restore", {"path": "a.md", "rev": 1})
+        idx.record_applied([AppliedRow("a.md", "f" * 64, b"before\n", 10)])
     with SyncIndex(db) as idx:
         assert idx.get_meta("vault_id") == "v1" and idx.get_meta("last_seq") == "42"
         assert idx.get_meta("missing", "d") == "d"
-        ops = idx.pending()
-        assert [(o.kind, o.path) for o in ops] == [("push", "b.md"), ("delete", "a.md")]
-        assert all(o.id != a for o in ops)
-        idx.record_failure(ops[0].id, "relay unreachable")
-        idx.complete(ops[1].id)
-        (op,) = idx.pending()
-        assert op.attempts == 1 and op.last_error == "relay unreachable"
+        assert [(r.path, r.payload) for r in idx.inbox()] == [
+            ("a.md", {"rev": 1}), ("b.md", {"rev": 3}),
+        ]  # fmt: skip
         assert idx.get("kept.md") is not None
+        (req,) = idx.requests("pending")
+        assert (req.id, req.kind, req.args) == (rid, "restore", {"path": "a.md", "rev": 1})
+        assert idx.set_request(rid, "running", only_if="pending")
+        assert not idx.set_request(rid, "cancelled", only_if="pending")
+        idx.set_request(rid, "done", {"code": 0})
+        assert idx.request(rid).result == {"code": 0}  # type: ignore[union-attr]
+        assert idx.applied(["a.md", "x.md"]) == {
+            "a.md": AppliedRow("a.md", "f" * 64, b"before\n", 10)
+        }
+        idx.prune_applied(11)
+        assert idx.applied(["a.md"]) == {}
+
+
+def test_an_index_of_schema_1_is_migrated(tmp_path: Path) -> None:
+    """The inbox used to be the `outbox` table; files had no ctime column."""
+    db = tmp_path / "index.sqlite"
+    con = sqlite3.connect(db)
+    con.executescript(
+        """
+        CREATE TABLE files (path TEXT PRIMARY KEY, fold TEXT NOT NULL, file_id TEXT NOT NULL
+            DEFAULT '', rev INTEGER NOT NULL DEFAULT 0, sha256 TEXT NOT NULL DEFAULT '',
+            size INTEGER NOT NULL DEFAULT 0, mtime_ns INTEGER NOT NULL DEFAULT 0,
+            inode INTEGER NOT NULL DEFAULT 0, is_text INTEGER NOT NULL DEFAULT 0,
+            deleted INTEGER NOT NULL DEFAULT 0, device TEXT NOT NULL DEFAULT '',
+            device_kind TEXT NOT NULL DEFAULT '', updated_ns INTEGER NOT NULL DEFAULT 0
+        ) WITHOUT ROWID;
+        CREATE TABLE outbox (id INTEGER PRIMARY KEY AUTOINCREMENT, kind TEXT NOT NULL,
+            path TEXT NOT NULL, payload TEXT NOT NULL DEFAULT '{}', created_ns INTEGER NOT NULL,
+            attempts INTEGER NOT NULL DEFAULT 0, last_error TEXT NOT NULL DEFAULT '');
+        INSERT INTO files (path, fold, rev, sha256, size, mtime_ns, inode)
+            VALUES ('a.md', 'a.md', 3, 'ab', 2, 5, 6);
+        INSERT INTO outbox (kind, path, payload, created_ns)
+            VALUES ('remote', 'b.md', '{"rev": 4}', 1);
+        PRAGMA user_version=1;
+        """
+    )
+    con.close()
+    with SyncIndex(db, readonly=True) as ro:  # a reader beside an engine not upgraded yet
+        assert ro.get("a.md") is not None and ro.get("a.md").ctime_ns == 0  # type: ignore[union-attr]
+        assert [r.path for r in ro.inbox()] == ["b.md"]
+    with SyncIndex(db) as idx:
+        got = idx.get("a.md")
+        assert got is not None and got.stat_key() == (5, 2, 6, 0) and got.rev == 3
+        assert [(r.path, r.payload) for r in idx.inbox()] == [("b.md", {"rev": 4})]
+    con = sqlite3.connect(db)
+    assert con.execute("PRAGMA user_version").fetchone()[0] == 2
+    tables = {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+    assert "outbox" not in tables and {"inbox", "applied", "requests"} <= tables
+    con.close()
 
 
 def test_transaction_rolls_back_on_error(index: SyncIndex) -> None:

@@ -46,6 +46,8 @@ class Counter:
 def run(vault: Path, index: SyncIndex, **kw: object) -> tuple[ScanResult, Counter]:
     counter = Counter()
     kw.setdefault("settle_ns", 0)
+    kw.setdefault("fix_names", True)  # as the engine asks
+    kw.setdefault("refresh_touched", True)
     rules = kw.pop("ignore", None) or IgnoreRules(vault)
     res = scan(vault, index, rules, on_hash=counter, **kw)  # type: ignore[arg-type]
     return res, counter
@@ -60,8 +62,9 @@ def commit(index: SyncIndex, res: ScanResult) -> None:
         if c.kind is ChangeKind.RENAMED and c.old_path:
             index.mark_deleted(c.old_path, rev=1)
         assert c.state is not None
+        st = c.state
         index.put(
-            Entry(c.path, c.state.sha256, c.state.size, c.state.mtime_ns, c.state.inode, rev=1)
+            Entry(c.path, st.sha256, st.size, st.mtime_ns, st.inode, rev=1, ctime_ns=st.ctime_ns)
         )
 
 
@@ -202,10 +205,86 @@ def test_nfd_and_nfc_twins_are_both_kept(vault: Path, index: SyncIndex) -> None:
     (vault / nfd).write_text("decomposed")
     if len(os.listdir(vault)) != 2:
         pytest.skip("the file system treats both spellings as one file")
-    res, _ = run(vault, index)
+    # a read-only scan (status) only reports the twin
+    res, _ = run(vault, index, fix_names=False)
     assert [c.path for c in res.changed] == [nfc]
     assert [(s.path, s.reason) for s in res.skipped] == [(nfd, SkipReason.NAME_COLLISION)]
     assert (vault / nfd).read_text() == "decomposed"  # untouched
+    # the engine's scan keeps both: the decomposed one under a visible new name
+    res, _ = run(vault, index)
+    twin = "é (unicode conflict).md"
+    assert res.twins == [(nfc, twin)]
+    assert sorted(c.path for c in res.changed) == [twin, nfc]
+    assert sorted(os.listdir(vault)) == sorted([twin, nfc])
+    assert (vault / twin).read_text() == "decomposed"
+
+
+def test_a_default_scan_changes_nothing(vault: Path, index: SyncIndex) -> None:
+    """Side effects only when asked: no rename on disk, no stat written to the index."""
+    write(vault, "a.md", "alpha")
+    commit(index, run(vault, index)[0])
+    os.utime(vault / "a.md", ns=(1, 2_000_000_000))  # touched: same content, new stat
+    nfd = unicodedata.normalize("NFD", "Café.md")
+    (vault / nfd).write_text("accent")
+    before = index.get("a.md")
+    res = scan(vault, index, IgnoreRules(vault), settle_ns=0)
+    assert res.touched and index.get("a.md") == before
+    assert nfd in os.listdir(vault)
+
+
+def test_a_renamed_and_edited_note_is_a_rename(vault: Path, index: SyncIndex) -> None:
+    """Moved to another folder (or renamed in place) and edited: still a rename when at least
+    half of its lines are those last synced (the merge base)."""
+    body = "".join(f"line {i}\n" for i in range(10))
+    write(vault, "old/plan.md", body)
+    write(vault, "old/other.md", "something else entirely\n")
+    res, _ = run(vault, index)
+    commit(index, res)
+    index.set_base("old/plan.md", body.encode())
+    index.set_base("old/other.md", b"something else entirely\n")
+    os.makedirs(vault / "new")
+    os.rename(vault / "old/plan.md", vault / "new/plan.md")
+    write(vault, "new/plan.md", body.replace("line 3", "line 3, edited"))
+    os.rename(vault / "old/other.md", vault / "new/other.md")
+    write(vault, "new/other.md", "rewritten from scratch\n")
+    res, _ = run(vault, index)
+    assert kinds(res) == {
+        "new/plan.md": (ChangeKind.RENAMED, "old/plan.md"),
+        "new/other.md": (ChangeKind.CREATED, None),
+        "old/other.md": (ChangeKind.DELETED, None),
+    }
+
+
+def test_verify_hashes_files_whose_stat_did_not_change(vault: Path, index: SyncIndex) -> None:
+    write(vault, "a.md", "alpha")
+    write(vault, "b.md", "beta")
+    commit(index, run(vault, index)[0])
+    write(vault, "a.md", "ALPHA")  # same size
+    entry = index.get("a.md")
+    st = os.stat(vault / "a.md")
+    assert entry is not None
+    index.update_stats([("a.md", (st.st_mtime_ns, st.st_size, entry.inode, st.st_ctime_ns))])
+    res, counter = run(vault, index)
+    assert res.changed == [] and counter.n == 0  # the stat hides it
+    res, counter = run(vault, index, verify=["a.md", "b.md"])
+    assert kinds(res) == {"a.md": (ChangeKind.MODIFIED, None)} and counter.n == 2
+
+
+def test_a_size_preserving_edit_with_the_old_mtime_is_seen(vault: Path, index: SyncIndex) -> None:
+    p = write(vault, "a.md", "a" * 40)
+    commit(index, run(vault, index)[0])
+    st = os.stat(p)
+    with open(p, "r+b") as f:
+        f.write(b"b" * 40)
+    os.utime(p, ns=(st.st_atime_ns, st.st_mtime_ns))
+    res, _ = run(vault, index)
+    assert kinds(res) == {"a.md": (ChangeKind.MODIFIED, None)}
+
+
+def test_busy_files_wait(vault: Path, index: SyncIndex) -> None:
+    write(vault, "a.md", "being written")
+    res, _ = run(vault, index, busy={"a.md"})
+    assert res.changed == [] and res.unstable == ["a.md"] and res.busy == ["a.md"]
 
 
 @pytest.mark.skipif(sys.platform == "win32", reason="backslash is a separator on Windows")

@@ -1,16 +1,25 @@
 """Property-based (hypothesis, stateful): three devices (two people, one agent) and a real relay.
 
 Random creates, edits (whole rewrites and single-line edits, so both conflicts and clean merges
-happen), deletes, renames (case-only ones too), syncs while online or offline, and device
-restarts. At the end every device comes online and syncs until quiet, then:
+happen), deletes, renames (case-only ones too), syncs while online or offline, device restarts,
+and **edits made during a round**: between the scan and the apply, between the apply and the
+push, after the push (the engine's phase hook), as an editor saving while sync runs would.
 
-- **convergence**: all copies are byte-identical;
-- **no lost edit**: every version a device held when it synced successfully survives in a note,
-  a conflict copy, or the relay's history of some path (or, when it was merged, every line it
-  introduced is in one of those).
+After **every step**:
 
-Default: a short run (`COMPANION_SYNC_PROPS_EXAMPLES`, default 15 examples of up to 14 steps).
-Set it higher (e.g. 300) for a long soak.
+- no engine temp file is left in any vault;
+- every index tells the truth: a file whose stat matches its index entry holds that entry's
+  content (a lying index is how an edit hides, or is overwritten);
+- **no lost edit so far**: every version a device held when one of its rounds ended survives
+  in a note of some device, a conflict copy, or the relay's history of some path (or, when it
+  was merged, every line it introduced is in one of those).
+
+At the end every device comes online and syncs until quiet, then all copies must be
+byte-identical (**convergence**) and the no-lost-edit check runs once more.
+
+Default: a short run (`COMPANION_SYNC_PROPS_EXAMPLES`, default 15 examples of up to 14 steps),
+shrinking a failure to a minimal sequence (`COMPANION_SYNC_PROPS_SHRINK=0` turns that off).
+Set the examples higher (e.g. 300) for a long soak.
 """
 
 from __future__ import annotations
@@ -21,20 +30,25 @@ import shutil
 import tempfile
 from pathlib import Path
 
+import pytest
 from hypothesis import HealthCheck, Phase, settings
 from hypothesis import strategies as stt
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
 from companion.relay.client import RelayClient
 from companion.relay.errors import RelayUnreachable
+from companion.sync.filestate import NotRegularFile, current_state, hash_file
 from tests.syncharness import Device, SyncCluster
 
 EXAMPLES = int(os.environ.get("COMPANION_SYNC_PROPS_EXAMPLES", "15"))
-# Shrinking replays whole clusters many times; off by default so a failure reports in seconds.
-SHRINK = os.environ.get("COMPANION_SYNC_PROPS_SHRINK") == "1"
+# Shrinking replays whole clusters many times; a failure takes minutes to report, minimal.
+SHRINK = os.environ.get("COMPANION_SYNC_PROPS_SHRINK", "1") != "0"
 STEPS = int(os.environ.get("COMPANION_SYNC_PROPS_STEPS", "14"))
+# a long soak (and shrinking a failure) takes longer than the suite's default timeout
+pytestmark = pytest.mark.timeout(max(300, EXAMPLES * STEPS * 3))
 
 NAMES = ["Note.md", "note.md", "plans/Alpha.md", "plans/beta.md", "journal/2024-01-01.md"]
+PHASES = ["scanned", "applied", "pushed"]  # the engine's phase hook, between a pass's steps
 DEVICES = [("laptop", "human"), ("desktop", "human"), ("server", "agent")]
 
 
@@ -51,6 +65,7 @@ class SyncMachine(RuleBasedStateMachine):
         self.counter = 0
         self.synced_versions: set[bytes] = set()
         self.paths_seen: set[str] = set()
+        self.history_cache: dict[str, bytes] = {}  # content by sha256
 
     def teardown(self) -> None:
         self.cluster.close()
@@ -62,11 +77,16 @@ class SyncMachine(RuleBasedStateMachine):
         self.counter += 1
         return f"v{self.counter}-{dev.name}"
 
-    def _sync(self, dev: Device) -> None:
-        held = dev.files()  # every version this device holds as the round starts must survive
+    def _sync(self, dev: Device, replaced: str | None = None) -> None:
+        """A round; every version this device holds as it starts and as it ends must survive,
+        except at `replaced`, the note the person overwrites during the round: its version at
+        the start was theirs to replace, and the one at the end the round may not have seen
+        (saved after its last scan: the next round's)."""
+        held = dev.files()
         dev.sync(allow_mass_delete=True)
         files = dev.files()
-        self.synced_versions |= set(held.values()) | set(files.values())
+        self.synced_versions |= {v for p, v in held.items() if p != replaced}
+        self.synced_versions |= {v for p, v in files.items() if p != replaced}
         self.paths_seen |= set(held) | set(files)
 
     # ------------------------------------------------------------------ rules
@@ -112,6 +132,31 @@ class SyncMachine(RuleBasedStateMachine):
     def sync(self, d: int) -> None:
         self._sync(self.devs[d])
 
+    @rule(
+        d=stt.integers(0, 2),
+        phase=stt.sampled_from(PHASES),
+        name=stt.sampled_from([*NAMES, "Home.md"]),
+        line=stt.integers(0, 5),
+    )
+    def sync_with_an_edit_during_the_round(self, d: int, phase: str, name: str, line: int) -> None:
+        """An editor saves while the round runs: the engine must not overwrite the save, nor
+        push a torn or stale version, nor lose it later."""
+        dev = self.devs[d]
+        core = dev.engine().core
+        done = False
+
+        def hook(now: str) -> None:
+            nonlocal done
+            if now == phase and not done:
+                done = True
+                self.edit_one_line(d, name, line)
+
+        core.on_phase = hook
+        try:
+            self._sync(dev, replaced=name)
+        finally:
+            core.on_phase = None
+
     @rule(d=stt.integers(0, 2))
     def sync_while_offline(self, d: int) -> None:
         dev = self.devs[d]
@@ -141,17 +186,44 @@ class SyncMachine(RuleBasedStateMachine):
         for dev in self.devs:
             assert dev.temp_files() == []
 
-    def check_final(self) -> None:
-        for _ in range(4):
-            for dev in self.devs:
-                self._sync(dev)
-        files = self.cluster.assert_converged()
+    @invariant()
+    @precondition(lambda self: hasattr(self, "devs"))
+    def every_index_tells_the_truth(self) -> None:
+        for dev in self.devs:
+            for entry in dev.engine().index.iter_entries():
+                try:
+                    now = current_state(dev.path(entry.path))
+                except NotRegularFile:
+                    continue
+                if now is None or entry.mtime_ns == 0:
+                    continue  # gone, or recorded as "to be re-read"
+                if (now.mtime_ns, now.size, now.inode) != (entry.mtime_ns, entry.size,
+                                                             entry.inode):  # fmt: skip
+                    continue
+                if entry.ctime_ns and now.ctime_ns != entry.ctime_ns:
+                    continue
+                digest = hash_file(dev.path(entry.path)).state.sha256
+                assert digest == entry.sha256, f"{dev.name}'s index lies about {entry.path}"
+
+    @invariant()
+    @precondition(lambda self: hasattr(self, "devs"))
+    def no_edit_lost_so_far(self) -> None:
+        self.check_no_lost_version()
+
+    def check_no_lost_version(self) -> None:
+        kept: set[bytes] = set()
+        for dev in self.devs:
+            kept |= set(dev.files().values())
         eng = self.devs[0].engine()
-        kept: set[bytes] = set(files.values())
-        for path in self.paths_seen | set(files):
+        for path in sorted(self.paths_seen | {p for d in self.devs for p in d.files()}):
             for ch in eng.history(path):
-                if not ch.deleted:
-                    kept.add(eng.remote.fetch_one(ch.meta))
+                if ch.deleted:
+                    continue
+                data = self.history_cache.get(ch.meta.sha256)
+                if data is None:
+                    data = eng.remote.fetch_one(ch.meta)
+                    self.history_cache[ch.meta.sha256] = data
+                kept.add(data)
         kept_markers: set[str] = set()
         for data in kept:
             kept_markers |= _markers(data)
@@ -160,6 +232,13 @@ class SyncMachine(RuleBasedStateMachine):
                 continue
             missing = _markers(version) - kept_markers
             assert not missing, f"lost version {version!r}: {missing} not found anywhere"
+
+    def check_final(self) -> None:
+        for _ in range(4):
+            for dev in self.devs:
+                self._sync(dev)
+        self.cluster.assert_converged()
+        self.check_no_lost_version()
 
 
 class _Machine(SyncMachine):

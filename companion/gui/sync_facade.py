@@ -24,7 +24,6 @@ from __future__ import annotations
 import os
 import threading
 import time
-from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -45,7 +44,7 @@ from companion.gui.status import EngineSnapshot
 from companion.logs import get_logger, redact
 from companion.paths import DevicePaths
 from companion.relay.errors import RelayUnreachable
-from companion.sync.daemon import Daemon
+from companion.sync.daemon import Daemon, RoundOutcome
 from companion.sync.device import (
     DeviceState,
     SecretMissing,
@@ -68,79 +67,6 @@ SYNC_NOW_TIMEOUT_S = 600.0
 def is_sync_copy(paths: DevicePaths, vault: Path) -> bool:
     """True when `companion init` set this folder up for sync on this device."""
     return DeviceState.exists(paths, os.path.realpath(vault))
-
-
-class _Outcome:
-    """What one round ended with: its report, or the exception it raised."""
-
-    def __init__(self, report: RoundReport | None, error: BaseException | None) -> None:
-        self.report = report
-        self.error = error
-
-
-class _RecordingEngine(SyncEngine):
-    """A `SyncEngine` that hands every round's outcome to `on_outcome` (from the daemon
-    thread) before returning or raising as usual."""
-
-    on_outcome: Callable[[_Outcome], None] | None = None
-
-    def round(self, paths: Any = None, **kw: Any) -> RoundReport:  # type: ignore[override]
-        try:
-            report = super().round(paths, **kw)
-        except BaseException as exc:
-            if self.on_outcome is not None:
-                self.on_outcome(_Outcome(None, exc))
-            raise
-        if self.on_outcome is not None:
-            self.on_outcome(_Outcome(report, None))
-        return report
-
-
-class _GuiDaemon(Daemon):
-    """The daemon, plus rounds on request: `request()` returns a ticket; `wait(ticket)`
-    returns the outcome of a round that started after the request."""
-
-    def __init__(self, engine: _RecordingEngine, **kw: Any) -> None:
-        super().__init__(engine, **kw)
-        self.requested = 0
-        self.serving = 0
-        self.served = 0
-        self.in_round = False
-        self.last: _Outcome | None = None  # set by the engine's on_outcome (SyncFacade)
-
-    def request(self) -> int:
-        with self._cond:
-            self.requested += 1
-            self._full = True
-            self._retry_at = None  # asked for now: do not wait out a backoff
-            self._cond.notify_all()
-            return self.requested
-
-    def wait(self, ticket: int, timeout: float) -> _Outcome | None:
-        deadline = time.monotonic() + timeout
-        with self._cond:
-            while self.served < ticket and not self.stopping:
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    return None
-                self._cond.wait(min(left, 1.0))
-            return self.last if self.served >= ticket else None
-
-    def _take(self) -> tuple[bool, set[str]] | None:
-        with self._cond:  # re-entrant: the tickets served are those asked for before the take
-            work = super()._take()
-            self.serving = self.requested
-            self.in_round = work is not None
-            return work
-
-    def _round(self, full: bool, paths: set[str]) -> None:
-        try:
-            super()._round(full, paths)
-        finally:
-            with self._cond:
-                self.served = max(self.served, self.serving)
-                self.in_round = False
-                self._cond.notify_all()
 
 
 class _DaemonSyncHook:
@@ -191,13 +117,12 @@ class SyncFacade(IdleEngine):
         self._state_lock = threading.RLock()  # start/stop/pause transitions
         self._events: list[EngineEvent] = []
         self._events_lock = threading.Lock()
-        self._engine: _RecordingEngine | None = None
-        self._daemon: _GuiDaemon | None = None
+        self._engine: SyncEngine | None = None
+        self._daemon: Daemon | None = None
         self._thread: threading.Thread | None = None
         self._start_error: str | None = None
         self._elsewhere: str | None = None  # who holds the lock when another process syncs
         self._round_error: str | None = None
-        self._secret_scanner: Any = None
         self._paused = bool(paused)
         self._next_start = 0.0  # monotonic time of the next start attempt
         self._pending_cache: tuple[float, int] | None = None  # (monotonic time, count) offline
@@ -226,7 +151,7 @@ class SyncFacade(IdleEngine):
                 return
             self._elsewhere = None
             try:
-                engine = _RecordingEngine(self.root, self.paths, self.config, **self.engine_options)
+                engine = SyncEngine(self.root, self.paths, self.config, **self.engine_options)
             except CompanionError as exc:
                 self.lock.release()
                 self._start_error = redact(str(exc))
@@ -239,8 +164,8 @@ class SyncFacade(IdleEngine):
                 self._start_error = redact(f"{type(exc).__name__}: {exc}")
                 log.exception("cannot start syncing %s", self.root)
                 return
-            daemon = _GuiDaemon(engine, **self.daemon_options)
-            engine.on_outcome = self._outcome_recorder(daemon)
+            daemon = Daemon(engine, **self.daemon_options)
+            daemon.on_round_done(self._after_round)
             self._engine, self._daemon = engine, daemon
             self._thread = threading.Thread(
                 target=self._serve, args=(engine, daemon), name="companion-sync", daemon=True
@@ -248,7 +173,7 @@ class SyncFacade(IdleEngine):
             self._thread.start()
             log.info("syncing %s as %r", self.root, engine.name)
 
-    def _serve(self, engine: _RecordingEngine, daemon: _GuiDaemon) -> None:
+    def _serve(self, engine: SyncEngine, daemon: Daemon) -> None:
         try:
             daemon.run()
         except Exception:  # never silent: the tray shows it
@@ -282,21 +207,14 @@ class SyncFacade(IdleEngine):
 
     # ---- round outcomes -> state and events --------------------------------------------------
 
-    def _outcome_recorder(self, daemon: _GuiDaemon) -> Callable[[_Outcome], None]:
-        def record(outcome: _Outcome) -> None:
-            daemon.last = outcome
-            self._after_round(outcome)
-
-        return record
-
-    def _after_round(self, outcome: _Outcome) -> None:
+    def _after_round(self, outcome: RoundOutcome) -> None:
         exc = outcome.error
         if exc is None:
             self._round_error = None
-            if outcome.report is not None:
-                self._scan_for_secrets(outcome.report)
-                if outcome.report.held:
-                    self._push(ChangesHeld(tuple(outcome.report.held)))
+            for f in outcome.secrets:  # the daemon's secret guard, told once, ever
+                self._push(SecretFound(f.path, f.kind, f.line))
+            if outcome.report is not None and outcome.report.held:
+                self._push(ChangesHeld(tuple(outcome.report.held)))
             return
         if isinstance(exc, RelayUnreachable):
             return  # offline is a state (snapshot.online), not an error
@@ -307,17 +225,6 @@ class SyncFacade(IdleEngine):
     def _push(self, event: EngineEvent) -> None:
         with self._events_lock:
             self._events.append(event)
-
-    def _scan_for_secrets(self, report: RoundReport) -> None:
-        """A credential in a note this round carried (either way) is told once, ever."""
-        if self._secret_scanner is None:
-            from companion.secrets.watch import ChangeScanner  # noqa: PLC0415
-
-            self._secret_scanner = ChangeScanner(
-                self.root, self.paths.state_dir, self.config.settings.secrets.allowlist
-            )
-        for f in self._secret_scanner.scan([*report.uploaded, *report.downloaded]):
-            self._push(SecretFound(f.path, f.kind, f.line))
 
     # ---- EngineFacade ------------------------------------------------------------------------
 
@@ -380,7 +287,7 @@ class SyncFacade(IdleEngine):
             if self._elsewhere:
                 raise CompanionError(tr("engine.sync_elsewhere", who=self._elsewhere))
             raise CompanionError(self._start_error or tr("engine.sync_stopped"))
-        outcome = daemon.wait(daemon.request(), timeout)
+        outcome = daemon.wait_round(daemon.request_round(), timeout)
         if outcome is None:
             raise CompanionError(daemon.fatal or tr("engine.sync_timeout"))
         if isinstance(outcome.error, RelayUnreachable):

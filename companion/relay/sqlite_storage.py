@@ -8,8 +8,10 @@ Layout under the data directory::
     tmp/                             uploads in progress (same filesystem, so rename is atomic)
 
 Durability: every commit batch is one `BEGIN IMMEDIATE` transaction with `synchronous=FULL`,
-so a crash part-way through leaves the store exactly as before the batch. A blob is fsynced
-and renamed into place before its row is inserted, so a row always names complete bytes.
+so a crash part-way through leaves the store exactly as before the batch. A blob is flushed
+to disk and renamed into place before its row is inserted, so a row always names complete
+bytes; a batch of blobs is flushed together (one `syncfs` where Linux has it, else an fsync
+of each file), not one fsync per blob.
 
 Concurrency: one connection per thread; writers queue on an in-process lock (cheaper than
 SQLite's busy-wait) and on SQLite's own lock against other processes (the `invite`, `revoke`
@@ -20,14 +22,17 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import hashlib
 import os
 import secrets
 import sqlite3
+import sys
 import threading
 import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
+from typing import Any
 
 from companion.logs import get_logger
 from companion.relay import fsmodes
@@ -205,6 +210,47 @@ def _fsync_dir(path: Path) -> None:
         os.fsync(fd)
     finally:
         os.close(fd)
+
+
+@functools.cache
+def _syncfs() -> Any:
+    """libc's syncfs (Linux), or None; the process's own symbols, no ldconfig run."""
+    if not sys.platform.startswith("linux"):
+        return None
+    import ctypes
+
+    try:
+        fn = ctypes.CDLL(None, use_errno=True).syncfs
+    except (OSError, AttributeError):
+        return None
+    fn.argtypes = [ctypes.c_int]
+    fn.restype = ctypes.c_int
+    return fn
+
+
+def _flush_all(folder: Path) -> bool:
+    """syncfs on `folder`'s file system; False where that is not possible."""
+    syncfs = _syncfs()
+    if syncfs is None:
+        return False
+    fd = os.open(folder, os.O_RDONLY)
+    try:
+        return bool(syncfs(fd) == 0)
+    finally:
+        os.close(fd)
+
+
+def _make_durable(folder: Path, files: Sequence[Path]) -> None:
+    """Flush the written `files` (all under `folder`'s file system) to disk: one syncfs for
+    the batch where possible, else an fsync each."""
+    if len(files) > 1 and _flush_all(folder):
+        return
+    for path in files:
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
 
 
 class SqliteStorage(RelayStorage):
@@ -643,6 +689,8 @@ class SqliteStorage(RelayStorage):
         out: list[Published] = []
         taken: list[str] = []
         dirs: set[Path] = set()
+        sealed = [s for s in sinks if isinstance(s, _FileBlobSink) and s.sealed is not None]
+        _make_durable(self.tmp_dir, [s.tmp for s in sealed])  # the bytes before any rename
         with self._write() as c:
             for sink in sinks:
                 assert isinstance(sink, _FileBlobSink) and sink.sealed is not None
@@ -669,8 +717,11 @@ class SqliteStorage(RelayStorage):
                     (vault_id, info.blob_id, info.size, info.sha256, sink.now),
                 )
                 out.append(Published(info, True))
-            for d in sorted(dirs, key=lambda p: len(p.parts), reverse=True):
-                _fsync_dir(d)  # the renames are durable before the rows that announce them
+            # the renames are durable before the rows that announce them: one more flush of
+            # the file system for a batch, else each folder
+            if len(dirs) < 2 or not _flush_all(self.blob_dir):
+                for d in sorted(dirs, key=lambda p: len(p.parts), reverse=True):
+                    _fsync_dir(d)
         if taken:
             raise BlobIdTaken(taken[0])
         return out
@@ -847,7 +898,8 @@ class SqliteStorage(RelayStorage):
 
 
 class _FileBlobSink(BlobSink):
-    """Streams into tmp/, hashing as it goes; `seal` checks and fsyncs, publishing renames."""
+    """Streams into tmp/, hashing as it goes; `seal` checks; publishing flushes the batch and
+    renames."""
 
     def __init__(
         self, store: SqliteStorage, vault_id: str, blob_id: str, sha256: str, now: float
@@ -871,9 +923,7 @@ class _FileBlobSink(BlobSink):
             digest = self._hash.hexdigest()
             if digest != self._expected:
                 raise ChecksumMismatch(self.blob_id)
-            self._file.flush()
-            os.fsync(self._file.fileno())
-            self._file.close()
+            self._file.close()  # flushed to disk with the rest of its batch when published
         except BaseException:
             self.abort()
             raise

@@ -219,8 +219,8 @@ class PruneStats:
 
 
 class BlobSink(ABC):
-    """A blob upload in progress: bytes arrive in pieces, `seal` verifies them and makes them
-    durable, `RelayStorage.publish_blobs` makes sealed blobs visible (several in one group, so
+    """A blob upload in progress: bytes arrive in pieces, `seal` verifies them,
+    `RelayStorage.publish_blobs` makes sealed blobs durable and visible (several in one group, so
     a batch pays for one metadata flush instead of one per blob).
 
     Nothing is visible to readers before publishing; `abort` (or an exception) leaves no trace.
@@ -233,7 +233,8 @@ class BlobSink(ABC):
 
     @abstractmethod
     def seal(self) -> BlobInfo:
-        """Check size and checksum (ChecksumMismatch) and make the bytes durable."""
+        """Check size and checksum (ChecksumMismatch). The bytes are durable once published
+        (`publish_blobs` flushes the whole group before any of it becomes visible)."""
 
     @abstractmethod
     def abort(self) -> None: ...

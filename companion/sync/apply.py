@@ -1,22 +1,23 @@
-"""Applying remote changes to the vault: the inbox, renames, bulk writes, conflicts.
+"""Carrying out the apply steps of a pass (`plan.plan_apply`): remote -> local.
 
-`ApplyMixin` is one half of `SyncEngine` (it uses the engine's index, remote, root and report
-plumbing). A file changed only remotely is written, deleted or renamed atomically, refusing to
-overwrite anything that changed since the scan (`ChangedSinceScan` defers it to the next pass);
-many such files are written together (`bulkwrite`). A file changed on both sides goes through
-`conflicts.resolve`. After applying, the index records the remote head as the last synced
-revision; when the note must differ from that head (a merge, a local win) the index keeps the
-head's hash with an empty stat, so the next scan sees a local change and pushes it.
+Every local write is atomic and checked against the scanned state (`ChangedSinceScan` leaves
+the file alone and the step waits for the next pass); many plain downloads are written
+together (`bulkwrite`); contents are downloaded in groups, the next group while this one is
+written. A file changed on both sides goes through `conflicts.resolve`, and whatever is not
+kept in the note goes to a conflict copy, written before the note changes.
+
+A change this device cannot apply because of something local (a symbolic link on its way) stays
+queued as a **problem**: reported every round (status, exit status) until it applies.
 """
 
 from __future__ import annotations
 
-import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 from datetime import datetime
+from functools import partial
 from pathlib import Path
-from typing import Any
 
 from companion.crypto import FileMeta, TamperDetected
 from companion.logs import get_logger
@@ -29,11 +30,29 @@ from companion.sync.atomic import (
 )
 from companion.sync.bulkwrite import WriteJob, write_many
 from companion.sync.chunking import ChunkAssembler, ChunkSpec
-from companion.sync.conflicts import Version, case_collision_name, resolve
-from companion.sync.filestate import FileState, is_text
-from companion.sync.index import Entry
-from companion.sync.model import ConflictInfo, Local, RoundReport, entry_state
-from companion.sync.pathsafe import UnsafePath, fold, normalize, resolve_inside
+from companion.sync.conflicts import Resolution, Version, case_collision_name, resolve
+from companion.sync.core import Core
+from companion.sync.filestate import FileState
+from companion.sync.index import AppliedRow
+from companion.sync.merge import derives_from
+from companion.sync.model import ConflictInfo, Local, Outcome, Problem, RoundReport, entry_state
+from companion.sync.pathsafe import UnsafePath
+from companion.sync.plan import (
+    ApplyPlan,
+    ApplyStep,
+    CaseCollision,
+    Discard,
+    Download,
+    FollowLocalRename,
+    FollowRemoteRename,
+    Incoming,
+    MoveHere,
+    Reconcile,
+    RemoveHere,
+    StaleSave,
+    Wait,
+)
+from companion.sync.record import Synced, record_synced
 from companion.sync.remote import Refused, RemoteChange
 from companion.sync.scanner import ChangeKind
 
@@ -42,142 +61,478 @@ log = get_logger("sync.engine")
 MEMORY_GROUP_BYTES = 32 * 1024 * 1024  # remote contents held in memory at once while applying
 GROUP_FILES = 1500  # files per apply group (the next group downloads while one is written)
 FIRST_GROUP_FILES = 250  # a small first group, so writing starts early
-WRITE_THREADS = 16  # parallel local writes: fsync waits on the disk, not the CPU
 BULK_WRITE_MIN = 32  # from this many files on, one file-system flush beats one fsync each
 
+Content = bytes | Path | TamperDetected
 
-class ApplyMixin:
-    """Remote -> local. Mixed into `SyncEngine`."""
 
-    def _apply_inbox(
-        self,
-        inbox: dict[str, tuple[int, RemoteChange]],
-        local: dict[str, Local],
-        unstable: set[str],
-        report: RoundReport,
-        touched: set[str],
-    ) -> bool:
-        if not inbox:
-            return False
-        work = False
-        todo = dict(inbox)
-        # stale items (already synced through another path, e.g. our own commit) go first
-        known = self.index.get_many(todo)
-        stale = [p for p, (_op, ch) in todo.items() if p in known and ch.rev <= known[p].rev]
-        self.index.complete_many(todo.pop(p)[0] for p in stale)
-        work |= self._apply_renames(todo, local, unstable, report, touched)
-        deletions = sorted(p for p, (_, ch) in todo.items() if ch.deleted)
-        writes = sorted(p for p, (_, ch) in todo.items() if not ch.deleted)
-        for path in deletions:
-            if self.stop_event.is_set():
-                return work
-            op_id, ch = todo[path]
-            work |= self._process(op_id, ch, None, local, unstable, report, touched, path)
-        ready = [p for p in writes if p not in unstable]
-        for path in writes:
-            if path in unstable:  # being written here: wait for it to settle
-                work |= self._process(*todo[path], None, local, unstable, report, touched, path)
-        for group, contents in self._prefetched(self._content_groups([todo[p][1] for p in ready])):
-            if self.stop_event.is_set():
-                return work
-            plain: list[tuple[int, str, RemoteChange, bytes]] = []
-            for ch in group:
-                path = normalize(ch.meta.path)
-                op_id = todo[path][0]
-                content = contents.get(ch.meta.sha256)
-                if isinstance(content, TamperDetected):  # this file only: quarantined
-                    refused = Refused(
-                        ch.file_id, ch.rev, ch.seq, str(content), ch.device_id, ch.author_name
+def _change_of(step: ApplyStep) -> RemoteChange | None:
+    """The remote change whose content a step needs, if any."""
+    if isinstance(step, Download | CaseCollision):
+        return step.item.change
+    if isinstance(step, Reconcile):
+        return None if step.item.change.deleted else step.item.change
+    if isinstance(step, FollowRemoteRename):
+        return step.came.change
+    if isinstance(step, FollowLocalRename):
+        return step.item.change
+    return None
+
+
+class Applier:
+    """Remote -> local, over the shared `Core`."""
+
+    def __init__(self, core: Core) -> None:
+        self.core = core
+
+    # ------------------------------------------------------------------ the pass
+
+    def run(self, plan: ApplyPlan, report: RoundReport) -> Outcome:
+        out = Outcome()
+        core = self.core
+        later: list[ApplyStep] = []
+        for step in plan.steps:
+            if core.stop_event.is_set():
+                return out
+            if _change_of(step) is not None:
+                later.append(step)
+            elif isinstance(step, Discard):
+                core.index.inbox_done([step.item.row_id])
+            elif isinstance(step, Wait):
+                report.deferred += 1
+                out.touched.add(step.path)
+            elif isinstance(step, MoveHere):
+                fallback = self._move_here(step, report, out)
+                if fallback is not None:
+                    remove, download = fallback
+                    self._guarded(
+                        remove.item, report, out, partial(self._remove_here, remove, report)
                     )
-                    self._quarantine_heads({path: refused}, report)
-                    self.index.complete(op_id)
-                    work = True
+                    later.append(download)
+            elif isinstance(step, RemoveHere):
+                self._guarded(step.item, report, out, partial(self._remove_here, step, report))
+            elif isinstance(step, StaleSave):
+                self._stale_save(step, report, out)
+            elif isinstance(step, Reconcile):  # a remote deletion against a local change
+                self._guarded(step.item, report, out, partial(
+                    self._reconcile, step.item, step.local, None, report, out))  # fmt: skip
+        changes = [c for c in (_change_of(s) for s in later) if c is not None]
+        by_change = {(s_ch.file_id, s_ch.rev): s for s in later if (s_ch := _change_of(s))}
+        for group, contents in self._prefetched(self._content_groups(changes)):
+            if core.stop_event.is_set():
+                return out
+            bulk: list[tuple[Download, bytes]] = []
+            for ch in group:
+                step = by_change[(ch.file_id, ch.rev)]
+                content = contents.get(ch.meta.sha256)
+                if isinstance(content, TamperDetected) or content is None:
+                    item = _item_of(step)
+                    out.quarantine[item.path] = Refused(
+                        ch.file_id, ch.rev, ch.seq, str(content or "content missing"),
+                        ch.device_id, ch.author_name,
+                    )  # fmt: skip
+                    core.index.inbox_done([item.row_id])
+                    out.work = True
                     continue
-                if path not in local and isinstance(content, bytes) and not self.case_insensitive:
-                    plain.append((op_id, path, ch, content))
+                if isinstance(step, Download) and step.bulk and isinstance(content, bytes):
+                    bulk.append((step, content))
                     continue
-                work |= self._process(op_id, ch, content, local, unstable, report, touched, path)
-            work |= self._apply_plain_many(plain, report, touched)
-        return work
+                self._with_content(step, content, report, out)
+            self._downloads(bulk, report, out)
+        return out
 
-    def _apply_plain_many(
-        self,
-        items: list[tuple[int, str, RemoteChange, bytes]],
-        report: RoundReport,
-        touched: set[str],
-    ) -> bool:
+    def _guarded(
+        self, item: Incoming, report: RoundReport, out: Outcome, run: Callable[[], None]
+    ) -> None:
+        """Run one step; a file that moved on waits, an unusable path is a problem."""
+        out.touched.add(item.path)
+        try:
+            run()
+            out.work = True
+        except ChangedSinceScan as exc:
+            self._changed(item.path, exc, report)
+        except UnsafePath as exc:
+            self._problem(item, str(exc), report)
+
+    def _changed(self, path: str, exc: ChangedSinceScan, report: RoundReport) -> None:
+        """The file is not what the scan said: wait for the next pass, and make its scan hash
+        the file (its stat may hide the change), so no round can loop on it."""
+        log.info("deferred remote change of %r: %s", path, exc)
+        report.deferred += 1
+        self.core.index.forget_stats([path])
+
+    def _problem(self, item: Incoming, reason: str, report: RoundReport) -> None:
+        log.warning("cannot apply the remote change of %r: %s", item.path, reason)
+        self.core.index.inbox_problem(item.row_id, reason)
+        report.problems.append(Problem(item.path, reason))
+
+    def _with_content(
+        self, step: ApplyStep, content: bytes | Path, report: RoundReport, out: Outcome
+    ) -> None:
+        item = _item_of(step)
+        if isinstance(step, Download):
+            self._guarded(item, report, out, lambda: self._download(step, content, report))
+        elif isinstance(step, CaseCollision):
+            self._guarded(
+                item, report, out, lambda: self._case_collision(step, content, report, out)
+            )
+        elif isinstance(step, Reconcile):
+            self._guarded(item, report, out, lambda: self._reconcile(
+                step.item, step.local, _bytes(content), report, out))  # fmt: skip
+        elif isinstance(step, FollowRemoteRename):
+            self._guarded(item, report, out, lambda: self._follow_remote(
+                step, _bytes(content), report, out))  # fmt: skip
+        elif isinstance(step, FollowLocalRename):
+            self._guarded(item, report, out, lambda: self._follow_local(
+                step, _bytes(content), report, out))  # fmt: skip
+
+    # ------------------------------------------------------------------ one side changed
+
+    def _move_here(
+        self, step: MoveHere, report: RoundReport, out: Outcome
+    ) -> tuple[RemoveHere, Download] | None:
+        """A remote rename as a local rename; when the rename cannot be done (the file moved
+        on, something is at the new path), a deletion and a download instead."""
+        core = self.core
+        try:
+            state = atomic_rename(core.root, step.old, step.new, step.expected)
+        except (ChangedSinceScan, UnsafePath, OSError) as exc:
+            log.debug("remote rename %s applied as delete + write instead: %s", step.new, exc)
+            entry = core.index.get(step.new)
+            return (
+                RemoveHere(step.gone, step.expected),
+                Download(step.came, entry_state(entry), bulk=False),
+            )
+        core.expect(step.old, None)
+        core.expect(step.new, state)
+        _prune_empty_dirs(core.root, step.old)
+        old_entry = core.index.get(step.old)
+        text = old_entry is not None and old_entry.is_text
+        with core.index.transaction():
+            core.index.move_base(step.old, step.new)  # the merge base moves with the file
+            record_synced(core, [
+                Synced(step.old, step.gone.change, None, None, step.gone.row_id),
+                Synced(step.new, step.came.change, state, None, step.came.row_id, text=text),
+            ], keep_bases=True)  # fmt: skip
+        report.renamed_local.append((step.old, step.new))
+        out.touched.update((step.old, step.new))
+        out.work = True
+        return None
+
+    def _remove_here(self, step: RemoveHere, report: RoundReport) -> None:
+        core = self.core
+        path = step.item.path
+        if step.expected is not None and atomic_delete(core.root, path, step.expected):
+            core.expect(path, None)
+            report.deleted_local.append(path)
+        record_synced(core, [Synced(path, step.item.change, None, None, step.item.row_id)])
+
+    def _download(self, step: Download, content: bytes | Path, report: RoundReport) -> None:
+        core = self.core
+        path, ch = step.item.path, step.item.change
+        prev = self._replaced(path, step.expected)
+        state = core.write(path, content, step.expected, ch.meta)
+        data = content if isinstance(content, bytes) else None
+        with core.index.transaction():
+            record_synced(core, [Synced(path, ch, state, data, step.item.row_id)])
+            if prev is not None:
+                core.index.record_applied([prev])
+        report.downloaded.append(path)
+
+    def _replaced(self, path: str, expected: FileState | None) -> AppliedRow | None:
+        """What a download is about to replace (the synced version, still on disk)."""
+        if expected is None:
+            return None
+        return AppliedRow(path, expected.sha256, self.core.index.get_base(path), self.core.clock())
+
+    def _downloads(
+        self, items: Sequence[tuple[Download, bytes]], report: RoundReport, out: Outcome
+    ) -> None:
         """Many files changed only remotely, written in parallel; each folder is fsynced once,
         and only then does the index (one transaction) say the files are there."""
         if not items:
-            return False
-        known = self.index.get_many(path for _op, path, _ch, _content in items)
+            return
+        core = self.core
         jobs = [
-            WriteJob(path, content, entry_state(known.get(path)), ch.meta.mtime_ns,
-                     ch.meta.executable)
-            for _op, path, ch, content in items
+            WriteJob(s.item.path, content, s.expected, s.item.change.meta.mtime_ns,
+                     s.item.change.meta.executable)
+            for s, content in items
         ]  # fmt: skip
+        prevs = [self._replaced(s.item.path, s.expected) for s, _ in items]
         if len(jobs) >= BULK_WRITE_MIN:
-            results: list[Any] = write_many(self.root, jobs, self._pool())
+            results: list[FileState | Exception] = list(write_many(core.root, jobs, core.pool()))
         else:
-            results = list(self._pool().map(self._write_one, jobs))
-            folders = {(self.root / j.rel).parent for j, r in zip(jobs, results, strict=True)
+            results = list(core.pool().map(self._write_one, jobs))
+            folders = {(core.root / j.rel).parent for j, r in zip(jobs, results, strict=True)
                        if isinstance(r, FileState)}  # fmt: skip
-            list(self._pool().map(fsync_dir, folders | {self.root}))
-        done = [
-            (path, ch, res, content, op_id)
-            for (op_id, path, ch, content), res in zip(items, results, strict=True)
-            if isinstance(res, FileState)
-        ]
-        with self.index.transaction():
-            self._record_many(done)
-            for (op_id, path, _ch, _content), res in zip(items, results, strict=True):
-                touched.add(path)
-                if isinstance(res, FileState):
-                    report.downloaded.append(path)
-                elif isinstance(res, ChangedSinceScan):
-                    log.info("deferred remote change of %r: %s", path, res)
-                    report.deferred += 1
-                elif isinstance(res, UnsafePath):
-                    report.skipped.append(str(res))
-                    log.info("not applying a remote change: %s", res)
-                    self.index.complete(op_id)
-                else:
-                    raise res
-        for (_op, path, _ch, _c), res in zip(items, results, strict=True):
+            list(core.pool().map(fsync_dir, folders | {core.root}))
+        done: list[Synced] = []
+        applied: list[AppliedRow] = []
+        for (step, content), res, prev in zip(items, results, prevs, strict=True):
+            path = step.item.path
+            out.touched.add(path)
             if isinstance(res, FileState):
-                self._expect(path, res)
-        return True
+                done.append(Synced(path, step.item.change, res, content, step.item.row_id))
+                if prev is not None:
+                    applied.append(prev)
+                report.downloaded.append(path)
+                out.work = True
+            elif isinstance(res, ChangedSinceScan):
+                self._changed(path, res, report)
+            elif isinstance(res, UnsafePath):
+                self._problem(step.item, str(res), report)
+            else:
+                raise res
+        with core.index.transaction():
+            record_synced(core, done)
+            core.index.record_applied(applied)
+        for it in done:
+            core.expect(it.path, it.state)
 
     def _write_one(self, job: WriteJob) -> FileState | Exception:
         try:
             return atomic_write(
-                self.root, job.rel, job.data, job.expected, mtime_ns=job.mtime_ns,
+                self.core.root, job.rel, job.data, job.expected, mtime_ns=job.mtime_ns,
                 executable=job.executable, sync_dir=False,
             )  # fmt: skip
         except (ChangedSinceScan, UnsafePath, OSError) as exc:
             return exc
 
-    def _pool(self) -> ThreadPoolExecutor:
-        if self._executor is None:
-            self._executor = ThreadPoolExecutor(WRITE_THREADS, thread_name_prefix="sync-write")
-        return self._executor
+    def _case_collision(
+        self, step: CaseCollision, content: bytes | Path, report: RoundReport, out: Outcome
+    ) -> None:
+        """`path` differs from an existing file only by case, and this file system cannot hold
+        both: the remote file is kept under another name, which then replaces it everywhere."""
+        core = self.core
+        path, ch = step.item.path, step.item.change
+        copy = case_collision_name(path, core.taken)
+        core.write(copy, content, None, ch.meta)
+        out.touched.add(copy)
+        # recorded as synced but absent here: the next scan pushes it as a rename to `copy`
+        state = FileState(ch.meta.size, 0, 0, ch.meta.sha256)
+        record_synced(core, [Synced(path, ch, state, None, step.item.row_id)])
+        msg = f"{path}: its name differs only by case from {step.other}; saved as {copy!r}"
+        report.conflicts.append(
+            ConflictInfo(path, copy, core.name, ch.author_name, "case_collision", msg)
+        )
+        log.info("%s", msg)
+
+    # ------------------------------------------------------------------ both sides changed
+
+    def _local_version(self, rel: str, lc: Local) -> tuple[bytes | None, FileState | None] | None:
+        """(content, state) of a local change; (None, None) for a deletion; None when the file
+        is no longer what the scan saw."""
+        if lc.kind is ChangeKind.DELETED or lc.state is None:
+            return None, None
+        got = self.core.read_local(rel, lc.state)
+        if got is None:
+            return None
+        return got[0], lc.state
+
+    def _settle(
+        self,
+        target: str,
+        res: Resolution,
+        local: tuple[bytes | None, FileState | None],
+        remote_data: bytes | None,
+        meta: FileMeta | None,
+        report: RoundReport,
+        out: Outcome,
+    ) -> FileState | None:
+        """Write what `resolve` decided at `target` (the copy first); the local file's state
+        when it ends holding the remote version, else None."""
+        core = self.core
+        local_data, local_state = local
+        if res.copy is not None:  # the losing version is safe on disk before the note changes
+            core.write(res.copy.path, res.copy.data, None)
+            out.touched.add(res.copy.path)
+        state: FileState | None = None
+        if res.write_local:
+            if res.note is None:
+                assert local_state is not None
+                if atomic_delete(core.root, target, local_state):
+                    core.expect(target, None)
+            else:
+                keep_meta = meta if res.note == remote_data else None
+                state = core.write(target, res.note, local_state, keep_meta)
+                if local_data is not None:
+                    sha = local_state.sha256 if local_state is not None else ""
+                    core.index.record_applied([AppliedRow(target, sha, local_data, core.clock())])
+        elif res.note is not None and res.note == local_data:
+            state = local_state
+        return state if res.note == remote_data else None
+
+    def _report(self, path: str, res: Resolution, author: str, report: RoundReport) -> None:
+        core = self.core
+        if res.copy is not None:
+            report.conflicts.append(
+                ConflictInfo(
+                    path=path,
+                    copy=res.copy.path,
+                    kept=core.name if res.outcome.value == "local_wins" else author,
+                    moved=res.copy.device_name,
+                    outcome=res.outcome.value,
+                    message=res.message,
+                )
+            )
+            log.info("%s", res.message)  # in the round report; the caller shows it
+        elif res.outcome.value == "merged":
+            report.merged.append(path)
+        elif res.outcome.value == "keep_edit":
+            report.kept_edits.append(path)
+            log.info("%s", res.message)
+
+    def _resolve(
+        self, path: str, local_data: bytes | None, remote_data: bytes | None,
+        author: str, author_kind: str, base: bytes | None,
+    ) -> Resolution:  # fmt: skip
+        core = self.core
+        return resolve(
+            path,
+            Version(local_data, core.name, core.kind),
+            Version(remote_data, author, author_kind),
+            base,
+            when=datetime.now(),
+            taken=core.taken,
+        )
+
+    def _base(self, path: str) -> bytes | None:
+        entry = self.core.index.get(path)
+        if entry is None or entry.deleted:
+            return b""  # both sides created the file: the common version is empty
+        return self.core.index.get_base(path)
+
+    def _reconcile(
+        self, item: Incoming, lc: Local, remote_data: bytes | None, report: RoundReport,
+        out: Outcome,
+    ) -> None:  # fmt: skip
+        """Changed here and remotely: `conflicts.resolve` decides, then we write what it says."""
+        path, ch = item.path, item.change
+        local = self._local_version(path, lc)
+        if local is None:
+            report.deferred += 1
+            return
+        res = self._resolve(path, local[0], remote_data, ch.author_name, ch.author_kind,
+                            self._base(path))  # fmt: skip
+        state = self._settle(path, res, local, remote_data, ch.meta, report, out)
+        record_synced(self.core, [Synced(path, ch, state, remote_data, item.row_id)])
+        self._report(path, res, ch.author_name, report)
+        if res.write_local and res.note is not None and res.note == remote_data:
+            report.downloaded.append(path)
+
+    def _follow_remote(
+        self, step: FollowRemoteRename, remote_data: bytes | None, report: RoundReport,
+        out: Outcome,
+    ) -> None:  # fmt: skip
+        """Renamed there, edited here: the local edit moves to the new path, merged with the
+        remote version against the last common version; the old path goes."""
+        core = self.core
+        local = self._local_version(step.old, step.local)
+        if local is None or local[0] is None or local[1] is None:
+            report.deferred += 1
+            return
+        ch = step.came.change
+        res = self._resolve(step.new, local[0], remote_data, ch.author_name, ch.author_kind,
+                            core.index.get_base(step.old))  # fmt: skip
+        # the note at the new path is a new file here; the old one is removed once it is there
+        if res.copy is not None:
+            core.write(res.copy.path, res.copy.data, None)
+            out.touched.add(res.copy.path)
+        state: FileState | None = None
+        if res.note is not None:
+            synced = res.note == remote_data
+            state = core.write(step.new, res.note, None, ch.meta if synced else None)
+            state = state if synced else None
+        try:
+            if atomic_delete(core.root, step.old, local[1]):
+                core.expect(step.old, None)
+        except ChangedSinceScan:
+            log.info("%s changed again while its edit moved to %s; kept", step.old, step.new)
+        record_synced(core, [
+            Synced(step.old, step.gone.change, None, None, step.gone.row_id),
+            Synced(step.new, ch, state, remote_data, step.came.row_id),
+        ])  # fmt: skip
+        log.info("%s was renamed to %s on %s and edited here: the edit follows the rename",
+                 step.old, step.new, ch.author_name)  # fmt: skip
+        report.renamed_local.append((step.old, step.new))
+        self._report(step.new, res, ch.author_name, report)
+        out.touched.update((step.old, step.new))
+
+    def _follow_local(
+        self, step: FollowLocalRename, remote_data: bytes | None, report: RoundReport,
+        out: Outcome,
+    ) -> None:  # fmt: skip
+        """Renamed here, edited there: the remote edit is reconciled into the new path; the
+        old path is recorded at the remote revision, so the rename goes out on top of it."""
+        core = self.core
+        local = self._local_version(step.new, step.local_new)
+        if local is None:
+            report.deferred += 1
+            return
+        ch = step.item.change
+        res = self._resolve(step.new, local[0], remote_data, ch.author_name, ch.author_kind,
+                            core.index.get_base(step.old))  # fmt: skip
+        self._settle(step.new, res, local, remote_data, None, report, out)
+        record_synced(core, [Synced(step.old, ch, None, remote_data, step.item.row_id)])
+        log.info("%s was edited on %s and renamed here to %s: the edit follows the rename",
+                 step.old, ch.author_name, step.new)  # fmt: skip
+        self._report(step.new, res, ch.author_name, report)
+        if res.outcome.value == "take_remote":
+            report.downloaded.append(step.new)
+        out.touched.update((step.old, step.new))
+
+    def _stale_save(self, step: StaleSave, report: RoundReport, out: Outcome) -> None:
+        """A save that landed right after a remote change replaced the file: if it was made
+        from the replaced version, reconcile it three-way against that version."""
+        core = self.core
+        lc, rec = step.local, step.applied
+        path = lc.path
+        entry = core.index.get(path)
+        head = core.index.get_base(path)
+        local = self._local_version(path, lc)
+        if entry is None or entry.deleted or local is None or local[0] is None:
+            out.back[path] = lc
+            return
+        data = local[0]
+        if rec.prev_data is None or head is None or not derives_from(rec.prev_data, head, data):
+            out.back[path] = lc  # an edit of the new version: pushed as it is
+            return
+        author = entry.device or "another device"
+        kind = entry.device_kind if entry.device_kind == "human" else "agent"
+        res = self._resolve(path, data, head, author, kind, rec.prev_data)
+        log.info("%s was saved right after a change from %s arrived, from the version before "
+                 "it: %s", path, author, res.outcome.value)  # fmt: skip
+        out.touched.add(path)
+        out.work = True
+        try:
+            state = self._settle(path, res, local, head, None, report, out)
+        except ChangedSinceScan as exc:
+            self._changed(path, exc, report)
+            return
+        if state is not None:  # back to exactly the remote version
+            core.index.put(replace(entry, mtime_ns=state.mtime_ns, size=state.size,
+                                   inode=state.inode, ctime_ns=state.ctime_ns))  # fmt: skip
+        self._report(path, res, author, report)
+
+    # ------------------------------------------------------------------ contents
 
     def _prefetched(
         self, groups: list[list[RemoteChange]]
-    ) -> Iterator[tuple[list[RemoteChange], dict[str, bytes | Path | TamperDetected]]]:
+    ) -> Iterator[tuple[list[RemoteChange], dict[str, Content]]]:
         """Each group with its verified contents; the next group downloads while the caller
-        writes this one (a tampered group raises before anything of it is written)."""
+        writes this one."""
         if not groups:
             return
         with ThreadPoolExecutor(1, thread_name_prefix="sync-prefetch") as ahead:
             future = ahead.submit(self._fetch_group, groups[0])
             for i, group in enumerate(groups):
                 contents = future.result()
-                if i + 1 < len(groups) and not self.stop_event.is_set():
+                if i + 1 < len(groups) and not self.core.stop_event.is_set():
                     future = ahead.submit(self._fetch_group, groups[i + 1])
                 yield group, contents
 
-    def _content_groups(self, changes: list[RemoteChange]) -> list[list[RemoteChange]]:
+    @staticmethod
+    def _content_groups(changes: list[RemoteChange]) -> list[list[RemoteChange]]:
         groups: list[list[RemoteChange]] = []
         cur: list[RemoteChange] = []
         size = 0
@@ -192,25 +547,24 @@ class ApplyMixin:
             groups.append(cur)
         return groups
 
-    def _fetch_group(
-        self, group: list[RemoteChange]
-    ) -> dict[str, bytes | Path | TamperDetected]:
+    def _fetch_group(self, group: list[RemoteChange]) -> dict[str, Content]:
         """Verified contents by SHA-256: bytes for small files, a verified partial file for
         large ones (resumable: chunks already downloaded are kept across crashes).
 
         A blob that fails verification costs its own file only: the batch is fetched again file
         by file and each file that still fails maps to its `TamperDetected` error.
         """
+        remote = self.core.remote
         small = [ch.meta for ch in group if len(ch.meta.chunks) <= 1]
-        out: dict[str, bytes | Path | TamperDetected] = {}
+        out: dict[str, Content] = {}
         try:
-            out.update(self.remote.fetch(small))
+            out.update(remote.fetch(small))
         except TamperDetected:
             for meta in small:
                 if meta.deleted or meta.sha256 in out:
                     continue
                 try:
-                    out[meta.sha256] = self.remote.fetch_one(meta)
+                    out[meta.sha256] = remote.fetch_one(meta)
                 except TamperDetected as exc:
                     out[meta.sha256] = exc
         for ch in group:
@@ -223,328 +577,42 @@ class ApplyMixin:
         return out
 
     def _fetch_large(self, meta: FileMeta) -> Path:
+        core = self.core
         specs = [ChunkSpec(c.length, c.blob_id) for c in meta.chunks]
         asm = ChunkAssembler(
-            self.partial_dir, meta.sha256, meta.size, specs, digest=self.remote.blob_id
+            core.partial_dir, meta.sha256, meta.size, specs, digest=core.remote.blob_id
         )
         try:
-            for i, chunk in self.remote.iter_chunks(meta, only=asm.missing()):
+            for i, chunk in core.remote.iter_chunks(meta, only=asm.missing()):
                 asm.add(i, chunk)
             return asm.finish()
         finally:
             asm.close()
 
-    def _content_bytes(self, content: bytes | Path | None) -> bytes | None:
-        if content is None or isinstance(content, bytes):
-            return content
-        return content.read_bytes()
 
-    def _write(
-        self,
-        rel: str,
-        content: bytes | Path,
-        expected: FileState | None,
-        meta: FileMeta | None = None,
-    ) -> FileState:
-        mtime = meta.mtime_ns if meta is not None else None
-        executable = meta.executable if meta is not None else None
-        if isinstance(content, Path):
-            with open(content, "rb") as stream:
-                state = atomic_write(
-                    self.root, rel, stream, expected, mtime_ns=mtime, executable=executable
-                )
-            content.unlink(missing_ok=True)
-        else:
-            state = atomic_write(
-                self.root, rel, content, expected, mtime_ns=mtime, executable=executable
-            )
-        self._expect(rel, state)
-        return state
+def _item_of(step: ApplyStep) -> Incoming:
+    if isinstance(step, FollowRemoteRename):
+        return step.came
+    if isinstance(step, Download | Reconcile | CaseCollision | FollowLocalRename):
+        return step.item
+    raise TypeError(f"no remote change in {step!r}")
 
-    def _prune_empty_dirs(self, rel: str) -> None:
-        """Remove folders a remote rename emptied, up to (not including) the vault root."""
-        folder = (self.root / rel).parent
-        while folder != self.root and self.root in folder.parents:
-            try:
-                folder.rmdir()
-            except OSError:
-                return
-            folder = folder.parent
 
-    def _taken(self, rel: str) -> bool:
+def _bytes(content: bytes | Path | None) -> bytes | None:
+    """A large download, now in memory (a conflict holds both versions while it is resolved)."""
+    if content is None or isinstance(content, bytes):
+        return content
+    data = content.read_bytes()
+    content.unlink(missing_ok=True)
+    return data
+
+
+def _prune_empty_dirs(root: Path, rel: str) -> None:
+    """Remove folders a remote rename emptied, up to (not including) the vault root."""
+    folder = (root / rel).parent
+    while folder != root and root in folder.parents:
         try:
-            target = resolve_inside(self.root, rel)
-        except UnsafePath:
-            return True
-        if os.path.lexists(target):
-            return True
-        entry = self.index.get(rel)
-        if entry is not None and not entry.deleted:
-            return True
-        return self.case_insensitive and bool(self.index.paths_with_fold(fold(rel)))
-
-    def _record_remote(
-        self,
-        path: str,
-        ch: RemoteChange,
-        state: FileState | None,
-        content: bytes | None,
-        op_id: int | None,
-    ) -> None:
-        """The index now holds `ch` as the last synced revision of `path`.
-
-        `state` is the local file when it equals the remote content; None when the local file
-        differs from it (the next scan then reports a change to push on top of `ch`).
-        """
-        self._record_many([(path, ch, state, content, op_id)])
-
-    def _record_many(
-        self,
-        items: list[tuple[str, RemoteChange, FileState | None, bytes | None, int | None]],
-    ) -> None:
-        """`_record_remote` for many files in one transaction."""
-        entries = []
-        bases: list[tuple[str, bytes | None]] = []
-        for path, ch, state, content, _op in items:
-            meta = ch.meta
-            if meta.deleted:
-                entries.append(
-                    Entry(
-                        path, "", 0, 0, 0, rev=ch.rev, file_id=ch.file_id, deleted=True,
-                        device=ch.author_name, device_kind=ch.author_kind,
-                    )
-                )  # fmt: skip
-                bases.append((path, None))
-                continue
-            text = content is not None and is_text(content)
-            if state is None:
-                state = FileState(meta.size, 0, 0, meta.sha256)
-            entries.append(
-                Entry(
-                    path, meta.sha256, meta.size, state.mtime_ns, state.inode, rev=ch.rev,
-                    file_id=ch.file_id, is_text=text, device=ch.author_name,
-                    device_kind=ch.author_kind,
-                )
-            )  # fmt: skip
-            bases.append((path, content if text else None))
-        with self.index.transaction():
-            self.index.put_many(entries)
-            self.index.set_bases(bases, mapper=self._pool().map)
-            self.index.complete_many(op_id for *_rest, op_id in items if op_id is not None)
-
-    def _apply_renames(
-        self,
-        todo: dict[str, tuple[int, RemoteChange]],
-        local: dict[str, Local],
-        unstable: set[str],
-        report: RoundReport,
-        touched: set[str],
-    ) -> bool:
-        """A remote rename (tombstone of A + B with rename_from A) as a local rename of A."""
-        work = False
-        for new, (new_op, ch) in sorted(todo.items()):
-            old = ch.meta.rename_from
-            if ch.deleted or not old:
-                continue
-            try:
-                old = normalize(old)
-            except UnsafePath:
-                continue
-            if old not in todo or not todo[old][1].deleted:
-                continue
-            if {old, new} & (set(local) | unstable):
-                continue
-            old_entry, new_entry = self.index.get(old), self.index.get(new)
-            expected = entry_state(old_entry)
-            if expected is None or expected.sha256 != ch.meta.sha256:
-                continue
-            if new_entry is not None and not new_entry.deleted:
-                continue
-            if self.case_insensitive and any(
-                p != old for p in self.index.paths_with_fold(fold(new))
-            ):
-                continue
-            try:
-                state = atomic_rename(self.root, old, new, expected)
-            except (ChangedSinceScan, UnsafePath, OSError) as exc:
-                log.debug("remote rename %s applied as delete + write instead: %s", new, exc)
-                continue
-            self._expect(old, None)
-            self._expect(new, state)
-            self._prune_empty_dirs(old)
-            old_op, old_ch = todo.pop(old)
-            del todo[new]
-            assert old_entry is not None
-            with self.index.transaction():
-                self.index.move_base(old, new)
-                self._record_remote(old, old_ch, None, None, old_op)
-                meta = ch.meta
-                self.index.put(
-                    Entry(
-                        new, meta.sha256, meta.size, state.mtime_ns, state.inode, rev=ch.rev,
-                        file_id=ch.file_id, is_text=old_entry.is_text, device=ch.author_name,
-                        device_kind=ch.author_kind,
-                    )
-                )  # fmt: skip
-                self.index.complete(new_op)
-            report.renamed_local.append((old, new))
-            touched.update((old, new))
-            work = True
-        return work
-
-    def _process(
-        self,
-        op_id: int,
-        ch: RemoteChange,
-        content: bytes | Path | None,
-        local: dict[str, Local],
-        unstable: set[str],
-        report: RoundReport,
-        touched: set[str],
-        path: str,
-    ) -> bool:
-        """Apply one remote change; False when it must wait for another pass."""
-        if path in unstable:
-            report.deferred += 1
-            local.pop(path, None)
-            return False
-        lc = local.pop(path, None)
-        touched.add(path)
-        try:
-            if lc is None:
-                self._apply_plain(op_id, path, ch, content, report)
-            else:
-                return self._apply_conflict(op_id, path, ch, content, lc, report, touched)
-        except ChangedSinceScan as exc:
-            log.info("deferred remote change of %r: %s", path, exc)
-            report.deferred += 1
-            return False
-        except UnsafePath as exc:
-            report.skipped.append(str(exc))
-            log.info("not applying a remote change: %s", exc)
-            self.index.complete(op_id)
-        return True
-
-    def _apply_plain(
-        self,
-        op_id: int,
-        path: str,
-        ch: RemoteChange,
-        content: bytes | Path | None,
-        report: RoundReport,
-    ) -> None:
-        """Only the remote side changed: bring the local file to the remote head."""
-        entry = self.index.get(path)
-        expected = entry_state(entry)
-        if ch.deleted:
-            if expected is not None and atomic_delete(self.root, path, expected):
-                self._expect(path, None)
-                report.deleted_local.append(path)
-            self._record_remote(path, ch, None, None, op_id)
+            folder.rmdir()
+        except OSError:
             return
-        assert content is not None, "live remote change without content"
-        if self.case_insensitive and expected is None:
-            others = [p for p in self.index.paths_with_fold(fold(path)) if p != path]
-            if others:
-                self._case_collision(op_id, path, ch, content, others[0], report)
-                return
-        data = content if isinstance(content, bytes) else None
-        state = self._write(path, content, expected, ch.meta)
-        self._record_remote(path, ch, state, data, op_id)
-        report.downloaded.append(path)
-
-    def _case_collision(
-        self,
-        op_id: int,
-        path: str,
-        ch: RemoteChange,
-        content: bytes | Path,
-        other: str,
-        report: RoundReport,
-    ) -> None:
-        """`path` differs from an existing file only by case, and this file system cannot hold
-        both: the remote file is kept under another name, which then replaces it everywhere."""
-        copy = case_collision_name(path, self._taken)
-        self._write(copy, content, None, ch.meta)
-        # recorded as synced but absent here: the next scan pushes it as a rename to `copy`
-        self._record_remote(path, ch, FileState(ch.meta.size, 0, 0, ch.meta.sha256), None, op_id)
-        msg = f"{path}: its name differs only by case from {other}; saved as {copy!r}"
-        report.conflicts.append(
-            ConflictInfo(path, copy, self.name, ch.author_name, "case_collision", msg)
-        )
-        log.info("%s", msg)
-
-    def _apply_conflict(
-        self,
-        op_id: int,
-        path: str,
-        ch: RemoteChange,
-        content: bytes | Path | None,
-        lc: Local,
-        report: RoundReport,
-        touched: set[str],
-    ) -> bool:
-        """Changed here and remotely: `conflicts.resolve` decides, then we write what it says."""
-        if lc.kind is ChangeKind.DELETED or lc.state is None:
-            local_data: bytes | None = None
-            local_state = None
-        else:
-            got = self._read_local(path, lc.state)
-            if got is None:
-                report.deferred += 1
-                return False
-            local_data, local_state = got[0], lc.state
-        remote_data = None if ch.deleted else self._content_bytes(content)
-        if isinstance(content, Path):
-            content.unlink(missing_ok=True)  # a large download, now in memory
-        entry = self.index.get(path)
-        if entry is None or entry.deleted:
-            base: bytes | None = b""  # both sides created the file: the common version is empty
-        else:
-            base = self.index.get_base(path)
-        meta = ch.meta
-        res = resolve(
-            path,
-            Version(local_data, self.name, self.kind),
-            Version(remote_data, ch.author_name, ch.author_kind),
-            base,
-            when=datetime.now(),
-            taken=self._taken,
-        )
-        if res.copy is not None:  # the losing version is safe on disk before the note changes
-            self._write(res.copy.path, res.copy.data, None)
-            touched.add(res.copy.path)
-        state: FileState | None = None
-        if res.write_local:
-            if res.note is None:
-                assert local_state is not None
-                if atomic_delete(self.root, path, local_state):
-                    self._expect(path, None)
-            else:
-                state = self._write(
-                    path, res.note, local_state, meta if res.note == remote_data else None
-                )
-        elif res.note is not None and res.note == local_data:
-            state = local_state
-        in_sync = res.note == remote_data
-        self._record_remote(path, ch, state if in_sync else None, remote_data, op_id)
-        if res.copy is not None:
-            report.conflicts.append(
-                ConflictInfo(
-                    path=path,
-                    copy=res.copy.path,
-                    kept=self.name if res.outcome.value == "local_wins" else ch.author_name,
-                    moved=res.copy.device_name,
-                    outcome=res.outcome.value,
-                    message=res.message,
-                )
-            )
-            log.info("%s", res.message)  # in the round report; the caller shows it
-        elif res.outcome.value == "merged":
-            report.merged.append(path)
-        elif res.outcome.value == "keep_edit":
-            report.kept_edits.append(path)
-            log.info("%s", res.message)
-        if res.write_local and res.note is not None and in_sync:
-            report.downloaded.append(path)
-        return True
+        folder = folder.parent

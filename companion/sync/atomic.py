@@ -28,7 +28,7 @@ from companion.sync.filestate import (
     NotRegularFile,
     current_state,
     hash_file,
-    inode_key,
+    state_after_rename,
 )
 from companion.sync.pathsafe import TEMP_PREFIX, fold, make_parents, resolve_inside
 
@@ -149,7 +149,7 @@ def atomic_write(
             os.chmod(tmp, mode)
         if mtime_ns is not None:
             os.utime(tmp, ns=(mtime_ns, mtime_ns))
-        st = os.lstat(tmp)  # rename keeps inode and mtime: this is the state after replace
+        st = os.lstat(tmp)  # rename keeps inode and mtime (not the ctime: read again after)
         _check(target, rel, expected, verify_hash)
         os.replace(tmp, target)
     except BaseException:
@@ -158,9 +158,10 @@ def atomic_write(
         except OSError:
             pass
         raise
+    state = state_after_rename(target, st, h.hexdigest())
     if sync_dir:
         fsync_dir(folder)
-    return FileState(st.st_size, st.st_mtime_ns, inode_key(st.st_ino), h.hexdigest())
+    return state
 
 
 def atomic_delete(
@@ -219,12 +220,13 @@ def atomic_rename(
         same = fold(old) == fold(new) and os.path.samefile(src, dst)
         if not same:
             raise ChangedSinceScan(new, "already exists")
+    before = os.lstat(src)
     os.rename(src, dst)
+    state = state_after_rename(dst, before, expected.sha256)
     fsync_dir(dst.parent)
     if src.parent != dst.parent:
         fsync_dir(src.parent)
-    st = os.lstat(dst)
-    return FileState(st.st_size, st.st_mtime_ns, inode_key(st.st_ino), expected.sha256)
+    return state
 
 
 def remove_stale_temps(root: str | os.PathLike[str], rels: Iterable[str]) -> int:

@@ -23,8 +23,7 @@ a temp file the scanner later removes.
 from __future__ import annotations
 
 import contextlib
-import ctypes
-import ctypes.util
+import functools
 import hashlib
 import os
 import secrets
@@ -36,7 +35,7 @@ from pathlib import Path
 
 from companion.logs import get_logger
 from companion.sync.atomic import ChangedSinceScan, _check, _new_mode, fsync_dir
-from companion.sync.filestate import FileState, inode_key
+from companion.sync.filestate import FileState, state_after_rename
 from companion.sync.pathsafe import TEMP_PREFIX, UnsafePath, make_parents, normalize
 
 log = get_logger("sync.bulkwrite")
@@ -55,29 +54,31 @@ class WriteJob:
 Result = FileState | ChangedSinceScan | UnsafePath | OSError
 
 
+@functools.cache
 def _syncfs_function() -> Callable[[int], int] | None:
+    """libc's syncfs, looked up on first use (the symbols of the running process: no
+    `find_library`, which runs ldconfig)."""
     if not sys.platform.startswith("linux"):
         return None
+    import ctypes
+
     try:
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or None, use_errno=True)
-        fn = libc.syncfs
+        fn = ctypes.CDLL(None, use_errno=True).syncfs
     except (OSError, AttributeError):
         return None
     fn.argtypes = [ctypes.c_int]
     fn.restype = ctypes.c_int
-    return fn
-
-
-_SYNCFS = _syncfs_function()
+    return fn  # type: ignore[no-any-return]
 
 
 def flush_filesystem(root: str | os.PathLike[str]) -> bool:
     """Flush every dirty page of the file system holding `root`; False if not possible here."""
-    if _SYNCFS is None:
+    syncfs = _syncfs_function()
+    if syncfs is None:
         return False
     fd = os.open(root, os.O_RDONLY)
     try:
-        if _SYNCFS(fd) != 0:
+        if syncfs(fd) != 0:
             return False
     finally:
         os.close(fd)
@@ -192,8 +193,7 @@ def _commit(job: WriteJob, staged: Staged, verify_hash: bool) -> Result:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         return exc
-    digest = hashlib.sha256(job.data).hexdigest()
-    return FileState(info.st_size, info.st_mtime_ns, inode_key(info.st_ino), digest)
+    return state_after_rename(target, info, hashlib.sha256(job.data).hexdigest())
 
 
 def _folders(root: Path, folder: Path) -> Iterable[Path]:

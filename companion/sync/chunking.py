@@ -23,7 +23,7 @@ from typing import BinaryIO
 
 from companion.errors import CompanionError
 from companion.sync.atomic import ChangedSinceScan
-from companion.sync.filestate import FileState, inode_key, open_nofollow
+from companion.sync.filestate import FileState, open_nofollow, stat_key
 
 CHUNK_SIZE = 4 * 1024 * 1024
 _HEX64 = re.compile(r"[0-9a-f]{64}")
@@ -78,8 +78,7 @@ def iter_chunks(
     fd = open_nofollow(path)
     try:
         st = os.fstat(fd)
-        key = (st.st_mtime_ns, st.st_size, inode_key(st.st_ino))
-        if expected is not None and key != expected.stat_key():
+        if expected is not None and not expected.same_stat(FileState.from_stat(st)):
             raise ChangedSinceScan(shown, "was modified")
         whole = hashlib.sha256()
         offset = 0
@@ -99,7 +98,7 @@ def iter_chunks(
             offset += len(data)
             index += 1
         st2 = os.fstat(fd)
-        if (st2.st_mtime_ns, st2.st_size, inode_key(st2.st_ino)) != key or offset != st.st_size:
+        if stat_key(st2) != stat_key(st) or offset != st.st_size:
             raise ChangedSinceScan(shown, "changed while it was read")
         if expected is not None and expected.sha256 and whole.hexdigest() != expected.sha256:
             raise ChangedSinceScan(shown, "was modified")

@@ -20,8 +20,11 @@ from companion.context import AppContext, pass_app
 from companion.errors import CompanionError, InputError
 from companion.relay.errors import RelayUnreachable
 from companion.sync.guard import MassDeleteRefused
+from companion.sync.lean import import_httpx
 from companion.textsafe import shown
 from companion.vaultpath import which_vault
+
+import_httpx()  # these commands talk to the relay: httpx without its unused extras
 
 EXIT_MASS_DELETE = 3
 EXIT_LOCKED = 4
@@ -227,12 +230,21 @@ def sync(app: AppContext, vault: Path | None, allow_mass_delete: bool, as_json: 
             _round_errors(exc)
             raise
         quarantined = engine.quarantined()
+        problems = [(r.path, r.problem) for r in engine.index.inbox() if r.problem]
     if as_json:
         summary = report.summary()
         summary["quarantined_files"] = [q.path or q.file_id for q in quarantined]
+        summary["problem_files"] = [{"path": p, "reason": why} for p, why in problems]
         click.echo(json.dumps(summary, indent=2, sort_keys=True))
     else:
         _print_report(report)
+    if problems:
+        shown_problems = "; ".join(f"{shown(p)}: {shown(why)}" for p, why in problems[:3])
+        more = f" and {len(problems) - 3} more" if len(problems) > 3 else ""
+        raise CompanionError(
+            f"synced, except {len(problems)} remote change(s) this copy cannot apply: "
+            f"{shown_problems}{more}"
+        )
     if quarantined:
         names = ", ".join(shown(q.path or f"id {q.file_id[:12]}") for q in quarantined[:3])
         more = f" and {len(quarantined) - 3} more" if len(quarantined) > 3 else ""
@@ -337,10 +349,14 @@ def status(app: AppContext, vault: Path | None, as_json: bool, offline: bool) ->
         click.echo(f"quarantined ({len(data['quarantined'])}, `companion quarantine list`):")
         for q in data["quarantined"][:10]:
             click.echo(f"  {shown(q['path'] or 'unknown file ' + q['file_id'][:12])}")
+    if data["problems"]:
+        click.echo(f"cannot apply here ({len(data['problems'])}):")
+        for p in data["problems"][:10]:
+            click.echo(f"  {shown(p['path'])}: {shown(p['reason'])}")
     if data["conflicts"]:
-        click.echo(f"conflicts ({len(data['conflicts'])} recent):")
+        click.echo(f"conflicts ({len(data['conflicts'])} copies in the vault):")
         for c in data["conflicts"][-10:]:
-            click.echo(f"  {shown(c.get('message') or c.get('path') or '')}")
+            click.echo(f"  {shown(c.get('message') or c.get('copy') or '')}")
     if data["errors"]:
         last = data["errors"][-1]
         click.echo(f"last error: {_when(last.get('time'))}: {last.get('message')}")
@@ -448,11 +464,46 @@ def restore(app: AppContext, vault: Path, path: str, rev: int) -> None:
       companion history ~/vault projects/site.md
       companion restore ~/vault projects/site.md --rev 4
     """
+    from companion.sync.lock import LockHeld
+
     rel = _relative(vault, path)
-    with _locked(app, vault), _open_engine(app, vault) as engine:
+    lock = _locked(app, vault)
+    try:
+        lock.acquire()
+    except LockHeld:
+        # `companion watch` or the desktop app owns this copy: its engine does the restore
+        through_owner(app, vault, lock, "restore", path=rel, rev=rev)
+    else:
         try:
-            engine.restore(rel, rev)
-        except Exception as exc:
-            _round_errors(exc)
-            raise
+            with _open_engine(app, vault) as engine:
+                try:
+                    engine.restore(rel, rev)
+                except Exception as exc:
+                    _round_errors(exc)
+                    raise
+        finally:
+            lock.release()
     click.echo(f"restored {rel} to revision {rev} (synced as a new revision)")
+
+
+def through_owner(app: AppContext, vault: Path, lock: Any, kind: str, **args: Any) -> Any:
+    """Ask the engine that holds this copy's lock to do `kind` (`sync/requests.py`) and wait
+    for it; its failure is raised with the exit status the work would have had here."""
+    from companion.sync import requests
+    from companion.sync.device import DeviceState, sync_index_path, vault_dir
+    from companion.sync.index import SyncIndex
+    from companion.sync.wake import request_round
+
+    root = os.path.realpath(vault)
+    DeviceState.load(app.paths, root)  # not set up: the init hint
+    holder = lock.holder() or {}
+    click.echo(
+        f"the companion syncing this copy (pid {holder.get('pid', '?')}) does it; waiting",
+        err=True,
+    )
+    with SyncIndex(sync_index_path(app.paths, root)) as index:
+        rid = requests.submit(index, kind, **args)
+        request_round(vault_dir(app.paths, root))
+        outcome = requests.wait(index, rid)
+    requests.raise_for(outcome)
+    return outcome

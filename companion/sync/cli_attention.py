@@ -1,8 +1,9 @@
 """`companion held` and `companion quarantine`: what waits for the person, and their decisions.
 
 Both record the decision in the sync index, then run a round to carry it out; when another
-engine owns the copy (`companion watch`, the desktop app) they ask it to run one instead
-(`sync/wake.py`) and return at once. Exit status as `companion sync`.
+engine owns the copy (`companion watch`, the desktop app) they ask that engine for the round
+and wait for it (`sync/requests.py`), so the decision is carried out when the command returns.
+Exit status as `companion sync`.
 """
 
 from __future__ import annotations
@@ -35,21 +36,23 @@ def _index(app: AppContext, root: str) -> Any:
 
 def _carry_out(app: AppContext, root: str) -> None:
     """Run a round here, or ask the engine that owns the copy to run one."""
-    from companion.sync.cli import _locked, _open_engine, _print_report, _round_errors
-    from companion.sync.device import vault_dir
+    from companion.sync.cli import (
+        _locked,
+        _open_engine,
+        _print_report,
+        _round_errors,
+        through_owner,
+    )
+    from companion.sync.engine import RoundReport
     from companion.sync.lock import LockHeld
-    from companion.sync.wake import request_round
 
     lock = _locked(app, Path(root))
     try:
         lock.acquire()
     except LockHeld:
-        request_round(vault_dir(app.paths, root))
-        holder = lock.holder() or {}
-        click.echo(
-            f"recorded; the companion syncing this copy (pid {holder.get('pid', '?')}) carries "
-            "it out within a few seconds"
-        )
+        outcome = through_owner(app, Path(root), lock, "round")
+        if outcome.report:
+            _print_report(RoundReport.from_summary(outcome.report))
         return
     try:
         with _open_engine(app, Path(root)) as engine:
@@ -232,9 +235,7 @@ def _decide_quarantine(
     names = [t if len(t) >= 8 and all(c in "0123456789abcdef" for c in t.lower())
              else _relative(Path(root), t) for t in targets]  # fmt: skip
     with _index(app, root) as index:
-        done = record_quarantine(
-            index, lambda p: file_id(key, p), names, decision, state.kind
-        )
+        done = record_quarantine(index, lambda p: file_id(key, p), names, decision, state.kind)
     for name in done:
         click.echo(f"{decision}: {shown(name)}")
     _carry_out(app, root)

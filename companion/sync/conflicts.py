@@ -142,6 +142,22 @@ def case_collision_name(path: str, taken: Callable[[str], bool] = _never) -> str
     return _variant(path, "case conflict", taken)
 
 
+def unicode_twin_name(path: str, taken: Callable[[str], bool] = _never) -> str:
+    """A name for the decomposed (NFD) twin of the NFC file `path` in the same folder:
+    ``naïve (unicode conflict).md``. Both spellings cannot sync (every device sees one name)."""
+    return _variant(path, "unicode conflict", taken)
+
+
+# Names the engine gives to a second version of a note, besides conflict copies.
+_NAME_COPY = re.compile(r"^.+ \((?:case|unicode) conflict(?: \d+)?\)(?:\.[^.]*)?$")
+
+
+def is_kept_copy(name: str) -> bool:
+    """A conflict copy, or a file kept under another name because its name collided (case,
+    Unicode spelling): what `companion status` lists as conflicts to look at."""
+    return is_conflict_copy(name) or _NAME_COPY.match(name) is not None
+
+
 def _done(
     outcome: Outcome,
     local: Version,

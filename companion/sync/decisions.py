@@ -3,7 +3,8 @@
 `companion held accept|refuse` and `companion quarantine supersede|dismiss` (and the desktop
 app) only *record* a decision in the sync index, which is safe while another process syncs the
 same copy (SQLite). The next round of whichever engine owns the copy carries it out first thing,
-so a decision never races a round:
+so a decision never races a round (when `companion watch` or the desktop app owns the copy, the
+command asks that engine for the round and waits for it: `sync/requests.py`):
 
 - **accept** a held change: it goes into the inbox and is applied like any remote change;
 - **refuse** it: the index is told the held revision is the last synced one, with this device's
@@ -16,15 +17,18 @@ so a decision never races a round:
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING
 
-from companion.crypto import TamperDetected
 from companion.errors import CompanionError, InputError
 from companion.logs import get_logger
-from companion.sync.index import Entry, QuarantineRow, SyncIndex
-from companion.sync.model import RoundReport
-from companion.sync.remote import HUMAN, RemoteVault
+from companion.sync.index import QuarantineRow, SyncIndex
+
+if TYPE_CHECKING:
+    from companion.sync.core import Core
+    from companion.sync.model import RoundReport
+
+HUMAN = "human"
 
 log = get_logger("sync.decisions")
 
@@ -100,54 +104,42 @@ def _find_quarantined(
     raise InputError(f"{target!r} is not quarantined (see `companion quarantine list`)")
 
 
-def carry_out(
-    index: SyncIndex, remote: RemoteVault, device_kind: str, inbox: str, report: RoundReport
-) -> set[str]:
-    """Carry out every recorded decision; returns the vault paths they touch."""
+def carry_out(core: Core, report: RoundReport) -> set[str]:
+    """Carry out every recorded decision (`plan.plan_decisions`); returns the paths they touch."""
+    from companion.crypto import TamperDetected
+    from companion.sync.plan import AcceptHeld, RefuseHeld, Supersede, plan_decisions
+    from companion.sync.pull import take_over
+
+    index = core.index
     touched: set[str] = set()
-    for row in index.held():
-        if not row.decision:
+    for step in plan_decisions(index.held(), index.quarantined(), core.kind):
+        if isinstance(step, AcceptHeld | RefuseHeld):
+            row = step.row
+            try:
+                ch = core.remote.open_payload(row.payload)
+            except TamperDetected as exc:  # it verified when held; the index was altered since
+                log.warning("dropping a held change of %s that no longer verifies: %s",
+                            row.path, exc)  # fmt: skip
+                index.release_held([row.path])
+                continue
+            with index.transaction():
+                if isinstance(step, AcceptHeld):
+                    index.queue_remote([(row.path, row.payload)])
+                    log.info("accepted the held change of %s (rev %d)", row.path, row.rev)
+                else:
+                    take_over(core, row.path, ch.file_id, ch.rev, ch.meta.sha256, ch.deleted)
+                    log.info("refused the held change of %s (rev %d): keeping this device's "
+                             "version", row.path, row.rev)  # fmt: skip
+                index.release_held([row.path])
+            report.decided.append(row.path)
+            touched.add(row.path)
             continue
-        try:
-            ch = remote.open_payload(row.payload)
-        except TamperDetected as exc:  # it verified when held; the index was altered since
-            log.warning("dropping a held change of %s that no longer verifies: %s", row.path, exc)
-            index.release_held([row.path])
-            continue
+        q = step.row
         with index.transaction():
-            if row.decision == ACCEPT:
-                index.enqueue(inbox, row.path, row.payload, replace=True)
-                log.info("accepted the held change of %s (rev %d)", row.path, row.rev)
-            else:
-                _take_over(index, row.path, ch.file_id, ch.rev, ch.meta.sha256, ch.deleted)
-                log.info("refused the held change of %s (rev %d): keeping this device's version",
-                         row.path, row.rev)  # fmt: skip
-            index.release_held([row.path])
-        report.decided.append(row.path)
-        touched.add(row.path)
-    for q in index.quarantined():
-        if not q.decision:
-            continue
-        with index.transaction():
-            if q.decision == SUPERSEDE and q.path and device_kind == HUMAN:
-                _take_over(index, q.path, q.file_id, q.rev, "", False)
+            if isinstance(step, Supersede):
+                take_over(core, q.path, q.file_id, q.rev, "", False)
                 touched.add(q.path)
                 log.info("superseding the quarantined record of %s (rev %d)", q.path, q.rev)
             index.release_quarantine([q.file_id])
         report.decided.append(q.path or q.file_id)
     return touched
-
-
-def _take_over(
-    index: SyncIndex, path: str, file_id: str, rev: int, sha256: str, deleted: bool
-) -> None:
-    """Make `rev` the last synced revision of `path` with an empty stat, so the next scan sees
-    this device's file (or its absence) as a change and commits it on top of `rev`."""
-    old = index.get(path)
-    index.put(
-        Entry(
-            path, sha256 if not deleted else "", -1 if not deleted else 0, 0, 0, rev=rev,
-            file_id=file_id, is_text=old.is_text if old else False, deleted=deleted,
-            updated_ns=time.time_ns(),
-        )
-    )  # fmt: skip

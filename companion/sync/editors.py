@@ -52,6 +52,10 @@ class LastWriter:
         return self.kind != AGENT
 
 
+def _state(entry: Entry) -> FileState:
+    return FileState(entry.size, entry.mtime_ns, entry.inode, entry.sha256, entry.ctime_ns)
+
+
 def _utc_ns(ns: int) -> dt.datetime:
     return dt.datetime.fromtimestamp(ns / 1e9, dt.UTC)
 
@@ -89,7 +93,7 @@ class SyncEditors:
             return LastWriter(UNKNOWN)
         mtime = _utc_ns(st.st_mtime_ns)
         synced = entry is not None and not entry.deleted
-        if entry is not None and synced and FileState.from_stat(st).stat_key() == entry.stat_key():
+        if entry is not None and synced and FileState.from_stat(st).same_stat(_state(entry)):
             when = _utc_ns(entry.updated_ns) if entry.updated_ns else mtime
             return LastWriter(entry.device_kind or UNKNOWN, entry.device, when, synced=True)
         if self.own.last_human_edit(rel) is None:

@@ -1,8 +1,12 @@
 """What the engine knows about one file on disk: its stat identity and its content hash.
 
 `FileState` is the unit the scanner records, the index stores and the atomic writer checks
-("is the file still what was scanned?"). The stat part (size, mtime in ns, inode) is what a
-quiet rescan compares; the SHA-256 is computed only when the stat part changed.
+("is the file still what was scanned?"). The stat part (size, mtime in ns, inode, inode change
+time in ns) is what a quiet rescan compares; the SHA-256 is computed only when the stat part
+changed. The change time (ctime) is what makes the stat honest: a program can set a file's
+mtime back (`touch -d`, `cp -p`, an editor keeping the size), but every write moves the ctime
+and nothing can set it back, as git relies on. A ctime of 0 means "not known" and is not
+compared.
 
 Text detection is defined once here and used everywhere: a file is text when it is valid UTF-8
 and contains no NUL byte (so it can be three-way merged line by line).
@@ -35,6 +39,9 @@ def inode_key(ino: int) -> int:
     return ino - _U64 if ino >= _I63 else ino
 
 
+StatKey = tuple[int, int, int, int]  # (mtime_ns, size, inode, ctime_ns)
+
+
 @dataclass(frozen=True, slots=True)
 class FileState:
     """A regular file as seen at one moment: stat identity plus (optionally) its SHA-256."""
@@ -43,22 +50,49 @@ class FileState:
     mtime_ns: int
     inode: int
     sha256: str = ""
+    ctime_ns: int = 0
 
     @classmethod
     def from_stat(cls, st: os.stat_result, sha256: str = "") -> FileState:
-        return cls(st.st_size, st.st_mtime_ns, inode_key(st.st_ino), sha256)
+        return cls(st.st_size, st.st_mtime_ns, inode_key(st.st_ino), sha256, st.st_ctime_ns)
 
-    def stat_key(self) -> tuple[int, int, int]:
-        """``(mtime_ns, size, inode)``: the tuple a quiet rescan compares."""
-        return (self.mtime_ns, self.size, self.inode)
+    def stat_key(self) -> StatKey:
+        """``(mtime_ns, size, inode, ctime_ns)``: the tuple a quiet rescan compares."""
+        return (self.mtime_ns, self.size, self.inode, self.ctime_ns)
 
     def same_stat(self, other: FileState) -> bool:
-        return self.stat_key() == other.stat_key()
+        """The same file, unchanged: mtime, size and inode equal, and the ctime too when both
+        sides know it."""
+        if (self.mtime_ns, self.size, self.inode) != (other.mtime_ns, other.size, other.inode):
+            return False
+        return not (self.ctime_ns and other.ctime_ns) or self.ctime_ns == other.ctime_ns
 
 
-def stat_key(st: os.stat_result) -> tuple[int, int, int]:
-    """``(mtime_ns, size, inode)`` of a stat result, in the index's representation."""
-    return (st.st_mtime_ns, st.st_size, inode_key(st.st_ino))
+def stat_key(st: os.stat_result) -> StatKey:
+    """``(mtime_ns, size, inode, ctime_ns)`` of a stat result, as the index stores it."""
+    return (st.st_mtime_ns, st.st_size, inode_key(st.st_ino), st.st_ctime_ns)
+
+
+def state_after_rename(
+    target: str | os.PathLike[str], before: os.stat_result, sha256: str
+) -> FileState:
+    """The state of a file just renamed into place, whose stat was `before` (taken on the temp
+    file or its descriptor). A rename moves the ctime, so it is read again from the target;
+    if the target is no longer that file (someone wrote it in between), the ctime is left
+    unknown and the next scan hashes it."""
+    state = FileState(before.st_size, before.st_mtime_ns, inode_key(before.st_ino), sha256)
+    try:
+        after = os.lstat(target)
+    except OSError:
+        return state
+    same = (after.st_ino, after.st_size, after.st_mtime_ns) == (
+        before.st_ino, before.st_size, before.st_mtime_ns,
+    )  # fmt: skip
+    return (
+        FileState(state.size, state.mtime_ns, state.inode, sha256, after.st_ctime_ns)
+        if same
+        else state
+    )
 
 
 class FileUnstable(Exception):

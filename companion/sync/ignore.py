@@ -45,12 +45,22 @@ DEFAULT_PATTERNS: tuple[str, ...] = (
     "ehthumbs.db",
     "desktop.ini",
     "$RECYCLE.BIN/",
-    # editors' lock, swap and backup files
+    # editors' lock, swap, backup and auto-save files
     "~$*",
     ".~lock.*#",
     "*.swp",
     "*.swx",
     "*~",
+    "\\#*#",  # Emacs auto-save (`#note.md#`; the backslash: not a comment)
+    ".#*",  # Emacs lock
+    "4913",  # vim's "can I write here" probe
+    "*.tmp",  # Office, LibreOffice and many tools write a temp file, then rename it
+    # partial downloads: a browser writes these and renames them once complete
+    "*.crdownload",  # Chrome, Edge, Brave
+    "*.part",  # Firefox, wget, KDE
+    "*.partial",  # older Firefox, Internet Explorer
+    "*.opdownload",  # Opera
+    "*.download/",  # Safari (a folder)
     # the engine's own temporary files
     TEMP_PREFIX + "*",
 )

@@ -5,7 +5,15 @@ stat identity of the local file *as of that sync* (so a quiet rescan compares st
 hashes nothing), whether it is text, a tombstone flag, and which device wrote it last. The last
 common version of small text files (the merge base) lives in a separate table, compressed, so
 scanning the main table stays fast. A key/value table holds per-vault facts (vault id, device
-id, last relay sequence) and an outbox table keeps queued operations across restarts.
+id, last relay sequence). Other tables: the **inbox** (verified remote changes still to apply,
+kept sealed, surviving restarts), **held** and **quarantine** (what waits for the person),
+**applied** (the version a remote change replaced, for a few seconds: `stale_save` rule) and
+**requests** (work another process asked the engine owning this copy to do, `sync/requests.py`).
+
+The stat identity is ``(mtime_ns, size, inode, ctime_ns)``: the inode change time moves on
+every write and cannot be set back by a program (as git relies on), so an edit that keeps the
+size and resets the mtime is still seen. A ctime of 0 means "unknown" (an index written before
+it was recorded): such a file is hashed once and its stat refreshed.
 
 Memory: nothing is cached in Python. The only bulk read is `live_stats` (path -> stat tuple),
 which a full rescan needs anyway; everything else is per row or streamed.
@@ -30,7 +38,7 @@ from typing import Any
 from companion.errors import CompanionError
 from companion.sync.pathsafe import fold
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 BASE_TEXT_LIMIT = 1 << 20  # merge bases are kept for text files up to 1 MiB
 
 _SCHEMA = """
@@ -43,6 +51,7 @@ CREATE TABLE IF NOT EXISTS files (
     size        INTEGER NOT NULL DEFAULT 0,
     mtime_ns    INTEGER NOT NULL DEFAULT 0,
     inode       INTEGER NOT NULL DEFAULT 0,
+    ctime_ns    INTEGER NOT NULL DEFAULT 0,
     is_text     INTEGER NOT NULL DEFAULT 0,
     deleted     INTEGER NOT NULL DEFAULT 0,
     device      TEXT NOT NULL DEFAULT '',
@@ -50,6 +59,7 @@ CREATE TABLE IF NOT EXISTS files (
     updated_ns  INTEGER NOT NULL DEFAULT 0
 ) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS files_fold ON files(fold);
+CREATE INDEX IF NOT EXISTS files_file_id ON files(file_id);
 CREATE TABLE IF NOT EXISTS bases (
     path TEXT PRIMARY KEY,
     data BLOB NOT NULL
@@ -58,16 +68,27 @@ CREATE TABLE IF NOT EXISTS meta (
     key   TEXT PRIMARY KEY,
     value TEXT NOT NULL
 ) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS outbox (
+CREATE TABLE IF NOT EXISTS inbox (
+    id         INTEGER PRIMARY KEY AUTOINCREMENT,
+    path       TEXT NOT NULL UNIQUE,
+    payload    TEXT NOT NULL,
+    created_ns INTEGER NOT NULL,
+    problem    TEXT NOT NULL DEFAULT ''
+);
+CREATE TABLE IF NOT EXISTS applied (
+    path       TEXT PRIMARY KEY,
+    prev_sha   TEXT NOT NULL,
+    prev_data  BLOB,
+    applied_ns INTEGER NOT NULL
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS requests (
     id         INTEGER PRIMARY KEY AUTOINCREMENT,
     kind       TEXT NOT NULL,
-    path       TEXT NOT NULL,
-    payload    TEXT NOT NULL DEFAULT '{}',
+    args       TEXT NOT NULL DEFAULT '{}',
     created_ns INTEGER NOT NULL,
-    attempts   INTEGER NOT NULL DEFAULT 0,
-    last_error TEXT NOT NULL DEFAULT ''
+    state      TEXT NOT NULL DEFAULT 'pending',
+    result     TEXT NOT NULL DEFAULT ''
 );
-CREATE INDEX IF NOT EXISTS outbox_path ON outbox(path);
 CREATE TABLE IF NOT EXISTS held (
     path     TEXT PRIMARY KEY,
     file_id  TEXT NOT NULL,
@@ -91,8 +112,18 @@ CREATE TABLE IF NOT EXISTS quarantine (
 
 _COLS = (
     "path, file_id, rev, sha256, size, mtime_ns, inode, is_text, deleted, device, "
-    "device_kind, updated_ns"
+    "device_kind, updated_ns, ctime_ns"
 )
+_COLS_V1 = _COLS.replace("ctime_ns", "0")  # a reader beside an engine not upgraded yet
+
+# Schema 1 -> 2: the inode change time, the inbox under its name (it was `outbox`, holding the
+# inbox), the applied and requests tables (created by _SCHEMA).
+_MIGRATE_1 = """
+ALTER TABLE files ADD COLUMN ctime_ns INTEGER NOT NULL DEFAULT 0;
+INSERT OR REPLACE INTO inbox (id, path, payload, created_ns)
+    SELECT id, path, payload, created_ns FROM outbox WHERE kind = 'remote' ORDER BY id;
+DROP TABLE outbox;
+"""
 
 
 _SQL_CHUNK = 500  # host parameters per IN (...) query, well under SQLite's limit
@@ -112,8 +143,10 @@ class SyncIndexError(CompanionError):
 
 @dataclass(frozen=True, slots=True)
 class Entry:
-    """One path's last synced state. `sha256`/`size`/`mtime_ns`/`inode` describe the local file
-    as it was when it matched revision `rev` (written by us, or scanned and pushed)."""
+    """One path's last synced state. `sha256`/`size`/`mtime_ns`/`inode`/`ctime_ns` describe the
+    local file as it was when it matched revision `rev` (written by us, or scanned and pushed);
+    a zero stat means "the local file is not known to hold this revision" (the next scan hashes
+    it and reports a change when it differs)."""
 
     path: str
     sha256: str
@@ -127,9 +160,10 @@ class Entry:
     device: str = ""
     device_kind: str = ""
     updated_ns: int = 0
+    ctime_ns: int = 0
 
-    def stat_key(self) -> tuple[int, int, int]:
-        return (self.mtime_ns, self.size, self.inode)
+    def stat_key(self) -> StatKey:
+        return (self.mtime_ns, self.size, self.inode, self.ctime_ns)
 
 
 @dataclass(frozen=True, slots=True)
@@ -160,16 +194,39 @@ class QuarantineRow:
 
 
 @dataclass(frozen=True, slots=True)
-class PendingOp:
-    """A queued operation (e.g. an offline edit to push) that survives restarts."""
+class InboxRow:
+    """A verified remote change still to apply here (sealed: re-verified when opened).
+    `problem` says why it could not be applied (e.g. a symbolic link on its way); such a row
+    is retried each round and reported until it applies."""
 
     id: int
-    kind: str
     path: str
     payload: dict[str, Any]
     created_ns: int
-    attempts: int
-    last_error: str
+    problem: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class AppliedRow:
+    """The local version a remote change replaced at `applied_ns` (`prev_data`: its content
+    when it is text of at most BASE_TEXT_LIMIT bytes)."""
+
+    path: str
+    prev_sha: str
+    prev_data: bytes | None
+    applied_ns: int
+
+
+@dataclass(frozen=True, slots=True)
+class RequestRow:
+    """Work another process asked of the engine that owns this copy (`sync/requests.py`)."""
+
+    id: int
+    kind: str
+    args: dict[str, Any]
+    created_ns: int
+    state: str
+    result: dict[str, Any]
 
 
 def _entry(row: tuple[Any, ...]) -> Entry:
@@ -186,6 +243,7 @@ def _entry(row: tuple[Any, ...]) -> Entry:
         device=row[9],
         device_kind=row[10],
         updated_ns=row[11],
+        ctime_ns=row[12],
     )
 
 
@@ -211,6 +269,9 @@ def _prefix_end(prefix: str) -> str:
     return prefix[:-1] + chr(ord(prefix[-1]) + 1)
 
 
+StatKey = tuple[int, int, int, int]  # (mtime_ns, size, inode, ctime_ns)
+
+
 class SyncIndex:
     """The SQLite index of one vault copy. Thread-safe (one connection behind a lock)."""
 
@@ -219,10 +280,12 @@ class SyncIndex:
         copy (the MCP server, status views); it never creates, migrates or writes anything."""
         self.path = Path(db_path)
         self.readonly = readonly
+        self._version: int = SCHEMA_VERSION
         if readonly:
             self._db = self._open_readonly()
             self._lock = threading.RLock()
             self._depth = 0
+            self._cols = _COLS if self._version >= 2 else _COLS_V1
             return
         self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
         try:
@@ -237,12 +300,30 @@ class SyncIndex:
                     f"{self.path}: the sync index was written by a newer version "
                     f"(schema {version}); upgrade the companion"
                 )
-            self._db.executescript(_SCHEMA)
-            self._db.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
+            self._db.executescript(_SCHEMA)  # idempotent: CREATE ... IF NOT EXISTS
+            if version < SCHEMA_VERSION:
+                self._migrate(version)
         except sqlite3.DatabaseError as exc:
             raise SyncIndexError(f"{self.path}: cannot open the sync index: {exc}") from None
         self._lock = threading.RLock()
         self._depth = 0
+        self._version = SCHEMA_VERSION
+        self._cols = _COLS
+
+    def _migrate(self, version: int) -> None:
+        """Bring an existing index to SCHEMA_VERSION (in one transaction, already begun)."""
+        db = self._db
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            if version == 1:
+                for stmt in _MIGRATE_1.split(";"):
+                    if stmt.strip():
+                        db.execute(stmt)
+            db.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
+            db.execute("COMMIT")
+        except BaseException:
+            db.execute("ROLLBACK")
+            raise
 
     def _open_readonly(self) -> sqlite3.Connection:
         if not self.path.is_file():
@@ -261,6 +342,7 @@ class SyncIndex:
                 f"{self.path}: the sync index was written by a newer version "
                 f"(schema {version}); upgrade the companion"
             )
+        self._version = int(version)
         return db
 
     # ------------------------------------------------------------------ lifecycle
@@ -298,7 +380,9 @@ class SyncIndex:
     def get(self, path: str) -> Entry | None:
         """The entry for `path` (a tombstone included), or None."""
         with self._lock:
-            row = self._db.execute(f"SELECT {_COLS} FROM files WHERE path=?", (path,)).fetchone()
+            row = self._db.execute(
+                f"SELECT {self._cols} FROM files WHERE path=?", (path,)
+            ).fetchone()
         return _entry(row) if row else None
 
     def get_many(self, paths: Iterable[str]) -> dict[str, Entry]:
@@ -308,7 +392,7 @@ class SyncIndex:
         with self._lock:
             for i in range(0, len(wanted), _SQL_CHUNK):
                 chunk = wanted[i : i + _SQL_CHUNK]
-                sql = f"SELECT {_COLS} FROM files WHERE path IN ({','.join('?' * len(chunk))})"
+                sql = f"SELECT {self._cols} FROM files WHERE path IN ({','.join('?' * len(chunk))})"
                 for row in self._db.execute(sql, chunk):
                     out[row[0]] = _entry(row)
         return out
@@ -318,7 +402,8 @@ class SyncIndex:
         first: what sync brought in or sent out lately, and which device wrote it."""
         with self._lock:
             rows = self._db.execute(
-                f"SELECT {_COLS} FROM files WHERE updated_ns >= ? ORDER BY updated_ns DESC LIMIT ?",
+                f"SELECT {self._cols} FROM files WHERE updated_ns >= ? "
+                "ORDER BY updated_ns DESC LIMIT ?",
                 (int(updated_ns), int(limit)),
             ).fetchall()
         return [_entry(r) for r in rows]
@@ -343,24 +428,33 @@ class SyncIndex:
                 e.device,
                 e.device_kind,
                 e.updated_ns or time.time_ns(),
+                e.ctime_ns,
             )
             for e in entries
         ]
         with self.transaction():
             self._db.executemany(
                 "INSERT OR REPLACE INTO files (path, fold, file_id, rev, sha256, size, mtime_ns, "
-                "inode, is_text, deleted, device, device_kind, updated_ns) "
-                "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                "inode, is_text, deleted, device, device_kind, updated_ns, ctime_ns) "
+                "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                 rows,
             )
 
-    def update_stats(self, items: Iterable[tuple[str, tuple[int, int, int]]]) -> None:
+    def update_stats(self, items: Iterable[tuple[str, StatKey]]) -> None:
         """Refresh the stat identity of unchanged content (a touched file) without a new rev."""
-        rows = [(m, s, i, p) for p, (m, s, i) in items]
+        rows = [(m, s, i, c, p) for p, (m, s, i, c) in items]
         with self.transaction():
             self._db.executemany(
-                "UPDATE files SET mtime_ns=?, size=?, inode=? WHERE path=?",
+                "UPDATE files SET mtime_ns=?, size=?, inode=?, ctime_ns=? WHERE path=?",
                 rows,
+            )
+
+    def forget_stats(self, paths: Iterable[str]) -> None:
+        """Make the next scan hash these files (their content is not what the index says)."""
+        with self.transaction():
+            self._db.executemany(
+                "UPDATE files SET mtime_ns=0, inode=0, ctime_ns=0 WHERE path=? AND deleted=0",
+                [(p,) for p in paths],
             )
 
     def mark_deleted(self, path: str, *, rev: int, device: str = "", device_kind: str = "") -> None:
@@ -368,7 +462,7 @@ class SyncIndex:
         with self.transaction():
             self._db.execute(
                 "UPDATE files SET deleted=1, rev=?, device=?, device_kind=?, updated_ns=?, "
-                "mtime_ns=0, size=0, inode=0 WHERE path=?",
+                "mtime_ns=0, size=0, inode=0, ctime_ns=0 WHERE path=?",
                 (rev, device, device_kind, time.time_ns(), path),
             )
             self._db.execute("DELETE FROM bases WHERE path=?", (path,))
@@ -381,13 +475,15 @@ class SyncIndex:
 
     def live_stats(
         self, prefix: str | None = None, *, fold_key: str | None = None
-    ) -> dict[str, tuple[int, int, int]]:
-        """``path -> (mtime_ns, size, inode)`` of every live (not deleted) entry, in one query.
+    ) -> dict[str, StatKey]:
+        """``path -> (mtime_ns, size, inode, ctime_ns)`` of every live (not deleted) entry, in
+        one query.
 
         With `prefix` (e.g. ``"notes/"``) only paths under it; with `fold_key` only the paths
         with that case-folded form (see `pathsafe.fold`).
         """
-        sql = "SELECT path, mtime_ns, size, inode FROM files WHERE deleted=0"
+        ctime = "ctime_ns" if self._version >= 2 else "0"
+        sql = f"SELECT path, mtime_ns, size, inode, {ctime} FROM files WHERE deleted=0"
         args: tuple[str, ...] = ()
         if prefix:
             sql += " AND path >= ? AND path < ?"
@@ -406,7 +502,7 @@ class SyncIndex:
         while True:
             with self._lock:
                 rows = self._db.execute(
-                    f"SELECT {_COLS} FROM files WHERE path > ?{where} ORDER BY path LIMIT ?",
+                    f"SELECT {self._cols} FROM files WHERE path > ?{where} ORDER BY path LIMIT ?",
                     (last, batch),
                 ).fetchall()
             if not rows:
@@ -426,6 +522,34 @@ class SyncIndex:
     def count_live(self) -> int:
         with self._lock:
             return int(self._db.execute("SELECT count(*) FROM files WHERE deleted=0").fetchone()[0])
+
+    def live_paths_like(self, *patterns: str) -> list[str]:
+        """Live paths matching any SQL LIKE pattern (e.g. conflict copies: ``% (conflict %``)."""
+        if not patterns:
+            return []
+        where = " OR ".join("path LIKE ?" for _ in patterns)
+        with self._lock:
+            rows = self._db.execute(
+                f"SELECT path FROM files WHERE deleted=0 AND ({where}) ORDER BY path", patterns
+            ).fetchall()
+        return [r[0] for r in rows]
+
+    def rotation(self, after: str, limit: int) -> list[Entry]:
+        """Up to `limit` live entries after `after` in path order, wrapping round to the start:
+        the slice of the vault a full round re-hashes (`scanner`'s `verify`)."""
+        with self._lock:
+            rows = self._db.execute(
+                f"SELECT {self._cols} FROM files WHERE deleted=0 AND path > ? ORDER BY path "
+                "LIMIT ?",
+                (after, limit),
+            ).fetchall()
+            if len(rows) < limit:
+                rows += self._db.execute(
+                    f"SELECT {self._cols} FROM files WHERE deleted=0 AND path <= ? ORDER BY path "
+                    "LIMIT ?",
+                    (after, limit - len(rows)),
+                ).fetchall()
+        return [_entry(r) for r in rows]
 
     # ------------------------------------------------------------------ merge bases
 
@@ -491,57 +615,135 @@ class SyncIndex:
         with self.transaction():
             self._db.execute("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", (key, value))
 
-    # ------------------------------------------------------------------ outbox
+    # ------------------------------------------------------------------ inbox
 
-    def enqueue(
-        self, kind: str, path: str, payload: dict[str, Any] | None = None, *, replace: bool = False
-    ) -> int:
-        """Queue an operation; with `replace`, earlier pending ops for `path` are dropped first."""
+    def queue_remote(self, items: Iterable[tuple[str, dict[str, Any]]]) -> None:
+        """Queue remote changes to apply (one per path: a newer one replaces the queued one)."""
+        now = time.time_ns()
+        rows = [(path, json.dumps(payload, sort_keys=True), now) for path, payload in items]
         with self.transaction():
-            if replace:
-                self._db.execute("DELETE FROM outbox WHERE path=?", (path,))
+            self._db.executemany(
+                "INSERT INTO inbox (path, payload, created_ns) VALUES (?, ?, ?) "
+                "ON CONFLICT(path) DO UPDATE SET payload=excluded.payload, "
+                "created_ns=excluded.created_ns, problem=''",
+                rows,
+            )
+
+    def inbox(self) -> list[InboxRow]:
+        """Queued remote changes, oldest first."""
+        if self._version < 2:
+            sql = "SELECT id, path, payload, created_ns, '' FROM outbox WHERE kind='remote'"
+        else:
+            sql = "SELECT id, path, payload, created_ns, problem FROM inbox"
+        with self._lock:
+            rows = self._db.execute(sql + " ORDER BY id").fetchall()
+        return [InboxRow(r[0], r[1], json.loads(r[2]), r[3], r[4]) for r in rows]
+
+    def inbox_count(self) -> int:
+        table = "inbox" if self._version >= 2 else "outbox"
+        with self._lock:
+            return int(self._db.execute(f"SELECT count(*) FROM {table}").fetchone()[0])
+
+    def inbox_done(self, row_ids: Iterable[int]) -> None:
+        with self.transaction():
+            self._db.executemany("DELETE FROM inbox WHERE id=?", [(i,) for i in row_ids])
+
+    def inbox_problem(self, row_id: int, problem: str) -> None:
+        """Keep the change queued, with the reason it cannot be applied now."""
+        with self.transaction():
+            self._db.execute("UPDATE inbox SET problem=? WHERE id=?", (problem[:500], row_id))
+
+    # ------------------------------------------------------------------ applied (stale saves)
+
+    def record_applied(self, rows: Iterable[AppliedRow]) -> None:
+        items = [
+            (r.path, r.prev_sha, None if r.prev_data is None else _compress_base(r.prev_data),
+             r.applied_ns)
+            for r in rows
+            if r.prev_data is None or len(r.prev_data) <= BASE_TEXT_LIMIT
+        ]  # fmt: skip
+        with self.transaction():
+            self._db.executemany(
+                "INSERT OR REPLACE INTO applied (path, prev_sha, prev_data, applied_ns) "
+                "VALUES (?, ?, ?, ?)",
+                items,
+            )
+
+    def applied(self, paths: Iterable[str]) -> dict[str, AppliedRow]:
+        """The recorded applies of these paths (those the table has)."""
+        wanted = list(dict.fromkeys(paths))
+        out: dict[str, AppliedRow] = {}
+        with self._lock:
+            for i in range(0, len(wanted), _SQL_CHUNK):
+                chunk = wanted[i : i + _SQL_CHUNK]
+                marks = ",".join("?" * len(chunk))
+                for path, sha, data, ns in self._db.execute(
+                    f"SELECT path, prev_sha, prev_data, applied_ns FROM applied "
+                    f"WHERE path IN ({marks})",
+                    chunk,
+                ):
+                    out[path] = AppliedRow(
+                        path, sha, None if data is None else zlib.decompress(data), ns
+                    )
+        return out
+
+    def drop_applied(self, paths: Iterable[str]) -> None:
+        with self.transaction():
+            self._db.executemany("DELETE FROM applied WHERE path=?", [(p,) for p in paths])
+
+    def prune_applied(self, before_ns: int) -> None:
+        with self.transaction():
+            self._db.execute("DELETE FROM applied WHERE applied_ns < ?", (before_ns,))
+
+    # ------------------------------------------------------------------ requests
+
+    def add_request(self, kind: str, args: dict[str, Any]) -> int:
+        with self.transaction():
             cur = self._db.execute(
-                "INSERT INTO outbox (kind, path, payload, created_ns) VALUES (?, ?, ?, ?)",
-                (kind, path, json.dumps(payload or {}, sort_keys=True), time.time_ns()),
+                "INSERT INTO requests (kind, args, created_ns) VALUES (?, ?, ?)",
+                (kind, json.dumps(args, sort_keys=True), time.time_ns()),
             )
             return int(cur.lastrowid or 0)
 
-    def enqueue_many(
-        self,
-        kind: str,
-        items: Iterable[tuple[str, dict[str, Any]]],
-        *,
-        replace: bool = False,
-    ) -> None:
-        """`enqueue` for many (path, payload) pairs (each path once) in one transaction."""
-        now = time.time_ns()
-        rows = [(kind, path, json.dumps(payload, sort_keys=True), now) for path, payload in items]
-        with self.transaction():
-            if replace:
-                self._db.executemany("DELETE FROM outbox WHERE path=?", [(r[1],) for r in rows])
-            self._db.executemany(
-                "INSERT INTO outbox (kind, path, payload, created_ns) VALUES (?, ?, ?, ?)", rows
-            )
-
-    def pending(self, limit: int | None = None) -> list[PendingOp]:
-        """Queued operations, oldest first."""
-        sql = (
-            "SELECT id, kind, path, payload, created_ns, attempts, last_error FROM outbox "
-            "ORDER BY id"
-        )
-        if limit is not None:
-            sql += f" LIMIT {int(limit)}"
+    def requests(self, state: str | None = None) -> list[RequestRow]:
+        sql = "SELECT id, kind, args, created_ns, state, result FROM requests"
+        args: tuple[str, ...] = ()
+        if state is not None:
+            sql += " WHERE state=?"
+            args = (state,)
         with self._lock:
-            rows = self._db.execute(sql).fetchall()
-        return [PendingOp(r[0], r[1], r[2], json.loads(r[3]), r[4], r[5], r[6]) for r in rows]
+            rows = self._db.execute(sql + " ORDER BY id", args).fetchall()
+        return [
+            RequestRow(r[0], r[1], json.loads(r[2]), r[3], r[4], json.loads(r[5] or "{}"))
+            for r in rows
+        ]
 
-    def complete(self, op_id: int) -> None:
-        with self.transaction():
-            self._db.execute("DELETE FROM outbox WHERE id=?", (op_id,))
+    def request(self, request_id: int) -> RequestRow | None:
+        got = [r for r in self.requests() if r.id == request_id]
+        return got[0] if got else None
 
-    def complete_many(self, op_ids: Iterable[int]) -> None:
+    def set_request(
+        self,
+        request_id: int,
+        state: str,
+        result: dict[str, Any] | None = None,
+        *,
+        only_if: str | None = None,
+    ) -> bool:
+        """Move a request to `state` (with its result); with `only_if`, only from that state."""
+        sql = "UPDATE requests SET state=?, result=? WHERE id=?"
+        args: tuple[Any, ...] = (state, json.dumps(result or {}, sort_keys=True), request_id)
+        if only_if is not None:
+            sql += " AND state=?"
+            args = (*args, only_if)
         with self.transaction():
-            self._db.executemany("DELETE FROM outbox WHERE id=?", [(i,) for i in op_ids])
+            return self._db.execute(sql, args).rowcount > 0
+
+    def prune_requests(self, before_ns: int) -> None:
+        with self.transaction():
+            self._db.execute(
+                "DELETE FROM requests WHERE created_ns < ? AND state != 'pending'", (before_ns,)
+            )
 
     # ------------------------------------------------------------------ held and quarantined
 
@@ -620,6 +822,20 @@ class SyncIndex:
         with self.transaction():
             self._db.executemany("DELETE FROM quarantine WHERE file_id=?", [(f,) for f in file_ids])
 
+    def revs_for_file_ids(self, file_ids: Iterable[str]) -> dict[str, int]:
+        """file id -> the revision this index holds (tombstones included)."""
+        ids = list(dict.fromkeys(file_ids))
+        out: dict[str, int] = {}
+        with self._lock:
+            for i in range(0, len(ids), _SQL_CHUNK):
+                part = ids[i : i + _SQL_CHUNK]
+                marks = ",".join("?" * len(part))
+                for fid, rev in self._db.execute(
+                    f"SELECT file_id, rev FROM files WHERE file_id IN ({marks})", part
+                ):
+                    out[fid] = max(rev, out.get(fid, 0))
+        return out
+
     def paths_for_file_ids(self, file_ids: Iterable[str]) -> dict[str, str]:
         """file id -> path, for the files this index knows."""
         ids = list(dict.fromkeys(file_ids))
@@ -633,10 +849,3 @@ class SyncIndex:
                 ):
                     out[fid] = path
         return out
-
-    def record_failure(self, op_id: int, error: str) -> None:
-        with self.transaction():
-            self._db.execute(
-                "UPDATE outbox SET attempts=attempts+1, last_error=? WHERE id=?",
-                (error[:500], op_id),
-            )

@@ -19,7 +19,7 @@ from merge3 import Merge3
 
 from companion.sync.filestate import is_text
 
-__all__ = ["MergeResult", "is_text", "merge_text", "merge_bytes"]
+__all__ = ["MergeResult", "derives_from", "is_text", "merge_bytes", "merge_text"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,3 +108,19 @@ def merge_bytes(base: bytes, ours: bytes, theirs: bytes) -> MergeResult:
     if not (is_text(base) and is_text(ours) and is_text(theirs)):
         return MergeResult(False, None, 1)
     return merge_text(base.decode("utf-8"), ours.decode("utf-8"), theirs.decode("utf-8"))
+
+
+def derives_from(prev: bytes, head: bytes, local: bytes) -> bool:
+    """Whether `local` may have been written from `prev` without having seen `head` (all
+    three derive from `prev`): the stale-save test. False only when `local` visibly holds
+    `head`'s version: it equals `head`, or it repeats one of the changes `head` made to `prev`
+    (an edit of the new version). A `local` that changed the same lines as `head` differently
+    cannot tell, and counts as derived from `prev`: the caller then reconciles it (a merge or a
+    conflict copy) rather than overwrite `head` silently. Binary contents: equality only."""
+    if local == prev:
+        return True
+    if local == head or not (is_text(prev) and is_text(head) and is_text(local)):
+        return False
+    lines = [_split(t.decode("utf-8").replace("\r\n", "\n")) for t in (prev, local, head)]
+    kinds = {region[0] for region in Merge3(lines[0], lines[1], lines[2]).merge_regions()}
+    return "same" not in kinds

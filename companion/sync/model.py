@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
 from companion.sync.conflicts import AGENT, KINDS
 from companion.sync.filestate import FileState
 from companion.sync.index import Entry
-from companion.sync.remote import Outgoing
+from companion.sync.remote import Outgoing, Refused, RemoteChange
 from companion.sync.scanner import ChangeKind
 
 
@@ -24,6 +24,15 @@ class ConflictInfo:
     outcome: str
     message: str
     time: float = field(default_factory=time.time)
+
+
+@dataclass(frozen=True)
+class Problem:
+    """A remote change that cannot be applied here until something changes locally (e.g. a
+    symbolic link on its way: the engine never writes through one)."""
+
+    path: str
+    reason: str
 
 
 @dataclass
@@ -45,6 +54,8 @@ class RoundReport:
     held: list[str] = field(default_factory=list)  # newly held for the person's approval
     quarantined: list[str] = field(default_factory=list)  # newly quarantined (path or file id)
     waiting: list[str] = field(default_factory=list)  # local changes kept back by a hold
+    problems: list[Problem] = field(default_factory=list)  # remote changes that cannot apply
+    busy: list[str] = field(default_factory=list)  # local files still being written
     decided: list[str] = field(default_factory=list)  # held/quarantined decisions carried out
     relay_restored: bool = False  # the relay lost data (a restore): lost files were re-offered
     deferred: int = 0
@@ -68,9 +79,17 @@ class RoundReport:
 
     def summary(self) -> dict[str, Any]:
         """Counts and short lists, JSON-able (for status and --json output)."""
-        d = asdict(self)
-        d["conflicts"] = [asdict(c) for c in self.conflicts]
-        return d
+        return asdict(self)
+
+    @classmethod
+    def from_summary(cls, data: dict[str, Any]) -> RoundReport:
+        """The report `summary` described (e.g. a round another process ran for us)."""
+        names = {f.name for f in fields(cls)}
+        kw = {k: v for k, v in data.items() if k in names}
+        kw["conflicts"] = [ConflictInfo(**c) for c in kw.get("conflicts", [])]
+        kw["problems"] = [Problem(**p) for p in kw.get("problems", [])]
+        kw["renamed_local"] = [tuple(p) for p in kw.get("renamed_local", [])]
+        return cls(**kw)
 
 
 @dataclass(frozen=True)
@@ -95,10 +114,33 @@ class Prepared:
     content: bytes | None  # kept for small text files (merge base)
 
 
+@dataclass
+class Outcome:
+    """What carrying out a pass's apply steps did. `work`: something changed (another pass is
+    needed); `back`: local changes handed back to the push plan; `quarantine`: heads whose
+    content failed verification."""
+
+    work: bool = False
+    touched: set[str] = field(default_factory=set)
+    back: dict[str, Local] = field(default_factory=dict)
+    quarantine: dict[str, Refused] = field(default_factory=dict)
+
+
+@dataclass
+class Pushed:
+    """What a push did: `work` (something was committed or came back), the paths to look at
+    again, the heads that beat our commits and those that cannot be opened."""
+
+    work: bool = False
+    touched: set[str] = field(default_factory=set)
+    heads: dict[str, RemoteChange] = field(default_factory=dict)
+    refused: dict[str, Refused] = field(default_factory=dict)
+
+
 def entry_state(entry: Entry | None) -> FileState | None:
     if entry is None or entry.deleted:
         return None
-    return FileState(entry.size, entry.mtime_ns, entry.inode, entry.sha256)
+    return FileState(entry.size, entry.mtime_ns, entry.inode, entry.sha256, entry.ctime_ns)
 
 
 def device_kind(value: str) -> str:

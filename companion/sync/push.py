@@ -1,146 +1,163 @@
-"""Pushing local changes: read, chunk, upload what the relay lacks, commit with CAS.
+"""Carrying out the push plan (`plan.plan_push`): read, chunk, upload, commit with CAS, record.
 
-`PushMixin` is the other half of `SyncEngine`. Contents are read and checked against the scanned
-state (a file that changed meanwhile waits for the next pass), small files become one blob each,
-large ones are chunked and uploaded chunk by chunk; blob existence checks and uploads are
-batched, and records are committed many per request (the two halves of a rename together).
-A record that loses the compare-and-swap brings back the head, verified, into the inbox for the
-next pass. Deleting more than `sync.mass_delete_ratio` of the vault is held back.
+Contents are read and checked against the scanned state (a file that changed meanwhile waits
+for the next pass), small files become one blob each, large ones are chunked and uploaded chunk
+by chunk; blob existence checks and uploads are batched, and records are committed many per
+request, the two halves of a rename together: if one half loses its compare-and-swap, neither
+is committed. A record that loses brings back the head, verified, for the next pass (into the
+inbox, or held, or quarantined).
 """
 
 from __future__ import annotations
 
 import hashlib
-import os
+from collections import deque
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
 
 from companion.crypto import ChunkRef, FileMeta
 from companion.sync.atomic import ChangedSinceScan
 from companion.sync.chunking import iter_chunks
+from companion.sync.core import Core
 from companion.sync.filestate import FileState, NotRegularFile
-from companion.sync.guard import is_mass_delete
 from companion.sync.index import BASE_TEXT_LIMIT, Entry
-from companion.sync.model import Local, Prepared, RoundReport
+from companion.sync.model import Prepared, Pushed, RoundReport
 from companion.sync.pathsafe import UnsafePath, resolve_inside
-from companion.sync.remote import Outgoing
-from companion.sync.scanner import ChangeKind
+from companion.sync.plan import PushPlan, Tombstone, Upload
+from companion.sync.remote import Outgoing, PushResult
 
 
-class PushMixin:
-    """Local -> remote. Mixed into `SyncEngine`."""
+class Pusher:
+    """Local -> remote, over the shared `Core`."""
 
-    def _push(
-        self,
-        local: dict[str, Local],
-        allow_mass_delete: bool,
-        report: RoundReport,
-        touched: set[str],
-    ) -> bool:
-        report.held_deletes = 0
-        report.pending_upload = len(local)
-        if not local:
-            return False
-        deletes = [
-            c.path for c in local.values() if c.kind is ChangeKind.DELETED and not c.rename_to
-        ]
-        held: set[str] = set()
-        live = self.index.count_live()
-        if (
-            deletes
-            and not allow_mass_delete
-            and is_mass_delete(len(deletes), live, self.mass_delete_ratio)
-        ):
-            held = set(deletes)
-        report.held_deletes = len(held)
-        report.held_of = live
-        prepared: dict[str, Prepared] = {}
-        tombstones: dict[str, Outgoing] = {}
-        small: dict[str, bytes] = {}
-        for c in sorted(local.values(), key=lambda c: c.path):
-            if self.stop_event.is_set():
-                return False
-            if c.path in held:
-                continue
-            entry = self.index.get(c.path)
-            if c.kind is ChangeKind.DELETED:
-                if entry is None or entry.deleted:
-                    continue  # never reached the relay, or already deleted there
-                sha = entry.sha256 if len(entry.sha256) == 64 else ""
-                meta = FileMeta(
-                    path=c.path, size=0, sha256=sha, deleted=True, device_id=self.device.device_id,
-                    device_name=self.name, device_kind=self.kind,
-                )  # fmt: skip
-                tombstones[c.path] = Outgoing(meta, entry.rev)
-                continue
-            assert c.state is not None
-            p = self._prepare(c, entry, small)
+    def __init__(self, core: Core) -> None:
+        self.core = core
+
+    def run(self, plan: PushPlan, report: RoundReport) -> Pushed:
+        """Push in batches, as a pipeline: while earlier batches' blobs and records travel to
+        the relay (`SENDERS` threads), the next batch is read and sealed here."""
+        core = self.core
+        out = Pushed()
+        committed = 0
+        with ThreadPoolExecutor(SENDERS, thread_name_prefix="sync-send") as sender:
+            sending: deque[tuple[_Batch, Future[PushResult]]] = deque()
+            for ups, tombs in _batches(plan):
+                if core.stop_event.is_set():
+                    break
+                batch = self._prepare_batch(ups, tombs, out)
+                while len(sending) >= SENDERS:
+                    committed += self._record(*sending.popleft(), report, out)
+                if not batch.empty:
+                    sending.append((batch, sender.submit(self._send, batch)))
+            while sending:
+                committed += self._record(*sending.popleft(), report, out)
+        pending = len(plan.uploads) + len(plan.tombstones) + len(plan.held_deletes)
+        report.pending_upload = pending - committed
+        return out
+
+    def _prepare_batch(self, ups: list[Upload], tombs: list[Tombstone], out: Pushed) -> _Batch:
+        batch = _Batch()
+        folders: dict[str, Path] = {}
+        for up in ups:
+            p = self._prepare(up, batch.small, folders)
             if p is None:
-                touched.add(c.path)  # changed while read: next pass
+                out.touched.add(up.local.path)  # changed while read: next pass
                 continue
-            prepared[c.path] = p
-        if not prepared and not tombstones:
-            return False
-        if small:
-            self.remote.upload(small)
-        groups = self._groups(prepared, tombstones)
-        result = self.remote.commit(groups, reupload=lambda ids: self._reupload(ids, prepared))
-        with self.index.transaction():
-            for path, (rev, _seq) in result.committed.items():
-                if path in tombstones:
-                    self.index.put(
-                        Entry(
-                            path, "", 0, 0, 0, rev=rev, file_id=self.remote.file_id(path),
-                            deleted=True, device=self.name, device_kind=self.kind,
-                        )
-                    )  # fmt: skip
-                    self.index.set_base(path, None)
-                    if local[path].rename_to is None:
-                        report.deleted_remote.append(path)
-                    continue
-                p = prepared[path]
-                s = p.state
-                self.index.put(
+            batch.prepared[up.local.path] = p
+        batch.tombstones = {t.path: self._tombstone(t) for t in tombs}
+        batch.renames = {t.path for t in tombs if t.rename_to}
+        return batch
+
+    def _send(self, batch: _Batch) -> PushResult:
+        remote = self.core.remote
+        if batch.small:
+            remote.upload(batch.small)
+        groups = _groups(batch.prepared, batch.tombstones)
+        return remote.commit(groups, reupload=lambda ids: self._reupload(ids, batch.prepared))
+
+    def _record(
+        self, batch: _Batch, sent: Future[PushResult], report: RoundReport, out: Pushed
+    ) -> int:
+        """Record a batch's commits in the index (one transaction); returns how many."""
+        core = self.core
+        result = sent.result()
+        entries: list[Entry] = []
+        bases: list[tuple[str, bytes | None]] = []
+        for path, (rev, _seq) in result.committed.items():
+            fid = core.remote.file_id(path)
+            if path in batch.tombstones:
+                entries.append(
                     Entry(
-                        path, s.sha256, s.size, s.mtime_ns, s.inode, rev=rev,
-                        file_id=self.remote.file_id(path), is_text=p.is_text,
-                        device=self.name, device_kind=self.kind,
+                        path, "", 0, 0, 0, rev=rev, file_id=fid, deleted=True,
+                        device=core.name, device_kind=core.kind,
                     )
                 )  # fmt: skip
-                text = p.content is not None and p.is_text and len(p.content) <= BASE_TEXT_LIMIT
-                self.index.set_base(path, p.content if text else None)
-                report.uploaded.append(path)
-            report.pending_upload = len(local) - len(result.committed)
-            for path, head in result.conflicts.items():
-                touched.add(path)
-                if head is not None:
-                    self._admit_head(path, head, report)
-        if result.refused_heads:
-            self._quarantine_heads(result.refused_heads, report)
-        return bool(result.committed or result.conflicts or result.refused_heads)
+                bases.append((path, None))
+                if path not in batch.renames:
+                    report.deleted_remote.append(path)
+                continue
+            p = batch.prepared[path]
+            s = p.state
+            entries.append(
+                Entry(
+                    path, s.sha256, s.size, s.mtime_ns, s.inode, rev=rev, file_id=fid,
+                    is_text=p.is_text, device=core.name, device_kind=core.kind,
+                    ctime_ns=s.ctime_ns,
+                )
+            )  # fmt: skip
+            text = p.content is not None and p.is_text and len(p.content) <= BASE_TEXT_LIMIT
+            bases.append((path, p.content if text else None))
+            report.uploaded.append(path)
+        with core.index.transaction():
+            core.index.put_many(entries)
+            core.index.set_bases(bases, mapper=core.pool().map)
+        for path, head in result.conflicts.items():
+            out.touched.add(path)
+            if head is not None:
+                out.heads[path] = head
+        out.touched |= result.deferred
+        out.refused.update(result.refused_heads)
+        out.work |= bool(result.committed or result.conflicts or result.refused_heads)
+        return len(result.committed)
 
-    def _prepare(self, c: Local, entry: Entry | None, small: dict[str, bytes]) -> Prepared | None:
+    def _tombstone(self, t: Tombstone) -> Outgoing:
+        core = self.core
+        meta = FileMeta(
+            path=t.path, size=0, sha256=t.sha256, deleted=True, device_id=core.device.device_id,
+            device_name=core.name, device_kind=core.kind,
+        )  # fmt: skip
+        return Outgoing(meta, t.parent_rev)
+
+    def _prepare(
+        self, up: Upload, small: dict[str, bytes], folders: dict[str, Path] | None = None
+    ) -> Prepared | None:
         """Read a live file for upload (verifying it is still what the scan saw)."""
+        core = self.core
+        c = up.local
         assert c.state is not None
-        parent = entry.rev if entry is not None else 0
-        if c.state.size > self.chunk_size:
+        content: bytes | None
+        if c.state.size > core.chunk_size:
             chunks = self._upload_large(c.path, c.state)
             if chunks is None:
                 return None
             content = None
-            executable = self._executable(c.path)
+            executable = core.executable(c.path)
         else:
-            got = self._read_local(c.path, c.state)
+            got = core.read_local(c.path, c.state, folders)
             if got is None:
                 return None
             content, executable = got
             if content:
-                bid = self.remote.blob_id(content)
+                bid = core.remote.blob_id(content)
                 small[bid] = content
                 chunks = (ChunkRef(bid, len(content)),)
             else:
                 chunks = ()
         state = c.state
         if not state.sha256:
-            state = FileState(state.size, state.mtime_ns, state.inode, _sha(content))
+            digest = hashlib.sha256(content or b"").hexdigest()
+            state = FileState(state.size, state.mtime_ns, state.inode, digest, state.ctime_ns)
         meta = FileMeta(
             path=c.path,
             size=state.size,
@@ -148,27 +165,22 @@ class PushMixin:
             chunks=chunks,
             mtime_ns=state.mtime_ns,
             executable=executable,
-            device_id=self.device.device_id,
-            device_name=self.name,
-            device_kind=self.kind,
+            device_id=core.device.device_id,
+            device_name=core.name,
+            device_kind=core.kind,
             rename_from=c.rename_from,
         )
-        return Prepared(Outgoing(meta, parent), state, c.is_text, content)
-
-    def _executable(self, rel: str) -> bool:
-        try:
-            return bool(os.lstat(resolve_inside(self.root, rel)).st_mode & 0o100)
-        except (OSError, UnsafePath):
-            return False
+        return Prepared(Outgoing(meta, up.parent_rev), state, c.is_text, content)
 
     def _upload_large(self, rel: str, state: FileState) -> tuple[ChunkRef, ...] | None:
         """Chunk, upload (what the relay lacks) and describe a large file, streaming."""
+        core = self.core
         refs: list[ChunkRef] = []
         try:
-            target = resolve_inside(self.root, rel)
-            for chunk in iter_chunks(target, chunk_size=self.chunk_size, expected=state):
-                bid = self.remote.blob_id(chunk.data)
-                self.remote.upload_one(bid, chunk.data)
+            target = resolve_inside(core.root, rel)
+            for chunk in iter_chunks(target, chunk_size=core.chunk_size, expected=state):
+                bid = core.remote.blob_id(chunk.data)
+                core.remote.upload_one(bid, chunk.data)
                 refs.append(ChunkRef(bid, len(chunk.data)))
         except (ChangedSinceScan, OSError, NotRegularFile, UnsafePath):
             return None
@@ -182,25 +194,62 @@ class PushMixin:
                 bid = p.out.meta.chunks[0].blob_id
                 if bid in want:
                     chunks[bid] = p.content
-        self.remote.upload(chunks)
-
-    @staticmethod
-    def _groups(
-        prepared: dict[str, Prepared], tombstones: dict[str, Outgoing]
-    ) -> list[list[Outgoing]]:
-        """Commit groups: the two halves of a rename together, everything else alone."""
-        groups: list[list[Outgoing]] = []
-        used: set[str] = set()
-        for p in prepared.values():
-            old = p.out.meta.rename_from
-            if old and old in tombstones and old not in used:
-                groups.append([tombstones[old], p.out])
-                used.add(old)
-            else:
-                groups.append([p.out])
-        groups.extend([t] for path, t in tombstones.items() if path not in used)
-        return groups
+        self.core.remote.upload(chunks)
 
 
-def _sha(data: bytes | None) -> str:
-    return hashlib.sha256(data or b"").hexdigest()
+SENDERS = 2  # batches in flight: the relay works on one while the other waits on its disk
+BATCH_RECORDS = 1000  # records per pipelined batch (the relay's commit limit, by default)
+BATCH_BYTES = 16 << 20  # and contents read ahead per batch
+
+
+@dataclass
+class _Batch:
+    prepared: dict[str, Prepared] = field(default_factory=dict)
+    small: dict[str, bytes] = field(default_factory=dict)  # blob id -> content
+    tombstones: dict[str, Outgoing] = field(default_factory=dict)
+    renames: set[str] = field(default_factory=set)  # tombstones that end a rename
+
+    @property
+    def empty(self) -> bool:
+        return not self.prepared and not self.tombstones
+
+
+def _batches(plan: PushPlan) -> list[tuple[list[Upload], list[Tombstone]]]:
+    """The plan in batches, the two halves of a rename always in the same one."""
+    tombs = {t.path: t for t in plan.tombstones}
+    units: list[tuple[list[Upload], list[Tombstone], int]] = []
+    for up in plan.uploads:
+        pair = tombs.pop(up.local.rename_from, None) if up.local.rename_from else None
+        size = up.local.state.size if up.local.state is not None else 0
+        units.append(([up], [pair] if pair is not None else [], size))
+    units.extend(([], [t], 0) for t in tombs.values())
+    out: list[tuple[list[Upload], list[Tombstone]]] = []
+    cur_u: list[Upload] = []
+    cur_t: list[Tombstone] = []
+    count = size = 0
+    for ups, ts, n in units:
+        if count and (count + len(ups) + len(ts) > BATCH_RECORDS or size + n > BATCH_BYTES):
+            out.append((cur_u, cur_t))
+            cur_u, cur_t, count, size = [], [], 0, 0
+        cur_u += ups
+        cur_t += ts
+        count += len(ups) + len(ts)
+        size += n
+    if count:
+        out.append((cur_u, cur_t))
+    return out
+
+
+def _groups(prepared: dict[str, Prepared], tombstones: dict[str, Outgoing]) -> list[list[Outgoing]]:
+    """Commit groups: the two halves of a rename together, everything else alone."""
+    groups: list[list[Outgoing]] = []
+    used: set[str] = set()
+    for p in prepared.values():
+        old = p.out.meta.rename_from
+        if old and old in tombstones and old not in used:
+            groups.append([tombstones[old], p.out])
+            used.add(old)
+        else:
+            groups.append([p.out])
+    groups.extend([t] for path, t in tombstones.items() if path not in used)
+    return groups

@@ -134,11 +134,13 @@ class Outgoing:
 @dataclass
 class PushResult:
     """Per path: committed ``(rev, seq)``, or the verified head that beat us (None: no head),
-    or a head that beat us and cannot be opened (quarantined)."""
+    or a head that beat us and cannot be opened (quarantined); `deferred`: records not sent
+    because another record of their group (the other half of a rename) lost its race."""
 
     committed: dict[str, tuple[int, int | None]] = field(default_factory=dict)
     conflicts: dict[str, RemoteChange | None] = field(default_factory=dict)
     refused_heads: dict[str, Refused] = field(default_factory=dict)
+    deferred: set[str] = field(default_factory=set)
 
 
 @dataclass(frozen=True)
@@ -197,9 +199,7 @@ class RemoteVault:
         try:
             return self.open(rec)
         except (TamperedRecord, UnsupportedVersion) as exc:
-            return Refused(
-                rec.file_id, rec.rev, rec.seq, str(exc), rec.device_id, rec.device_name
-            )
+            return Refused(rec.file_id, rec.rev, rec.seq, str(exc), rec.device_id, rec.device_name)
 
     def open_payload(self, payload: Mapping[str, object]) -> RemoteChange:
         """Re-verify an inbox entry written by `RemoteChange.to_payload`."""
@@ -227,6 +227,7 @@ class RemoteVault:
         seen_revs: Callable[[list[str]], Mapping[str, int]],
         *,
         wait: float = 0,
+        held_revs: Callable[[list[str]], Mapping[str, int]] | None = None,
     ) -> Pulled:
         """Every record committed after `since`, verified, with the rollback checks.
 
@@ -238,6 +239,11 @@ class RemoteVault:
         A record that cannot be opened or verified does not stop the pull: when it is the
         newest record of its file, the file is returned in `Pulled.refused` (and none of its
         older records are applied), so one bad record costs one file, not the vault.
+
+        `held_revs(file_ids)` maps file ids to the revision this device holds: a record of
+        exactly that revision (our own commits coming back, mostly), or an older one followed
+        by a newer record of its file, is not opened at all; a newest record older than what
+        this device holds is still opened, and refused as a replay.
         """
         page = self.client.changes_page(since, wait)
         records = list(page.records)
@@ -253,15 +259,21 @@ class RemoteVault:
                     f"revision {prev_rev}: refusing a replayed older revision"
                 )
             last_rev[r.file_id] = r.rev
+        if held_revs is not None and records:
+            held = held_revs(list(last_rev))
+
+            def needed(r: Record) -> bool:
+                have = held.get(r.file_id, 0)
+                return r.rev > have or (r.rev < have and r.rev == last_rev[r.file_id])
+
+            records = [r for r in records if needed(r)]
         opened = [self.try_open(r) for r in records]
         newest: dict[str, RemoteChange | Refused] = {}
         for item in opened:
             newest[item.file_id] = item
         refused = [x for x in newest.values() if isinstance(x, Refused)]
         bad_files = {x.file_id for x in refused}
-        changes = [
-            x for x in opened if isinstance(x, RemoteChange) and x.file_id not in bad_files
-        ]
+        changes = [x for x in opened if isinstance(x, RemoteChange) and x.file_id not in bad_files]
         live = [x for x in newest.values() if isinstance(x, RemoteChange)]
         seen = seen_revs([ch.path for ch in live])
         for ch in live:
@@ -417,39 +429,48 @@ class RemoteVault:
         reupload: Callable[[list[str]], None] | None = None,
         max_records: int | None = None,
     ) -> PushResult:
-        """Commit records; each group (e.g. the two halves of a rename) lands in one request.
+        """Commit records; each group (e.g. the two halves of a rename) lands in one request,
+        all of it or none of it.
 
-        Conflicts come back verified in `PushResult.conflicts` (the rest is retried without
-        them). `reupload(ids)` is called if the relay lost blobs between upload and commit.
+        Conflicts come back verified in `PushResult.conflicts`; the rest is retried without
+        them and without the other records of their groups (`PushResult.deferred`).
+        `reupload(ids)` is called if the relay lost blobs between upload and commit.
         """
         limit = max_records or int(self.client.limits().get("max_records_per_commit", 1000))
         result = PushResult()
-        batch: list[Outgoing] = []
+        batch: list[list[Outgoing]] = []
+        size = 0
         for group in groups:
-            if batch and len(batch) + len(group) > limit:
+            if batch and size + len(group) > limit:
                 self._commit_batch(batch, result, reupload)
-                batch = []
-            batch.extend(group)
+                batch, size = [], 0
+            batch.append(list(group))
+            size += len(group)
         if batch:
             self._commit_batch(batch, result, reupload)
         return result
 
     def _commit_batch(
         self,
-        batch: list[Outgoing],
+        groups: list[list[Outgoing]],
         result: PushResult,
         reupload: Callable[[list[str]], None] | None,
     ) -> None:
         now = time.time_ns()
         # seal once: a retry must resend identical bytes so the relay sees a duplicate
         sealed_by_fid: dict[str, tuple[Outgoing, Record]] = {}
-        for out in batch:
-            meta = out.meta
-            if meta.recorded_ns is None:
-                meta = replace(meta, recorded_ns=now)
-            fid, sealed = seal_record(self.key, self.vault_id, out.rev, meta)
-            blobs = tuple(c.blob_id for c in meta.chunks)
-            sealed_by_fid[fid] = (out, Record(fid, out.rev, out.parent_rev, sealed, blobs))
+        group_of: dict[str, int] = {}
+        members: dict[int, list[str]] = {}
+        for g, group in enumerate(groups):
+            for out in group:
+                meta = out.meta
+                if meta.recorded_ns is None:
+                    meta = replace(meta, recorded_ns=now)
+                fid, sealed = seal_record(self.key, self.vault_id, out.rev, meta)
+                blobs = tuple(c.blob_id for c in meta.chunks)
+                sealed_by_fid[fid] = (out, Record(fid, out.rev, out.parent_rev, sealed, blobs))
+                group_of[fid] = g
+                members.setdefault(g, []).append(fid)
         todo = list(sealed_by_fid)
         for _attempt in range(4):
             if not todo:
@@ -462,9 +483,11 @@ class RemoteVault:
                 reupload(exc.missing)
                 continue
             retry = []
+            lost: set[int] = set()  # groups with a record that lost its race
             for r in res.results:
                 out = sealed_by_fid[r.file_id][0]
                 if r.status == "conflict":
+                    lost.add(group_of[r.file_id])
                     head = self._conflict_head(out, r.head)
                     if isinstance(head, Refused):
                         result.refused_heads[out.meta.path] = head
@@ -476,13 +499,14 @@ class RemoteVault:
                     retry.append(r.file_id)
             if res.committed:
                 return
-            todo = retry
+            for fid in retry:
+                if group_of[fid] in lost:
+                    result.deferred.add(sealed_by_fid[fid][0].meta.path)
+            todo = [fid for fid in retry if group_of[fid] not in lost]
         if todo:
             log.warning("gave up committing %d records after repeated aborts", len(todo))
 
-    def _conflict_head(
-        self, out: Outgoing, head: Record | None
-    ) -> RemoteChange | Refused | None:
+    def _conflict_head(self, out: Outgoing, head: Record | None) -> RemoteChange | Refused | None:
         """The verified head that beat `out`; a head older than our parent is a rollback."""
         if head is None:
             if out.parent_rev > 0:

@@ -10,36 +10,51 @@ What is *not* reported as a change, on purpose:
 - ignored paths (and an indexed file that became ignored is not "deleted" either);
 - symbolic links, special files, names that cannot be synced, files over the size cap (skipped
   with a warning; if indexed they are kept, never turned into deletions);
-- files still being written (their stat is very recent or changed while hashing): listed in
-  `unstable` for the caller to re-check shortly;
+- files still being written: their stat changed while hashing, or is more recent than a quiet
+  period that grows with the file's size (`settle_for`: 50 ms for a note, about a second more
+  per 8 MiB, at most 5 s; a copy pausing between blocks is not done), or a watcher saw them
+  opened for writing and not closed yet (`busy`): listed in `unstable` for the caller to
+  re-check (`retry_in_ns` says when a young file will have settled);
 - files that vanish mid-scan; folders that cannot be read (their indexed files are kept).
 
-Names that are not NFC on disk (NFD from macOS) are renamed to NFC in place when the file system
-distinguishes the two spellings; on a normalisation-insensitive one they are simply mapped.
+A rename that also edited the note (a folder renamed while a note in it was changed) is still
+a rename when the new file keeps at least half the lines of the version last synced and has the
+same name in another folder, or another name in the same folder (`edited_source`).
 
-The scan reads the index and, by default, refreshes the stat of files whose content did not
-change (a "touch"), so the next quiet rescan does not hash them again. It records nothing else:
-the caller updates the index once a change is synced.
+Names that are not NFC on disk (NFD from macOS) are mapped on a normalisation-insensitive file
+system; on one that distinguishes the spellings they are renamed to NFC in place when asked
+(`fix_names`), and when an NFC twin already exists the NFD one is renamed visibly
+(``naïve (unicode conflict).md``) and reported in `twins`, so both are kept.
+
+Side effects only when asked: by default the scan only reads (the vault and the index). The
+engine asks for `fix_names` and `refresh_touched` (write back the stat of files whose content
+did not change, a "touch", so the next quiet rescan does not hash them again). It records
+nothing else: the caller updates the index once a change is synced. `verify` names indexed
+files to hash even when their stat did not change (the engine's slow rotation, so an edit no
+stat shows is found too).
 """
 
 from __future__ import annotations
 
+import difflib
 import os
 import stat as stat_mod
 import time
 import unicodedata
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Container, Iterable
 from dataclasses import dataclass, field
 from enum import StrEnum
 from stat import S_ISREG
 
 from companion.errors import CompanionError
 from companion.logs import get_logger
+from companion.sync.conflicts import unicode_twin_name
 from companion.sync.filestate import (
     FileState,
     FileUnstable,
     Hashed,
     NotRegularFile,
+    StatKey,
     hash_file,
     inode_key,
 )
@@ -59,7 +74,20 @@ log = get_logger("sync.scanner")
 
 _I63 = 1 << 63
 DEFAULT_SETTLE_NS = 50_000_000  # a file modified less than 50 ms ago may still be being written
+SETTLE_BYTES_PER_S = 8 << 20  # plus the time to write the file at a slow disk's pace
+MAX_SETTLE_NS = 5_000_000_000
 STALE_TEMP_NS = 600 * 1_000_000_000  # leftover engine temp files older than 10 min
+SIMILAR_RATIO = 0.5  # a renamed-and-edited note keeps at least half its lines
+SIMILAR_MAX_BYTES = 1 << 20
+SIMILAR_CANDIDATES = 8
+
+
+def settle_for(size: int, base_ns: int = DEFAULT_SETTLE_NS) -> int:
+    """How long a file of `size` bytes must stay unchanged before it counts as written (0 when
+    `base_ns` is 0: no quiet period at all)."""
+    if base_ns <= 0:
+        return 0
+    return min(MAX_SETTLE_NS, base_ns + size * 1_000_000_000 // SETTLE_BYTES_PER_S)
 
 
 class ChangeKind(StrEnum):
@@ -99,10 +127,13 @@ class Skipped:
 @dataclass
 class ScanResult:
     changed: list[LocalChange] = field(default_factory=list)
-    touched: list[tuple[str, tuple[int, int, int]]] = field(default_factory=list)
+    touched: list[tuple[str, StatKey]] = field(default_factory=list)
     unstable: list[str] = field(default_factory=list)
+    busy: list[str] = field(default_factory=list)  # of `unstable`: open for writing (watcher)
+    retry_in_ns: int = 0  # when the youngest unstable file will have settled (0: unknown)
     skipped: list[Skipped] = field(default_factory=list)
     renamed_on_disk: list[tuple[str, str]] = field(default_factory=list)
+    twins: list[tuple[str, str]] = field(default_factory=list)  # (NFC name, renamed NFD twin)
     stale_temp: list[str] = field(default_factory=list)
     files: int = 0  # regular, synced files present in the scanned area
     hashed: int = 0
@@ -145,6 +176,9 @@ class _Scan:
         settle_ns: int,
         fix_names: bool,
         on_hash: Callable[[str], None] | None,
+        now_ns: int,
+        busy: Container[str],
+        verify: set[str],
     ) -> None:
         self.root = root
         self.index = index
@@ -153,9 +187,11 @@ class _Scan:
         self.settle_ns = settle_ns
         self.fix_names = fix_names
         self.on_hash = on_hash
-        self.now_ns = time.time_ns()
+        self.now_ns = now_ns
+        self.busy = busy
+        self.verify = verify
         # indexed paths not seen yet: the walk pops what it finds, the rest may be deletions
-        self.known: dict[str, tuple[int, int, int]] = {}
+        self.known: dict[str, StatKey] = {}
         self.protected: list[str] = []  # rel prefixes whose indexed files must not look deleted
         self.created: list[tuple[str, Hashed]] = []
         self.modified: list[tuple[str, Hashed]] = []
@@ -187,6 +223,7 @@ class _Scan:
             return
         known_pop = self.known.pop
         bad_chars = BAD_NAME_CHARS.search
+        verify = self.verify
         quiet = 0
         with it:
             for entry in it:
@@ -224,7 +261,9 @@ class _Scan:
                         ino = st.st_ino
                         if ino >= _I63 or ino < 0:
                             ino = inode_key(ino)
-                        if old == (st.st_mtime_ns, st.st_size, ino):
+                        if old == (st.st_mtime_ns, st.st_size, ino, st.st_ctime_ns) and not (
+                            verify and rel in verify
+                        ):
                             quiet += 1
                             continue
                     self.file(abs_path, rel, st, old)
@@ -252,12 +291,20 @@ class _Scan:
             st_src = os.lstat(src)
             if (st_src.st_dev, st_src.st_ino) == (st_dst.st_dev, st_dst.st_ino):
                 return nfc  # the file system maps both spellings to one file
-            self.skip(
-                rel_dir + name,
-                SkipReason.NAME_COLLISION,
-                f"another entry is named {rel_dir + nfc!r} in composed Unicode form",
-            )
-            return None
+            if not self.fix_names or not stat_mod.S_ISREG(st_src.st_mode):
+                self.skip(
+                    rel_dir + name,
+                    SkipReason.NAME_COLLISION,
+                    f"another entry is named {rel_dir + nfc!r} in composed Unicode form",
+                )
+                return None
+            # twins: both spellings hold a file here; keep both, the NFD one under a new name
+            twin = unicode_twin_name(rel_dir + nfc, lambda c: os.path.lexists(self.root + "/" + c))
+            os.rename(src, os.path.join(self.root, twin))
+            log.warning("renamed %r (decomposed Unicode) to %r: %r exists too", rel_dir + nfc,
+                        twin, rel_dir + nfc)  # fmt: skip
+            self.res.twins.append((rel_dir + nfc, twin))
+            return twin.rsplit("/", 1)[-1]
         if not self.fix_names:
             self.skip(rel_dir + name, SkipReason.BAD_NAME, "name is not in Unicode NFC form")
             return None
@@ -283,9 +330,7 @@ class _Scan:
             else:
                 self.skip(rel, SkipReason.SPECIAL, "not a regular file")
 
-    def file(
-        self, abs_path: str, rel: str, st: os.stat_result, old: tuple[int, int, int] | None
-    ) -> None:
+    def file(self, abs_path: str, rel: str, st: os.stat_result, old: StatKey | None) -> None:
         """A regular file that is new or whose stat changed (already popped from `known`)."""
         if self.ignore.is_ignored(rel):
             return
@@ -294,9 +339,17 @@ class _Scan:
             mb = st.st_size / 1_048_576
             self.skip(rel, SkipReason.TOO_LARGE, f"{mb:.1f} MB is over the sync size limit")
             return
-        age = self.now_ns - st.st_mtime_ns
-        if self.settle_ns and 0 <= age < self.settle_ns:
+        if rel in self.busy:  # open for writing, the watcher says: wait for it to be closed
             self.res.unstable.append(rel)
+            self.res.busy.append(rel)
+            return
+        age = self.now_ns - st.st_mtime_ns
+        settle = settle_for(st.st_size, self.settle_ns)
+        if settle and 0 <= age < settle:
+            self.res.unstable.append(rel)
+            left = settle - age
+            if not self.res.retry_in_ns or left < self.res.retry_in_ns:
+                self.res.retry_in_ns = left
             return
         try:
             h = hash_file(abs_path, on_hash=self.on_hash)
@@ -334,6 +387,34 @@ class _Scan:
             out.append(rel)
         return sorted(out)
 
+    def edited_source(self, rel: str, h: Hashed, deleted: list[str]) -> str | None:
+        """A deleted note this new one was renamed from and then edited: same name in another
+        folder, or same folder under another name, and at least half its lines in common with
+        the version last synced (git's rename detection, restricted to likely candidates)."""
+        if not h.is_text or h.state.size > SIMILAR_MAX_BYTES:
+            return None
+        folder, _, name = rel.rpartition("/")
+        cands = [d for d in deleted if d.rpartition("/")[2] == name]
+        cands += [d for d in deleted if d.rpartition("/")[0] == folder and d not in cands]
+        if not cands:
+            return None
+        try:
+            with open(os.path.join(self.root, rel), "rb") as f:
+                new = f.read(SIMILAR_MAX_BYTES + 1).decode("utf-8").splitlines()
+        except (OSError, UnicodeDecodeError):
+            return None
+        best, best_ratio = None, SIMILAR_RATIO
+        for cand in cands[:SIMILAR_CANDIDATES]:
+            old = self.index.get_base(cand)
+            if old is None:
+                continue
+            ratio = difflib.SequenceMatcher(
+                None, old.decode("utf-8", "replace").splitlines(), new, autojunk=False
+            ).ratio()
+            if ratio >= best_ratio:
+                best, best_ratio = cand, ratio
+        return best
+
     def classify(self) -> None:
         deleted = self.deleted_paths()
         by_content: dict[tuple[str, int], list[str]] = {}
@@ -345,6 +426,7 @@ class _Scan:
                 old_sha[rel] = e.sha256
         changes: list[LocalChange] = []
         renamed_from: set[str] = set()
+        unmatched: list[tuple[str, Hashed]] = []
         for rel, h in sorted(self.created, key=lambda x: x[0]):
             cands = by_content.get((h.state.sha256, h.state.size))
             if cands:
@@ -352,6 +434,15 @@ class _Scan:
                 cands.remove(src)
                 renamed_from.add(src)
                 changes.append(LocalChange(ChangeKind.RENAMED, rel, h.state, h.is_text, src))
+            else:
+                unmatched.append((rel, h))
+        left = [d for d in deleted if d not in renamed_from]
+        for rel, h in unmatched:
+            similar = self.edited_source(rel, h, left) if left else None
+            if similar is not None:
+                left.remove(similar)
+                renamed_from.add(similar)
+                changes.append(LocalChange(ChangeKind.RENAMED, rel, h.state, h.is_text, similar))
             else:
                 changes.append(LocalChange(ChangeKind.CREATED, rel, h.state, h.is_text))
         for rel, h in sorted(self.modified, key=lambda x: x[0]):
@@ -409,16 +500,21 @@ def scan(
     paths: Iterable[str] | None = None,
     max_file_bytes: int | None = None,
     settle_ns: int = DEFAULT_SETTLE_NS,
-    fix_names: bool = True,
-    refresh_touched: bool = True,
+    fix_names: bool = False,
+    refresh_touched: bool = False,
     on_hash: Callable[[str], None] | None = None,
+    clock: Callable[[], int] = time.time_ns,
+    busy: Container[str] = (),
+    verify: Iterable[str] = (),
 ) -> ScanResult:
     """Compare the vault at `root` with `index`; see the module docstring for the rules.
 
     With `paths` (vault-relative files or folders, e.g. a watcher batch) only those are looked
     at, each with its case and Unicode variants; otherwise the whole vault. `on_hash` is called
     with each file path before it is hashed (tests count calls). Touched files (same content,
-    new stat) are written back to the index when `refresh_touched`.
+    new stat) are written back to the index when `refresh_touched`; non-NFC names are renamed
+    on disk when `fix_names`. `clock` (ns since the epoch, like mtimes) decides which files
+    are too recent to be complete; `busy` names files a watcher saw opened for writing.
     """
     t0 = time.perf_counter()
     root_s = os.path.realpath(root)
@@ -436,6 +532,9 @@ def scan(
         settle_ns=settle_ns,
         fix_names=fix_names,
         on_hash=on_hash,
+        now_ns=clock(),
+        busy=busy,
+        verify=set(verify),
     )
     targets = None if paths is None else _top_targets(paths)
     if targets is None:

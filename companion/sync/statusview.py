@@ -41,7 +41,7 @@ def collect_status(
     if holder is not None and not _alive(holder.get("pid")):
         holder = None
     upload, inbox, cursor = local_pending(paths, config, root)
-    attention = _attention(paths, root)
+    attention = _attention(paths, root, saved.get("conflicts") or [])
     download: int | None = inbox
     online: bool | None = None
     if probe:
@@ -55,14 +55,15 @@ def collect_status(
         "key_fingerprint": state.key_fingerprint,
         "relay": state.relay_url,
         "online": online,
-        "state": saved.get("state"),
+        "state": _state(saved.get("state"), attention),
         "last_sync": _iso(saved.get("last_sync")),
         "last_sync_ts": saved.get("last_sync"),
         "last_attempt": _iso(saved.get("last_attempt")),
         "pending": {"upload": upload, "download": download},
-        "conflicts": saved.get("conflicts") or [],
+        "conflicts": attention[2],
         "held": attention[0],
         "quarantined": attention[1],
+        "problems": attention[3],
         "errors": saved.get("errors") or [],
         "last_round": saved.get("last_round"),
         "daemon": holder,
@@ -81,18 +82,43 @@ def _alive(pid: object) -> bool:
     return True
 
 
-def _attention(paths: DevicePaths, root: str) -> tuple[list[Any], list[Any]]:
-    """Held changes and quarantined files, read live from the index (safe while it syncs)."""
-    from companion.sync.engine import held_view, quarantine_view
-    from companion.sync.index import SyncIndex
+def _state(saved: str | None, attention: tuple[list[Any], ...]) -> str | None:
+    """The saved state, corrected by what the index says now: conflict copies in the vault make
+    a synced copy "conflict", remote changes that cannot apply make it "pending"."""
+    if saved in ("synced", "conflict"):
+        if attention[3]:
+            return "pending"
+        return "conflict" if attention[2] else "synced"
+    return saved
+
+
+def _attention(
+    paths: DevicePaths, root: str, recent: list[Any]
+) -> tuple[list[Any], list[Any], list[Any], list[Any]]:
+    """Held changes, quarantined files, conflict copies in the vault and problems, read live
+    from the index (read-only: safe while another process syncs)."""
+    from companion.sync.index import SyncIndex, SyncIndexError
+    from companion.sync.views import (
+        COPY_PATTERNS,
+        conflict_views,
+        copy_paths,
+        held_view,
+        problem_views,
+        quarantine_view,
+    )
 
     db = sync_index_path(paths, root)
-    if not db.exists():
-        return [], []
-    with SyncIndex(db) as index:
+    try:
+        index = SyncIndex(db, readonly=True)
+    except SyncIndexError:
+        return [], [], [], []
+    with index:
+        copies = copy_paths(index.live_paths_like(*COPY_PATTERNS))
         return (
             [held_view(r) for r in index.held()],
             [quarantine_view(r) for r in index.quarantined()],
+            conflict_views(copies, recent),
+            problem_views(index.inbox()),
         )
 
 
@@ -103,24 +129,24 @@ def local_pending(paths: DevicePaths, config: Any, root: str) -> tuple[int, int,
     relay cannot be reached, when no round can say) both ask it. Lock-free and read-only.
     """
     from companion.sync.ignore import IgnoreRules
-    from companion.sync.index import SyncIndex
+    from companion.sync.index import SyncIndex, SyncIndexError
     from companion.sync.scanner import scan
 
     db = sync_index_path(paths, root)
-    if not db.exists():
+    try:
+        index = SyncIndex(db, readonly=True)
+    except SyncIndexError:
         return 0, 0, 0
-    with SyncIndex(db) as index:
-        inbox = sum(1 for op in index.pending() if op.kind == "remote")
+    with index:
+        inbox = index.inbox_count()
         cursor = int(index.get_meta("cursor") or 0)
         try:
             res = scan(
                 root,
                 index,
                 IgnoreRules(root, config.get("sync", "ignore")),
-                fix_names=False,
-                refresh_touched=False,
                 settle_ns=0,
-            )
+            )  # read-only: renames nothing, refreshes nothing
         except CompanionError as exc:
             log.debug("status scan failed: %s", exc)
             return 0, inbox, cursor

@@ -10,8 +10,15 @@ state)`. When the batch is cut, a path whose file is exactly in that state (stat
 absent for a delete) is dropped: applying a remote change does not come back as a local one.
 Expectations expire after `echo_ttl_s`.
 
+Files being written: a file written to and not closed yet (inotify's close-write,
+where the platform reports it) is **busy** (`busy_paths()`); the engine does not upload it
+until it is closed, so a download or a copy that pauses between blocks never goes out torn.
+A file busy for `busy_expiry_s` without any event counts as written (a writer that keeps it
+open; or a platform without close events, where the scanner's quiet period decides).
+
 A periodic safety rescan (`on_rescan`) covers anything the OS did not report (event queue
 overflow, network drives). The observer and the debounce thread stop cleanly with `stop()`.
+The timing rules live in `Debounce`, a pure class driven by the clock it is given.
 """
 
 from __future__ import annotations
@@ -51,6 +58,39 @@ _INTERESTING = {
 }
 
 
+class Debounce:
+    """When to cut a batch: after `quiet_s` without events, or `max_latency_s` after the first
+    event of the batch, whichever comes first. Pure: times are passed in (tests use a fake
+    clock; the watcher passes `time.monotonic()`)."""
+
+    def __init__(self, quiet_s: float, max_latency_s: float) -> None:
+        self.quiet_s = quiet_s
+        self.max_latency_s = max_latency_s
+        self.first: float | None = None
+        self.last = 0.0
+
+    def note(self, now: float) -> None:
+        if self.first is None:
+            self.first = now
+        self.last = now
+
+    @property
+    def pending(self) -> bool:
+        return self.first is not None
+
+    def deadline(self) -> float | None:
+        if self.first is None:
+            return None
+        return min(self.last + self.quiet_s, self.first + self.max_latency_s)
+
+    def due(self, now: float) -> bool:
+        deadline = self.deadline()
+        return deadline is not None and now >= deadline
+
+    def reset(self) -> None:
+        self.first = None
+
+
 @dataclass(frozen=True, slots=True)
 class Batch:
     """Changed vault-relative paths (files or folders). `overflow`: too many to list; rescan."""
@@ -68,8 +108,13 @@ class _Handler(FileSystemEventHandler):
             return
         if event.is_directory and event.event_type in (EVENT_TYPE_MODIFIED, EVENT_TYPE_CLOSED):
             return  # a folder's own mtime; its children report themselves
+        kind = event.event_type
+        if not event.is_directory and not event.is_synthetic:
+            # written to (and not closed yet), or closed, deleted, moved: a moved-in or
+            # created file is complete unless writes follow
+            self.w._writing(event.src_path, kind == EVENT_TYPE_MODIFIED)
         self.w._note(event.src_path, event.is_directory)
-        if event.event_type == EVENT_TYPE_MOVED and event.dest_path:
+        if kind == EVENT_TYPE_MOVED and event.dest_path:
             self.w._note(event.dest_path, event.is_directory)
 
 
@@ -88,6 +133,8 @@ class Watcher:
         rescan_interval_s: float | None = 600.0,
         echo_ttl_s: float = 10.0,
         max_paths: int = 10_000,
+        busy_expiry_s: float = 60.0,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.root = Path(os.path.realpath(root))
         self._prefix = str(self.root) + os.sep
@@ -99,11 +146,13 @@ class Watcher:
         self.rescan_interval_s = rescan_interval_s
         self.echo_ttl_s = echo_ttl_s
         self.max_paths = max_paths
+        self.busy_expiry_s = busy_expiry_s
+        self.clock = clock
         self._cond = threading.Condition()
         self._dirty: set[str] = set()
         self._overflow = False
-        self._first = 0.0
-        self._last = 0.0
+        self._debounce = Debounce(quiet_s, max_latency_s)
+        self._busy: dict[str, float] = {}  # open for writing: path -> time of the last event
         self._expect: dict[str, tuple[FileState | None, float]] = {}
         self._stopping = False
         self._observer: Observer | None = None  # type: ignore[valid-type]
@@ -151,9 +200,11 @@ class Watcher:
     def expect(self, rel: str, state: FileState | None) -> None:
         """The engine just made `rel` be `state` (None: removed); don't report that as a change."""
         with self._cond:
-            self._expect[rel] = (state, time.monotonic() + self.echo_ttl_s)
+            self._expect[rel] = (state, self.clock() + self.echo_ttl_s)
+            self._busy.pop(rel, None)  # our own write, closed
 
     def _is_echo(self, rel: str, now: float) -> bool:
+        """Whether `rel` is exactly as the engine left it (caller holds the lock)."""
         hit = self._expect.get(rel)
         if hit is None:
             return False
@@ -187,6 +238,31 @@ class Watcher:
             return None
         return rel
 
+    def _writing(self, raw: str | bytes, busy: bool) -> None:
+        """A file was created or modified (busy), or closed, deleted or moved away (not)."""
+        rel = self._rel(raw)
+        if rel is None:
+            return
+        with self._cond:
+            if busy:
+                self._busy[rel] = self.clock()
+            else:
+                self._busy.pop(rel, None)
+
+    def pending_paths(self) -> frozenset[str]:
+        """Paths noted for the next batch, not delivered yet (echoes not dropped yet)."""
+        with self._cond:
+            return frozenset(self._dirty)
+
+    def busy_paths(self) -> frozenset[str]:
+        """Files opened for writing and not closed yet (those quiet for `busy_expiry_s` are
+        taken as written)."""
+        with self._cond:
+            limit = self.clock() - self.busy_expiry_s
+            for rel in [r for r, t in self._busy.items() if t < limit]:
+                del self._busy[rel]
+            return frozenset(self._busy)
+
     def _note(self, raw: str | bytes, is_dir: bool) -> None:
         rel = self._rel(raw)
         if rel is None:
@@ -195,11 +271,9 @@ class Watcher:
             self.ignore.reload_if_changed()
         elif self.ignore.is_ignored(rel, is_dir=is_dir):
             return
-        now = time.monotonic()
+        now = self.clock()
         with self._cond:
-            if not self._dirty and not self._overflow:
-                self._first = now
-            self._last = now
+            self._debounce.note(now)
             if len(self._dirty) >= self.max_paths:
                 self._overflow = True
                 self._dirty.clear()
@@ -210,31 +284,24 @@ class Watcher:
     # ------------------------------------------------------------- debounce thread
 
     def _run(self) -> None:
-        next_rescan = time.monotonic() + self.rescan_interval_s if self.rescan_interval_s else None
+        clock = self.clock
+        next_rescan = clock() + self.rescan_interval_s if self.rescan_interval_s else None
         while True:
             batch: Batch | None = None
             rescan = False
             with self._cond:
                 while not self._stopping:
-                    now = time.monotonic()
-                    pending = bool(self._dirty) or self._overflow
-                    if pending and (
-                        now - self._last >= self.quiet_s or now - self._first >= self.max_latency_s
-                    ):
+                    now = clock()
+                    if self._debounce.due(now):
                         break
                     if next_rescan is not None and now >= next_rescan:
                         break
-                    deadlines = []
-                    if pending:
-                        deadlines.append(
-                            min(self._last + self.quiet_s, self._first + self.max_latency_s)
-                        )
-                    if next_rescan is not None:
-                        deadlines.append(next_rescan)
+                    deadlines = [d for d in (self._debounce.deadline(), next_rescan) if d]
                     self._cond.wait(max(0.0, min(deadlines) - now) if deadlines else None)
                 if self._stopping:
                     return
-                now = time.monotonic()
+                now = clock()
+                self._debounce.reset()
                 if self._dirty or self._overflow:
                     kept = frozenset(p for p in self._dirty if not self._is_echo(p, now))
                     self.echoes_dropped += len(self._dirty) - len(kept)

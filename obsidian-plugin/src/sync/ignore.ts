@@ -10,7 +10,8 @@ import { TEMP_PREFIX } from "./paths";
 export const IGNORE_FILE = ".companionignore";
 
 export const DEFAULT_PATTERNS: readonly string[] = [
-  ".obsidian/workspace*.json",
+  ".obsidian/workspace.json",
+  ".obsidian/workspace-mobile.json",
   ".obsidian/workspace",
   ".obsidian/cache",
   ".trash/",
@@ -29,6 +30,15 @@ export const DEFAULT_PATTERNS: readonly string[] = [
   "*.swp",
   "*.swx",
   "*~",
+  "\\#*#",
+  ".#*",
+  "4913",
+  "*.tmp",
+  "*.crdownload",
+  "*.part",
+  "*.partial",
+  "*.opdownload",
+  "*.download/",
   TEMP_PREFIX + "*",
 ];
 

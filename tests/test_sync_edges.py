@@ -1,0 +1,419 @@
+"""The edge cases real vaults and real editors hit (issue 17), each against a real relay.
+
+1. a rename racing an edit: the edit follows the rename;
+2. a save built from a stale buffer right after a remote change: merged, never silent;
+3. an edit that keeps size and mtime: seen (inode change time), no round loops;
+4. partial files: the usual temp names are ignored, a file is uploaded once it is stable;
+5. NFC and NFD twins in one folder: both kept, one renamed visibly, reported;
+6. a conflict is listed on every device's status, not only where it was detected;
+7. a remote change refused because of a symbolic link is a problem (status, exit code);
+8. `restore` (and held/quarantine decisions) go through the engine of a running `watch`.
+
+Timing that real editors produce (a save 0.5 s after an apply, a copy that pauses) is set
+with explicit mtimes or injected clocks, never with sleeps.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+import unicodedata
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import wait_for
+from tests.syncharness import Device, SyncCluster
+
+
+@pytest.fixture
+def cluster(tmp_path: Path):
+    with SyncCluster(tmp_path) as c:
+        yield c
+
+
+def _pair(cluster: SyncCluster, second_kind: str = "human") -> tuple[Device, Device]:
+    return cluster.add_device("laptop", "human"), cluster.add_device("desk", second_kind)
+
+
+def _copies(files: dict[str, bytes]) -> list[str]:
+    return sorted(p for p in files if " (conflict " in p)
+
+
+# ------------------------------------------------------------------ 1. rename racing an edit
+
+
+@pytest.mark.parametrize("edit_first", [True, False])
+def test_a_folder_rename_racing_an_edit_carries_the_edit(
+    cluster: SyncCluster, edit_first: bool
+) -> None:
+    a, b = _pair(cluster)
+    for i in range(200):
+        a.write(f"old/n{i:03}.md", f"# Note {i}\nline\n")
+    a.sync()
+    b.sync()
+    a.rename("old", "new")  # the whole folder
+    b.write("old/n005.md", "# Note 5\nline\nedited on the desk\n")
+    first, second = (b, a) if edit_first else (a, b)
+    first.sync()
+    second.sync()
+    cluster.sync_all()
+    files = cluster.assert_converged()
+    assert [p for p in files if not p.startswith("new/")] == []  # nothing resurrected
+    assert files["new/n005.md"] == b"# Note 5\nline\nedited on the desk\n"
+    assert len(files) == 200 and _copies(files) == []  # no duplicate, no copy
+
+
+@pytest.mark.parametrize("edit_first", [True, False])
+def test_a_note_renamed_and_edited_here_merges_an_edit_made_there(
+    cluster: SyncCluster, edit_first: bool
+) -> None:
+    a, b = _pair(cluster, "agent")
+    a.write("plan.md", "title\nmiddle\nend\n")
+    a.sync()
+    b.sync()
+    a.rename("plan.md", "projects/plan.md")
+    a.write("projects/plan.md", "title, renamed and edited by the person\nmiddle\nend\n")
+    b.write("plan.md", "title\nmiddle\nend, edited by the agent\n")
+    first, second = (b, a) if edit_first else (a, b)
+    first.sync()
+    second.sync()
+    cluster.sync_all()
+    files = cluster.assert_converged()
+    assert files == {
+        "projects/plan.md": b"title, renamed and edited by the person\nmiddle\n"
+        b"end, edited by the agent\n"
+    }
+
+
+# ------------------------------------------------------------------ 2. a save from a stale read
+
+
+def test_a_stale_save_right_after_a_remote_apply_is_merged(cluster: SyncCluster) -> None:
+    a, b = _pair(cluster)
+    a.write("n.md", "line 1\nline 2\nline 3\n")
+    a.sync()
+    b.sync()
+    buffer = b.read("n.md")  # the editor on the desk read the note
+    assert buffer is not None
+    a.write("n.md", "line 1\nline 2, edited on the laptop\nline 3\n")
+    a.sync()
+    applied = b.sync()  # the laptop's edit lands on the desk
+    assert applied.downloaded == ["n.md"]
+    # 0.5 s later the editor writes its whole buffer: what it read, plus what was typed
+    b.write("n.md", buffer + b"line 4, typed on the desk\n")
+    report = b.sync()
+    assert report.merged == ["n.md"] and not report.conflicts
+    a.sync()
+    files = cluster.assert_converged()
+    assert files["n.md"] == (
+        b"line 1\nline 2, edited on the laptop\nline 3\nline 4, typed on the desk\n"
+    )
+
+
+def test_a_stale_save_that_does_not_merge_leaves_a_conflict_copy(cluster: SyncCluster) -> None:
+    a, b = _pair(cluster)
+    a.write("n.md", "status: open\n")
+    a.sync()
+    b.sync()
+    a.write("n.md", "status: done (laptop)\n")
+    a.sync()
+    b.sync()
+    b.write("n.md", "status: blocked (desk, typed on the old text)\n")
+    report = b.sync()
+    assert len(report.conflicts) == 1
+    cluster.sync_all()
+    files = cluster.assert_converged()
+    assert sorted(files.values()) == [
+        b"status: blocked (desk, typed on the old text)\n", b"status: done (laptop)\n",
+    ]  # fmt: skip
+
+
+def test_a_save_long_after_the_apply_is_an_ordinary_edit(cluster: SyncCluster) -> None:
+    a, b = _pair(cluster)
+    a.write("n.md", "one\ntwo\n")
+    a.sync()
+    b.sync()
+    a.write("n.md", "one\ntwo, laptop\n")
+    a.sync()
+    b.sync()
+    b.write("n.md", "one, desk\ntwo\n")  # derives from the old text, but saved much later:
+    later = time.time_ns() + 600 * 10**9  # the person's new version, as they wrote it
+    os.utime(b.path("n.md"), ns=(later, later))
+    report = b.sync()
+    assert report.uploaded == ["n.md"] and not report.merged
+    a.sync()
+    assert cluster.assert_converged()["n.md"] == b"one, desk\ntwo\n"
+
+
+# ------------------------------------------------------------------ 3. same size, same mtime
+
+
+def _rewrite_keeping_stat(dev: Device, rel: str, data: bytes) -> None:
+    st = os.stat(dev.path(rel))
+    with open(dev.path(rel), "r+b") as f:  # in place: same inode
+        f.write(data)
+    os.utime(dev.path(rel), ns=(st.st_atime_ns, st.st_mtime_ns))  # `touch -d`
+    after = os.stat(dev.path(rel))
+    assert (after.st_size, after.st_mtime_ns, after.st_ino) == (
+        st.st_size, st.st_mtime_ns, st.st_ino,
+    )  # fmt: skip
+
+
+def test_an_edit_that_keeps_size_and_mtime_is_seen(cluster: SyncCluster) -> None:
+    a, b = _pair(cluster)
+    a.write("n.md", b"a" * 40)
+    a.sync()
+    b.sync()
+    _rewrite_keeping_stat(a, "n.md", b"b" * 40)
+    assert a.sync().uploaded == ["n.md"]
+    b.sync()
+    assert b.read("n.md") == b"b" * 40
+
+
+def test_a_hidden_edit_meeting_a_remote_edit_converges(cluster: SyncCluster) -> None:
+    a, b = _pair(cluster)
+    a.write("n.md", b"a" * 40)
+    a.sync()
+    b.sync()
+    b.write("n.md", b"c" * 40)
+    b.sync()
+    _rewrite_keeping_stat(a, "n.md", b"b" * 40)
+    report = a.sync()
+    assert report.converged and len(report.conflicts) == 1
+    cluster.sync_all()
+    assert sorted(cluster.assert_converged().values()) == [b"b" * 40, b"c" * 40]
+
+
+def test_the_rotating_hash_check_finds_an_edit_no_stat_shows(cluster: SyncCluster) -> None:
+    """Where even the inode change time cannot help (a file system that does not keep it),
+    every full round re-hashes a slice of the vault: going round it finds the edit."""
+    from companion.sync.filestate import FileState
+
+    a = cluster.add_device("laptop", "human", verify_per_round=2)
+    for i in range(5):
+        a.write(f"n{i}.md", f"note {i}\n")
+    a.sync()
+    a.path("n3.md").write_bytes(b"note X\n")
+    key = FileState.from_stat(os.stat(a.path("n3.md"))).stat_key()
+    a.engine().index.update_stats([("n3.md", key)])  # the stat agrees with the index
+    uploaded: list[str] = []
+    for _ in range(3):
+        uploaded += a.sync().uploaded
+    assert uploaded == ["n3.md"]
+
+
+# ------------------------------------------------------------------ 4. partial files
+
+
+def test_browser_and_editor_temp_files_are_not_synced(cluster: SyncCluster) -> None:
+    a, b = _pair(cluster)
+    for name in (
+        "inbox/video.mp4.crdownload", "inbox/paper.pdf.part", "inbox/#draft.md#",
+        "inbox/.#draft.md", "inbox/book.epub.partial", "inbox/lu12345.tmp",
+    ):  # fmt: skip
+        a.write(name, "partial\n")
+    a.write("inbox/draft.md", "the real note\n")
+    assert a.sync().uploaded == ["inbox/draft.md"]
+
+
+def test_a_file_still_being_written_waits_until_it_is_closed(cluster: SyncCluster) -> None:
+    """A 12 MB copy that pauses between blocks: while the writer holds the file open, rounds
+    leave it alone; once closed it goes out whole, as one revision."""
+    from companion.sync.daemon import Daemon
+
+    a, b = _pair(cluster)
+    daemon = Daemon(a.engine(), rescan_interval_s=None)
+    thread = threading.Thread(target=daemon.run, daemon=True)
+    thread.start()
+    try:
+        assert daemon.ready.wait(15)
+        block = os.urandom(2 << 20)
+        with open(a.path("big.bin"), "wb") as out:
+            for _ in range(3):
+                with daemon.holding():  # no round until the watcher has seen this write
+                    out.write(block)
+                    out.flush()
+                    wait_for(lambda: "big.bin" in daemon.busy_paths(), what="the writer seen")
+                outcome = daemon.wait_round(daemon.request_round(), 30)
+                assert outcome is not None and outcome.error is None
+                assert a.engine().remote.head("big.bin") is None  # nothing torn went out
+        wait_for(lambda: a.engine().remote.head("big.bin") is not None, what="upload")
+        hist = a.engine().history("big.bin")
+        assert [ch.meta.size for ch in hist] == [3 * len(block)]
+    finally:
+        daemon.stop()
+        thread.join(10)
+    b.sync()
+    assert b.read("big.bin") == block * 3
+
+
+def test_without_events_a_large_file_needs_a_longer_quiet_period(tmp_path: Path) -> None:
+    """`companion sync` has no close events: a file is stable once unchanged for a quiet period
+    that grows with its size (a copy pausing 120 ms between 2 MiB blocks is not done)."""
+    from companion.sync.ignore import IgnoreRules
+    from companion.sync.index import SyncIndex
+    from companion.sync.scanner import scan
+
+    vault = tmp_path / "v"
+    vault.mkdir()
+    (vault / "small.md").write_bytes(b"x" * 100)
+    (vault / "big.bin").write_bytes(os.urandom(4 << 20))
+    mtime = os.stat(vault / "big.bin").st_mtime_ns
+    os.utime(vault / "small.md", ns=(mtime, mtime))
+    with SyncIndex(tmp_path / "i.sqlite") as index:
+        res = scan(vault, index, IgnoreRules(vault), clock=lambda: mtime + 120_000_000)
+        assert res.unstable == ["big.bin"]
+        assert [c.path for c in res.changed] == ["small.md"]
+        res = scan(vault, index, IgnoreRules(vault), clock=lambda: mtime + 5 * 10**9)
+        assert res.unstable == [] and len(res.changed) == 2
+
+
+# ------------------------------------------------------------------ 5. NFC and NFD twins
+
+
+def test_nfc_and_nfd_twins_are_both_kept_and_reported(cluster: SyncCluster) -> None:
+    a, b = _pair(cluster)
+    nfc = unicodedata.normalize("NFC", "notes/naïve.md")
+    nfd = unicodedata.normalize("NFD", nfc)
+    a.write(nfc, "composed\n")
+    a.write(nfd, "decomposed\n")
+    if len(os.listdir(a.path("notes"))) != 2:
+        pytest.skip("this file system holds one file for both spellings")
+    report = a.sync()
+    assert [c.outcome for c in report.conflicts] == ["unicode_twin"]
+    twin = report.conflicts[0].copy
+    assert twin == "notes/naïve (unicode conflict).md"
+    assert a.files() == {nfc: b"composed\n", twin: b"decomposed\n"}
+    b.sync()
+    assert cluster.assert_converged() == {nfc: b"composed\n", twin: b"decomposed\n"}
+    again = a.sync()
+    assert not again.changed and again.converged
+
+
+# ------------------------------------------------------------------ 6. conflicts everywhere
+
+
+def test_a_conflict_is_listed_on_every_device(cluster: SyncCluster) -> None:
+    from companion.sync.statusview import collect_status
+
+    a, b = _pair(cluster, "agent")
+    a.write("plan.md", "base\n")
+    a.sync()
+    b.sync()
+    a.write("plan.md", "the person's\n")
+    b.write("plan.md", "the agent's\n")
+    b.sync()
+    a.sync()  # the laptop detects it
+    b.sync()  # the desk only receives the copy
+    for dev in (a, b):
+        status = collect_status(dev.paths, dev.config, dev.vault, probe=False)
+        assert [c["copy"] for c in status["conflicts"]] == _copies(dev.files()), dev.name
+        assert status["state"] == "conflict"
+    out = b.cli("status", str(b.vault), "--offline")
+    assert "conflicts (1" in out.stdout and "plan (conflict desk" in out.stdout
+
+
+# ------------------------------------------------------------------ 7. refused through a link
+
+
+def test_a_change_refused_because_of_a_symlink_is_a_problem(
+    cluster: SyncCluster, tmp_path: Path
+) -> None:
+    a, b = _pair(cluster)
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    os.symlink(outside, a.path("notes"))
+    b.write("notes/x.md", "from the desk\n")
+    b.sync()
+    a.restart()
+    out = a.cli("sync", str(a.vault))
+    assert out.returncode == 1, out.stdout + out.stderr
+    assert "notes/x.md" in out.stderr and "symbolic link" in out.stderr
+    assert list(outside.iterdir()) == []  # nothing written through it
+    status = json.loads(a.cli("status", str(a.vault), "--json", "--offline").stdout)
+    assert [p["path"] for p in status["problems"]] == ["notes/x.md"]
+    assert status["state"] != "synced"
+    # the person replaces the link by a folder: the change arrives
+    os.unlink(a.path("notes"))
+    a.path("notes").mkdir()
+    out = a.cli("sync", str(a.vault))
+    assert out.returncode == 0, out.stderr
+    assert a.read("notes/x.md") == b"from the desk\n"
+    status = json.loads(a.cli("status", str(a.vault), "--json", "--offline").stdout)
+    assert status["problems"] == []
+
+
+# ------------------------------------------------------------------ 8. through a running watch
+
+
+def _watch(dev: Device) -> subprocess.Popen[bytes]:
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "companion", "watch", str(dev.vault)],
+        env=dev.env(),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    from companion.sync.statusview import collect_status
+
+    def up() -> bool:
+        assert proc.poll() is None, proc.stderr.read().decode() if proc.stderr else ""
+        info = collect_status(dev.paths, dev.config, dev.vault, probe=False)
+        return info["daemon"] is not None and info["last_sync"] is not None
+
+    wait_for(up, 30, "watch started and synced")
+    return proc
+
+
+def _stop(proc: subprocess.Popen[bytes]) -> None:
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+def test_restore_goes_through_a_running_watch(cluster: SyncCluster) -> None:
+    a, b = _pair(cluster)
+    a.write("n.md", "version 1\n")
+    a.sync()
+    a.write("n.md", "version 2\n")
+    a.sync()
+    a.restart()
+    proc = _watch(a)
+    try:
+        out = a.cli("restore", str(a.vault), "n.md", "--rev", "1")
+        assert out.returncode == 0, out.stderr
+        assert "restored n.md to revision 1" in out.stdout
+        assert a.read("n.md") == b"version 1\n"  # done when the command returns
+        bad = a.cli("restore", str(a.vault), "n.md", "--rev", "9")
+        assert bad.returncode == 2
+        errors = [line for line in bad.stderr.splitlines() if line.startswith("error:")]
+        assert len(errors) == 1 and "no revision 9" in errors[0]
+    finally:
+        _stop(proc)
+    b.sync()
+    assert b.read("n.md") == b"version 1\n"
+    assert [ch.rev for ch in b.engine().history("n.md")] == [3, 2, 1]
+
+
+def test_held_decisions_are_carried_out_by_a_running_watch(cluster: SyncCluster) -> None:
+    a, server = _pair(cluster, "agent")
+    server.write(".obsidian/hotkeys.json", '{"app:reload": []}\n')
+    server.sync()
+    a.sync()
+    a.restart()
+    proc = _watch(a)
+    try:
+        out = a.cli("held", "accept", str(a.vault), ".obsidian/hotkeys.json")
+        assert out.returncode == 0, out.stderr
+        assert a.read(".obsidian/hotkeys.json") == b'{"app:reload": []}\n'  # already done
+    finally:
+        _stop(proc)

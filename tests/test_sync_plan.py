@@ -1,0 +1,400 @@
+"""The planner (`companion/sync/plan.py`), case by case: pure functions from the scan, the
+remote changes and the index to typed steps. No relay, no disk: an index made of a dict.
+
+Every edge case of issue 17 that is a decision has its row here (renames racing edits, stale
+saves, case collisions), beside the admission of remote changes (apply / hold / quarantine /
+skip), the person's decisions, the resync after a relay restore, and the push plan.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+
+import pytest
+
+from companion.crypto import ChunkRef, FileMeta
+from companion.sync.filestate import FileState
+from companion.sync.holds import HoldPolicy
+from companion.sync.index import AppliedRow, Entry, HeldRow, QuarantineRow
+from companion.sync.model import Local
+from companion.sync.pathsafe import fold
+from companion.sync.plan import (
+    STALE_SAVE_WINDOW_NS,
+    AcceptHeld,
+    CaseCollision,
+    Discard,
+    Dismiss,
+    Download,
+    Enqueue,
+    FollowLocalRename,
+    FollowRemoteRename,
+    Hold,
+    Incoming,
+    MoveHere,
+    Reconcile,
+    RefuseHeld,
+    RemoveHere,
+    Renumber,
+    Reoffer,
+    StaleSave,
+    Supersede,
+    Tombstone,
+    Upload,
+    Wait,
+    admit_head,
+    plan_admission,
+    plan_apply,
+    plan_decisions,
+    plan_push,
+    plan_resync,
+)
+from companion.sync.remote import Refused, RemoteChange
+from companion.sync.scanner import ChangeKind
+
+C, M, D = ChangeKind.CREATED, ChangeKind.MODIFIED, ChangeKind.DELETED
+
+
+def sha(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+@dataclass
+class Index:
+    """An `IndexView` over a dict."""
+
+    entries: dict[str, Entry] = field(default_factory=dict)
+
+    def get(self, path: str) -> Entry | None:
+        return self.entries.get(path)
+
+    def paths_with_fold(self, key: str) -> list[str]:
+        return sorted(p for p, e in self.entries.items() if fold(p) == key and not e.deleted)
+
+
+def synced(*items: tuple[str, str, int]) -> Index:
+    """An index of live files: (path, content, rev)."""
+    return Index({p: Entry(p, sha(t), len(t), 100, 7, rev=r, file_id="f-" + p, ctime_ns=9)
+                  for p, t, r in items})  # fmt: skip
+
+
+def change(path: str, text: str | None, rev: int, *, kind: str = "human",
+           rename_from: str | None = None, executable: bool = False,
+           author: str = "desk") -> RemoteChange:  # fmt: skip
+    chunks = (ChunkRef(sha(text), len(text)),) if text else ()
+    meta = FileMeta(
+        path=path, size=0 if text is None else len(text), sha256="" if text is None else sha(text),
+        chunks=chunks,
+        deleted=text is None, device_name=author, device_kind=kind, rename_from=rename_from,
+        executable=executable,
+    )  # fmt: skip
+    return RemoteChange(path, "f-" + path, rev, rev - 1, meta, b"", relay_kind=kind,
+                        relay_name=author)  # fmt: skip
+
+
+def inbox(*changes: RemoteChange) -> dict[str, Incoming]:
+    return {ch.path: Incoming(i + 1, ch.path, ch) for i, ch in enumerate(changes)}
+
+
+def local(kind: ChangeKind, path: str, text: str = "x", *, mtime: int = 200,
+          rename_from: str | None = None, rename_to: str | None = None) -> Local:  # fmt: skip
+    state = None if kind is D else FileState(len(text), mtime, 8, sha(text), 10)
+    return Local(kind, path, state, True, rename_from=rename_from, rename_to=rename_to)
+
+
+def kinds(steps: list[object]) -> list[tuple[str, str]]:
+    def path(s: object) -> str:
+        for attr in ("new", "path"):
+            if hasattr(s, attr):
+                return str(getattr(s, attr))
+        for attr in ("item", "local"):
+            if hasattr(s, attr):
+                return str(getattr(s, attr).path)
+        return "?"
+
+    return [(type(s).__name__, path(s)) for s in steps]
+
+
+# ------------------------------------------------------------------ admission
+
+PERSON = HoldPolicy("human")
+
+
+@pytest.mark.parametrize(
+    ("ch", "index", "queued", "want"),
+    [
+        # new here: into the inbox
+        (change("n.md", "a", 1), Index(), {}, "enqueue"),
+        # our own commit / already applied
+        (change("n.md", "a", 2), synced(("n.md", "a", 2)), {}, "have"),
+        # already queued at that revision
+        (change("n.md", "a", 3), Index(), {"n.md": 3}, "queued"),
+        # a newer revision than the queued one replaces it
+        (change("n.md", "a", 4), Index(), {"n.md": 3}, "enqueue"),
+        # ignored here
+        (change(".trash/n.md", "a", 1), Index(), {}, "ignored"),
+        # an unusable path
+        (change("../n.md", "a", 1), Index(), {}, "unsafe"),
+        # an agent's plugin, an agent's settings, an agent's executable: held for the person
+        (change(".obsidian/plugins/x/main.js", "js", 1, kind="agent"), Index(), {}, "hold"),
+        (change(".Obsidian/App.json", "{}", 1, kind="agent"), Index(), {}, "hold"),
+        (change("run.sh", "sh", 1, kind="agent", executable=True), Index(), {}, "hold"),
+        # the person's own settings are not held; an agent's deletion of an exec file is not
+        (change(".obsidian/app.json", "{}", 1, kind="human"), Index(), {}, "enqueue"),
+        (change("run.sh", None, 2, kind="agent", executable=True), Index(), {}, "enqueue"),
+        # a note from an agent is applied
+        (change("n.md", "a", 1, kind="agent"), Index(), {}, "enqueue"),
+    ],
+)
+def test_admission(ch: RemoteChange, index: Index, queued: dict[str, int], want: str) -> None:
+    from companion.sync.ignore import IgnoreRules
+
+    rules = IgnoreRules("/nonexistent-vault")
+    adm = plan_admission([ch], [], index, queued=queued, held=[], ignored=rules.is_ignored,
+                         holds=PERSON)  # fmt: skip
+    got = "enqueue" if adm.enqueue else "hold" if adm.hold else adm.skip[0].why if adm.skip else ""
+    assert got == want
+    assert adm.healed == [ch.file_id]  # it verified: out of quarantine, if it was
+
+
+def test_admission_takes_the_newest_of_each_file_and_releases_replaced_holds() -> None:
+    old = change(".obsidian/app.json", "{1}", 1, kind="agent")
+    new = change(".obsidian/app.json", "{2}", 2, kind="human")
+    bad = Refused("f-x", 3, 9, "tag mismatch")
+    adm = plan_admission([old, new], [bad], Index(), queued={}, held=[".obsidian/app.json"],
+                         ignored=lambda p: False, holds=PERSON)  # fmt: skip
+    assert [e.change.rev for e in adm.enqueue] == [2] and adm.hold == []
+    assert adm.release == [".obsidian/app.json"]
+    assert adm.quarantine == [bad]
+
+
+def test_on_an_agent_device_nothing_is_held() -> None:
+    ch = change(".obsidian/plugins/x/main.js", "js", 1, kind="agent")
+    adm = plan_admission([ch], [], Index(), queued={}, held=[], ignored=lambda p: False,
+                         holds=HoldPolicy("agent"))  # fmt: skip
+    assert len(adm.enqueue) == 1
+    assert isinstance(admit_head("x", ch, HoldPolicy("agent")), Enqueue)
+    assert isinstance(admit_head("x", ch, PERSON), Hold)
+
+
+# ------------------------------------------------------------------ decisions and resync
+
+
+def test_decisions() -> None:
+    held = [
+        HeldRow("a.json", "f1", 2, {}, "r", "server", 1, "accept"),
+        HeldRow("b.json", "f2", 2, {}, "r", "server", 1, "refuse"),
+        HeldRow("c.json", "f3", 2, {}, "r", "server", 1, ""),
+    ]
+    quarantined = [
+        QuarantineRow("q1", 3, "known.md", "bad", "x", 1, "supersede"),
+        QuarantineRow("q2", 3, "", "bad", "x", 1, "supersede"),  # path unknown: forgotten
+        QuarantineRow("q3", 3, "x.md", "bad", "x", 1, "dismiss"),
+        QuarantineRow("q4", 3, "y.md", "bad", "x", 1, ""),
+    ]
+    steps = plan_decisions(held, quarantined, "human")
+    assert [(type(s).__name__, s.row.path) for s in steps] == [
+        ("AcceptHeld", "a.json"), ("RefuseHeld", "b.json"), ("Supersede", "known.md"),
+        ("Dismiss", ""), ("Dismiss", "x.md"),
+    ]  # fmt: skip
+    assert isinstance(steps[0], AcceptHeld) and isinstance(steps[1], RefuseHeld)
+    assert isinstance(steps[2], Supersede) and isinstance(steps[3], Dismiss)
+    # an agent device never supersedes: the report is only forgotten
+    agent = plan_decisions([], quarantined[:1], "agent")
+    assert [type(s) for s in agent] == [Dismiss]
+
+
+def test_resync_after_a_relay_restore() -> None:
+    entries = [
+        Entry("same.md", sha("s"), 1, 1, 1, rev=5),  # the relay has it, at another rev
+        Entry("lost.md", sha("l"), 1, 1, 1, rev=4),  # the relay has an older version
+        Entry("gone.md", sha("g"), 1, 1, 1, rev=2),  # the relay has nothing
+        Entry("dead.md", "", 0, 0, 0, rev=3, deleted=True),  # deleted here, absent there
+        Entry("newer.md", sha("n"), 1, 1, 1, rev=1),  # newer there: applied as usual
+        Entry("equal.md", sha("e"), 1, 1, 1, rev=2),  # nothing to do
+    ]
+    heads = {
+        "same.md": change("same.md", "s", 3),
+        "lost.md": change("lost.md", "older", 2),
+        "newer.md": change("newer.md", "n2", 7),
+        "equal.md": change("equal.md", "e", 2),
+    }
+    steps = plan_resync(entries, heads)
+    got = [(type(s).__name__, s.entry.path, getattr(s, "rev", getattr(s, "relay_rev", 0)))
+           for s in steps]  # fmt: skip
+    assert got == [
+        ("Renumber", "same.md", 3), ("Reoffer", "lost.md", 2), ("Reoffer", "gone.md", 0),
+        ("Renumber", "dead.md", 0),
+    ]  # fmt: skip
+    assert isinstance(steps[0], Renumber) and isinstance(steps[1], Reoffer)
+
+
+# ------------------------------------------------------------------ apply
+
+
+def test_only_remote_changes() -> None:
+    idx = synced(("a.md", "a", 1), ("b.md", "b", 1), ("c.md", "c", 1))
+    plan = plan_apply(
+        inbox(change("a.md", "a2", 2), change("b.md", None, 2), change("new.md", "n", 1),
+              change("c.md", "c", 1)),
+        {}, idx,
+    )  # fmt: skip
+    assert kinds(plan.steps) == [
+        ("Discard", "c.md"), ("RemoveHere", "b.md"), ("Download", "a.md"), ("Download", "new.md"),
+    ]  # fmt: skip
+    down = [s for s in plan.steps if isinstance(s, Download)]
+    assert down[0].expected is not None and down[0].expected.sha256 == sha("a")
+    assert down[1].expected is None and down[1].bulk
+    remove = plan.steps[1]
+    assert isinstance(remove, RemoveHere) and remove.expected is not None
+    assert isinstance(plan.steps[0], Discard) and plan.push == {}
+
+
+def test_a_remote_rename_of_an_unchanged_file_is_a_move() -> None:
+    idx = synced(("old.md", "body", 1))
+    plan = plan_apply(
+        inbox(change("old.md", None, 2), change("new.md", "body", 1, rename_from="old.md")),
+        {}, idx,
+    )  # fmt: skip
+    (step,) = plan.steps
+    assert isinstance(step, MoveHere) and (step.old, step.new) == ("old.md", "new.md")
+
+
+def test_a_remote_rename_of_a_file_edited_here_carries_the_edit() -> None:
+    """Issue 17.1: renamed there, edited here."""
+    idx = synced(("old.md", "body", 1))
+    plan = plan_apply(
+        inbox(change("old.md", None, 2), change("new.md", "body", 1, rename_from="old.md")),
+        {"old.md": local(M, "old.md", "body, edited here")}, idx,
+    )  # fmt: skip
+    (step,) = plan.steps
+    assert isinstance(step, FollowRemoteRename) and (step.old, step.new) == ("old.md", "new.md")
+    assert plan.push == {}
+
+
+def test_a_local_rename_meeting_a_remote_edit_carries_the_edit() -> None:
+    """Issue 17.1: renamed here (not pushed yet), edited there."""
+    idx = synced(("old.md", "body", 1))
+    plan = plan_apply(
+        inbox(change("old.md", "body, edited there", 2)),
+        {"old.md": local(D, "old.md", rename_to="new.md"),
+         "new.md": local(C, "new.md", "body", rename_from="old.md")},
+        idx,
+    )  # fmt: skip
+    (step,) = plan.steps
+    assert isinstance(step, FollowLocalRename) and (step.old, step.new) == ("old.md", "new.md")
+    assert plan.push == {}
+
+
+def test_renamed_on_both_sides_meets_as_deletions() -> None:
+    idx = synced(("old.md", "body", 1))
+    plan = plan_apply(
+        inbox(change("old.md", None, 2), change("there.md", "body", 1, rename_from="old.md")),
+        {"old.md": local(D, "old.md", rename_to="here.md"),
+         "here.md": local(C, "here.md", "body", rename_from="old.md")},
+        idx,
+    )  # fmt: skip
+    assert kinds(plan.steps) == [("Reconcile", "old.md"), ("Download", "there.md")]
+    assert list(plan.push) == ["here.md"]
+
+
+def test_a_rename_onto_a_path_in_use_here_is_resolved_there() -> None:
+    idx = synced(("old.md", "body", 1))
+    plan = plan_apply(
+        inbox(change("old.md", None, 2), change("new.md", "body", 1, rename_from="old.md")),
+        {"new.md": local(C, "new.md", "mine")}, idx,
+    )  # fmt: skip
+    assert kinds(plan.steps) == [("RemoveHere", "old.md"), ("Reconcile", "new.md")]
+
+
+def test_both_changed_and_being_written() -> None:
+    idx = synced(("a.md", "a", 1), ("b.md", "b", 1))
+    plan = plan_apply(
+        inbox(change("a.md", "a2", 2), change("b.md", "b2", 2), change("c.md", "c", 1)),
+        {"a.md": local(M, "a.md", "a, mine"), "d.md": local(C, "d.md", "d")},
+        idx, unstable=["b.md"],
+    )  # fmt: skip
+    assert kinds(plan.steps) == [("Wait", "b.md"), ("Reconcile", "a.md"), ("Download", "c.md")]
+    wait = plan.steps[0]
+    assert isinstance(wait, Wait) and isinstance(plan.steps[1], Reconcile)
+    assert list(plan.push) == ["d.md"]
+
+
+def test_case_collisions_on_a_case_insensitive_disk() -> None:
+    idx = synced(("Notes.md", "N", 1))
+    plan = plan_apply(
+        inbox(change("notes.md", "n", 1), change("Plan.md", "P", 1), change("plan.md", "p", 1)),
+        {}, idx, case_insensitive=True,
+    )  # fmt: skip
+    assert kinds(plan.steps) == [
+        ("Download", "Plan.md"), ("CaseCollision", "notes.md"), ("CaseCollision", "plan.md"),
+    ]  # fmt: skip
+    steps = [s for s in plan.steps if isinstance(s, CaseCollision)]
+    assert [s.other for s in steps] == ["Notes.md", "Plan.md"]
+    assert not any(isinstance(s, Download) and s.bulk for s in plan.steps)
+
+
+@pytest.mark.parametrize(
+    ("saved_after_ns", "stale"),
+    [(500_000_000, True), (STALE_SAVE_WINDOW_NS, True), (STALE_SAVE_WINDOW_NS + 1, False),
+     (-1, False)],
+)  # fmt: skip
+def test_a_save_soon_after_an_apply_is_checked_as_stale(saved_after_ns: int, stale: bool) -> None:
+    """Issue 17.2: within the window after a remote change replaced the file."""
+    idx = synced(("n.md", "v2", 2))
+    applied = {"n.md": AppliedRow("n.md", sha("v1"), b"v1", 1_000)}
+    lc = local(M, "n.md", "v1 + typed", mtime=1_000 + saved_after_ns)
+    plan = plan_apply({}, {"n.md": lc}, idx, applied=applied)
+    if stale:
+        (step,) = plan.steps
+        assert isinstance(step, StaleSave) and step.applied == applied["n.md"]
+        assert plan.push == {}
+    else:
+        assert plan.steps == [] and list(plan.push) == ["n.md"]
+
+
+# ------------------------------------------------------------------ push
+
+
+def test_push_plan() -> None:
+    idx = synced(("a.md", "a", 3), ("old.md", "o", 2), ("gone.md", "g", 5))
+    idx.entries["dead.md"] = Entry("dead.md", "", 0, 0, 0, rev=4, deleted=True)
+    plan = plan_push(
+        {
+            "a.md": local(M, "a.md", "a2"),
+            "new.md": local(C, "new.md", "n"),
+            "old.md": local(D, "old.md", rename_to="moved.md"),
+            "moved.md": local(C, "moved.md", "o", rename_from="old.md"),
+            "gone.md": local(D, "gone.md"),
+            "dead.md": local(D, "dead.md"),  # already deleted there
+            "never.md": local(D, "never.md"),  # never reached the relay
+        },
+        idx, live=100, mass_delete_ratio=0.5,
+    )  # fmt: skip
+    assert [(u.local.path, u.parent_rev) for u in plan.uploads] == [
+        ("a.md", 3), ("moved.md", 0), ("new.md", 0),
+    ]  # fmt: skip
+    assert plan.tombstones == [
+        Tombstone("gone.md", 5, sha("g")), Tombstone("old.md", 2, sha("o"), "moved.md"),
+    ]  # fmt: skip
+    assert plan.held_deletes == [] and plan.kept_back == []
+    assert isinstance(plan.uploads[0], Upload)
+
+
+def test_push_plan_holds_a_mass_deletion_and_keeps_back_held_files() -> None:
+    idx = synced(*[(f"n{i}.md", str(i), 1) for i in range(12)])
+    deletes = {f"n{i}.md": local(D, f"n{i}.md") for i in range(11)}
+    plan = plan_push(deletes, idx, live=12, mass_delete_ratio=0.5)
+    assert len(plan.held_deletes) == 11 and plan.tombstones == []
+    assert plan_push(
+        deletes, idx, live=12, mass_delete_ratio=0.5, allow_mass_delete=True
+    ).tombstones
+    # a held (or quarantined) file waits; the other half of its rename goes as a creation
+    idx = synced(("cfg.json", "c", 1))
+    plan = plan_push(
+        {"cfg.json": local(D, "cfg.json", rename_to="cfg2.json"),
+         "cfg2.json": local(C, "cfg2.json", "c", rename_from="cfg.json")},
+        idx, blocked=["cfg.json"], live=1, mass_delete_ratio=0.5,
+    )  # fmt: skip
+    assert plan.kept_back == ["cfg.json"] and plan.tombstones == []
+    assert [(u.local.path, u.local.rename_from) for u in plan.uploads] == [("cfg2.json", None)]

@@ -246,3 +246,25 @@ def test_leave_revokes_the_callers_own_token(relay):
     assert relay.http.get(f"{other['base']}/changes", headers=other["h"]).status_code == 200
     states = {d.name: d.revoked is not None for d in relay.storage.list_devices()}
     assert states == {"wrong-passphrase": True, "laptop": False}
+
+
+def test_the_published_schema_states_the_device_name_rule_on_spaces():
+    """The OpenAPI schema refuses the names the relay refuses for spaces at either end, so a
+    client generated from it (and the API fuzzer) never sends one it believes valid."""
+    import re
+
+    from companion.relay.models import JoinIn
+
+    pattern = JoinIn.model_json_schema()["properties"]["device_name"]["pattern"]
+    for name in (" laptop", "laptop ", "lap\u00a0", "\u3000x", "x\t"):
+        assert not re.search(pattern, name), name
+    for name in ("laptop", "a", "Lucía's phone", "a b", "名前"):
+        assert re.search(pattern, name), name
+
+
+def test_a_name_refused_by_the_pattern_is_explained_in_words(relay):
+    _, r = join(relay, " laptop", invite_kind="human")
+    assert r.status_code == 422
+    assert r.json()["message"] == "device_name: the device name starts or ends with spaces"
+    _, r = join(relay, "lap\x07top", invite_kind="human")
+    assert r.status_code == 422 and "U+0007" in r.json()["message"]

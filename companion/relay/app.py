@@ -35,6 +35,7 @@ from companion.relay.bodylimit import BodyLimitMiddleware
 from companion.relay.gate import AuthGate
 from companion.relay.limits import Limits
 from companion.relay.storage import RelayStorage, RetentionPolicy
+from companion.textsafe import display_name_problem
 
 log = get_logger("relay.app")
 
@@ -176,6 +177,18 @@ def _error_response(status: int, code: str, message: str, **extra: Any) -> Respo
     return JSONResponse({"error": code, "message": message, **extra}, status_code=status)
 
 
+def _friendly(error: dict[str, Any]) -> str | None:
+    """The device-name rule in words, where the schema's pattern refused the name."""
+    value = error.get("input")
+    if (
+        error.get("type") == "string_pattern_mismatch"
+        and error.get("loc", ())[-1:] == ("device_name",)
+        and isinstance(value, str)
+    ):
+        return display_name_problem(value) or "the device name contains a control character"
+    return None
+
+
 def _describe_validation(exc: RequestValidationError) -> tuple[int, str, str]:
     errors = exc.errors()
     if any(e.get("type") == "json_invalid" for e in errors):
@@ -183,7 +196,7 @@ def _describe_validation(exc: RequestValidationError) -> tuple[int, str, str]:
     parts = []
     for e in errors[:3]:
         loc = ".".join(str(x) for x in e.get("loc", ()) if x != "body") or "body"
-        parts.append(f"{loc}: {e.get('msg', 'invalid')}")
+        parts.append(f"{loc}: {_friendly(e) or e.get('msg', 'invalid')}")
     more = f" (and {len(errors) - 3} more)" if len(errors) > 3 else ""
     return 422, "invalid_request", "; ".join(parts) + more
 

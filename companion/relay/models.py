@@ -97,6 +97,9 @@ class HealthOut(BaseModel):
     limits: dict[str, float]
 
 
+DEVICE_NAME_PATTERN = r"^[^\x00-\x1f\x7f\s](?:[^\x00-\x1f\x7f]*[^\x00-\x1f\x7f\s])?$"
+
+
 def _safe_name(value: str) -> str:
     problem = display_name_problem(value)
     if problem:
@@ -107,10 +110,12 @@ def _safe_name(value: str) -> str:
 class JoinIn(_Model):
     invite: Annotated[str, StringConstraints(min_length=1, max_length=200)]
     # visible characters only (no controls, bidi overrides, zero-width characters): names end
-    # up on an admin's terminal and in every device's history and conflict names
+    # up on an admin's terminal and in every device's history and conflict names. The pattern
+    # states what a JSON Schema regex can (no controls, no space at either end); the Unicode
+    # categories of `textsafe` (format, private-use, unassigned) are checked after it.
     device_name: Annotated[
         str,
-        StringConstraints(min_length=1, max_length=100, pattern=r"^[^\x00-\x1f\x7f]+$"),
+        StringConstraints(min_length=1, max_length=100, pattern=DEVICE_NAME_PATTERN),
         AfterValidator(_safe_name),
     ]
     kind: Literal["human", "agent"] | None = Field(

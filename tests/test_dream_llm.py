@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 import tomli_w
 
-from companion.config import load_config
+from companion.config import NotifySettings, load_config
 from companion.dream.blocks import Ref
 from companion.dream.distill_llm import (
     PROPOSALS_SCHEMA,
@@ -323,7 +323,7 @@ def test_an_off_schema_reply_is_a_failure_in_the_report_and_the_notification(tmp
     data = json.loads(rep.path.read_text(encoding="utf-8"))
     assert data["counts"]["llm_failed"] == 1 and data["llm"]["answered"] == 0
     event = DreamLanded(rep.path, data["date"], data["ran_on"], dict(data["counts"]))
-    (note,) = notifications_for([event], {"morning_time": "00:00"}, dt.datetime.now())
+    (note,) = notifications_for([event], NotifySettings(morning_time="00:00"), dt.datetime.now())
     assert "model" in note.body and "failed" in note.body
 
 

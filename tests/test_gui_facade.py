@@ -9,6 +9,7 @@ from urllib.parse import unquote
 
 import pytest
 
+from companion.config import NotifySettings
 from companion.errors import CompanionError
 from companion.gui.events import ConflictsCreated, DreamLanded
 from companion.gui.facade import ConflictScanner, EngineFacade, IdleEngine, is_conflict_copy
@@ -89,7 +90,9 @@ def test_the_ledger_is_not_a_dream_report(tmp_path: Path) -> None:
     for lang, title in (("en", "Dream of 2025-11-28: 1 consolidated"), ("es", "del 2025-11-28")):
         i18n.set_language(lang)
         try:
-            (note,) = notifications_for(events[:1], {"morning_time": "00:00"}, datetime.now())
+            (note,) = notifications_for(
+                events[:1], NotifySettings(morning_time="00:00"), datetime.now()
+            )
         finally:
             i18n.set_language("en")
         assert title in note.title and "ledger" not in note.title + note.body

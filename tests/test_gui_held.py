@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from companion.config import NotifySettings
 from companion.gui.actions import AppActions
 from companion.gui.bridge import EngineWorker
 from companion.gui.events import ChangesHeld
@@ -56,7 +57,11 @@ def test_held_changes_in_the_tray_accept_and_refuse(qtbot, world) -> None:
     events = facade.drain_events()
     held = [e for e in events if isinstance(e, ChangesHeld)]
     assert held and set(held[0].paths) == {".obsidian/app.json", ".obsidian/plugins/evil/main.js"}
-    (note,) = [n for n in notifications_for(held, {}, datetime.now()) if n.key.startswith("held:")]
+    (note,) = [
+        n
+        for n in notifications_for(held, NotifySettings(), datetime.now())
+        if n.key.startswith("held:")
+    ]
     assert note.title == "2 agent changes are held for your approval"
     assert note.action is not None and note.action.kind == SHOW_MAIN
     _refresh(qtbot, worker)

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import datetime, timedelta
 from pathlib import Path
 
 import pytest
 
-from companion.config import defaults
+from companion.config import NotifySettings
 from companion.gui import i18n
 from companion.gui.events import (
     ConflictsCreated,
@@ -33,10 +34,8 @@ NOW = datetime(2025, 11, 28, 9, 0)
 REPORT = Path("/v/.companion/dreams/2025-11-28.json")
 
 
-def cfg(**changes) -> dict:
-    c = defaults()["notify"]
-    c.update(changes)
-    return c
+def cfg(**changes) -> NotifySettings:
+    return replace(NotifySettings(), **changes)
 
 
 ALL_EVENTS = [

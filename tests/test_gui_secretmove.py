@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from companion.config import defaults, load_config
+from companion.config import NotifySettings, load_config
 from companion.credentials.store import FileStore, validate_name
 from companion.gui.app import CompanionApp
 from companion.gui.bridge import IdleEngine
@@ -47,12 +47,12 @@ def secret_line(vault: Path) -> int:
 
 def test_policy_offers_the_move_for_a_secret_with_a_line() -> None:
     now = datetime(2025, 11, 28, 9, 0)
-    [n] = notifications_for([SecretFound(NOTE, "GitHub Token", 5)], defaults()["notify"], now)
+    [n] = notifications_for([SecretFound(NOTE, "GitHub Token", 5)], NotifySettings(), now)
     assert n.action == Action(OPEN_NOTE, NOTE)  # clicking still opens the note
     [(label, action)] = n.buttons
     assert label == "Move to keyring…"
     assert action == Action(MOVE_SECRET, NOTE, 5, "GitHub Token")
-    [n] = notifications_for([SecretFound(NOTE, "GitHub Token")], defaults()["notify"], now)
+    [n] = notifications_for([SecretFound(NOTE, "GitHub Token")], NotifySettings(), now)
     assert n.buttons == ()  # without a line there is nothing precise to move
 
 

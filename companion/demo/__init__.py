@@ -14,7 +14,7 @@ import re
 import secrets
 import shutil
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import date, datetime
 from pathlib import Path
 from typing import Any
@@ -309,7 +309,7 @@ def chapter_morning(world: DemoWorld) -> None:
         data.get("ran_on", "server"),
         dict(data.get("counts") or {}),
     )
-    cfg = dict(world.app.config.values["notify"], morning_time="00:00")
+    cfg = replace(world.app.config.settings.notify, morning_time="00:00")
     notes = notifications_for([event], cfg, datetime.now())
     for n in notes:
         click.echo(f"  [notification] {n.title}: {n.body}")

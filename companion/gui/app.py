@@ -357,7 +357,7 @@ class CompanionApp(QObject):
             if isinstance(event, SecretFound) and event.line:
                 self.actions.last_secret = event
         now = datetime.now().astimezone()
-        self.notifications.submit(notifications_for(events, self.config.values["notify"], now))
+        self.notifications.submit(notifications_for(events, self.config.settings.notify, now))
 
     def _track_offline(self, view: Any) -> None:
         snap = view.snapshot

@@ -10,9 +10,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, time, timedelta
 from time import time_ns
-from typing import Any
 
-from companion.config import parse_hhmm
+from companion.config import NotifySettings, parse_hhmm
 from companion.dream.report import KINDS
 from companion.gui.events import (
     ChangesHeld,
@@ -78,11 +77,13 @@ def _llm_failed(counts: Mapping[str, int]) -> str:
     return "\n" + tr("notify.dream.llm_failed", n=n) if n else ""
 
 
-def _morning(now: datetime, cfg: Mapping[str, Any]) -> datetime | None:
+def _morning(now: datetime, cfg: NotifySettings) -> datetime | None:
     """Today's morning notification time if it is still ahead, else None (show now)."""
     try:
-        at = parse_hhmm(str(cfg.get("morning_time", "08:00")))
-    except ValueError:  # the config schema refuses it; a hand-built mapping may still hold it
+        at = parse_hhmm(cfg.morning_time)
+    except (
+        ValueError
+    ):  # the config schema refuses it; a hand-built NotifySettings may still hold it
         at = time(8, 0)
     morning = now.replace(hour=at.hour, minute=at.minute, second=0, microsecond=0)
     return morning if now < morning else None
@@ -122,9 +123,9 @@ def dream_now_finished(
     )
 
 
-def _one(event: EngineEvent, cfg: Mapping[str, Any], now: datetime) -> Notification | None:
+def _one(event: EngineEvent, cfg: NotifySettings, now: datetime) -> Notification | None:
     if isinstance(event, DreamLanded):
-        if not cfg.get("dream_landed", True):
+        if not cfg.dream_landed:
             return None
         return Notification(
             key=f"dream:{event.date}",
@@ -134,7 +135,7 @@ def _one(event: EngineEvent, cfg: Mapping[str, Any], now: datetime) -> Notificat
             not_before=_morning(now, cfg),
         )
     if isinstance(event, ConflictsCreated):
-        if not cfg.get("conflicts", True) or not event.paths:
+        if not cfg.conflicts or not event.paths:
             return None
         names = [p.name for p in event.paths[:3]]
         more = len(event.paths) - len(names)
@@ -157,7 +158,7 @@ def _one(event: EngineEvent, cfg: Mapping[str, Any], now: datetime) -> Notificat
             urgent=True,
         )
     if isinstance(event, MassDeleteTripped):
-        if not cfg.get("mass_delete", True):
+        if not cfg.mass_delete:
             return None
         return Notification(
             key=f"mass_delete:{event.deletions}/{event.total}",
@@ -167,7 +168,7 @@ def _one(event: EngineEvent, cfg: Mapping[str, Any], now: datetime) -> Notificat
             urgent=True,
         )
     if isinstance(event, RelayUnreachable):
-        minutes = int(cfg.get("offline_minutes", 30))
+        minutes = cfg.offline_minutes
         away = now - event.since
         if away < timedelta(minutes=minutes):
             return None
@@ -187,7 +188,7 @@ def _one(event: EngineEvent, cfg: Mapping[str, Any], now: datetime) -> Notificat
             urgent=True,
         )
     if isinstance(event, LocalDreamRan):
-        if not cfg.get("local_dream", True):
+        if not cfg.local_dream:
             return None
         why = (
             N_("notify.local_dream.body_offline")
@@ -203,7 +204,7 @@ def _one(event: EngineEvent, cfg: Mapping[str, Any], now: datetime) -> Notificat
             not_before=_morning(now, cfg),
         )
     if isinstance(event, SecretFound):
-        if not cfg.get("secrets", True):
+        if not cfg.secrets:
             return None
         where = event.note + (f":{event.line}" if event.line else "")
         return Notification(
@@ -227,9 +228,9 @@ def _one(event: EngineEvent, cfg: Mapping[str, Any], now: datetime) -> Notificat
 
 
 def notifications_for(
-    events: Iterable[EngineEvent], cfg: Mapping[str, Any], now: datetime
+    events: Iterable[EngineEvent], cfg: NotifySettings, now: datetime
 ) -> list[Notification]:
-    """The notifications these events call for under the `[notify]` settings `cfg`."""
+    """The notifications these events call for under the `[notify]` settings."""
     out = []
     for event in events:
         n = _one(event, cfg, now)

@@ -176,9 +176,9 @@ def init(
         app.paths,
         store,
         vault,
-        relay_url=relay_url or app.config.get("sync", "relay_url"),
+        relay_url=relay_url or app.config.settings.sync.relay_url,
         invite=invite,
-        device_name=device_name or app.config.get("sync", "device_name") or socket.gethostname(),
+        device_name=device_name or app.config.settings.sync.device_name or socket.gethostname(),
         kind=kind,
         passphrase=passphrase_source(store),
         ca_cert=str(ca_cert.resolve()) if ca_cert else "",
@@ -188,7 +188,7 @@ def init(
     what = "created" if result.created_vault else "joined"
     click.echo(f"{what} vault {s.vault_id} as {s.device_name!r} ({s.kind})")
     click.echo(f"key fingerprint: {s.key_fingerprint} (the same on every device of this vault)")
-    configured = app.config.get("vault", "path")
+    configured = app.config.settings.vault.path
     if not configured or os.path.realpath(Path(configured).expanduser()) == s.vault_root:
         remember_join(app.config, s)  # the tray app and `companion sync` find it from now on
         click.echo(f"this device's vault is now {s.vault_root} ([vault] path in {app.config.file})")

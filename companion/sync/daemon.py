@@ -160,7 +160,7 @@ class Daemon:
         self.engine_folder = vault_dir(engine.paths, engine.root)
         self.wake_file = WakeFile(self.engine_folder)
         self.secret_scanner = ChangeScanner(
-            engine.root, engine.paths.state_dir, engine.config.get("secrets", "allowlist")
+            engine.root, engine.paths.state_dir, engine.config.settings.secrets.allowlist
         )
 
     # ---------------------------------------------------------------- public API

@@ -110,20 +110,20 @@ class SyncEngine:
             )
         self.client = client
         kind = device_kind(device.kind)
-        max_mb = float(config.get("sync", "max_file_mb"))
+        max_mb = config.settings.sync.max_file_mb
         self.core = Core(
             root=root,
             index=SyncIndex(sync_index_path(app_paths, root)),
             remote=RemoteVault(client, key, device.vault_id),
             device=device,
-            ignore=IgnoreRules(root, config.get("sync", "ignore")),
+            ignore=IgnoreRules(root, config.settings.sync.ignore),
             status=status_file_mod.StatusStore(status_file(app_paths, root)),
             holds=policy_from_config(config, kind),
             partial_dir=vault_dir(app_paths, root) / "partial",
             name=device.device_name,
             kind=kind,
             max_file_bytes=int(max_mb * 1024 * 1024) if max_mb > 0 else None,
-            mass_delete_ratio=float(config.get("sync", "mass_delete_ratio")),
+            mass_delete_ratio=config.settings.sync.mass_delete_ratio,
             settle_ns=settle_ns,
             verify_per_round=verify_per_round,
             clock=clock,

@@ -21,8 +21,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from pathspec import GitIgnoreSpec
+
+if TYPE_CHECKING:
+    from companion.config import Config
 
 from companion.sync.remote import HUMAN, RemoteChange
 
@@ -71,11 +75,10 @@ class HoldPolicy:
         return None
 
 
-def policy_from_config(config: object, device_kind: str) -> HoldPolicy:
-    get = config.get  # type: ignore[attr-defined]
-    patterns = get("sync", "hold_patterns")
+def policy_from_config(config: Config, device_kind: str) -> HoldPolicy:
+    sync = config.settings.sync
     return HoldPolicy(
         device_kind=device_kind,
-        enabled=bool(get("sync", "hold_agent_changes")),
-        patterns=tuple(patterns) if patterns else DEFAULT_HOLD_PATTERNS,
+        enabled=sync.hold_agent_changes,
+        patterns=tuple(sync.hold_patterns) or DEFAULT_HOLD_PATTERNS,
     )

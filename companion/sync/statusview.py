@@ -144,7 +144,7 @@ def local_pending(paths: DevicePaths, config: Any, root: str) -> tuple[int, int,
             res = scan(
                 root,
                 index,
-                IgnoreRules(root, config.get("sync", "ignore")),
+                IgnoreRules(root, config.settings.sync.ignore),
                 settle_ns=0,
             )  # read-only: renames nothing, refreshes nothing
         except CompanionError as exc:

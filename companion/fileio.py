@@ -67,9 +67,12 @@ def write_atomic(
     follow_symlinks: bool = False,
     sync_dir: bool = True,
     make_parents: bool = False,
+    durable: bool = True,
 ) -> Path:
     """Replace `path` with `data` atomically (see the module docstring). Returns the path
-    written (the link's target when following a symbolic link)."""
+    written (the link's target when following a symbolic link). `durable=False` skips both
+    fsyncs, for state that is rewritten often and rebuilt when lost (a status display, a lock
+    holder's note): still never a torn file, only possibly the previous version after a crash."""
     target = Path(path)
     if target.is_symlink():
         if not follow_symlinks:
@@ -87,7 +90,8 @@ def write_atomic(
             view = memoryview(data)
             while view:
                 view = view[os.write(fd, view) :]
-            os.fsync(fd)
+            if durable:
+                os.fsync(fd)
         finally:
             os.close(fd)
         os.replace(tmp, target)
@@ -95,7 +99,7 @@ def write_atomic(
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise
-    if sync_dir:
+    if sync_dir and durable:
         fsync_dir(folder)
     return target
 

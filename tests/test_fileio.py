@@ -59,6 +59,33 @@ def test_file_and_folder_are_fsynced(tmp_path: Path, monkeypatch: pytest.MonkeyP
     monkeypatch.setattr(fileio.os, "fsync", spy)
     write_atomic(tmp_path / "a.json", b"{}")
     assert synced == ["file", "dir"]
+    synced.clear()
+    write_atomic(tmp_path / "status.json", b"{}", durable=False)  # rebuilt state: no fsync
+    assert synced == [] and (tmp_path / "status.json").read_bytes() == b"{}"
+
+
+def test_the_sync_engines_own_state_files_go_through_the_one_write(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The device state, the status file and the lock's holder note: owner-only, no fixed
+    temporary name two writers could share."""
+    from companion.sync.lock import VaultLock
+    from companion.sync.status import StatusStore
+
+    calls: list[Path] = []
+    real = fileio.write_atomic
+
+    def spy(path, data, **kw):  # type: ignore[no-untyped-def]
+        calls.append(Path(path))
+        return real(path, data, **kw)
+
+    monkeypatch.setattr(fileio, "write_atomic", spy)
+    StatusStore(tmp_path / "state" / "status.json").add_error("relay", "down")
+    (tmp_path / "lockdir").mkdir()
+    with VaultLock(tmp_path / "lockdir", command="sync") as lock:
+        assert stat.S_IMODE(lock.holder_path.stat().st_mode) == 0o600
+    assert [c.name for c in calls] == ["status.json", lock.holder_path.name]
+    assert stat.S_IMODE((tmp_path / "state" / "status.json").stat().st_mode) == 0o600
 
 
 def test_keep_keeps_a_files_mode_and_new_files_follow_the_umask(tmp_path: Path) -> None:

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 from companion.errors import CompanionError
+from companion.fileio import fsync_dir
 from companion.logs import get_logger
 from companion.sync.filestate import (
     FileState,
@@ -67,19 +68,6 @@ def _check(target: str | Path, rel: str, expected: FileState | None, verify_hash
             raise ChangedSinceScan(rel, "was modified") from None
         if digest != expected.sha256:
             raise ChangedSinceScan(rel, "was modified")
-
-
-def fsync_dir(folder: str | os.PathLike[str]) -> None:
-    """Make a rename or unlink in `folder` durable (a no-op where folders cannot be opened)."""
-    if os.name == "nt":
-        return
-    fd = os.open(folder, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
 
 
 def _write_all(fd: int, data: bytes) -> None:

@@ -33,8 +33,9 @@ from concurrent.futures import Executor
 from dataclasses import dataclass
 from pathlib import Path
 
+from companion.fileio import fsync_dir
 from companion.logs import get_logger
-from companion.sync.atomic import ChangedSinceScan, _check, _new_mode, fsync_dir
+from companion.sync.atomic import ChangedSinceScan, _check, _new_mode
 from companion.sync.filestate import FileState, state_after_rename
 from companion.sync.pathsafe import TEMP_PREFIX, UnsafePath, make_parents, normalize
 

@@ -23,6 +23,7 @@ from typing import Any
 from companion.credentials.store import SecretStore
 from companion.crypto import VaultKey
 from companion.errors import CompanionError, InputError
+from companion.fileio import write_text_atomic
 from companion.logs import register_secret
 from companion.paths import DevicePaths
 from companion.sync.index import index_path, vault_state_dir
@@ -116,13 +117,7 @@ class DeviceState:
     def save(self, paths: DevicePaths) -> Path:
         f = self.file(paths, self.vault_root)
         f.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        tmp = f.with_name(f".{f.name}.tmp")
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(fd, "w", encoding="utf-8") as out:
-            json.dump(asdict(self), out, indent=2, sort_keys=True)
-            out.flush()
-            os.fsync(out.fileno())
-        os.replace(tmp, f)
+        write_text_atomic(f, json.dumps(asdict(self), indent=2, sort_keys=True))
         return f
 
     # ------------------------------------------------------------ secrets

@@ -367,9 +367,7 @@ def _wait_if_others(
     """No key on the relay: fine for the vault's first device; with other devices listed, wait
     briefly for theirs, then refuse to create a second key (a relay hiding the real one would
     otherwise split the vault in two)."""
-    others = [
-        d for d in client.devices() if d.device_id != state.device_id and d.revoked is None
-    ]
+    others = [d for d in client.devices() if d.device_id != state.device_id and d.revoked is None]
     if not others:
         return None
     deadline = clock() + KEY_WAIT_S

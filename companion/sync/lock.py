@@ -19,6 +19,7 @@ from typing import Any
 from filelock import FileLock, Timeout
 
 from companion.errors import CompanionError
+from companion.fileio import write_text_atomic
 
 LOCK_NAME = "engine.lock"
 
@@ -75,9 +76,7 @@ class VaultLock:
             "host": socket.gethostname(),
             "started": time.time(),
         }
-        tmp = self.holder_path.with_name(self.holder_path.name + ".tmp")
-        tmp.write_text(json.dumps(info), encoding="utf-8")
-        os.replace(tmp, self.holder_path)
+        write_text_atomic(self.holder_path, json.dumps(info), durable=False)
         return self
 
     def release(self) -> None:

@@ -21,8 +21,8 @@ import unicodedata
 from pathlib import Path
 
 from companion.errors import CompanionError
+from companion.fileio import TEMP_PREFIX  # one name for every temporary file we make
 
-TEMP_PREFIX = ".companion-tmp-"
 _DRIVE = re.compile(r"^[A-Za-z]:")
 BAD_NAME_CHARS = re.compile(r"[\x00-\x1f\x7f\\]")
 

@@ -14,6 +14,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from companion.fileio import write_text_atomic
+
 MAX_CONFLICTS = 50
 MAX_ERRORS = 20
 
@@ -82,8 +84,5 @@ class StatusStore:
 
     def _write(self, data: dict[str, Any]) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(fd, "w", encoding="utf-8") as out:
-            json.dump(data, out, indent=2, sort_keys=True)
-        os.replace(tmp, self.path)
+        text = json.dumps(data, indent=2, sort_keys=True)
+        write_text_atomic(self.path, text, durable=False)  # rebuilt by the next round if lost

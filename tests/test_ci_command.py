@@ -18,5 +18,6 @@ def _readme_test_command() -> str:
 def test_ci_runs_the_readme_test_command_exactly():
     command = _readme_test_command()
     assert "npm ci" in command and "npm test" in command and "python3 -m pytest" in command
+    assert "python3 -m mypy" in command  # the type check is part of the gate
     lines = [ln.strip() for ln in (ROOT / ".ci" / "run").read_text(encoding="utf-8").splitlines()]
     assert command in lines

@@ -57,7 +57,13 @@ def damage(storage: RelayStorage, vault_id: str, blob_id: str, data: bytes) -> N
     from companion.relay.sqlite_storage import SqliteStorage
 
     if isinstance(storage, SqliteStorage):
-        storage.blob_path(vault_id, blob_id).write_bytes(data)
+        with storage._write() as c:  # a small blob is a row of blob_data, a large one a file
+            cur = c.execute(
+                "UPDATE blob_data SET data=? WHERE vault_id=? AND blob_id=?",
+                (data, vault_id, blob_id),
+            )
+        if cur.rowcount == 0:
+            storage.blob_path(vault_id, blob_id).write_bytes(data)
         return
     info = storage.blob_info(vault_id, blob_id)
     assert info is not None

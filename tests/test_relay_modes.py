@@ -16,6 +16,7 @@ import pytest
 from companion.relay.sqlite_storage import SqliteStorage
 from companion.relay.storage import NewRecord
 from tests.conftest import run_companion
+from tests.relaybackends import damage
 
 V = "00000000000000aa"
 
@@ -44,7 +45,7 @@ def use(store: SqliteStorage) -> None:
     store.put_blob(V, "ab" * 16, b"ciphertext", 1.0)
     store.commit(V, "d" * 16, [NewRecord("cd" * 16, 1, 0, b"sealed", ("ab" * 16,))], 1.0)
     store.put_blob(V, "ef" * 16, b"to be damaged", 1.0)
-    store.blob_path(V, "ef" * 16).write_bytes(b"damaged bytes")
+    damage(store, V, "ef" * 16, b"damaged bytes")
     with pytest.raises(Exception):  # noqa: B017 - BlobCorrupt: moved to quarantine/
         store.read_blob(V, "ef" * 16)
 
@@ -68,6 +69,7 @@ def test_loose_modes_left_by_an_older_relay_are_tightened_on_open(tmp_path, loos
     store = SqliteStorage(data)
     use(store)
     store.close()
+
     def loosen() -> None:  # what an older relay (or a careless copy) left behind
         for p in [data, *data.rglob("*")]:
             os.chmod(p, 0o755 if p.is_dir() else 0o644)

@@ -392,3 +392,41 @@ def test_read_blobs_in_groups_bounded_by_bytes(store):
     assert len(group) == 3 and isinstance(group[2], BlobCorrupt)
     group = store.read_blobs(V, [ids[0], "ff" * 16, ids[1]], 10**6)
     assert len(group) == 2 and isinstance(group[1], NotFound)
+
+
+def _files_under(folder) -> list[str]:
+    return sorted(p.name for p in folder.rglob("*") if p.is_file()) if folder.exists() else []
+
+
+def test_small_blobs_live_in_the_database_large_ones_in_files(tmp_path):
+    """A note-sized blob is a row (one file per note made the first upload of a vault as slow
+    as creating 10,000 files); a large one streams to a file. Both read back, are checked,
+    pruned and exported alike."""
+    from companion.relay.sqlite_storage import INLINE_MAX
+
+    s = SqliteStorage(tmp_path / "relay")
+    s.create_vault(V, 1000.0)
+    small, large = "aa" * 16, "bb" * 16
+    big = bytes(range(256)) * (INLINE_MAX // 256 + 1)
+    for blob_id, data in ((small, b"x" * 100), (large, big)):
+        sink = s.blob_sink(V, blob_id, sha(data), 1000.0)
+        for i in range(0, len(data), 4096):  # written in pieces, as a request body arrives
+            sink.write(data[i : i + 4096])
+        sink.seal()
+        s.publish_blobs(V, [sink])
+    assert _files_under(s.blob_dir) == [large]
+    assert s.read_blob(V, small)[1] == b"x" * 100 and s.read_blob(V, large)[1] == big
+    assert leftovers(s) == []
+    # damage to the row is caught like damage to a file
+    damage(s, V, small, b"y" * 100)
+    from companion.relay.storage import BlobCorrupt
+
+    with pytest.raises(BlobCorrupt):
+        s.read_blob(V, small)
+    assert s.missing_blobs(V, [small]) == [small]
+    assert _files_under(s.data_dir / "quarantine")  # the damaged bytes are set aside
+    # prune forgets the row
+    s.prune(RetentionPolicy(keep_days=0, keep_last=1, blob_grace_s=0), 5000.0)
+    assert s.missing_blobs(V, [large]) == [large] and _files_under(s.blob_dir) == []
+    assert s._conn().execute("SELECT COUNT(*) FROM blob_data").fetchone()[0] == 0
+    s.close()

@@ -32,7 +32,7 @@ import threading
 import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from companion.logs import get_logger
 from companion.relay import fsmodes
@@ -67,7 +67,8 @@ from companion.relay.storage import (
 
 log = get_logger("relay.storage")
 
-SCHEMA_VERSION = 2  # 2: invites carry the device kind; every wrapped key is kept
+SCHEMA_VERSION = 3  # 2: invites carry the device kind; every wrapped key is kept; 3: blob_data
+INLINE_MAX = 64 * 1024  # blobs up to this size are rows of blob_data, larger ones files
 _SQL_CHUNK = 500  # ids per IN (...) query, well under SQLite's variable limit
 
 _SCHEMA = """
@@ -128,6 +129,14 @@ CREATE TABLE IF NOT EXISTS blobs (
     created REAL NOT NULL,
     PRIMARY KEY (vault_id, blob_id)
 ) WITHOUT ROWID;
+-- The bytes of small blobs (most notes): a row is far cheaper to write than a file (creating
+-- 10,000 files cost the relay seconds). A blob without a row here is a file under blobs/.
+CREATE TABLE IF NOT EXISTS blob_data (
+    vault_id TEXT NOT NULL,
+    blob_id TEXT NOT NULL,
+    data BLOB NOT NULL,
+    PRIMARY KEY (vault_id, blob_id)
+);
 CREATE TABLE IF NOT EXISTS leases (
     vault_id TEXT NOT NULL,
     name TEXT NOT NULL,
@@ -296,7 +305,7 @@ class SqliteStorage(RelayStorage):
         """The data folder, its folders and the database files, owner-only whatever the umask
         or however they were created. The database file exists (0600) before SQLite opens it,
         so the -wal and -shm files it creates get the same mode; a -wal or -shm left with a
-        looser mode is tightened. Blob files are created 0600 (`_FileBlobSink`)."""
+        looser mode is tightened. Blob files are created 0600 (`_SqliteBlobSink`)."""
         if fsmodes.tighten(self.data_dir):
             log.warning("%s was readable by other users; made it owner-only", self.data_dir)
         for d in (self.data_dir, self.blob_dir, self.tmp_dir):
@@ -681,7 +690,7 @@ class SqliteStorage(RelayStorage):
         return BlobInfo(blob_id, row[0], row[1]) if row else None
 
     def blob_sink(self, vault_id: str, blob_id: str, sha256: str, now: float) -> BlobSink:
-        return _FileBlobSink(self, vault_id, blob_id, sha256, now)
+        return _SqliteBlobSink(self, vault_id, blob_id, sha256, now)
 
     def publish_blobs(self, vault_id: str, sinks: Sequence[BlobSink]) -> list[Published]:
         """Renames and rows in one write transaction: the directory flushes and the database
@@ -689,11 +698,13 @@ class SqliteStorage(RelayStorage):
         out: list[Published] = []
         taken: list[str] = []
         dirs: set[Path] = set()
-        sealed = [s for s in sinks if isinstance(s, _FileBlobSink) and s.sealed is not None]
-        _make_durable(self.tmp_dir, [s.tmp for s in sealed])  # the bytes before any rename
+        sealed = [s for s in sinks if isinstance(s, _SqliteBlobSink) and s.sealed is not None]
+        files = [s.tmp for s in sealed if s.tmp is not None]
+        if files:
+            _make_durable(self.tmp_dir, files)  # the bytes before any rename
         with self._write() as c:
             for sink in sinks:
-                assert isinstance(sink, _FileBlobSink) and sink.sealed is not None
+                assert isinstance(sink, _SqliteBlobSink) and sink.sealed is not None
                 info = sink.sealed
                 row = c.execute(
                     "SELECT size, sha256 FROM blobs WHERE vault_id=? AND blob_id=?",
@@ -705,12 +716,19 @@ class SqliteStorage(RelayStorage):
                         taken.append(info.blob_id)
                     out.append(Published(BlobInfo(info.blob_id, row[0], row[1]), False))
                     continue
-                final = self.blob_path(vault_id, info.blob_id)
-                if not final.parent.is_dir():
-                    fsmodes.private_dir(final.parent)
-                    dirs.update(final.parents[1:3])  # the new <ab> and <vault> entries
-                os.replace(sink.tmp, final)
-                dirs.add(final.parent)
+                if sink.tmp is None:  # small: its bytes are a row, durable with the commit
+                    c.execute(
+                        "INSERT OR REPLACE INTO blob_data (vault_id, blob_id, data) "
+                        "VALUES (?, ?, ?)",
+                        (vault_id, info.blob_id, sink.inline),
+                    )
+                else:
+                    final = self.blob_path(vault_id, info.blob_id)
+                    if not final.parent.is_dir():
+                        fsmodes.private_dir(final.parent)
+                        dirs.update(final.parents[1:3])  # the new <ab> and <vault> entries
+                    os.replace(sink.tmp, final)
+                    dirs.add(final.parent)
                 c.execute(
                     "INSERT OR IGNORE INTO blobs (vault_id, blob_id, size, sha256, created) "
                     "VALUES (?, ?, ?, ?, ?)",
@@ -719,7 +737,7 @@ class SqliteStorage(RelayStorage):
                 out.append(Published(info, True))
             # the renames are durable before the rows that announce them: one more flush of
             # the file system for a batch, else each folder
-            if len(dirs) < 2 or not _flush_all(self.blob_dir):
+            if dirs and (len(dirs) < 2 or not _flush_all(self.blob_dir)):
                 for d in sorted(dirs, key=lambda p: len(p.parts), reverse=True):
                     _fsync_dir(d)
         if taken:
@@ -727,27 +745,46 @@ class SqliteStorage(RelayStorage):
         return out
 
     def read_blob(self, vault_id: str, blob_id: str) -> tuple[BlobInfo, bytes]:
-        info = self.blob_info(vault_id, blob_id)
-        if info is None:
+        row = (
+            self._conn()
+            .execute(
+                "SELECT b.size, b.sha256, d.data FROM blobs b LEFT JOIN blob_data d "
+                "ON d.vault_id = b.vault_id AND d.blob_id = b.blob_id "
+                "WHERE b.vault_id=? AND b.blob_id=?",
+                (vault_id, blob_id),
+            )
+            .fetchone()
+        )
+        if row is None:
             raise NotFound(blob_id)
-        path = self.blob_path(vault_id, blob_id)
-        try:
-            data = path.read_bytes()
-        except FileNotFoundError:
-            data = b""
+        info = BlobInfo(blob_id, row[0], row[1])
+        inline = row[2] is not None
+        if inline:
+            data = bytes(row[2])
+        else:
+            try:
+                data = self.blob_path(vault_id, blob_id).read_bytes()
+            except FileNotFoundError:
+                data = b""
         if len(data) != info.size or hashlib.sha256(data).hexdigest() != info.sha256:
-            self._quarantine(vault_id, blob_id, path)
+            self._quarantine(vault_id, blob_id, data if inline else None)
             raise BlobCorrupt(blob_id)
         return info, data
 
-    def _quarantine(self, vault_id: str, blob_id: str, path: Path) -> None:
+    def _quarantine(self, vault_id: str, blob_id: str, inline: bytes | None) -> None:
         """Move damaged bytes aside and forget the blob, so a client can upload it again."""
         log.error("blob %s/%s failed its checksum; moved to quarantine", vault_id, blob_id)
         qdir = fsmodes.private_dir(self.data_dir / "quarantine")
+        aside = qdir / f"{vault_id}-{blob_id}-{int(time.time())}"
         with self._write() as c:
             c.execute("DELETE FROM blobs WHERE vault_id=? AND blob_id=?", (vault_id, blob_id))
-            with contextlib.suppress(FileNotFoundError):
-                os.replace(path, qdir / f"{vault_id}-{blob_id}-{int(time.time())}")
+            c.execute("DELETE FROM blob_data WHERE vault_id=? AND blob_id=?", (vault_id, blob_id))
+            if inline is not None:
+                with os.fdopen(fsmodes.create_private(aside), "wb") as out:
+                    out.write(inline)
+            else:
+                with contextlib.suppress(FileNotFoundError):
+                    os.replace(self.blob_path(vault_id, blob_id), aside)
 
     # leases ----------------------------------------------------------------------------------
     def acquire_lease(
@@ -796,6 +833,9 @@ class SqliteStorage(RelayStorage):
                     doomed.append((vault_id, blob_id, size))
             c.executemany(
                 "DELETE FROM blobs WHERE vault_id=? AND blob_id=?", [d[:2] for d in doomed]
+            )
+            c.executemany(
+                "DELETE FROM blob_data WHERE vault_id=? AND blob_id=?", [d[:2] for d in doomed]
             )
             n_invites = c.execute(
                 "DELETE FROM invites WHERE used IS NULL AND expires < ?", (now - 86400,)
@@ -897,9 +937,10 @@ class SqliteStorage(RelayStorage):
                     p.unlink()
 
 
-class _FileBlobSink(BlobSink):
-    """Streams into tmp/, hashing as it goes; `seal` checks; publishing flushes the batch and
-    renames."""
+class _SqliteBlobSink(BlobSink):
+    """Hashes as the bytes arrive and keeps them in memory while they fit in a row
+    (`INLINE_MAX`); past that, streams them into tmp/. `seal` checks the digest; publishing
+    inserts the row, or flushes the batch's files and renames them."""
 
     def __init__(
         self, store: SqliteStorage, vault_id: str, blob_id: str, sha256: str, now: float
@@ -907,23 +948,37 @@ class _FileBlobSink(BlobSink):
         self.blob_id = blob_id
         self.now = now
         self.sealed: BlobInfo | None = None
+        self.inline: bytes | None = None  # the bytes of a sealed small blob
+        self.tmp: Path | None = None  # the file of a large one
+        self._store = store
         self._expected = sha256.lower()
         self._hash = hashlib.sha256()
         self._size = 0
-        self.tmp = store.tmp_dir / f"{blob_id[:32]}.{secrets.token_hex(8)}.part"
-        self._file = os.fdopen(fsmodes.create_private(self.tmp), "wb")  # closed in seal/abort
+        self._buffer = bytearray()
+        self._file: BinaryIO | None = None
 
     def write(self, data: bytes | memoryview) -> None:
-        self._file.write(data)
         self._hash.update(data)
         self._size += len(data)
+        if self._file is None and self._size <= INLINE_MAX:
+            self._buffer += data
+            return
+        if self._file is None:  # too large for a row: spill to a file, closed in seal/abort
+            self.tmp = self._store.tmp_dir / f"{self.blob_id[:32]}.{secrets.token_hex(8)}.part"
+            self._file = os.fdopen(fsmodes.create_private(self.tmp), "wb")
+            self._file.write(self._buffer)
+            self._buffer = bytearray()
+        self._file.write(data)
 
     def seal(self) -> BlobInfo:
         try:
             digest = self._hash.hexdigest()
             if digest != self._expected:
                 raise ChecksumMismatch(self.blob_id)
-            self._file.close()  # flushed to disk with the rest of its batch when published
+            if self._file is not None:
+                self._file.close()  # flushed to disk with the rest of its batch when published
+            else:
+                self.inline = bytes(self._buffer)
         except BaseException:
             self.abort()
             raise
@@ -931,6 +986,10 @@ class _FileBlobSink(BlobSink):
         return self.sealed
 
     def abort(self) -> None:
-        with contextlib.suppress(OSError):
-            self._file.close()
-        self.tmp.unlink(missing_ok=True)
+        self._buffer = bytearray()
+        self.inline = None
+        if self._file is not None:
+            with contextlib.suppress(OSError):
+                self._file.close()
+        if self.tmp is not None:
+            self.tmp.unlink(missing_ok=True)

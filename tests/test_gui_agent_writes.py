@@ -68,3 +68,19 @@ def test_a_dream_window_bounds_the_writes_and_none_says_so(qtbot, tmp_path: Path
     panel = agent_writes.attach(w)
     assert panel is not None and panel.tree.topLevelItemCount() == 0
     assert panel.title.text() == i18n.tr("agent.none")
+
+
+def test_with_no_agent_writes_the_dreams_changes_keep_the_height(qtbot, tmp_path: Path) -> None:
+    """The panel's one line must not take half the window away from the dream's changes."""
+    vault = tmp_path / "vault"
+    write_sample_vault(vault)
+    report = vault / ".companion" / "dreams" / "2025-11-20.json"
+    report.write_text(json.dumps({"date": "2025-11-20", "changes": []}))
+    w = ReviewWindow(report, NoteLocator(vault))
+    qtbot.addWidget(w)
+    panel = agent_writes.attach(w)
+    assert panel is not None
+    w.resize(1100, 660)
+    w.show()
+    qtbot.waitExposed(w)
+    assert panel.height() <= panel.title.sizeHint().height() + 20, panel.height()

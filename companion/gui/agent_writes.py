@@ -21,6 +21,7 @@ from PySide6.QtWidgets import (
     QAbstractItemView,
     QHeaderView,
     QLabel,
+    QSizePolicy,
     QTextBrowser,
     QTreeWidget,
     QTreeWidgetItem,
@@ -124,6 +125,9 @@ class AgentWritesPanel(QWidget):
             self.tree.addTopLevelItem(item)
         self.tree.setVisible(bool(n))
         self.detail.setVisible(bool(n))
+        # with nothing to list, one line: the dream's changes above keep the window's height
+        grow = QSizePolicy.Policy.Expanding if n else QSizePolicy.Policy.Maximum
+        self.setSizePolicy(QSizePolicy.Policy.Preferred, grow)
         last = self.tree.topLevelItem(n - 1) if n else None
         if last is not None:
             self.tree.setCurrentItem(last)

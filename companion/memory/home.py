@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 
 TARGETS: dict[str, str] = {"memory": "MEMORY.md", "user": "USER.md"}
 DEFAULT_LIMITS: dict[str, int] = {"memory": 2200, "user": 1375}
-_CONFIG_LIMIT_KEYS = {"memory": "memory_char_limit", "user": "user_char_limit"}
+_CONFIG_LIMIT_KEYS = {"memory": "memory_char_limit", "user": "user_char_limit"}  # ours and Hermes's
 _PROFILE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 
 
@@ -63,14 +63,10 @@ def check_target(target: str) -> str:
 
 def limits_from_config(config: Config) -> dict[str, int]:
     """Per-target limits from a `companion.config.Config` (keys memory.*_char_limit)."""
-    out = dict(DEFAULT_LIMITS)
     if config is None:
-        return out
-    for target, key in _CONFIG_LIMIT_KEYS.items():
-        value = config.get("memory", key)
-        if value is not None:
-            out[target] = int(value)
-    return out
+        return dict(DEFAULT_LIMITS)
+    memory = config.settings.memory
+    return {"memory": memory.memory_char_limit, "user": memory.user_char_limit}
 
 
 # --- Hermes's own settings (`<home>/config.yaml`, section `memory`) -------------------------

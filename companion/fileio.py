@@ -17,8 +17,11 @@ needs (a changed-since-scan check, the remote file's mtime and exec bit) on the 
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import secrets
+import sys
+from collections.abc import Callable
 from pathlib import Path
 
 TEMP_PREFIX = ".companion-tmp-"
@@ -55,6 +58,37 @@ def fsync_dir(folder: str | os.PathLike[str]) -> None:
     try:
         with contextlib.suppress(OSError):
             os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+@functools.cache
+def _syncfs_function() -> Callable[[int], int] | None:
+    """libc's syncfs, looked up on first use (the symbols of the running process: no
+    `find_library`, which runs ldconfig)."""
+    if not sys.platform.startswith("linux"):
+        return None
+    import ctypes
+
+    try:
+        fn = ctypes.CDLL(None, use_errno=True).syncfs
+    except (OSError, AttributeError):
+        return None
+    fn.argtypes = [ctypes.c_int]
+    fn.restype = ctypes.c_int
+    return fn  # type: ignore[no-any-return]
+
+
+def flush_filesystem(path: str | os.PathLike[str]) -> bool:
+    """Flush every dirty page of the file system holding `path` (one `syncfs`, the way a batch
+    of many new files is made durable at once); False where that is not possible, and the
+    caller then fsyncs file by file."""
+    syncfs = _syncfs_function()
+    if syncfs is None:
+        return False
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        return bool(syncfs(fd) == 0)
     finally:
         os.close(fd)
 

@@ -22,18 +22,17 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import functools
 import hashlib
 import os
 import secrets
 import sqlite3
-import sys
 import threading
 import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import BinaryIO
 
+from companion.fileio import flush_filesystem
 from companion.logs import get_logger
 from companion.relay import fsmodes
 from companion.relay.storage import (
@@ -221,38 +220,10 @@ def _fsync_dir(path: Path) -> None:
         os.close(fd)
 
 
-@functools.cache
-def _syncfs() -> Any:
-    """libc's syncfs (Linux), or None; the process's own symbols, no ldconfig run."""
-    if not sys.platform.startswith("linux"):
-        return None
-    import ctypes
-
-    try:
-        fn = ctypes.CDLL(None, use_errno=True).syncfs
-    except (OSError, AttributeError):
-        return None
-    fn.argtypes = [ctypes.c_int]
-    fn.restype = ctypes.c_int
-    return fn
-
-
-def _flush_all(folder: Path) -> bool:
-    """syncfs on `folder`'s file system; False where that is not possible."""
-    syncfs = _syncfs()
-    if syncfs is None:
-        return False
-    fd = os.open(folder, os.O_RDONLY)
-    try:
-        return bool(syncfs(fd) == 0)
-    finally:
-        os.close(fd)
-
-
 def _make_durable(folder: Path, files: Sequence[Path]) -> None:
     """Flush the written `files` (all under `folder`'s file system) to disk: one syncfs for
     the batch where possible, else an fsync each."""
-    if len(files) > 1 and _flush_all(folder):
+    if len(files) > 1 and flush_filesystem(folder):
         return
     for path in files:
         fd = os.open(path, os.O_RDONLY)
@@ -737,7 +708,7 @@ class SqliteStorage(RelayStorage):
                 out.append(Published(info, True))
             # the renames are durable before the rows that announce them: one more flush of
             # the file system for a batch, else each folder
-            if dirs and (len(dirs) < 2 or not _flush_all(self.blob_dir)):
+            if dirs and (len(dirs) < 2 or not flush_filesystem(self.blob_dir)):
                 for d in sorted(dirs, key=lambda p: len(p.parts), reverse=True):
                     _fsync_dir(d)
         if taken:

@@ -23,17 +23,15 @@ a temp file the scanner later removes.
 from __future__ import annotations
 
 import contextlib
-import functools
 import hashlib
 import os
 import secrets
-import sys
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from concurrent.futures import Executor
 from dataclasses import dataclass
 from pathlib import Path
 
-from companion.fileio import fsync_dir
+from companion.fileio import flush_filesystem, fsync_dir
 from companion.logs import get_logger
 from companion.sync.atomic import ChangedSinceScan, _check, _new_mode
 from companion.sync.filestate import FileState, state_after_rename
@@ -53,37 +51,6 @@ class WriteJob:
 
 
 Result = FileState | ChangedSinceScan | UnsafePath | OSError
-
-
-@functools.cache
-def _syncfs_function() -> Callable[[int], int] | None:
-    """libc's syncfs, looked up on first use (the symbols of the running process: no
-    `find_library`, which runs ldconfig)."""
-    if not sys.platform.startswith("linux"):
-        return None
-    import ctypes
-
-    try:
-        fn = ctypes.CDLL(None, use_errno=True).syncfs
-    except (OSError, AttributeError):
-        return None
-    fn.argtypes = [ctypes.c_int]
-    fn.restype = ctypes.c_int
-    return fn  # type: ignore[no-any-return]
-
-
-def flush_filesystem(root: str | os.PathLike[str]) -> bool:
-    """Flush every dirty page of the file system holding `root`; False if not possible here."""
-    syncfs = _syncfs_function()
-    if syncfs is None:
-        return False
-    fd = os.open(root, os.O_RDONLY)
-    try:
-        if syncfs(fd) != 0:
-            return False
-    finally:
-        os.close(fd)
-    return True
 
 
 def _folders_for(base: str, jobs: Sequence[WriteJob]) -> dict[str, str | Exception]:

@@ -822,30 +822,25 @@ class SyncIndex:
         with self.transaction():
             self._db.executemany("DELETE FROM quarantine WHERE file_id=?", [(f,) for f in file_ids])
 
-    def revs_for_file_ids(self, file_ids: Iterable[str]) -> dict[str, int]:
-        """file id -> the revision this index holds (tombstones included)."""
+    def _files_by_id(self, columns: str, file_ids: Iterable[str]) -> list[tuple[Any, ...]]:
+        """`SELECT columns FROM files` for these file ids, in chunks SQLite accepts."""
         ids = list(dict.fromkeys(file_ids))
-        out: dict[str, int] = {}
+        rows: list[tuple[Any, ...]] = []
         with self._lock:
             for i in range(0, len(ids), _SQL_CHUNK):
                 part = ids[i : i + _SQL_CHUNK]
                 marks = ",".join("?" * len(part))
-                for fid, rev in self._db.execute(
-                    f"SELECT file_id, rev FROM files WHERE file_id IN ({marks})", part
-                ):
-                    out[fid] = max(rev, out.get(fid, 0))
+                sql = f"SELECT {columns} FROM files WHERE file_id IN ({marks})"
+                rows.extend(self._db.execute(sql, part))
+        return rows
+
+    def revs_for_file_ids(self, file_ids: Iterable[str]) -> dict[str, int]:
+        """file id -> the revision this index holds (tombstones included)."""
+        out: dict[str, int] = {}
+        for fid, rev in self._files_by_id("file_id, rev", file_ids):
+            out[fid] = max(rev, out.get(fid, 0))
         return out
 
     def paths_for_file_ids(self, file_ids: Iterable[str]) -> dict[str, str]:
         """file id -> path, for the files this index knows."""
-        ids = list(dict.fromkeys(file_ids))
-        out: dict[str, str] = {}
-        with self._lock:
-            for i in range(0, len(ids), _SQL_CHUNK):
-                part = ids[i : i + _SQL_CHUNK]
-                marks = ",".join("?" * len(part))
-                for path, fid in self._db.execute(
-                    f"SELECT path, file_id FROM files WHERE file_id IN ({marks})", part
-                ):
-                    out[fid] = path
-        return out
+        return {fid: path for path, fid in self._files_by_id("path, file_id", file_ids)}

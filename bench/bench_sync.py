@@ -327,6 +327,7 @@ class CompanionSystem:
             p = subprocess.Popen(
                 cmd, env=self.env(home), cwd=REPO, stdin=subprocess.DEVNULL, stdout=out, stderr=err
             )
+            hwm, polls = 0.0, 0
             while True:
                 pid, status, usage = os.wait4(p.pid, os.WNOHANG)
                 if pid:
@@ -335,11 +336,18 @@ class CompanionSystem:
                     p.kill()
                     p.wait()
                     raise BenchError(f"timed out after {limit:.0f} s: {' '.join(cmd)}")
+                polls += 1
+                if polls % 10 == 0:  # every ~20 ms: the child's own high-water mark
+                    hwm = max(hwm, proc_status(p.pid, "VmHWM"))
                 time.sleep(0.002)
             wall = now() - t0
             p.returncode = os.waitstatus_to_exitcode(status)
             self.last_cpu_s = usage.ru_utime + usage.ru_stime + self.relay_cpu_s() - relay0
-            self.last_peak_mb = usage.ru_maxrss / 1024
+            # Not ru_maxrss: Linux carries the forking process's own high-water mark into the
+            # child across exec, so it reported this benchmark's RSS (the 284 MB vault it had
+            # read) instead of the command's. VmHWM is the exec'd program's alone (read while
+            # it runs, so the last ~20 ms can be missed).
+            self.last_peak_mb = hwm
             out.seek(0)
             err.seek(0)
             stdout = out.read().decode(errors="replace")

@@ -351,6 +351,20 @@ def test_batch_with_a_bad_checksum_is_422(relay, dev):
     assert relay.storage.missing_blobs(dev["vault_id"], ["ab" * 16, "cd" * 16]) == ["cd" * 16]
 
 
+@pytest.mark.parametrize("size", [5, 200_000])  # checked when published / looked up first
+def test_batch_reusing_a_taken_id_is_409_and_keeps_the_stored_blob(relay, dev, backend, size):
+    taken = "ab" * 16
+    stored = b"s" * size
+    assert post_frames(relay, dev, b"".join(encode_frames([(taken, sha(stored), stored)]))).json()
+    other = b"o" * size
+    body = b"".join(encode_frames([("cd" * 16, sha(b"new"), b"new"), (taken, sha(other), other)]))
+    assert_error(post_frames(relay, dev, body), 409, "blob_id_taken")
+    r = fetch(relay, dev, [taken])
+    assert r.status_code == 200 and r.content.endswith(stored)
+    if backend == "sqlite":  # PostgreSQL keeps sealed content until its age-based prune
+        assert leftovers(relay.storage) == []
+
+
 # -- key blob, leases, devices, health -------------------------------------------------------------
 
 

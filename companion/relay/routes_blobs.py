@@ -46,6 +46,7 @@ router = APIRouter()
 READ_GROUP_BLOBS = 64
 READ_GROUP_BYTES = 4 * 1024 * 1024
 SMALL_FRAME = 64 * 1024  # a blob up to this size goes out in the same piece as its header
+LOOKUP_OVER = 64 * 1024  # an uploaded blob larger than this is looked up before it is stored
 
 
 @router.post(
@@ -176,7 +177,14 @@ async def put_blobs(request: Request, vault_id: VaultId, device: AuthedDevice) -
                         raise ApiError(
                             413, "too_large", f"at most {limits.max_blobs_per_batch} blobs"
                         )
-                    info = await run_sync(st.storage.blob_info, vault_id, ev.blob_id)
+                    # a large blob already stored is not written again; for a small one the
+                    # lookup (a hop to a worker thread) costs more than keeping its bytes, and
+                    # publishing checks every blob in one transaction anyway
+                    info = (
+                        await run_sync(st.storage.blob_info, vault_id, ev.blob_id)
+                        if ev.size > LOOKUP_OVER
+                        else None
+                    )
                     if info is not None and info.sha256 != ev.sha256:
                         raise ApiError(
                             409, "blob_id_taken", f"a different blob is stored as {ev.blob_id}"

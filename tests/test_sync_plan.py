@@ -43,6 +43,7 @@ from companion.sync.plan import (
     Upload,
     Wait,
     admit_head,
+    cursor_after_own_commits,
     plan_admission,
     plan_apply,
     plan_decisions,
@@ -398,3 +399,25 @@ def test_push_plan_holds_a_mass_deletion_and_keeps_back_held_files() -> None:
     )  # fmt: skip
     assert plan.kept_back == ["cfg.json"] and plan.tombstones == []
     assert [(u.local.path, u.local.rename_from) for u in plan.uploads] == [("cfg2.json", None)]
+
+
+# ------------------------------------------------------------------------------ own commits
+
+
+@pytest.mark.parametrize(
+    ("cursor", "seqs", "after"),
+    [
+        (10, [11, 12, 13], 13),  # ours fill the gap: nothing to list back
+        (10, [13, 11, 12, 12], 13),  # in any order, a duplicate result counted once
+        (10, [12, 13], 10),  # 11 is someone else's: the feed is read as usual
+        (10, [11, 13], 10),  # a hole in the middle (a refused record, another device)
+        (10, [], 10),
+        (10, [9, 10], 10),  # already behind the cursor
+        (10, [8, 11], 11),  # an old duplicate below the cursor does not matter
+        (0, [1], 1),
+    ],
+)
+def test_cursor_moves_past_own_commits_only_without_a_gap(
+    cursor: int, seqs: list[int], after: int
+) -> None:
+    assert cursor_after_own_commits(cursor, seqs) == after

@@ -129,12 +129,14 @@ class Outcome:
 @dataclass
 class Pushed:
     """What a push did: `work` (something was committed or came back), the paths to look at
-    again, the heads that beat our commits and those that cannot be opened."""
+    again, the heads that beat our commits and those that cannot be opened, and where the
+    relay put our commits in its change feed."""
 
     work: bool = False
     touched: set[str] = field(default_factory=set)
     heads: dict[str, RemoteChange] = field(default_factory=dict)
     refused: dict[str, Refused] = field(default_factory=dict)
+    seqs: list[int] = field(default_factory=list)  # the relay's sequence numbers of our commits
 
 
 def entry_state(entry: Entry | None) -> FileState | None:

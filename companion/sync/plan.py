@@ -243,6 +243,22 @@ def plan_resync(
     return out
 
 
+def cursor_after_own_commits(cursor: int, seqs: Iterable[int]) -> int:
+    """The change-feed cursor after this device's commits were given sequence numbers `seqs`.
+
+    A relay numbers a vault's records one by one, so when ours fill every number after the
+    cursor, nothing of anyone else's lies in between and listing them back would only return
+    what this device already recorded: the cursor moves past them. Any number missing (another
+    device's commit, a refused record of ours) leaves the cursor where it is, and the next pull
+    reads the feed as usual. A relay that lies here can only hide records, which it can do
+    anyway by leaving them out of the feed.
+    """
+    ours = sorted({s for s in seqs if s > cursor})
+    if not ours or ours[-1] - cursor != len(ours):
+        return cursor
+    return ours[-1]
+
+
 # ------------------------------------------------------------------------------ 3. apply
 
 

@@ -29,6 +29,7 @@ from companion.sync.plan import (
     Renumber,
     Reoffer,
     admit_head,
+    cursor_after_own_commits,
     plan_admission,
     plan_resync,
     safe_path,
@@ -139,6 +140,14 @@ class Puller:
         self._report_held(report, holds)
         self._report_quarantined(report, fresh)
         return len(plan.enqueue)
+
+    def skip_own_commits(self, seqs: Iterable[int]) -> None:
+        """Move the cursor past this device's just-recorded commits when nothing else lies
+        between them (`plan.cursor_after_own_commits`): they are not listed back."""
+        cursor = self.cursor
+        after = cursor_after_own_commits(cursor, seqs)
+        if after != cursor:
+            self.core.index.set_meta(META_CURSOR, str(after))
 
     def load_inbox(self) -> dict[str, Incoming]:
         """The queued remote changes; those verified by this process's pull are not opened again

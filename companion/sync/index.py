@@ -29,7 +29,7 @@ import sqlite3
 import threading
 import time
 import zlib
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -135,6 +135,16 @@ def _compress_base(data: bytes) -> bytes:
 
 def _compress_all(datas: list[bytes]) -> list[bytes]:
     return [_compress_base(d) for d in datas]
+
+
+def pack_bases(items: Iterable[tuple[str, bytes | None]]) -> dict[str, bytes]:
+    """The merge bases `SyncIndex.set_bases` will store for these items, compressed now: run
+    it on another thread while the files are written (`set_bases(..., packed=)`)."""
+    return {
+        path: _compress_base(data)
+        for path, data in items
+        if data is not None and len(data) <= BASE_TEXT_LIMIT
+    }
 
 
 class SyncIndexError(CompanionError):
@@ -572,10 +582,13 @@ class SyncIndex:
         self,
         items: Iterable[tuple[str, bytes | None]],
         mapper: Callable[..., Iterable[bytes]] = map,
+        packed: Mapping[str, bytes] | None = None,
     ) -> None:
         """`set_base` for many files (each path once) in one transaction. `mapper` runs the
         compression over chunks of bases (pass a thread pool's `map`: zlib lets go of the GIL,
-        so they compress in parallel)."""
+        so they compress in parallel); `packed` holds bases `pack_bases` already compressed,
+        off the caller's thread, from the same items."""
+        packed = packed or {}
         keep: list[tuple[str, bytes]] = []
         drop: list[tuple[str]] = []
         for path, data in items:
@@ -583,15 +596,13 @@ class SyncIndex:
                 drop.append((path,))
             else:
                 keep.append((path, data))
-        datas = [d for _, d in keep]
-        chunks = [datas[i : i + 64] for i in range(0, len(datas), 64)]
-        packed = [z for done in mapper(_compress_all, chunks) for z in done]
+        todo = [d for p, d in keep if p not in packed]
+        chunks = [todo[i : i + 64] for i in range(0, len(todo), 64)]
+        fresh = iter([z for done in mapper(_compress_all, chunks) for z in done])
+        rows = [(p, packed[p] if p in packed else next(fresh)) for p, _ in keep]
         with self.transaction():
             self._db.executemany("DELETE FROM bases WHERE path=?", drop)
-            self._db.executemany(
-                "INSERT OR REPLACE INTO bases (path, data) VALUES (?, ?)",
-                [(p, z) for (p, _), z in zip(keep, packed, strict=True)],
-            )
+            self._db.executemany("INSERT OR REPLACE INTO bases (path, data) VALUES (?, ?)", rows)
 
     def get_base(self, path: str) -> bytes | None:
         with self._lock:

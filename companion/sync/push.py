@@ -21,7 +21,7 @@ from companion.sync.atomic import ChangedSinceScan
 from companion.sync.chunking import iter_chunks
 from companion.sync.core import Core
 from companion.sync.filestate import FileState, NotRegularFile
-from companion.sync.index import BASE_TEXT_LIMIT, Entry
+from companion.sync.index import Entry, pack_bases
 from companion.sync.model import Prepared, Pushed, RoundReport
 from companion.sync.pathsafe import UnsafePath, resolve_inside
 from companion.sync.plan import PushPlan, Tombstone, Upload
@@ -74,7 +74,10 @@ class Pusher:
         if batch.small:
             remote.upload(batch.small)
         groups = _groups(batch.prepared, batch.tombstones)
-        return remote.commit(groups, reupload=lambda ids: self._reupload(ids, batch.prepared))
+        result = remote.commit(groups, reupload=lambda ids: self._reupload(ids, batch.prepared))
+        batch.packed = pack_bases((path, batch.base(path)) for path in result.committed
+                                  if path in batch.prepared)  # fmt: skip
+        return result
 
     def _record(
         self, batch: _Batch, sent: Future[PushResult], report: RoundReport, out: Pushed
@@ -108,12 +111,11 @@ class Pusher:
                     ctime_ns=s.ctime_ns,
                 )
             )  # fmt: skip
-            text = p.content is not None and p.is_text and len(p.content) <= BASE_TEXT_LIMIT
-            bases.append((path, p.content if text else None))
+            bases.append((path, batch.base(path)))
             report.uploaded.append(path)
         with core.index.transaction():
             core.index.put_many(entries)
-            core.index.set_bases(bases, mapper=core.pool().map)
+            core.index.set_bases(bases, mapper=core.pool().map, packed=batch.packed)
         for path, head in result.conflicts.items():
             out.touched.add(path)
             if head is not None:
@@ -211,9 +213,16 @@ class _Batch:
     tombstones: dict[str, Outgoing] = field(default_factory=dict)
     renames: set[str] = field(default_factory=set)  # tombstones that end a rename
 
+    packed: dict[str, bytes] = field(default_factory=dict)  # merge bases, compressed by _send
+
     @property
     def empty(self) -> bool:
         return not self.prepared and not self.tombstones
+
+    def base(self, path: str) -> bytes | None:
+        """The merge base an upload leaves once committed: its content, when it is text."""
+        p = self.prepared[path]
+        return p.content if p.content is not None and p.is_text else None
 
 
 def _batches(plan: PushPlan) -> list[tuple[list[Upload], list[Tombstone]]]:

@@ -8,7 +8,7 @@ the next scan reports a local change and pushes it on top, like any edit.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from companion.sync.core import Core
@@ -29,9 +29,21 @@ class Synced:
     text: bool | None = None  # known text-ness when `content` is not given
 
 
-def record_synced(core: Core, items: Iterable[Synced], *, keep_bases: bool = False) -> None:
+def base_of(content: bytes | None) -> bytes | None:
+    """The merge base a synced content leaves: itself when it is text."""
+    return content if content is not None and is_text(content) else None
+
+
+def record_synced(
+    core: Core,
+    items: Iterable[Synced],
+    *,
+    keep_bases: bool = False,
+    packed: Mapping[str, bytes] | None = None,
+) -> None:
     """Record many files in one transaction (entries, merge bases, inbox rows done). With
-    `keep_bases`, merge bases are left as they are (a rename moved them)."""
+    `keep_bases`, merge bases are left as they are (a rename moved them); `packed` holds
+    bases already compressed (`index.pack_bases` of `base_of` each content)."""
     entries = []
     bases: list[tuple[str, bytes | None]] = []
     done = []
@@ -48,7 +60,8 @@ def record_synced(core: Core, items: Iterable[Synced], *, keep_bases: bool = Fal
             )  # fmt: skip
             bases.append((it.path, None))
             continue
-        text = it.content is not None and is_text(it.content)
+        base = base_of(it.content)
+        text = base is not None
         if it.text is not None and it.content is None:
             text = it.text
         state = it.state if it.state is not None else FileState(meta.size, 0, 0, meta.sha256)
@@ -59,10 +72,10 @@ def record_synced(core: Core, items: Iterable[Synced], *, keep_bases: bool = Fal
                 device_kind=ch.author_kind, ctime_ns=state.ctime_ns,
             )
         )  # fmt: skip
-        bases.append((it.path, it.content if text else None))
+        bases.append((it.path, base))
     index = core.index
     with index.transaction():
         index.put_many(entries)
         if not keep_bases:
-            index.set_bases(bases, mapper=core.pool().map)
+            index.set_bases(bases, mapper=core.pool().map, packed=packed)
         index.inbox_done(done)

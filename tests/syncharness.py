@@ -33,9 +33,10 @@ from companion.paths import DevicePaths, device_paths
 from companion.relay.auth import issue_invite
 from companion.relay.sqlite_storage import SqliteStorage
 from companion.relay.testing import running_relay
-from companion.sync.engine import RoundReport, SyncEngine
+from companion.sync.engine import SyncEngine
 from companion.sync.join import TEST_KDF_PARAMS, join_vault
 from companion.sync.pathsafe import TEMP_PREFIX
+from companion.sync.report import RoundReport
 
 PASSPHRASE = "correct horse battery staple, but longer"
 

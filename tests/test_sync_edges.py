@@ -404,6 +404,45 @@ def test_restore_goes_through_a_running_watch(cluster: SyncCluster) -> None:
     assert [ch.rev for ch in b.engine().history("n.md")] == [3, 2, 1]
 
 
+def test_sync_goes_through_a_running_watch(cluster: SyncCluster) -> None:
+    """`companion sync` while `watch` owns the copy: the watch runs the round and the command
+    prints its report and exits with its status, instead of exit 4 "locked"."""
+    a, b = _pair(cluster)
+    a.sync()
+    a.restart()
+    proc = _watch(a)
+    try:
+        b.write("from-desk.md", "written on the desk\n")
+        b.sync()
+        out = a.cli("sync", str(a.vault))
+        assert out.returncode == 0, out.stderr
+        assert out.stdout.startswith("synced: ")
+        assert a.read("from-desk.md") == b"written on the desk\n"  # done when it returns
+        out = a.cli("sync", str(a.vault), "--json")
+        assert out.returncode == 0, out.stderr
+        summary = json.loads(out.stdout)
+        assert summary["converged"] and summary["quarantined_files"] == []
+    finally:
+        _stop(proc)
+
+
+def test_commands_do_not_wait_on_a_holder_that_takes_no_requests(cluster: SyncCluster) -> None:
+    """Another one-shot command (a `sync`, a `dream`) holds the lock: exit 4 at once, rather
+    than wait ten minutes for a request nobody will take."""
+    from companion.sync.device import vault_dir
+    from companion.sync.lock import VaultLock
+
+    a, _ = _pair(cluster)
+    a.write("n.md", "version 1\n")
+    a.sync()
+    a.restart()
+    with VaultLock(vault_dir(a.paths, os.path.realpath(a.vault)), command="companion sync"):
+        for args in (("sync", str(a.vault)), ("restore", str(a.vault), "n.md", "--rev", "1")):
+            out = a.cli(*args, timeout=60)
+            assert out.returncode == 4, out.stderr
+            assert "another companion is already syncing" in out.stderr
+
+
 def test_held_decisions_are_carried_out_by_a_running_watch(cluster: SyncCluster) -> None:
     a, server = _pair(cluster, "agent")
     server.write(".obsidian/hotkeys.json", '{"app:reload": []}\n')

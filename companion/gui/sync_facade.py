@@ -53,9 +53,10 @@ from companion.sync.device import (
     vault_dir,
 )
 from companion.sync.dreamhook import rounds_until_quiet
-from companion.sync.engine import RoundReport, SyncEngine
+from companion.sync.engine import SyncEngine
 from companion.sync.guard import MassDeleteRefused
 from companion.sync.lock import LockHeld, VaultLock
+from companion.sync.report import RoundReport
 from companion.sync.status import StatusStore
 from companion.sync.statusview import local_pending
 
@@ -113,7 +114,11 @@ class SyncFacade(IdleEngine):
         self.engine_options = dict(engine_options or {})
         self.daemon_options = dict(daemon_options or {})
         self.status = StatusStore(status_file(self.paths, self.root))
-        self.lock = VaultLock(vault_dir(self.paths, self.root), command="companion (desktop app)")
+        self.lock = VaultLock(
+            vault_dir(self.paths, self.root),
+            command="companion (desktop app)",
+            serves_requests=True,
+        )
         self._state_lock = threading.RLock()  # start/stop/pause transitions
         self._events: list[EngineEvent] = []
         self._events_lock = threading.Lock()

@@ -19,7 +19,11 @@ from dataclasses import dataclass
 from typing import Any, NamedTuple
 from urllib.parse import urlsplit
 
+# isort: off
+import companion.relay.lean  # noqa: F401  (first: httpx without its unused extras)
 import httpx
+
+# isort: on
 
 from companion.logs import register_secret
 from companion.relay import models as m

@@ -35,7 +35,7 @@ from companion.sync.core import Core
 from companion.sync.filestate import FileState
 from companion.sync.index import AppliedRow, pack_bases
 from companion.sync.merge import derives_from
-from companion.sync.model import ConflictInfo, Local, Outcome, Problem, RoundReport, entry_state
+from companion.sync.model import Local, Outcome, entry_state
 from companion.sync.pathsafe import UnsafePath
 from companion.sync.plan import (
     ApplyPlan,
@@ -54,6 +54,7 @@ from companion.sync.plan import (
 )
 from companion.sync.record import Synced, base_of, record_synced
 from companion.sync.remote import Refused, RemoteChange
+from companion.sync.report import ConflictInfo, Problem, RoundReport
 from companion.sync.scanner import ChangeKind
 
 log = get_logger("sync.engine")

@@ -2,8 +2,9 @@
 
 Exit status (a contract for scripts): 0 done; 1 failed (relay refused, token revoked, data from
 the relay failed verification, changes still pending); 2 bad input or configuration; 3 a mass
-deletion was held back (run again with --allow-mass-delete if intended); 4 another companion
-holds this vault copy's lock; 5 the relay is unreachable (changes stay queued locally).
+deletion was held back (run again with --allow-mass-delete if intended); 4 another one-shot
+command holds this vault copy's lock (a running `watch` or desktop app does the work asked of it
+instead: `sync/requests.py`); 5 the relay is unreachable (changes stay queued locally).
 """
 
 from __future__ import annotations
@@ -20,11 +21,8 @@ from companion.context import AppContext, pass_app
 from companion.errors import CompanionError, InputError
 from companion.relay.errors import RelayUnreachable
 from companion.sync.guard import MassDeleteRefused
-from companion.sync.lean import import_httpx
 from companion.textsafe import shown
 from companion.vaultpath import which_vault
-
-import_httpx()  # these commands talk to the relay: httpx without its unused extras
 
 EXIT_MASS_DELETE = 3
 EXIT_LOCKED = 4
@@ -61,11 +59,13 @@ def _open_engine(app: AppContext, vault: Path, **kw: Any) -> Any:
     return SyncEngine(vault, app.paths, app.config, **kw)
 
 
-def _locked(app: AppContext, vault: Path) -> Any:
+def _locked(app: AppContext, vault: Path, *, serves_requests: bool = False) -> Any:
     from companion.sync.device import vault_dir
     from companion.sync.lock import VaultLock
 
-    return VaultLock(vault_dir(app.paths, os.path.realpath(vault)))
+    return VaultLock(
+        vault_dir(app.paths, os.path.realpath(vault)), serves_requests=serves_requests
+    )
 
 
 def _round_errors(exc: BaseException) -> None:
@@ -210,9 +210,12 @@ def init(
 def sync(app: AppContext, vault: Path | None, allow_mass_delete: bool, as_json: bool) -> None:
     """Sync VAULT once: pull, merge, push, until nothing is pending.
 
+    While `companion watch` or the desktop app owns VAULT, its engine runs the round and
+    this command prints that round's report, with the same exit status.
+
     Exit status: 0 synced; 1 failed (or changes still pending); 3 a mass deletion was held
-    back; 4 another companion is syncing this folder; 5 the relay is unreachable (local
-    changes stay queued).
+    back; 4 another one-shot command (a `sync`, a dream) is syncing this folder; 5 the relay
+    is unreachable (local changes stay queued).
 
     \b
     Example:
@@ -220,17 +223,30 @@ def sync(app: AppContext, vault: Path | None, allow_mass_delete: bool, as_json: 
       companion sync ~/vault --allow-mass-delete
       companion sync ~/vault --json
     """
-    from companion.sync.engine import NotConverged
+    from companion.sync.lock import LockHeld
+    from companion.sync.report import RoundReport
 
     vault = _vault(app, vault)
-    with _locked(app, vault), _open_engine(app, vault) as engine:
+    lock = _locked(app, vault)
+    try:
+        lock.acquire()
+    except LockHeld:
+        # `companion watch` or the desktop app owns this copy: its engine runs the round
+        outcome = through_owner(app, vault, lock, "round", allow_mass_delete=allow_mass_delete)
+        report = RoundReport.from_summary(outcome.report or {})
+        with _index(app, vault) as index:
+            quarantined, problems = _left_over(index)
+    else:
         try:
-            report = engine.round(allow_mass_delete=allow_mass_delete)
-        except Exception as exc:
-            _round_errors(exc)
-            raise
-        quarantined = engine.quarantined()
-        problems = [(r.path, r.problem) for r in engine.index.inbox() if r.problem]
+            with _open_engine(app, vault) as engine:
+                try:
+                    report = engine.round(allow_mass_delete=allow_mass_delete)
+                except Exception as exc:
+                    _round_errors(exc)
+                    raise
+                quarantined, problems = _left_over(engine.index)
+        finally:
+            lock.release()
     if as_json:
         summary = report.summary()
         summary["quarantined_files"] = [q.path or q.file_id for q in quarantined]
@@ -253,6 +269,8 @@ def sync(app: AppContext, vault: Path | None, allow_mass_delete: bool, as_json: 
             f"be opened: {names}{more} (see `companion quarantine list`)"
         )
     if not report.converged:
+        from companion.sync.engine import NotConverged
+
         raise NotConverged(
             f"changes still pending after {report.passes} passes "
             f"({report.pending_upload} to upload, {report.pending_download} to apply); "
@@ -293,7 +311,7 @@ def watch(
     from companion.sync.daemon import Daemon
 
     vault = _vault(app, vault)
-    with _locked(app, vault), _open_engine(app, vault) as engine:
+    with _locked(app, vault, serves_requests=True), _open_engine(app, vault) as engine:
         daemon = Daemon(
             engine, rescan_interval_s=rescan_minutes * 60, allow_mass_delete=allow_mass_delete
         )
@@ -486,22 +504,37 @@ def restore(app: AppContext, vault: Path, path: str, rev: int) -> None:
     click.echo(f"restored {rel} to revision {rev} (synced as a new revision)")
 
 
+def _index(app: AppContext, vault: Path) -> Any:
+    """This copy's sync index, opened beside the engine that owns it (SQLite allows that)."""
+    from companion.sync.device import sync_index_path
+    from companion.sync.index import SyncIndex
+
+    return SyncIndex(sync_index_path(app.paths, os.path.realpath(vault)))
+
+
+def _left_over(index: Any) -> tuple[list[Any], list[tuple[str, str]]]:
+    """What a round could not sync: quarantined files, and remote changes with a problem."""
+    return index.quarantined(), [(r.path, r.problem) for r in index.inbox() if r.problem]
+
+
 def through_owner(app: AppContext, vault: Path, lock: Any, kind: str, **args: Any) -> Any:
     """Ask the engine that holds this copy's lock to do `kind` (`sync/requests.py`) and wait
-    for it; its failure is raised with the exit status the work would have had here."""
+    for it; its failure is raised with the exit status the work would have had here. A holder
+    that takes no requests (another one-shot command) is `LockHeld` at once, exit 4."""
     from companion.sync import requests
-    from companion.sync.device import DeviceState, sync_index_path, vault_dir
-    from companion.sync.index import SyncIndex
+    from companion.sync.device import DeviceState, vault_dir
     from companion.sync.wake import request_round
 
     root = os.path.realpath(vault)
     DeviceState.load(app.paths, root)  # not set up: the init hint
+    if not lock.owner_serves_requests():
+        raise lock.held_elsewhere()
     holder = lock.holder() or {}
     click.echo(
         f"the companion syncing this copy (pid {holder.get('pid', '?')}) does it; waiting",
         err=True,
     )
-    with SyncIndex(sync_index_path(app.paths, root)) as index:
+    with _index(app, vault) as index:
         rid = requests.submit(index, kind, **args)
         request_round(vault_dir(app.paths, root))
         outcome = requests.wait(index, rid)

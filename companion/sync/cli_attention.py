@@ -43,8 +43,8 @@ def _carry_out(app: AppContext, root: str) -> None:
         _round_errors,
         through_owner,
     )
-    from companion.sync.engine import RoundReport
     from companion.sync.lock import LockHeld
+    from companion.sync.report import RoundReport
 
     lock = _locked(app, Path(root))
     try:

@@ -26,6 +26,7 @@ write finishes, the index is closed, the lock released, exit 0.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import random
 import signal
@@ -49,7 +50,8 @@ from companion.sync import requests
 from companion.sync.device import vault_dir
 from companion.sync.engine import SyncEngine
 from companion.sync.guard import MassDeleteRefused
-from companion.sync.model import RoundReport
+from companion.sync.index import RequestRow
+from companion.sync.report import RoundReport
 from companion.sync.wake import WAKE_NAME, WakeFile
 from companion.sync.watcher import Batch, Watcher
 
@@ -364,19 +366,23 @@ class Daemon:
         if not rows:
             return None
         last: RoundOutcome | None = None
-        round_rows = [r for r in rows if r.kind == requests.ROUND]
-        for row in [r for r in rows if r.kind != requests.ROUND] + round_rows[:1]:
+        rounds: dict[str, list[RequestRow]] = {}  # one round per distinct ask
+        for r in rows:
+            if r.kind == requests.ROUND:
+                rounds.setdefault(json.dumps(r.args, sort_keys=True), []).append(r)
+        firsts = [group[0] for group in rounds.values()]
+        for row in [r for r in rows if r.kind != requests.ROUND] + firsts:
             if not requests.start(engine.index, row.id):
                 continue
             if row.kind == requests.RESTORE:
                 path, rev = str(row.args.get("path", "")), int(row.args.get("rev", 0))
                 last = self._guarded(partial(engine.restore, path, rev), full=True)
                 mine = [row]
-            else:
-                last = self._guarded(
-                    lambda: engine.round(allow_mass_delete=self.allow_mass_delete), full=True
-                )
-                mine = [row] + [r for r in round_rows[1:] if requests.start(engine.index, r.id)]
+            else:  # one round answers every round request asking the same
+                allow = self.allow_mass_delete or bool(row.args.get("allow_mass_delete"))
+                last = self._guarded(partial(engine.round, allow_mass_delete=allow), full=True)
+                same = rounds[json.dumps(row.args, sort_keys=True)][1:]
+                mine = [row] + [r for r in same if requests.start(engine.index, r.id)]
             result = (
                 requests.failure(last.error) if last.error is not None
                 else requests.Outcome(0, "", last.report.summary() if last.report else None)

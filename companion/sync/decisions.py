@@ -26,7 +26,7 @@ from companion.sync.index import QuarantineRow, SyncIndex
 
 if TYPE_CHECKING:
     from companion.sync.core import Core
-    from companion.sync.model import RoundReport
+    from companion.sync.report import RoundReport
 
 HUMAN = "human"
 

@@ -18,15 +18,17 @@ import socket
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from companion.credentials.store import SecretStore
-from companion.crypto import VaultKey
 from companion.errors import CompanionError, InputError
 from companion.fileio import write_text_atomic
 from companion.logs import register_secret
 from companion.paths import DevicePaths
 from companion.sync.index import index_path, vault_state_dir
+
+if TYPE_CHECKING:  # the key's code (cryptography) loads when a key is, not with the state
+    from companion.crypto import VaultKey
 
 DEVICE_FILE = "device.json"
 STATE_VERSION = 1
@@ -146,6 +148,8 @@ class DeviceState:
             )
         register_secret(text)
         try:
+            from companion.crypto import VaultKey
+
             return VaultKey.from_bytes(bytes.fromhex(text))
         except ValueError:
             raise SecretMissing(f"the stored vault key {self.key_name!r} is malformed") from None

@@ -44,11 +44,12 @@ from companion.sync.guard import MassDeleteRefused
 from companion.sync.holds import policy_from_config
 from companion.sync.ignore import IgnoreRules
 from companion.sync.index import Entry, HeldRow, QuarantineRow, SyncIndex
-from companion.sync.model import ConflictInfo, Local, Outcome, Pushed, RoundReport, device_kind
+from companion.sync.model import Local, Outcome, Pushed, device_kind
 from companion.sync.pathsafe import normalize, resolve_inside
 from companion.sync.plan import STALE_SAVE_WINDOW_NS, Incoming, plan_apply, plan_push
 from companion.sync.pull import META_CURSOR, Puller
 from companion.sync.remote import HUMAN, Refused, RemoteChange, RemoteVault
+from companion.sync.report import ConflictInfo, RoundReport
 from companion.sync.scanner import DEFAULT_SETTLE_NS, ChangeKind, LocalChange, ScanResult, scan
 from companion.sync.views import held_view, problem_views, quarantine_view
 

@@ -44,8 +44,17 @@ def _describe(info: dict[str, Any]) -> str:
 class VaultLock:
     """Exclusive lock on one vault copy's engine folder. Use as a context manager."""
 
-    def __init__(self, folder: str | os.PathLike[str], *, command: str | None = None) -> None:
+    def __init__(
+        self,
+        folder: str | os.PathLike[str],
+        *,
+        command: str | None = None,
+        serves_requests: bool = False,
+    ) -> None:
+        """`serves_requests`: the holder carries out what other commands ask of it while it
+        runs (`sync/requests.py`: `companion watch`, the desktop app); they wait for it."""
         self.folder = Path(folder)
+        self.serves_requests = serves_requests
         self.path = self.folder / LOCK_NAME
         self.holder_path = self.folder / (LOCK_NAME + ".holder")
         self.command = command or " ".join(os.path.basename(a) if i == 0 else a
@@ -64,20 +73,29 @@ class VaultLock:
         try:
             lock.acquire()
         except Timeout:
-            info = self.holder() or {}
-            raise LockHeld(
-                f"another companion is already syncing this vault copy ({_describe(info)}); "
-                "stop it or wait for it to finish"
-            ) from None
+            raise self.held_elsewhere() from None
         self._lock = lock
         info = {
             "pid": os.getpid(),
             "command": self.command,
             "host": socket.gethostname(),
             "started": time.time(),
+            "serves_requests": self.serves_requests,
         }
         write_text_atomic(self.holder_path, json.dumps(info), durable=False)
         return self
+
+    def held_elsewhere(self) -> LockHeld:
+        """The error for a copy another process holds (naming it, from its holder file)."""
+        info = self.holder() or {}
+        return LockHeld(
+            f"another companion is already syncing this vault copy ({_describe(info)}); "
+            "stop it or wait for it to finish"
+        )
+
+    def owner_serves_requests(self) -> bool:
+        """The process holding the lock takes requests (its holder file says so)."""
+        return bool((self.holder() or {}).get("serves_requests"))
 
     def release(self) -> None:
         if self._lock is None:

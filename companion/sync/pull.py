@@ -20,7 +20,6 @@ from companion.logs import get_logger
 from companion.relay.errors import ConflictError
 from companion.sync.core import Core
 from companion.sync.index import Entry, HeldRow, QuarantineRow
-from companion.sync.model import RoundReport
 from companion.sync.pathsafe import UnsafePath, normalize
 from companion.sync.plan import (
     Enqueue,
@@ -35,6 +34,7 @@ from companion.sync.plan import (
     safe_path,
 )
 from companion.sync.remote import Pulled, Refused, RemoteChange
+from companion.sync.report import RoundReport
 
 log = get_logger("sync.engine")
 

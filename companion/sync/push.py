@@ -22,10 +22,11 @@ from companion.sync.chunking import iter_chunks
 from companion.sync.core import Core
 from companion.sync.filestate import FileState, NotRegularFile
 from companion.sync.index import Entry, pack_bases
-from companion.sync.model import Prepared, Pushed, RoundReport
+from companion.sync.model import Prepared, Pushed
 from companion.sync.pathsafe import UnsafePath, resolve_inside
 from companion.sync.plan import PushPlan, Tombstone, Upload
 from companion.sync.remote import Outgoing, PushResult
+from companion.sync.report import RoundReport
 
 
 class Pusher:

@@ -1,15 +1,17 @@
 """Asking the engine that owns a vault copy to do something, from another process, and waiting.
 
 Only one engine owns a copy (`VaultLock`): `companion watch` or the desktop app. A command run
-meanwhile (`restore`, `held accept|refuse`, `quarantine supersede|dismiss`) does not fail with
-"locked": it records a request in the copy's sync index (SQLite, safe across processes), nudges
+meanwhile (`sync`, `restore`, `held accept|refuse`, `quarantine supersede|dismiss`) does not fail
+with "locked": it records a request in the copy's sync index (SQLite, safe across processes), nudges
 the owner (the wake file, `sync/wake.py`), and waits for the outcome the owner writes back, so
 the command prints the same result and exits with the same status as if it had run the work
 itself.
 
-Kinds: ``round`` (run one round, e.g. to carry out a recorded decision) and ``restore``
+Kinds: ``round`` (run one round: `companion sync`, or to carry out a recorded decision; its
+``allow_mass_delete`` argument is honoured) and ``restore``
 (`path`, `rev`: `SyncEngine.restore`). A request nobody takes within the wait is cancelled, so
-it never runs later by surprise.
+it never runs later by surprise. A holder that takes no requests (another one-shot command:
+its lock's holder file says so) is reported at once, exit 4, instead of waited for.
 """
 
 from __future__ import annotations
@@ -33,7 +35,9 @@ FAILED = "failed"
 CANCELLED = "cancelled"
 
 WAIT_S = 600.0  # how long a command waits for the engine that owns the copy
-POLL_S = 0.05
+POLL_S = 0.05  # the pause between two looks at the outcome...
+QUICK_POLL_S = 0.005  # ...but during the first QUICK_S (a quiet round takes ~60 ms)
+QUICK_S = 0.5
 KEEP_NS = 24 * 3600 * 10**9  # finished requests are forgotten after a day
 
 
@@ -62,7 +66,8 @@ def wait(
 ) -> Outcome:
     """Wait for the owner's outcome; on timeout the request is cancelled (if not started) and
     a `CompanionError` says so."""
-    deadline = clock() + timeout
+    start = clock()
+    deadline = start + timeout
     while True:
         row = index.request(request_id)
         if row is None:
@@ -76,7 +81,7 @@ def wait(
                 f"the companion syncing this copy did not finish within {timeout:.0f} s "
                 f"(request {what}); check `companion status`"
             )
-        sleep(POLL_S)
+        sleep(QUICK_POLL_S if clock() - start < QUICK_S else POLL_S)
 
 
 def outcome_of(row: RequestRow) -> Outcome:

@@ -1,5 +1,8 @@
 """Importing httpx without the optional extras it pulls in when they happen to be installed.
 
+`relay/client.py` imports this module first, so any process that talks to a relay gets httpx
+this way.
+
 httpx imports its command-line client (rich, pygments) and httpcore its trio backend
 whenever those packages exist, which costs a one-shot `companion sync` about 50 ms of its
 start-up for features the engine never uses. `import_httpx` hides them during the import (and
@@ -27,3 +30,6 @@ def import_httpx() -> None:
         for name in hidden:
             if sys.modules.get(name, 0) is None:
                 del sys.modules[name]
+
+
+import_httpx()

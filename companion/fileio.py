@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import itertools
 import os
 import secrets
 import sys
@@ -25,6 +26,28 @@ from collections.abc import Callable
 from pathlib import Path
 
 TEMP_PREFIX = ".companion-tmp-"
+
+
+class _TempNames:
+    """Names for temporary files, unique without a system call each: a random part drawn once
+    per process (again in a forked child) and a counter. Creating them with `O_EXCL` is what
+    makes them safe; the random part only keeps two processes from colliding."""
+
+    def __init__(self) -> None:
+        self._reset()
+        if hasattr(os, "register_at_fork"):
+            os.register_at_fork(after_in_child=self._reset)
+
+    def _reset(self) -> None:
+        self._run = secrets.token_hex(6)
+        self._count = itertools.count()
+
+    def next(self) -> str:
+        return f"{TEMP_PREFIX}{self._run}-{next(self._count):x}"
+
+
+temp_name = _TempNames().next
+
 
 
 KEEP = -1  # `mode=KEEP`: the existing file's mode, else 0o666 minus the umask
@@ -116,7 +139,7 @@ def write_atomic(
     if make_parents:
         folder.mkdir(parents=True, exist_ok=True)
     mode = _mode_for(target, mode)
-    tmp = folder / f"{TEMP_PREFIX}{target.name[:40]}.{secrets.token_hex(6)}"
+    tmp = folder / temp_name()
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), mode)
     try:
         try:

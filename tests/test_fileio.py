@@ -11,7 +11,14 @@ import pytest
 
 from companion import fileio
 from companion.errors import InputError
-from companion.fileio import KEEP, TEMP_PREFIX, SymlinkRefused, write_atomic, write_new_private
+from companion.fileio import (
+    KEEP,
+    TEMP_PREFIX,
+    SymlinkRefused,
+    temp_name,
+    write_atomic,
+    write_new_private,
+)
 
 
 def test_mode_is_set_before_the_first_byte(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -159,3 +166,22 @@ def test_the_settings_windows_recovery_key_file_is_never_readable_by_others(
     monkeypatch.undo()
     if "AAAA-BBBB" in existing.read_text():
         assert stat.S_IMODE(existing.stat().st_mode) == 0o600
+
+
+def test_temp_names_are_unique_across_threads_and_a_fork() -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(8) as pool:
+        names = list(pool.map(lambda _: temp_name(), range(4000)))
+    assert len(set(names)) == 4000 and all(n.startswith(TEMP_PREFIX) for n in names)
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child draws its own random part: it cannot collide with the parent
+        os.write(write, temp_name().encode())
+        os._exit(0)
+    os.waitpid(pid, 0)
+    child = os.read(read, 200).decode()
+    os.close(read)
+    os.close(write)
+    mine = temp_name()
+    assert child.rsplit("-", 1)[0] != mine.rsplit("-", 1)[0]

@@ -193,6 +193,45 @@ def test_replayed_older_revision_is_refused(setup) -> None:
     assert b.read("projects/alpha.md") == b"version 3\n"
 
 
+def test_the_feed_is_read_page_by_page_and_a_replay_across_pages_is_refused(
+    setup, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Pages of two records: the next page travels while this one is opened; the order of a
+    file's revisions is still checked across pages."""
+    from companion.sync import remote
+
+    monkeypatch.setattr(remote, "PULL_PAGE", 2)
+    cluster, proxy, a, b = setup
+    for i in (1, 2):
+        a.write("projects/alpha.md", f"version {i}\n")
+        a.sync()
+    for i in range(3):
+        a.write(f"knowledge/n{i}.md", f"note {i}\n")
+    a.sync()
+    old: dict[str, Any] = {}
+
+    def replay_on_page_two(ex: Exchange) -> Exchange:
+        if ex.method == "GET" and "/changes" in ex.path and "since=2&" in ex.path:
+            body = json.loads(ex.response_body)
+            auth = {"Authorization": ex.request_headers["Authorization"]}
+            base = ex.path.split("/changes")[0]
+            fid = a.engine().remote.file_id("projects/alpha.md")
+            url = f"{proxy.upstream}{base}/files/{fid}/revs/1"
+            old.update(httpx.get(url, headers=auth).json())
+            body["records"][0] = old  # revision 1 of alpha, after page one listed revision 2
+            ex.response_body = json.dumps(body).encode()
+        return ex
+
+    proxy.tamper = replay_on_page_two
+    with pytest.raises(RolledBack):
+        b.sync()
+    assert old and b.read("projects/alpha.md") is None  # nothing of that pull was applied
+    proxy.tamper = None
+    b.sync()
+    assert b.read("projects/alpha.md") == b"version 2\n"
+    cluster.assert_converged()
+
+
 def test_another_vaults_data_is_refused(setup) -> None:
     cluster, proxy, a, b = setup
     _two_notes(a)

@@ -14,14 +14,13 @@ from __future__ import annotations
 
 import hashlib
 import os
-import secrets
 import stat as stat_mod
 from collections.abc import Iterable
 from pathlib import Path
 from typing import BinaryIO
 
 from companion.errors import CompanionError
-from companion.fileio import fsync_dir
+from companion.fileio import fsync_dir, temp_name
 from companion.logs import get_logger
 from companion.sync.filestate import (
     FileState,
@@ -111,7 +110,7 @@ def atomic_write(
     """
     target = make_parents(root, rel)
     folder = target.parent
-    tmp = folder / f"{TEMP_PREFIX}{secrets.token_hex(8)}"
+    tmp = folder / temp_name()
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _O_BINARY, 0o666)
     try:
         h = hashlib.sha256()

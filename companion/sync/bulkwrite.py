@@ -25,17 +25,16 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
-import secrets
 from collections.abc import Iterable, Sequence
 from concurrent.futures import Executor
 from dataclasses import dataclass
 from pathlib import Path
 
-from companion.fileio import flush_filesystem, fsync_dir
+from companion.fileio import flush_filesystem, fsync_dir, temp_name
 from companion.logs import get_logger
 from companion.sync.atomic import ChangedSinceScan, _check, _new_mode
 from companion.sync.filestate import FileState, state_after_rename
-from companion.sync.pathsafe import TEMP_PREFIX, UnsafePath, make_parents, normalize
+from companion.sync.pathsafe import UnsafePath, make_parents, normalize
 
 log = get_logger("sync.bulkwrite")
 _O_BINARY = getattr(os, "O_BINARY", 0)
@@ -83,7 +82,7 @@ def _stage(folders: dict[str, str | Exception], job: WriteJob) -> Staged:
         st = os.lstat(target)  # gone or a link: the check before the rename refuses it
         old_mode = st.st_mode
     mode = _new_mode(old_mode, job.executable if (old_mode or job.executable) else None)
-    tmp = os.path.join(folder, f"{TEMP_PREFIX}{secrets.token_hex(8)}")
+    tmp = os.path.join(folder, temp_name())
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _O_BINARY, 0o666)
     try:
         view = memoryview(job.data)

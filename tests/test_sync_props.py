@@ -256,5 +256,6 @@ TestSyncProperties.settings = settings(
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
     database=None,
+    print_blob=True,  # a failure prints the @reproduce_failure line that replays it
     phases=[Phase.explicit, Phase.reuse, Phase.generate, *([Phase.shrink] if SHRINK else [])],
 )

@@ -269,3 +269,22 @@ def test_a_missing_vault_key_is_an_error_and_a_keyring_event(cluster: SyncCluste
             f.sync_now()
     finally:
         f.close()
+
+
+def test_companion_sync_goes_through_the_desktop_app(cluster: SyncCluster) -> None:
+    """The desktop app owns the copy: `companion sync` in a terminal is run by its engine (the
+    command prints that round's report) instead of failing with exit 4."""
+    laptop = cluster.add_device("laptop", "human")
+    server = cluster.add_device("server", "agent")
+    laptop.sync()
+    laptop.restart()
+    f = facade(laptop)
+    try:
+        server.write("knowledge/git.md", "# Git\nrebase often\n")
+        server.sync()
+        out = laptop.cli("sync", str(laptop.vault))
+        assert out.returncode == 0, out.stderr
+        assert out.stdout.startswith("synced: ") and "does it; waiting" in out.stderr
+        assert laptop.read("knowledge/git.md") == b"# Git\nrebase often\n"
+    finally:
+        f.close()

@@ -49,29 +49,12 @@ SEALED = 300
 
 
 def start_relay(data: Path) -> tuple[subprocess.Popen, str]:
-    port_file = data.parent / "port"
-    env = {**os.environ, "COMPANION_HOME": str(data.parent / "home")}
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "companion", "relay", "serve", "--data", str(data), "--port", "0",
-         "--port-file", str(port_file), "--no-access-log", "--log-level", "warning"],
-        stdout=subprocess.DEVNULL,
-        env=env,
-    )  # fmt: skip
-    deadline = time.monotonic() + 30
-    while not port_file.exists():
-        if proc.poll() is not None or time.monotonic() > deadline:
-            raise SystemExit("the relay did not start")
-        time.sleep(0.05)
-    return proc, f"http://127.0.0.1:{port_file.read_text().strip()}"
+    """One SQLite relay on `data` (`start_serve` with that store)."""
+    return start_serve(["--data", str(data)], data.parent, "relay")
 
 
 def invite(data: Path) -> str:
-    env = {**os.environ, "COMPANION_HOME": str(data.parent / "home")}
-    out = subprocess.run(
-        [sys.executable, "-m", "companion", "relay", "invite", "--data", str(data)],
-        capture_output=True, text=True, check=True, env=env,
-    )  # fmt: skip
-    return out.stdout.strip()
+    return admin_invite(["--data", str(data)], data.parent)
 
 
 def best(fn, repeat: int = 3) -> float:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -223,30 +224,10 @@ def sync(app: AppContext, vault: Path | None, allow_mass_delete: bool, as_json: 
       companion sync ~/vault --allow-mass-delete
       companion sync ~/vault --json
     """
-    from companion.sync.lock import LockHeld
-    from companion.sync.report import RoundReport
-
     vault = _vault(app, vault)
-    lock = _locked(app, vault)
-    try:
-        lock.acquire()
-    except LockHeld:
-        # `companion watch` or the desktop app owns this copy: its engine runs the round
-        outcome = through_owner(app, vault, lock, "round", allow_mass_delete=allow_mass_delete)
-        report = RoundReport.from_summary(outcome.report or {})
-        with _index(app, vault) as index:
-            quarantined, problems = _left_over(index)
-    else:
-        try:
-            with _open_engine(app, vault) as engine:
-                try:
-                    report = engine.round(allow_mass_delete=allow_mass_delete)
-                except Exception as exc:
-                    _round_errors(exc)
-                    raise
-                quarantined, problems = _left_over(engine.index)
-        finally:
-            lock.release()
+    report = run_round(app, vault, allow_mass_delete=allow_mass_delete)
+    with _index(app, vault) as index:
+        quarantined, problems = _left_over(index)
     if as_json:
         summary = report.summary()
         summary["quarantined_files"] = [q.path or q.file_id for q in quarantined]
@@ -482,26 +463,46 @@ def restore(app: AppContext, vault: Path, path: str, rev: int) -> None:
       companion history ~/vault projects/site.md
       companion restore ~/vault projects/site.md --rev 4
     """
+    rel = _relative(vault, path)
+    here_or_by_owner(
+        app, vault, "restore", lambda engine: engine.restore(rel, rev), path=rel, rev=rev
+    )
+    click.echo(f"restored {rel} to revision {rev} (synced as a new revision)")
+
+
+def here_or_by_owner(
+    app: AppContext, vault: Path, kind: str, here: Callable[[Any], Any], **args: Any
+) -> Any:
+    """Do the work with this copy's lock: `here(engine)`, whose result is returned. When
+    `companion watch` or the desktop app holds the lock, its engine does `kind` with `args`
+    instead (`through_owner`) and its `requests.Outcome` is returned."""
     from companion.sync.lock import LockHeld
 
-    rel = _relative(vault, path)
     lock = _locked(app, vault)
     try:
         lock.acquire()
     except LockHeld:
-        # `companion watch` or the desktop app owns this copy: its engine does the restore
-        through_owner(app, vault, lock, "restore", path=rel, rev=rev)
-    else:
-        try:
-            with _open_engine(app, vault) as engine:
-                try:
-                    engine.restore(rel, rev)
-                except Exception as exc:
-                    _round_errors(exc)
-                    raise
-        finally:
-            lock.release()
-    click.echo(f"restored {rel} to revision {rev} (synced as a new revision)")
+        return through_owner(app, vault, lock, kind, **args)
+    try:
+        with _open_engine(app, vault) as engine:
+            try:
+                return here(engine)
+            except Exception as exc:
+                _round_errors(exc)
+                raise
+    finally:
+        lock.release()
+
+
+def run_round(app: AppContext, vault: Path, *, allow_mass_delete: bool = False) -> Any:
+    """One round here, or by the engine that owns the copy: its `RoundReport` either way."""
+    from companion.sync.report import RoundReport
+
+    done = here_or_by_owner(
+        app, vault, "round", lambda engine: engine.round(allow_mass_delete=allow_mass_delete),
+        allow_mass_delete=allow_mass_delete,
+    )  # fmt: skip
+    return done if isinstance(done, RoundReport) else RoundReport.from_summary(done.report or {})
 
 
 def _index(app: AppContext, vault: Path) -> Any:

@@ -36,34 +36,9 @@ def _index(app: AppContext, root: str) -> Any:
 
 def _carry_out(app: AppContext, root: str) -> None:
     """Run a round here, or ask the engine that owns the copy to run one."""
-    from companion.sync.cli import (
-        _locked,
-        _open_engine,
-        _print_report,
-        _round_errors,
-        through_owner,
-    )
-    from companion.sync.lock import LockHeld
-    from companion.sync.report import RoundReport
+    from companion.sync.cli import _print_report, run_round
 
-    lock = _locked(app, Path(root))
-    try:
-        lock.acquire()
-    except LockHeld:
-        outcome = through_owner(app, Path(root), lock, "round")
-        if outcome.report:
-            _print_report(RoundReport.from_summary(outcome.report))
-        return
-    try:
-        with _open_engine(app, Path(root)) as engine:
-            try:
-                report = engine.round()
-            except Exception as exc:
-                _round_errors(exc)
-                raise
-        _print_report(report)
-    finally:
-        lock.release()
+    _print_report(run_round(app, Path(root)))
 
 
 # ------------------------------------------------------------------------------------ held

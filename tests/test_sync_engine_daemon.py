@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import signal
 import subprocess
 import sys
@@ -67,6 +68,40 @@ def test_changes_propagate_both_ways_without_echo(cluster: SyncCluster) -> None:
         ra.stop()
         rb.stop()
     cluster.assert_converged()
+
+
+def test_an_idle_daemon_runs_no_rounds_and_one_per_request(cluster: SyncCluster) -> None:
+    """Reading the wake file (which the daemon does whenever it waits) is not a request.
+
+    The daemon watches its engine folder for the wake file; inotify reports a read as "opened"
+    and "closed_no_write". Taking those for a request made each look at the file start a round,
+    whose wait looked at the file again: an idle `companion watch` ran a round every ~10 ms and
+    used most of a core."""
+    from companion.sync import requests
+    from companion.sync.device import vault_dir
+    from companion.sync.index import SyncIndex
+    from companion.sync.wake import request_round
+
+    dev = cluster.add_device("laptop", "human")
+    dev.write("notes/a.md", "one\n")
+    request_round(vault_dir(dev.paths, os.path.realpath(dev.vault)))  # an earlier command left it
+    running = Running(dev)
+    rounds: list[object] = []
+    running.daemon.on_round_done(rounds.append)
+    try:
+        window = threading.Event()
+        window.wait(1.0)  # an observation window, not a synchronisation: nothing may happen
+        assert rounds == [], f"{len(rounds)} rounds while idle"
+        assert running.daemon.idle
+        with SyncIndex(running.daemon.engine.index.path) as index:  # as another process does
+            rid = requests.submit(index, requests.ROUND)
+            request_round(running.daemon.engine_folder)
+            outcome = requests.wait(index, rid, timeout=15)
+        assert outcome.code == 0
+        window.wait(1.0)
+        assert len(rounds) == 1, f"{len(rounds)} rounds for one request"
+    finally:
+        running.stop()
 
 
 def test_daemon_reconnects_and_sends_queued_edits(tmp_path: Path) -> None:

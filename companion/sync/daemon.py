@@ -38,7 +38,14 @@ from functools import partial
 from types import FrameType
 from typing import Any
 
-from watchdog.events import FileSystemEvent, FileSystemEventHandler
+from watchdog.events import (
+    EVENT_TYPE_CLOSED,
+    EVENT_TYPE_CREATED,
+    EVENT_TYPE_MODIFIED,
+    EVENT_TYPE_MOVED,
+    FileSystemEvent,
+    FileSystemEventHandler,
+)
 from watchdog.observers import Observer
 
 from companion.crypto import TamperDetected
@@ -106,15 +113,26 @@ class _Work:
 
 
 class _WakeWatch(FileSystemEventHandler):
-    """Wakes the daemon as soon as another process touches the wake file."""
+    """Wakes the daemon as soon as another process writes the wake file.
+
+    It only wakes the main loop, which then compares the file's content with what it saw last
+    (`WakeFile.requested`): that comparison alone decides whether a round was asked for. Reads
+    are not writes: inotify reports them as "opened" and "closed_no_write", and the daemon's
+    own look at the file makes such a pair, so they are ignored."""
+
+    WRITES = frozenset(
+        (EVENT_TYPE_CREATED, EVENT_TYPE_MODIFIED, EVENT_TYPE_MOVED, EVENT_TYPE_CLOSED)
+    )
 
     def __init__(self, daemon: Daemon) -> None:
         self.daemon = daemon
 
     def on_any_event(self, event: FileSystemEvent) -> None:
+        if event.event_type not in self.WRITES:
+            return
         for raw in (event.src_path, getattr(event, "dest_path", "")):
             if raw and os.path.basename(os.fsdecode(raw)) == WAKE_NAME:
-                self.daemon._wake(requests=True)
+                self.daemon._wake()
                 return
 
 
@@ -270,7 +288,7 @@ class Daemon:
 
     def _poll_loop(self) -> None:
         backoff = Backoff(maximum=self.backoff.maximum)
-        seen_gen = -1
+        seen_gen = 0  # the first poll starts after the first round (which pulls everything)
         while not self._stop.is_set():
             with self._cond:  # one poll per completed round, or it would return at once
                 while not self._stop.is_set() and self._generation == seen_gen:

@@ -422,6 +422,14 @@ def test_sync_goes_through_a_running_watch(cluster: SyncCluster) -> None:
         assert out.returncode == 0, out.stderr
         summary = json.loads(out.stdout)
         assert summary["converged"] and summary["quarantined_files"] == []
+        assert summary["full_scan"] is False  # its watcher vouched for what changed
+        a.write("just-saved.md", "saved, then synced at once\n")
+        out = a.cli("sync", str(a.vault), "--rescan", "--json")
+        assert out.returncode == 0, out.stderr
+        summary = json.loads(out.stdout)
+        assert summary["full_scan"] is True
+        b.sync()
+        assert b.read("just-saved.md") == b"saved, then synced at once\n"
     finally:
         _stop(proc)
 

@@ -104,6 +104,72 @@ def test_an_idle_daemon_runs_no_rounds_and_one_per_request(cluster: SyncCluster)
         running.stop()
 
 
+def _ask_round(running: Running, **args: object) -> dict:
+    """Ask the daemon for a round as `companion sync` does from another process; its report."""
+    from companion.sync import requests
+    from companion.sync.index import SyncIndex
+    from companion.sync.wake import request_round
+
+    with SyncIndex(running.daemon.engine.index.path) as index:
+        rid = requests.submit(index, requests.ROUND, **args)
+        request_round(running.daemon.engine_folder)
+        outcome = requests.wait(index, rid, timeout=15)
+    assert outcome.code == 0, outcome.message
+    assert outcome.report is not None
+    return outcome.report
+
+
+def test_a_round_asked_of_a_watch_scans_what_its_watcher_noted(cluster: SyncCluster) -> None:
+    """The watcher has noted every change made before the ask (its barrier), so the round
+    looks only at those; `rescan` looks at every file. The watcher never cuts a batch by
+    itself here: the edit can only reach the relay through the asked round."""
+    dev = cluster.add_device("laptop", "human")
+    dev.write("notes/old.md", "old\n")
+    running = Running(dev, quiet_s=60.0, max_latency_s=120.0)
+    try:
+        dev.write("notes/new.md", "written just before the command\n")
+        report = _ask_round(running)
+        assert report["full_scan"] is False
+        assert report["uploaded"] == ["notes/new.md"]
+        report = _ask_round(running, rescan=True)
+        assert report["full_scan"] is True and report["uploaded"] == []
+    finally:
+        running.stop()
+
+
+def test_on_a_network_share_an_asked_round_scans_everything(
+    cluster: SyncCluster, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No network share can be mounted here: the mount-table check is replaced (the one
+    stand-in in this file), as it answers for an NFS or SMB vault."""
+    monkeypatch.setattr("companion.sync.watcher.reports_every_change", lambda folder: False)
+    dev = cluster.add_device("laptop", "human")
+    running = Running(dev, quiet_s=60.0, max_latency_s=120.0)
+    try:
+        dev.write("notes/new.md", "x\n")
+        report = _ask_round(running)
+        assert report["full_scan"] is True and report["uploaded"] == ["notes/new.md"]
+    finally:
+        running.stop()
+
+
+def test_new_ignore_rules_let_in_files_no_watcher_reported(cluster: SyncCluster) -> None:
+    """The watcher skips ignored paths, so when a rule goes, the round its batch starts must
+    look at every file: a draft written while ignored is uploaded then, not at the next
+    periodic rescan (none runs in this test)."""
+    dev = cluster.add_device("laptop", "human")
+    dev.write(".companionignore", "drafts/\n")
+    dev.write("drafts/d.md", "written while ignored\n")
+    running = Running(dev)
+    try:
+        index = running.daemon.engine.index
+        assert index.get("drafts/d.md") is None
+        dev.write(".companionignore", "# nothing ignored now\n")
+        wait_for(lambda: index.get("drafts/d.md") is not None, timeout=15, what="the draft")
+    finally:
+        running.stop()
+
+
 def test_daemon_reconnects_and_sends_queued_edits(tmp_path: Path) -> None:
     with SyncCluster(tmp_path, relay="process") as c:
         a = c.add_device("laptop", "human")

@@ -19,7 +19,7 @@ import pytest
 
 from companion.sync.atomic import atomic_write
 from companion.sync.ignore import IGNORE_FILE, IgnoreRules
-from companion.sync.watcher import Batch, Debounce, Watcher
+from companion.sync.watcher import COOKIE_PREFIX, Batch, Debounce, Watcher
 from tests.conftest import wait_for
 
 pytestmark = pytest.mark.timeout(60)
@@ -299,5 +299,54 @@ def test_overflow_asks_for_a_full_rescan(vault: Path, rec: Recorder) -> None:
         for i in range(20):
             (vault / f"f{i}.md").write_text("x")
         assert rec.wait_for(lambda: any(b.overflow for b in rec.batches))
+    finally:
+        w.stop()
+
+
+# ------------------------------------------------------------------ the barrier
+
+
+def test_a_barrier_shows_every_earlier_change_noted(vault: Path, rec: Recorder) -> None:
+    """After `barrier()`, `take_pending()` holds every change made before it, even one that
+    watchdog holds back (a move out of the vault waits 0.5 s for a partner), and the cookie
+    is gone. The test clock never moves, so no batch is cut meanwhile."""
+    clock = Clock()
+    (vault / "leaving.md").write_text("x")
+    w = _start(vault, rec, rescan_interval_s=None, clock=clock)
+    try:
+        (vault / "a.md").write_text("a")
+        os.rename(vault / "leaving.md", vault.parent / "outside.md")  # an unpaired move
+        (vault / "sub").mkdir()
+        (vault / "sub" / "c.md").write_text("c")
+        assert w.barrier()
+        noted = w.take_pending()
+        assert noted is not None
+        assert {"a.md", "leaving.md"} <= noted and noted & {"sub", "sub/c.md"}
+        assert rec.batches == []  # taken, not delivered
+        assert w.take_pending() == frozenset()
+        assert [p.name for p in vault.iterdir() if p.name.startswith(COOKIE_PREFIX)] == []
+    finally:
+        w.stop()
+    assert not w.barrier()  # a stopped watcher vouches for nothing
+
+
+def test_after_an_overflow_the_barrier_asks_for_a_full_scan(vault: Path, rec: Recorder) -> None:
+    w = _start(vault, rec, rescan_interval_s=None, clock=Clock(), max_paths=3)
+    try:
+        for i in range(6):
+            (vault / f"f{i}.md").write_text("x")
+        assert w.barrier()
+        assert w.take_pending() is None
+    finally:
+        w.stop()
+
+
+def test_a_watcher_vouches_only_for_the_folder_it_watches(vault: Path, rec: Recorder) -> None:
+    w = _start(vault, rec, rescan_interval_s=None)
+    try:
+        assert w.sees_every_change  # this machine's temporary folder is on a local disk
+        os.rename(vault, vault.parent / "moved-away")
+        vault.mkdir()  # a new folder at the same place: the OS watch is on the old one
+        assert not w.sees_every_change
     finally:
         w.stop()

@@ -208,13 +208,23 @@ def init(
     is_flag=True,
     help="Confirm a round that deletes a large share of the vault on other devices.",
 )
+@click.option(
+    "--rescan",
+    is_flag=True,
+    help="Look at every file even when a running watch has seen every change.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the round's report as JSON.")
 @pass_app
-def sync(app: AppContext, vault: Path | None, allow_mass_delete: bool, as_json: bool) -> None:
+def sync(
+    app: AppContext, vault: Path | None, allow_mass_delete: bool, rescan: bool, as_json: bool
+) -> None:
     """Sync VAULT once: pull, merge, push, until nothing is pending.
 
     While `companion watch` or the desktop app owns VAULT, its engine runs the round and
-    this command prints that round's report, with the same exit status.
+    this command prints that round's report, with the same exit status. Its file watcher
+    has noted every change by then (on Linux, on a local disk), so the round looks only at
+    those; --rescan makes it look at every file. Run alone, a round always looks at every
+    file.
 
     Exit status: 0 synced; 1 failed (or changes still pending); 3 a mass deletion was held
     back; 4 another one-shot command (a `sync`, a dream) is syncing this folder; 5 the relay
@@ -227,7 +237,7 @@ def sync(app: AppContext, vault: Path | None, allow_mass_delete: bool, as_json: 
       companion sync ~/vault --json
     """
     vault = _vault(app, vault)
-    report = run_round(app, vault, allow_mass_delete=allow_mass_delete)
+    report = run_round(app, vault, allow_mass_delete=allow_mass_delete, rescan=rescan)
     with _index(app, vault) as index:
         quarantined, problems = _left_over(index)
     if as_json:
@@ -496,13 +506,17 @@ def here_or_by_owner(
         lock.release()
 
 
-def run_round(app: AppContext, vault: Path, *, allow_mass_delete: bool = False) -> Any:
-    """One round here, or by the engine that owns the copy: its `RoundReport` either way."""
+def run_round(
+    app: AppContext, vault: Path, *, allow_mass_delete: bool = False, rescan: bool = False
+) -> Any:
+    """One round here, or by the engine that owns the copy: its `RoundReport` either way.
+    Here it scans every file; the owner may scan only what its watcher noted, unless
+    `rescan` (`Daemon._watched_scope`)."""
     from companion.sync.report import RoundReport
 
     done = here_or_by_owner(
         app, vault, "round", lambda engine: engine.round(allow_mass_delete=allow_mass_delete),
-        allow_mass_delete=allow_mass_delete,
+        allow_mass_delete=allow_mass_delete, rescan=rescan,
     )  # fmt: skip
     return done if isinstance(done, RoundReport) else RoundReport.from_summary(done.report or {})
 

@@ -360,7 +360,7 @@ class Daemon:
         if self._watcher is not None:
             engine.busy = self._watcher.busy_paths()
         try:
-            served = self._serve_requests() if work.requests else None
+            served = self._serve_requests(work) if work.requests else None
             if served is None:
                 paths = None if work.full else set(work.paths)
                 served = self._guarded(
@@ -376,9 +376,10 @@ class Daemon:
                 self._cond.notify_all()
             self.ready.set()
 
-    def _serve_requests(self) -> RoundOutcome | None:
+    def _serve_requests(self, work: _Work) -> RoundOutcome | None:
         """Carry out what other processes asked for; None when there was nothing (then the
-        caller runs an ordinary round)."""
+        caller runs an ordinary round). A round asked for scans only what changed when the
+        watcher vouches for that (`_watched_scope`), else the whole vault."""
         engine = self.engine
         rows = requests.pending(engine.index)
         if not rows:
@@ -398,7 +399,9 @@ class Daemon:
                 mine = [row]
             else:  # one round answers every round request asking the same
                 allow = self.allow_mass_delete or bool(row.args.get("allow_mass_delete"))
-                last = self._guarded(partial(engine.round, allow_mass_delete=allow), full=True)
+                scope = None if row.args.get("rescan") else self._watched_scope(work)
+                run = partial(engine.round, scope, allow_mass_delete=allow)
+                last = self._guarded(run, full=scope is None, paths=scope)
                 same = rounds[json.dumps(row.args, sort_keys=True)][1:]
                 mine = [row] + [r for r in same if requests.start(engine.index, r.id)]
             result = (
@@ -408,6 +411,24 @@ class Daemon:
             for r in mine:
                 requests.finish(engine.index, r.id, result)
         return last
+
+    def _watched_scope(self, work: _Work) -> set[str] | None:
+        """The paths a round must scan to find every local change, or None for the whole
+        vault. Only the watcher can vouch for a smaller set, and only when it sees every change
+        (a local file system), nothing since the last full round needs one (`work.full`: the
+        first round, an overflow, a rescan or a retry), and its barrier shows it has noted
+        every change made before now. Then: what it noted, plus what it already delivered."""
+        watcher = self._watcher
+        if work.full or watcher is None or not watcher.sees_every_change:
+            return None
+        if not watcher.barrier():
+            return None
+        noted = watcher.take_pending()
+        with self._cond:
+            if noted is None or self._full:  # an overflow, or a rescan came due meanwhile
+                return None
+            delivered, self._paths = self._paths, set()
+        return set(work.paths) | delivered | noted
 
     def _guarded(
         self, run: Callable[[], RoundReport], *, full: bool, paths: set[str] | None = None

@@ -261,9 +261,10 @@ class SyncEngine:
         report = RoundReport()
         core.status.update(state=status_file_mod.SYNCING, last_attempt=time.time())
         try:
-            self._check_ignore_rules()
+            rules_changed = self._check_ignore_rules()
             core.index.prune_applied(core.clock() - STALE_SAVE_WINDOW_NS)
-            scope = None if paths is None else set(paths)
+            # new ignore rules may let in files no watcher reported (it skips ignored paths)
+            scope = None if paths is None or rules_changed else set(paths)
             from companion.sync.decisions import carry_out
 
             decided = carry_out(core, report)
@@ -322,6 +323,7 @@ class SyncEngine:
         self.puller.pull(report)
         inbox = self.puller.load_inbox()
         res = self._scan(None if scope is None else scope | set(inbox), verify)
+        report.full_scan |= not res.partial
         core.phase("scanned")
         for nfc, twin in res.twins:
             msg = (f"{nfc}: another file had the same name in decomposed Unicode (as macOS "
@@ -453,17 +455,20 @@ class SyncEngine:
                 report.elapsed_s,
             )  # fmt: skip
 
-    def _check_ignore_rules(self) -> None:
-        """When the ignore rules change, pull everything again: files once skipped may count."""
+    def _check_ignore_rules(self) -> bool:
+        """When the ignore rules change, pull everything again: files once skipped may count.
+        True when they changed since the last round (that round must scan every file)."""
         core = self.core
         core.ignore.reload_if_changed()
         digest = hashlib.sha256("\n".join(core.ignore.patterns).encode()).hexdigest()
         old = core.index.get_meta(META_IGNORE)
-        if old != digest:
-            with core.index.transaction():
-                if old is not None:
-                    core.index.set_meta(META_CURSOR, "0")
-                core.index.set_meta(META_IGNORE, digest)
+        if old == digest:
+            return False
+        with core.index.transaction():
+            if old is not None:
+                core.index.set_meta(META_CURSOR, "0")
+            core.index.set_meta(META_IGNORE, digest)
+        return True
 
     # ------------------------------------------------------------------ held and quarantined
 

@@ -59,6 +59,7 @@ class RoundReport:
     live_files: int = 0
     pending_upload: int = 0
     pending_download: int = 0
+    full_scan: bool = False  # looked at every file (else only what the watcher and relay named)
     elapsed_s: float = 0.0
 
     @property

@@ -17,8 +17,16 @@ A file busy for `busy_expiry_s` without any event counts as written (a writer th
 open; or a platform without close events, where the scanner's quiet period decides).
 
 A periodic safety rescan (`on_rescan`) covers anything the OS did not report (event queue
-overflow, network drives). The observer and the debounce thread stop cleanly with `stop()`.
-The timing rules live in `Debounce`, a pure class driven by the clock it is given.
+overflow, network drives).
+
+A barrier (`barrier`, then `take_pending`) lets the daemon sync what changed without walking the
+vault: it creates a cookie file in the vault and waits for its event. The OS reports events in
+order (and watchdog keeps that order, holding later events behind a rename it is pairing), so
+once the cookie's arrives every change made before the call has been noted. git's fsmonitor
+daemon synchronises with its cookie files the same way.
+
+The observer and the debounce thread stop cleanly with `stop()`. The timing rules live in
+`Debounce`, a pure class driven by the clock it is given.
 """
 
 from __future__ import annotations
@@ -44,10 +52,14 @@ from watchdog.observers import Observer
 
 from companion.logs import get_logger
 from companion.sync.filestate import FileState, NotRegularFile, current_state
+from companion.sync.fslocal import reports_every_change
 from companion.sync.ignore import IGNORE_FILE, IgnoreRules
 from companion.sync.pathsafe import TEMP_PREFIX
 
 log = get_logger("sync.watcher")
+
+COOKIE_PREFIX = TEMP_PREFIX + "cookie-"  # a temp name: never synced, swept if left behind
+BARRIER_TIMEOUT_S = 2.0
 
 _INTERESTING = {
     EVENT_TYPE_CREATED,
@@ -106,6 +118,11 @@ class _Handler(FileSystemEventHandler):
     def on_any_event(self, event: FileSystemEvent) -> None:
         if event.event_type not in _INTERESTING:
             return
+        if event.event_type == EVENT_TYPE_CREATED and not event.is_directory:
+            name = os.path.basename(os.fsdecode(event.src_path))
+            if name.startswith(COOKIE_PREFIX):
+                self.w._cookie_arrived(name)
+                return
         if event.is_directory and event.event_type in (EVENT_TYPE_MODIFIED, EVENT_TYPE_CLOSED):
             return  # a folder's own mtime; its children report themselves
         kind = event.event_type
@@ -157,6 +174,10 @@ class Watcher:
         self._stopping = False
         self._observer: Observer | None = None  # type: ignore[valid-type]
         self._thread: threading.Thread | None = None
+        self._root_id: tuple[int, int] | None = None
+        self._cookies_waited: set[str] = set()
+        self._cookies_seen: set[str] = set()
+        self._cookie_count = 0
         self.batches_delivered = 0
         self.echoes_dropped = 0
 
@@ -170,7 +191,21 @@ class Watcher:
         self._observer = observer
         self._thread = threading.Thread(target=self._run, name="companion-watch", daemon=True)
         self._thread.start()
+        self._root_id = _identity(self.root)
         return self
+
+    @property
+    def sees_every_change(self) -> bool:
+        """Whether the OS reports every change to the vault to this watcher: a local file
+        system on Linux (`fslocal.reports_every_change`), and the vault folder is still the
+        one it watches (not moved away and replaced). Otherwise (a network share, where
+        another machine's writes raise no event) only a scan finds everything."""
+        return (
+            self.running
+            and self._root_id is not None
+            and _identity(self.root) == self._root_id
+            and reports_every_change(self.root)
+        )
 
     def stop(self, timeout: float = 5.0) -> None:
         """Stop the observer and the debounce thread; pending events are dropped."""
@@ -249,6 +284,60 @@ class Watcher:
             else:
                 self._busy.pop(rel, None)
 
+    # ------------------------------------------------------------- barrier
+
+    def barrier(self, timeout: float = BARRIER_TIMEOUT_S) -> bool:
+        """True once every change made in the vault before this call has been noted (see the
+        module docstring); False when that could not be shown within `timeout` seconds (the
+        watcher is stopped, the vault root is not writable, the events are late): then only a
+        scan finds everything."""
+        if not self.running:
+            return False
+        with self._cond:
+            self._cookie_count += 1
+            name = f"{COOKIE_PREFIX}{os.getpid()}-{self._cookie_count}"
+            self._cookies_waited.add(name)
+        path = self.root / name
+        try:
+            os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+        except OSError as exc:
+            log.debug("no barrier: cannot create %s: %s", path, exc)
+            with self._cond:
+                self._cookies_waited.discard(name)
+            return False
+        try:
+            deadline = time.monotonic() + timeout
+            with self._cond:
+                while name not in self._cookies_seen and not self._stopping:
+                    left = deadline - time.monotonic()
+                    if left <= 0:
+                        break
+                    self._cond.wait(left)
+                return name in self._cookies_seen
+        finally:
+            with self._cond:
+                self._cookies_waited.discard(name)
+                self._cookies_seen.discard(name)
+            try:
+                os.unlink(path)
+            except OSError as exc:  # the scanner sweeps a leftover temp name later
+                log.debug("cannot remove %s: %s", path, exc)
+
+    def _cookie_arrived(self, name: str) -> None:
+        with self._cond:
+            if name in self._cookies_waited:
+                self._cookies_seen.add(name)
+                self._cond.notify_all()
+
+    def take_pending(self) -> frozenset[str] | None:
+        """Cut the batch now and return its paths (echoes dropped) for the caller to sync
+        itself, instead of delivering them; None after an overflow (scan everything)."""
+        with self._cond:
+            batch = self._cut(self.clock())
+        if batch is None:
+            return frozenset()
+        return None if batch.overflow else batch.paths
+
     def pending_paths(self) -> frozenset[str]:
         """Paths noted for the next batch, not delivered yet (echoes not dropped yet)."""
         with self._cond:
@@ -301,19 +390,25 @@ class Watcher:
                 if self._stopping:
                     return
                 now = clock()
-                self._debounce.reset()
-                if self._dirty or self._overflow:
-                    kept = frozenset(p for p in self._dirty if not self._is_echo(p, now))
-                    self.echoes_dropped += len(self._dirty) - len(kept)
-                    if kept or self._overflow:
-                        batch = Batch(kept, self._overflow)
-                    self._dirty = set()
-                    self._overflow = False
-                    self._prune_expectations(now)
+                batch = self._cut(now)
                 if next_rescan is not None and now >= next_rescan:
                     rescan = True
                     next_rescan = now + (self.rescan_interval_s or 0)
             self._deliver(batch, rescan)
+
+    def _cut(self, now: float) -> Batch | None:
+        """The batch noted so far, echoes dropped; the next one starts empty (caller holds the
+        lock). None when there is nothing to deliver."""
+        self._debounce.reset()
+        if not (self._dirty or self._overflow):
+            return None
+        kept = frozenset(p for p in self._dirty if not self._is_echo(p, now))
+        self.echoes_dropped += len(self._dirty) - len(kept)
+        batch = Batch(kept, self._overflow) if kept or self._overflow else None
+        self._dirty = set()
+        self._overflow = False
+        self._prune_expectations(now)
+        return batch
 
     def _prune_expectations(self, now: float) -> None:
         for rel in [r for r, (_, until) in self._expect.items() if now > until]:
@@ -328,3 +423,11 @@ class Watcher:
                 self.on_rescan()
         except Exception:  # a failing callback must not kill the watcher
             log.exception("sync watcher callback failed")
+
+
+def _identity(folder: Path) -> tuple[int, int] | None:
+    try:
+        st = os.stat(folder)
+    except OSError:
+        return None
+    return st.st_dev, st.st_ino

@@ -134,6 +134,73 @@ def test_a_stale_save_that_does_not_merge_leaves_a_conflict_copy(cluster: SyncCl
     ]  # fmt: skip
 
 
+def test_an_edit_of_the_new_version_right_after_the_apply_is_an_ordinary_edit(
+    cluster: SyncCluster,
+) -> None:
+    """Found by the state machine (`test_sync_props.py`), shrunk: the desk receives a line the
+    laptop appended and at once appends one after it. That save holds the laptop's line, so it
+    was made from the new version: it is pushed as it is. It was taken for a stale save, put in
+    a conflict copy and the note reset; the next edit, which dropped the line only that copy
+    held, was then "merged" with nothing in every pass and never uploaded."""
+    a, b = _pair(cluster)
+    a.write("n.md", "v0\nline a\n")
+    a.sync()
+    b.sync()
+    a.write("n.md", "v0\nline a\nfrom the laptop\n")
+    a.sync()
+    assert b.sync().downloaded == ["n.md"]
+    b.write("n.md", "v0\nline a\nfrom the laptop\ntyped on the desk\n")
+    report = b.sync()
+    assert report.uploaded == ["n.md"] and not report.conflicts and not report.merged
+    b.write("n.md", "v1, desk\nline a\nfrom the laptop\ntyped on the desk\n")
+    report = b.sync()
+    assert report.uploaded == ["n.md"] and report.converged
+    a.sync()
+    files = cluster.assert_converged()
+    assert files == {"n.md": b"v1, desk\nline a\nfrom the laptop\ntyped on the desk\n"}
+
+
+def test_an_edit_that_drops_the_line_the_new_version_dropped_is_ordinary(
+    cluster: SyncCluster,
+) -> None:
+    """Both the new version and the save dropped the same line: the save was made from the
+    new version (merge3 lists no region for an identical deletion; the test looks for it)."""
+    a, b = _pair(cluster)
+    a.write("n.md", "v0\nx\ngone soon\n")
+    a.sync()
+    b.sync()
+    a.write("n.md", "v0\nx\n")
+    a.sync()
+    assert b.sync().downloaded == ["n.md"]
+    b.write("n.md", "v1, desk\nx\n")
+    report = b.sync()
+    assert report.uploaded == ["n.md"] and report.converged and report.passes <= 2
+    a.sync()
+    assert cluster.assert_converged() == {"n.md": b"v1, desk\nx\n"}
+
+
+def test_a_stale_save_that_wins_its_conflict_is_pushed(cluster: SyncCluster) -> None:
+    """The person's stale save clashes with the agent's change it never saw: the person's
+    version stays in the note (a person's edit wins), the agent's goes to a conflict copy, and
+    the note is pushed in that round. It was left unpushed, and every pass made the same
+    decision again, until the stale-save window closed."""
+    agent, person = cluster.add_device("server", "agent"), cluster.add_device("laptop", "human")
+    agent.write("n.md", "status: open\n")
+    agent.sync()
+    person.sync()
+    agent.write("n.md", "status: done (agent)\n")
+    agent.sync()
+    assert person.sync().downloaded == ["n.md"]
+    person.write("n.md", "status: blocked (typed on the old text)\n")
+    report = person.sync()
+    assert "n.md" in report.uploaded
+    assert len(report.conflicts) == 1 and report.converged
+    agent.sync()
+    files = cluster.assert_converged()
+    assert files["n.md"] == b"status: blocked (typed on the old text)\n"
+    assert [files[c] for c in _copies(files)] == [b"status: done (agent)\n"]
+
+
 def test_a_save_long_after_the_apply_is_an_ordinary_edit(cluster: SyncCluster) -> None:
     a, b = _pair(cluster)
     a.write("n.md", "one\ntwo\n")

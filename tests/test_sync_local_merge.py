@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import pytest
-from hypothesis import assume, given, settings
+from hypothesis import assume, example, given, settings
 from hypothesis import strategies as st
 
-from companion.sync.merge import is_text, merge_bytes, merge_text
+from companion.sync.merge import derives_from, is_text, merge_bytes, merge_text
 
 
 def test_identical_edits_merge_cleanly() -> None:
@@ -144,9 +144,44 @@ def test_non_overlapping_edits_keep_both(
 
 @settings(max_examples=200, deadline=None)
 @given(base=_doc, ours=_doc, theirs=_doc)
+# mixed line endings: only "\n" separates lines, so theirs' line is "\r\r" (found by hypothesis)
+@example(base="a\n", ours="a", theirs="\r\r\n")
 def test_a_clean_merge_never_invents_lines(base: str, ours: str, theirs: str) -> None:
     r = merge_text(base, ours, theirs)
     if r.clean:
         assert r.text is not None
-        norm = lambda t: set(t.replace("\r\n", "\n").split("\n"))  # noqa: E731
-        assert norm(r.text) <= norm(base) | norm(ours) | norm(theirs)
+
+        def lines(t: str) -> set[str]:  # as the merge splits them, with CRLF or without
+            return set(t.split("\n")) | set(t.replace("\r\n", "\n").split("\n"))
+
+        merged = set(r.text.replace("\r\n", "\n").split("\n"))
+        assert merged <= lines(base) | lines(ours) | lines(theirs)
+
+
+# ------------------------------------------------------------------ the stale-save test
+
+
+@pytest.mark.parametrize(
+    ("prev", "head", "local", "derived"),
+    [
+        # an editor's buffer from before the apply, edited elsewhere: stale
+        (b"a\nb\nc\n", b"a\nB\nc\n", b"a\nb\nc\nd\n", True),
+        (b"a\nb\nc\n", b"a\nB\nc\n", b"a\nb\nc\n", True),
+        # the new version, edited: appending right after what `head` appended
+        (b"v0\nx\n", b"v0\nx\nhead\n", b"v0\nx\nhead\nmine\n", False),
+        # the new version, edited: both dropped the same line (merge3 reports no region)
+        (b"v0\nx\ngone\n", b"v0\nx\n", b"v1\nx\n", False),
+        # the new version, edited: `head`'s replacement line kept, one typed after it
+        (b"a\nb\nc\n", b"a\nB\nc\n", b"a\nB\nB2\nc\n", False),
+        # `head` deleted a line, `local` replaced it with another: no sign it saw `head`
+        (b"a\nb\nc\n", b"a\nc\n", b"a\nz\nc\n", True),
+        # `head` dropped one of two lines, `local` kept the other and changed the first
+        (b"a\nx\ny\nc\n", b"a\nx\nc\n", b"a\nx\nz\nc\n", True),
+        # the same new line on both sides
+        (b"a\n", b"a\nb\n", b"a\nb\n", False),
+    ],
+)
+def test_whether_a_save_was_made_from_the_replaced_version(
+    prev: bytes, head: bytes, local: bytes, derived: bool
+) -> None:
+    assert derives_from(prev, head, local) is derived

@@ -517,6 +517,9 @@ class Applier:
         if state is not None:  # back to exactly the remote version
             core.index.put(replace(entry, mtime_ns=state.mtime_ns, size=state.size,
                                    inode=state.inode, ctime_ns=state.ctime_ns))  # fmt: skip
+        elif res.note == data:  # the save stands as it was (a merge that added nothing):
+            core.index.drop_applied([path])  # an ordinary edit from now on, pushed now
+            out.back[path] = lc
         self._report(path, res, author, report)
 
     # ------------------------------------------------------------------ contents

@@ -13,6 +13,7 @@ so appending to a file that lacks a final newline does not conflict with an edit
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 from merge3 import Merge3
@@ -113,14 +114,42 @@ def merge_bytes(base: bytes, ours: bytes, theirs: bytes) -> MergeResult:
 def derives_from(prev: bytes, head: bytes, local: bytes) -> bool:
     """Whether `local` may have been written from `prev` without having seen `head` (all
     three derive from `prev`): the stale-save test. False only when `local` visibly holds
-    `head`'s version: it equals `head`, or it repeats one of the changes `head` made to `prev`
-    (an edit of the new version). A `local` that changed the same lines as `head` differently
-    cannot tell, and counts as derived from `prev`: the caller then reconciles it (a merge or a
-    conflict copy) rather than overwrite `head` silently. Binary contents: equality only."""
+    `head`'s version: it equals `head`, or it carries one of the changes `head` made to `prev`
+    (`_carries`: an edit of the new version). A `local` that changed the same lines as `head`
+    differently, with none of `head`'s new lines, cannot tell, and counts as derived from
+    `prev`: the caller then reconciles it (a merge or a conflict copy) rather than overwrite
+    `head` silently. Binary contents: equality only."""
     if local == prev:
         return True
     if local == head or not (is_text(prev) and is_text(head) and is_text(local)):
         return False
-    lines = [_split(t.decode("utf-8").replace("\r\n", "\n")) for t in (prev, local, head)]
-    kinds = {region[0] for region in Merge3(lines[0], lines[1], lines[2]).merge_regions()}
-    return "same" not in kinds
+    base, ours, theirs = (
+        _split(t.decode("utf-8").replace("\r\n", "\n")) for t in (prev, local, head)
+    )
+    return not any(_carries(*run) for run in _changed_runs(base, ours, theirs))
+
+
+def _changed_runs(
+    base: list[str], ours: list[str], theirs: list[str]
+) -> Iterator[tuple[list[str], list[str], list[str]]]:
+    """The stretches between the lines all three share, as (base, ours, theirs) line lists.
+    Unlike `Merge3.merge_regions`, a stretch both sides deleted alike is listed too."""
+    iz = ia = ib = 0
+    for zmatch, zend, amatch, aend, bmatch, bend in Merge3(base, ours, theirs).find_sync_regions():
+        if zmatch > iz or amatch > ia or bmatch > ib:
+            yield base[iz:zmatch], ours[ia:amatch], theirs[ib:bmatch]
+        iz, ia, ib = zend, aend, bend
+
+
+def _carries(base: list[str], ours: list[str], theirs: list[str]) -> bool:
+    """Whether `ours` carries the change `theirs` made to `base` in one stretch: the same
+    change (a deletion included), or `theirs`'s lines, one of them new, kept in a row among
+    what `ours` put there (a line typed right after the one `theirs` added)."""
+    if theirs == base:
+        return False
+    if ours == theirs:
+        return True
+    if not theirs or all(line in base for line in theirs):
+        return False
+    n = len(theirs)
+    return any(ours[i : i + n] == theirs for i in range(len(ours) - n + 1))

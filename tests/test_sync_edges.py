@@ -94,6 +94,17 @@ def test_a_note_renamed_and_edited_here_merges_an_edit_made_there(
 # ------------------------------------------------------------------ 2. a save from a stale read
 
 
+def _arrives(sender: Device, receiver: Device, before: str, after: str) -> None:
+    """Both copies hold `before`; `sender` changes it to `after`, which `receiver` applies
+    (the apply that opens the stale-save window)."""
+    sender.write("n.md", before)
+    sender.sync()
+    receiver.sync()
+    sender.write("n.md", after)
+    sender.sync()
+    assert receiver.sync().downloaded == ["n.md"]
+
+
 def test_a_stale_save_right_after_a_remote_apply_is_merged(cluster: SyncCluster) -> None:
     a, b = _pair(cluster)
     a.write("n.md", "line 1\nline 2\nline 3\n")
@@ -143,12 +154,7 @@ def test_an_edit_of_the_new_version_right_after_the_apply_is_an_ordinary_edit(
     a conflict copy and the note reset; the next edit, which dropped the line only that copy
     held, was then "merged" with nothing in every pass and never uploaded."""
     a, b = _pair(cluster)
-    a.write("n.md", "v0\nline a\n")
-    a.sync()
-    b.sync()
-    a.write("n.md", "v0\nline a\nfrom the laptop\n")
-    a.sync()
-    assert b.sync().downloaded == ["n.md"]
+    _arrives(a, b, "v0\nline a\n", "v0\nline a\nfrom the laptop\n")
     b.write("n.md", "v0\nline a\nfrom the laptop\ntyped on the desk\n")
     report = b.sync()
     assert report.uploaded == ["n.md"] and not report.conflicts and not report.merged
@@ -166,12 +172,7 @@ def test_an_edit_that_drops_the_line_the_new_version_dropped_is_ordinary(
     """Both the new version and the save dropped the same line: the save was made from the
     new version (merge3 lists no region for an identical deletion; the test looks for it)."""
     a, b = _pair(cluster)
-    a.write("n.md", "v0\nx\ngone soon\n")
-    a.sync()
-    b.sync()
-    a.write("n.md", "v0\nx\n")
-    a.sync()
-    assert b.sync().downloaded == ["n.md"]
+    _arrives(a, b, "v0\nx\ngone soon\n", "v0\nx\n")
     b.write("n.md", "v1, desk\nx\n")
     report = b.sync()
     assert report.uploaded == ["n.md"] and report.converged and report.passes <= 2
@@ -185,12 +186,7 @@ def test_a_stale_save_that_wins_its_conflict_is_pushed(cluster: SyncCluster) -> 
     the note is pushed in that round. It was left unpushed, and every pass made the same
     decision again, until the stale-save window closed."""
     agent, person = cluster.add_device("server", "agent"), cluster.add_device("laptop", "human")
-    agent.write("n.md", "status: open\n")
-    agent.sync()
-    person.sync()
-    agent.write("n.md", "status: done (agent)\n")
-    agent.sync()
-    assert person.sync().downloaded == ["n.md"]
+    _arrives(agent, person, "status: open\n", "status: done (agent)\n")
     person.write("n.md", "status: blocked (typed on the old text)\n")
     report = person.sync()
     assert "n.md" in report.uploaded

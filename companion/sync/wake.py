@@ -13,17 +13,17 @@ import os
 import time
 from pathlib import Path
 
+from companion.fileio import write_atomic
+
 WAKE_NAME = "wake"
 
 
 def request_round(engine_folder: str | os.PathLike[str]) -> None:
+    """Write a new stamp into the wake file, whole: a reader never sees it empty (truncated
+    and not written yet), which it would take for one more request."""
     path = Path(engine_folder) / WAKE_NAME
     path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    try:
-        os.write(fd, str(time.time_ns()).encode())
-    finally:
-        os.close(fd)
+    write_atomic(path, str(time.time_ns()).encode(), durable=False)
 
 
 class WakeFile:

@@ -14,9 +14,11 @@ not known, so they keep scanning everything.
 from __future__ import annotations
 
 import os
+import re
 import sys
 
 MOUNTINFO = "/proc/self/mountinfo"
+_OCTAL = re.compile(r"\\([0-7]{3})")
 
 LOCAL_TYPES = frozenset(
     {
@@ -28,18 +30,7 @@ LOCAL_TYPES = frozenset(
 
 def _unescape(field: str) -> str:
     """mountinfo writes space, tab, newline and backslash in paths as octal escapes."""
-    if "\\" not in field:
-        return field
-    out, i = [], 0
-    while i < len(field):
-        c = field[i]
-        if c == "\\" and i + 3 < len(field) and field[i + 1 : i + 4].isdigit():
-            out.append(chr(int(field[i + 1 : i + 4], 8)))
-            i += 4
-        else:
-            out.append(c)
-            i += 1
-    return "".join(out)
+    return _OCTAL.sub(lambda m: chr(int(m[1], 8)), field)
 
 
 def fs_type(path: str, mountinfo: str) -> str | None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import email.utils
 import hashlib
-import ipaddress
+import importlib
 import socket
 import ssl
 import time
@@ -39,6 +39,8 @@ from companion.relay.errors import (
     RelayError,
     RelayUnreachable,
 )
+from companion.relay.hosts import is_loopback_host
+from companion.relay.proxy import ProxyChoice, ProxySettingError, proxy_for
 
 __all__ = [
     "AuthError",
@@ -192,19 +194,6 @@ def _retry_after(value: str | None) -> float:
     return min(MAX_RETRY_AFTER, max(1.0, seconds))
 
 
-def is_loopback_host(host: str | None) -> bool:
-    """localhost (and *.localhost, RFC 6761) or a loopback address; no name is resolved."""
-    if not host:
-        return False
-    host = host.strip("[]").rstrip(".").lower()
-    if host == "localhost" or host.endswith(".localhost"):
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
-
-
 def check_relay_url(url: str, insecure_http: bool = False) -> None:
     """Refuse plain http:// to anything but this machine unless `insecure_http`."""
     parts = urlsplit(url.strip())
@@ -214,6 +203,18 @@ def check_relay_url(url: str, insecure_http: bool = False) -> None:
             f"refusing plain http:// to {parts.hostname}: the device token would travel in "
             "clear; use https://, or pass --insecure-http if this network is trusted"
         )
+
+
+def _httpx_proxy(choice: ProxyChoice) -> httpx.Proxy:
+    if choice.is_socks:
+        try:
+            importlib.import_module("socksio")  # httpx's SOCKS support, an optional extra
+        except ImportError:
+            raise ProxySettingError(
+                f"the relay is reached through the SOCKS proxy {choice.shown}, which needs the "
+                "socksio package: pip install 'httpx[socks]'"
+            ) from None
+    return httpx.Proxy(choice.url)
 
 
 class RelayClient:
@@ -245,6 +246,7 @@ class RelayClient:
         )
         if self.base_url.lower().startswith("http://"):
             tls = False  # no TLS on this connection: skip loading the CA bundle (~0.1-0.8 s)
+        self.proxy = proxy_for(self.base_url)  # the platform's proxy settings (`proxy.py`)
         self._http = httpx.Client(
             base_url=self.base_url,
             timeout=httpx.Timeout(timeout, connect=min(timeout, 10.0)),
@@ -253,10 +255,14 @@ class RelayClient:
                 retries=2,
                 verify=tls,
                 socket_options=[(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)],
+                proxy=None if self.proxy is None else _httpx_proxy(self.proxy),
             ),
             headers={"User-Agent": "vault-companion"},
         )
         self.timeout = timeout
+        self.where = f"the relay at {self.base_url}" + (
+            f" (through the proxy {self.proxy.shown})" if self.proxy else ""
+        )  # how messages name it
         if token:
             self.set_token(token)
 
@@ -287,10 +293,10 @@ class RelayClient:
         try:
             resp = self._http.request(method, path, **kw)
         except httpx.TimeoutException:
-            raise RelayUnreachable(f"the relay at {self.base_url} did not answer in time") from None
+            raise RelayUnreachable(f"{self.where} did not answer in time") from None
         except httpx.TransportError as exc:
             raise RelayUnreachable(
-                f"cannot reach the relay at {self.base_url}: {type(exc).__name__}"
+                f"cannot reach {self.where}: {type(exc).__name__}"
                 + (f" ({exc})" if str(exc) else "")
             ) from None
         if resp.status_code >= 400 and resp.status_code not in accept:
@@ -581,10 +587,10 @@ class RelayClient:
                             parts.append(ev)
                 parser.close()
         except httpx.TimeoutException:
-            raise RelayUnreachable(f"the relay at {self.base_url} did not answer in time") from None
+            raise RelayUnreachable(f"{self.where} did not answer in time") from None
         except httpx.TransportError as exc:
             raise RelayUnreachable(
-                f"lost the relay at {self.base_url} during a download: {type(exc).__name__}"
+                f"lost {self.where} during a download: {type(exc).__name__}"
             ) from None
         except FrameError as exc:
             raise RelayError(f"the relay sent a malformed blob batch: {exc}") from None

@@ -18,6 +18,7 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import uvicorn
 from fastapi import FastAPI
@@ -29,6 +30,9 @@ from companion.relay.limits import Limits
 from companion.relay.server import bind_socket, url_for
 from companion.relay.sqlite_storage import SqliteStorage
 from companion.relay.storage import RelayStorage
+
+if TYPE_CHECKING:
+    from cryptography import x509
 
 
 @dataclass
@@ -106,10 +110,21 @@ def running_relay(
         storage.close()
 
 
-def self_signed_cert(directory: str | Path, host: str = "127.0.0.1") -> tuple[Path, Path]:
-    """A throwaway self-signed certificate and key for `host` (an IP address), as PEM files."""
-    import datetime
+def _san(host: str) -> x509.GeneralName:
     import ipaddress
+
+    from cryptography import x509
+
+    try:
+        return x509.IPAddress(ipaddress.ip_address(host))
+    except ValueError:
+        return x509.DNSName(host)
+
+
+def self_signed_cert(directory: str | Path, host: str = "127.0.0.1") -> tuple[Path, Path]:
+    """A throwaway self-signed certificate and key for `host` (an IP address or a DNS name),
+    as PEM files."""
+    import datetime
 
     from cryptography import x509
     from cryptography.hazmat.primitives import hashes, serialization
@@ -128,7 +143,7 @@ def self_signed_cert(directory: str | Path, host: str = "127.0.0.1") -> tuple[Pa
         .not_valid_before(now - datetime.timedelta(minutes=5))
         .not_valid_after(now + datetime.timedelta(days=1))
         .add_extension(
-            x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address(host))]),
+            x509.SubjectAlternativeName([_san(host)]),
             critical=False,
         )
         .sign(key, hashes.SHA256())

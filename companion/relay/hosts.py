@@ -1,0 +1,19 @@
+"""Whether a relay's host is this machine: plain http:// and a direct connection are allowed
+there (no token crosses a network, and no proxy elsewhere could reach it)."""
+
+from __future__ import annotations
+
+import ipaddress
+
+
+def is_loopback_host(host: str | None) -> bool:
+    """localhost (and *.localhost, RFC 6761) or a loopback address; no name is resolved."""
+    if not host:
+        return False
+    host = host.strip("[]").rstrip(".").lower()
+    if host == "localhost" or host.endswith(".localhost"):
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False

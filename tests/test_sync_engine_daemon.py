@@ -20,8 +20,8 @@ from tests.syncharness import Device, SyncCluster
 class Running:
     """A device's daemon on a background thread."""
 
-    def __init__(self, dev: Device, **kw) -> None:
-        self.daemon = Daemon(dev.engine(), rescan_interval_s=None, **kw)
+    def __init__(self, dev: Device, engine=None, **kw) -> None:
+        self.daemon = Daemon(engine or dev.engine(), rescan_interval_s=None, **kw)
         self.thread = threading.Thread(target=self.daemon.run, daemon=True)
         self.thread.start()
         assert self.daemon.ready.wait(15), "first round did not finish"
@@ -117,6 +117,35 @@ def _ask_round(running: Running, **args: object) -> dict:
     assert outcome.code == 0, outcome.message
     assert outcome.report is not None
     return outcome.report
+
+
+def test_this_devices_own_commit_wakes_no_second_round(cluster: SyncCluster) -> None:
+    """The long-poll waiting during a round comes back with that round's own commit. The round
+    has stepped the cursor over it by then, so it is no reason for another round: waking for
+    it made every local edit cost two rounds, the second finding nothing."""
+    dev = cluster.add_device("laptop", "human")
+    engine = dev.engine()
+    polls: list[int] = []  # the cursor each long-poll started from
+    real_poll = engine.remote.first_change_after
+
+    def poll(since: int, wait: float) -> int | None:  # a spy that calls through
+        polls.append(since)
+        return real_poll(since, wait)
+
+    engine.remote.first_change_after = poll  # type: ignore[method-assign]
+    running = Running(dev, engine, quiet_s=60.0, max_latency_s=120.0)  # no batch of its own
+    rounds: list[object] = []
+    running.daemon.on_round_done(rounds.append)
+    try:
+        wait_for(lambda: len(polls) >= 1, what="the long-poll after the first round")
+        dev.write("notes/new.md", "one edit\n")
+        assert _ask_round(running)["uploaded"] == ["notes/new.md"]
+        wait_for(lambda: len(polls) >= 2, what="the long-poll after the upload")
+        assert polls[1] > polls[0]  # from past the device's own commit
+        assert running.daemon.idle, "a round is due for the device's own commit"
+        assert len(rounds) == 1, f"{len(rounds)} rounds for one edit"
+    finally:
+        running.stop()
 
 
 def test_a_round_asked_of_a_watch_scans_what_its_watcher_noted(cluster: SyncCluster) -> None:

@@ -5,7 +5,8 @@ Several sources wake the engine, and one thread runs its rounds, one at a time:
 - the **watcher** (debounced batches of changed paths) -> a round scanning just those paths,
   so a saved note is committed right away; its periodic safety rescan -> a full round;
 - the **long-poll** thread, waiting on the relay's change feed -> a round the moment another
-  device commits (it scans only the paths those changes touch);
+  device commits (it scans only the paths those changes touch); this device's own commits,
+  which the round that made them steps over, wake nothing;
 - **requests**: this process asks for a round (`request_round`, then `wait_round` for its
   outcome: the desktop app's "Sync now"); another process records a request in the index and
   touches the wake file (`sync/requests.py`: `companion restore`, `held`, `quarantine` while
@@ -286,6 +287,16 @@ class Daemon:
 
     # ---------------------------------------------------------------- long-poll
 
+    def _still_new(self, seq: int) -> bool:
+        """Whether the record `seq` the long-poll saw still needs a round. The poll waiting
+        during a round returns with that round's own commit, which the round then steps over
+        (`Puller.skip_own_commits`): once the round is done, a seq behind the cursor has been
+        taken in, and waking for it would only run a round that finds nothing."""
+        with self._cond:
+            while self._in_round and not self._stop.is_set():
+                self._cond.wait(1.0)
+        return seq > self.engine.cursor
+
     def _poll_loop(self) -> None:
         backoff = Backoff(maximum=self.backoff.maximum)
         seen_gen = 0  # the first poll starts after the first round (which pulls everything)
@@ -297,7 +308,8 @@ class Daemon:
             if self._stop.is_set():
                 return
             try:
-                if self.engine.remote.wait_for_changes(self.engine.cursor, self.poll_wait_s):
+                first = self.engine.remote.first_change_after(self.engine.cursor, self.poll_wait_s)
+                if first is not None and self._still_new(first):
                     self._wake(remote=True)
                 else:
                     seen_gen = -1  # nothing new: poll again right away

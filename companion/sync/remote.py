@@ -309,10 +309,11 @@ class RemoteVault:
                     yield page
                     return
 
-    def wait_for_changes(self, since: int, wait: float) -> bool:
-        """Long-poll: True as soon as something was committed after `since` (no decryption)."""
+    def first_change_after(self, since: int, wait: float) -> int | None:
+        """Long-poll: the seq of the first record committed after `since`, as soon as there is
+        one (None when `wait` seconds pass first). Nothing is decrypted."""
         page = self.client.changes_page(since, wait, limit=1)
-        return bool(page.records)
+        return page.records[0].seq if page.records else None
 
     def _open_for(self, fid: str, rec: Record) -> RemoteChange:
         if rec.file_id != fid:

@@ -367,6 +367,7 @@ def check_sync(c: Context) -> Check:
 
 def check_relay(c: Context) -> Check:
     from companion.relay.client import RelayClient, RelayError, RelayUnreachable
+    from companion.relay.proxy import ProxySettingError
 
     url = c.relay_url
     verify: bool | str = True
@@ -385,18 +386,27 @@ def check_relay(c: Context) -> Check:
         return Check(
             "relay", "FAIL", f"the CA certificate {verify} is missing", "restore it, or init again"
         )
+    proxy = None
     try:
         # no token is sent (health only), and plain http is reported below rather than refused
         with RelayClient(url, timeout=c.timeout, verify=verify, insecure_http=True) as client:
+            proxy = client.proxy
             sent = time.time()
             health = client.health()
             received = time.time()
+    except ProxySettingError as exc:
+        return Check("relay", "FAIL", str(exc), "correct HTTPS_PROXY / HTTP_PROXY / ALL_PROXY")
     except RelayUnreachable as exc:
         msg = str(exc)
         fix = (
             "check the URL, that the relay runs (systemctl --user status companion-relay), "
             "the firewall and the reverse proxy"
         )
+        if proxy is not None:
+            fix = (
+                f"check the forward proxy {proxy.shown} this machine's proxy settings name, "
+                "or add the relay's host to NO_PROXY to reach it directly"
+            )
         if "CERTIFICATE" in msg.upper():
             fix = "the relay's TLS certificate is not trusted: use a public CA (Caddy gets one)"
         return Check("relay", "FAIL", msg, fix)
@@ -409,6 +419,8 @@ def check_relay(c: Context) -> Check:
         )
     c.relay_time = (sent, float(health["time"]), received)
     detail = f"{url} answers in {(received - sent) * 1000:.0f} ms (relay {health['version']})"
+    if proxy is not None:
+        detail += f", through the proxy {proxy.shown}"
     local = parts.hostname in ("localhost", "127.0.0.1", "::1")
     if parts.scheme == "http" and not local:
         return Check(

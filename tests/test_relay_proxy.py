@@ -205,3 +205,49 @@ def test_a_proxy_that_is_down_is_named_in_the_error(monkeypatch, names_resolve_l
         c.health()
     message = str(err.value)
     assert f"through the proxy http://127.0.0.1:{port}" in message and "pa55word" not in message
+
+
+def _doctor_relay(*args: str) -> dict[str, str]:
+    import json
+
+    from click.testing import CliRunner
+
+    from companion.cli import cli
+
+    res = CliRunner().invoke(cli, ["doctor", "--json", *args])
+    assert res.exception is None or isinstance(res.exception, SystemExit), res.output
+    return next(c for c in json.loads(res.output)["checks"] if c["name"] == "relay")
+
+
+def test_doctor_names_the_proxy_it_reached_the_relay_through(
+    tmp_path, monkeypatch, names_resolve_locally_only
+):
+    with running_relay(tmp_path / "relay") as relay:
+        port = int(relay.url.rsplit(":", 1)[1])
+        target = f"{HOST}:{port}"
+        with forward_proxy({target: ("127.0.0.1", port)}) as proxy:
+            monkeypatch.setenv("HTTP_PROXY", proxy.url)
+            check = _doctor_relay("--relay", f"http://{target}")
+    assert f"through the proxy {proxy.url}" in check["detail"], check
+    assert check["status"] == "warn"  # plain http to another host: said so
+    assert proxy.seen == [("GET", target)]
+
+
+def test_doctor_reports_an_unusable_proxy_setting(monkeypatch):
+    monkeypatch.setenv("HTTPS_PROXY", "ftp://me:pa55word@proxy.corp:21")
+    check = _doctor_relay("--relay", f"https://{HOST}")
+    assert check["status"] == "FAIL" and "scheme" in check["detail"], check
+    assert "HTTPS_PROXY" in check["fix"] and "pa55word" not in json_text(check)
+
+
+def test_doctor_points_at_the_proxy_when_it_is_down(monkeypatch, names_resolve_locally_only):
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    monkeypatch.setenv("HTTPS_PROXY", f"http://127.0.0.1:{port}")
+    check = _doctor_relay("--relay", f"https://{HOST}")
+    assert check["status"] == "FAIL" and f"proxy http://127.0.0.1:{port}" in check["fix"], check
+
+
+def json_text(check: dict[str, str]) -> str:
+    return " ".join(check.values())

@@ -234,7 +234,7 @@ def test_batched_download_with_a_blob_damaged_on_the_relay(relay, pair, caplog):
 
 @pytest.mark.parametrize(
     "url", ["http://relay.example.org", "http://192.0.2.7:8787", "http://[2001:db8::1]:8787",
-            "http://0.0.0.0:8787", "HTTP://Relay.Example.org/"],
+            "http://0.0.0.0:8787", "HTTP://Relay.Example.org/", "http://[::ffff:192.0.2.7]:1"],
 )  # fmt: skip
 def test_plain_http_to_another_host_is_refused(url):
     from companion.relay.errors import InsecureRelayUrl
@@ -249,7 +249,7 @@ def test_plain_http_to_another_host_is_refused(url):
 
 @pytest.mark.parametrize(
     "url", ["http://127.0.0.1:8787", "http://127.3.4.5", "http://localhost:1", "http://[::1]:9",
-            "http://relay.localhost", "https://relay.example.org"],
+            "http://relay.localhost", "https://relay.example.org", "http://[::ffff:127.0.0.1]:9"],
 )  # fmt: skip
 def test_loopback_and_https_need_no_flag(url):
     RelayClient(url).close()

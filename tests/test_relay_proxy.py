@@ -92,6 +92,7 @@ def fid(n: int) -> str:
         ({"HTTPS_PROXY": "http://p:1"}, "https://127.0.0.1:8443", None),
         ({"HTTPS_PROXY": "http://p:1"}, "http://localhost:8080", None),
         ({"HTTPS_PROXY": "http://p:1"}, "https://[::1]:8443", None),
+        ({"HTTPS_PROXY": "http://p:1"}, "http://[::ffff:127.0.0.1]:8080", None),
         (
             {"HTTPS_PROXY": "http://user:pa55word@proxy.corp:3128"},
             "https://relay.example.org",

@@ -14,6 +14,8 @@ def is_loopback_host(host: str | None) -> bool:
     if host == "localhost" or host.endswith(".localhost"):
         return True
     try:
-        return ipaddress.ip_address(host).is_loopback
+        address = ipaddress.ip_address(host)
     except ValueError:
         return False
+    mapped = getattr(address, "ipv4_mapped", None)  # ::ffff:127.0.0.1 (Python < 3.13 says no)
+    return address.is_loopback or (mapped is not None and mapped.is_loopback)

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from urllib.parse import urlsplit
 
 from companion.errors import InputError
+from companion.logs import register_secret
 from companion.relay.hosts import is_loopback_host
 
 SCHEMES = ("http", "https", "socks5", "socks5h")
@@ -74,4 +75,5 @@ def _parse(setting: str, relay_scheme: str) -> ProxyChoice:
         )
     if not host:
         raise ProxySettingError(f"{where} names no host:port")
+    register_secret(parts.password)  # masked in every log line, should anything print it
     return ProxyChoice(url, shown)

@@ -248,6 +248,20 @@ def test_plain_http_to_another_host_is_refused(url):
 
 
 @pytest.mark.parametrize(
+    "url", ["https://relay.example.org:abc", "https://relay.example.org:99999",
+            "https://relay.example.org:0", "relay.example.org", "ftp://relay.example.org",
+            "https:///v1", "https://user:pa55word@relay.example.org:x"],
+)  # fmt: skip
+def test_a_malformed_relay_url_is_a_clear_input_error(url):
+    from companion.relay.errors import InvalidRelayUrl
+
+    with pytest.raises(InvalidRelayUrl) as e:
+        RelayClient(url)
+    assert e.value.exit_code == 2 and "is not a relay URL" in str(e.value)
+    assert "pa55word" not in str(e.value)
+
+
+@pytest.mark.parametrize(
     "url", ["http://127.0.0.1:8787", "http://127.3.4.5", "http://localhost:1", "http://[::1]:9",
             "http://relay.localhost", "https://relay.example.org", "http://[::ffff:127.0.0.1]:9"],
 )  # fmt: skip

@@ -25,7 +25,7 @@ import httpx
 
 # isort: on
 
-from companion.logs import register_secret
+from companion.logs import redact, register_secret
 from companion.relay import models as m
 from companion.relay.blobframes import MEDIA_TYPE as FRAMES_TYPE
 from companion.relay.blobframes import FrameError, FrameHeader, FrameParser, encode_frames
@@ -33,6 +33,7 @@ from companion.relay.errors import (
     AuthError,
     ConflictError,
     InsecureRelayUrl,
+    InvalidRelayUrl,
     MissingBlobsError,
     NotFoundError,
     RelayBusy,
@@ -50,6 +51,7 @@ __all__ = [
     "ConflictError",
     "DeviceInfo",
     "InsecureRelayUrl",
+    "InvalidRelayUrl",
     "JoinResult",
     "KeyWrap",
     "Lease",
@@ -195,8 +197,18 @@ def _retry_after(value: str | None) -> float:
 
 
 def check_relay_url(url: str, insecure_http: bool = False) -> None:
-    """Refuse plain http:// to anything but this machine unless `insecure_http`."""
+    """Refuse what is not an http(s) URL with a host and a valid port, and plain http:// to
+    anything but this machine unless `insecure_http`."""
     parts = urlsplit(url.strip())
+    try:
+        port_ok = parts.port is None or parts.port > 0
+    except ValueError:
+        port_ok = False
+    if parts.scheme.lower() not in ("http", "https") or not parts.hostname or not port_ok:
+        raise InvalidRelayUrl(
+            f"{redact(url)!r} is not a relay URL: expected https://host[:port] "
+            "(e.g. https://relay.example.org)"
+        )
     plain = parts.scheme.lower() == "http"
     if plain and not insecure_http and not is_loopback_host(parts.hostname):
         raise InsecureRelayUrl(

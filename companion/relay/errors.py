@@ -37,6 +37,12 @@ class RelayBusy(RelayUnreachable):
         self.retry_after = retry_after
 
 
+class InvalidRelayUrl(RelayError):
+    """A relay URL that is not http(s)://host[:port][/path]."""
+
+    exit_code = 2
+
+
 class InsecureRelayUrl(RelayError):
     """A plain http:// URL to a host other than this machine: the token would travel in clear."""
 

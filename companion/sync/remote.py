@@ -40,7 +40,7 @@ from companion.crypto import (
 )
 from companion.logs import get_logger
 from companion.relay.client import ChangesPage, Record, RelayClient
-from companion.relay.errors import ConflictError, MissingBlobsError
+from companion.relay.errors import ConflictError, MissingBlobsError, RelayError
 
 log = get_logger("sync.remote")
 
@@ -313,7 +313,15 @@ class RemoteVault:
         """Long-poll: the seq of the first record committed after `since`, as soon as there is
         one (None when `wait` seconds pass first). Nothing is decrypted."""
         page = self.client.changes_page(since, wait, limit=1)
-        return page.records[0].seq if page.records else None
+        if not page.records:
+            return None
+        first = page.records[0].seq
+        if first is None or first <= since:  # a correct relay never does: no spinning on it
+            raise RelayError(
+                f"the relay answered a wait for changes after {since} with an older record "
+                f"({first})"
+            )
+        return first
 
     def _open_for(self, fid: str, rec: Record) -> RemoteChange:
         if rec.file_id != fid:

@@ -20,6 +20,7 @@ from companion.relay.auth import FailureLimiter
 from companion.relay.blobframes import MEDIA_TYPE as FRAMES_TYPE
 from companion.relay.blobframes import frame_header
 from companion.relay.client import RelayClient
+from companion.relay.limits import Limits
 from companion.relay.testing import running_relay
 from tests.relaybackends import Backend
 
@@ -59,6 +60,9 @@ def make(backend_name: str) -> SimpleNamespace:
             tmp.name,
             limiter=FailureLimiter(capacity=1e12, rate=1e12),
             storage=Backend(backend_name).storage(tmp.name),
+            # a generated `wait` (up to the documented 3600 s) is held at most this long: the
+            # relay's own cap, well under the fuzzer's 10 s read timeout (wait=14 timed out)
+            limits=Limits(max_wait_s=2.0),
         )
     )
     joined = RelayClient(relay.url).join(relay.invite(kind="human"), "fuzzer")

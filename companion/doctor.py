@@ -366,7 +366,8 @@ def check_sync(c: Context) -> Check:
 
 
 def check_relay(c: Context) -> Check:
-    from companion.relay.client import RelayClient, RelayError, RelayUnreachable
+    from companion.relay.client import RelayClient, RelayError, RelayUnreachable, check_relay_url
+    from companion.relay.errors import InvalidRelayUrl
     from companion.relay.proxy import ProxySettingError
 
     url = c.relay_url
@@ -377,11 +378,11 @@ def check_relay(c: Context) -> Check:
     url = url or c.config.settings.sync.relay_url or None
     if not url:
         return Check("relay", "skip", "no relay configured (--relay URL, or [sync] relay_url)")
+    try:
+        check_relay_url(url, insecure_http=True)  # plain http is reported below, not refused
+    except InvalidRelayUrl as exc:
+        return Check("relay", "FAIL", str(exc), "use e.g. https://relay.example.org")
     parts = urlsplit(url)
-    if parts.scheme not in ("http", "https") or not parts.hostname:
-        return Check(
-            "relay", "FAIL", f"{url!r} is not an http(s) URL", "use e.g. https://relay.example.org"
-        )
     if isinstance(verify, str) and not Path(verify).is_file():
         return Check(
             "relay", "FAIL", f"the CA certificate {verify} is missing", "restore it, or init again"

@@ -62,3 +62,12 @@ def test_the_sync_engine_loads_no_secret_detector() -> None:
     loaded = _loaded("companion.sync.engine")
     assert "companion.credentials.store" in loaded
     assert not any(m.startswith(("companion.secrets", "detect_secrets")) for m in loaded)
+
+
+@pytest.mark.parametrize("module", ["companion.sync.engine", "companion.sync.daemon"])
+def test_a_device_reads_the_relay_without_pydantic(module: str) -> None:
+    """The relay's answers are read by `relay/replies.py`: importing pydantic and building the
+    relay's models cost a one-shot `companion sync` about 100 ms (#17)."""
+    loaded = _loaded(module)
+    assert "companion.relay.client" in loaded
+    assert not any(m.startswith(("pydantic", "companion.relay.models")) for m in loaded)

@@ -26,7 +26,7 @@ import httpx
 # isort: on
 
 from companion.logs import redact, register_secret
-from companion.relay import models as m
+from companion.relay import replies
 from companion.relay.blobframes import MEDIA_TYPE as FRAMES_TYPE
 from companion.relay.blobframes import FrameError, FrameHeader, FrameParser, encode_frames
 from companion.relay.errors import (
@@ -87,15 +87,16 @@ class Record:
             "file_id": self.file_id,
             "rev": self.rev,
             "parent_rev": self.parent_rev,
-            "sealed": m.b64encode(self.sealed),
+            "sealed": replies.b64encode(self.sealed),
             "blobs": list(self.blobs),
         }
 
     @classmethod
-    def from_model(cls, r: m.RecordOut) -> Record:
+    def from_reply(cls, d: dict[str, Any]) -> Record:
+        """From a `replies.RECORD` answer."""
         return cls(
-            r.file_id, r.rev, r.parent_rev, r.sealed, tuple(r.blobs), r.seq, r.device_id,
-            r.committed_at, r.device_kind, r.device_name,
+            d["file_id"], d["rev"], d["parent_rev"], d["sealed"], tuple(d["blobs"]), d["seq"],
+            d["device_id"], d["committed_at"], d["device_kind"], d["device_name"],
         )  # fmt: skip
 
 
@@ -360,10 +361,10 @@ class RelayClient:
             raise MissingBlobsError(text, list(body.get("missing", [])), status=status, code=code)
         raise RelayError(text, status=status, code=code)
 
-    def _parse(self, model: type[Any], resp: httpx.Response) -> Any:
+    def _parse(self, shape: replies.Shape, resp: httpx.Response) -> dict[str, Any]:
         try:
-            return model.model_validate_json(resp.content)
-        except ValueError:
+            return replies.read_reply(shape, resp.content)
+        except replies.ReplyError:
             kind = resp.headers.get("content-type", "").split(";")[0].strip()
             if kind != "application/json":  # a web page, a captive portal: not a relay
                 raise RelayError(self._not_a_relay(resp)) from None
@@ -378,7 +379,7 @@ class RelayClient:
 
     # relay and devices -----------------------------------------------------------------------
     def health(self) -> dict[str, Any]:
-        return self._parse(m.HealthOut, self._request("GET", "/v1/health")).model_dump()
+        return self._parse(replies.HEALTH, self._request("GET", "/v1/health"))
 
     def join(self, invite: str, device_name: str, kind: str | None = None) -> JoinResult:
         """Redeem a one-time invite; this client then uses the new device's token.
@@ -389,18 +390,23 @@ class RelayClient:
         if kind is not None:
             body["kind"] = kind
         resp = self._request("POST", "/v1/join", json=body)
-        out = self._parse(m.JoinOut, resp)
-        self.set_token(out.token)
-        self.vault_id = out.vault_id
-        return JoinResult(out.token, out.device_id, out.vault_id, out.new_vault, out.kind)
+        out = self._parse(replies.JOIN, resp)
+        self.set_token(out["token"])
+        self.vault_id = out["vault_id"]
+        return JoinResult(
+            out["token"], out["device_id"], out["vault_id"], out["new_vault"], out["kind"]
+        )
 
     def leave(self) -> None:
         """Revoke this device's own token (e.g. it joined with the wrong passphrase)."""
         self._request("POST", self._vault_path("/leave"))
 
     def devices(self) -> list[DeviceInfo]:
-        out = self._parse(m.DevicesOut, self._request("GET", self._vault_path("/devices")))
-        return [DeviceInfo(d.device_id, d.name, d.kind, d.created, d.revoked) for d in out.devices]
+        out = self._parse(replies.DEVICES, self._request("GET", self._vault_path("/devices")))
+        return [
+            DeviceInfo(d["device_id"], d["name"], d["kind"], d["created"], d["revoked"])
+            for d in out["devices"]
+        ]
 
     # the wrapped vault key -------------------------------------------------------------------
     def get_key_blob(self) -> bytes | None:
@@ -411,7 +417,8 @@ class RelayClient:
             if exc.code == "key_not_set":
                 return None
             raise
-        return self._parse(m.KeyOut, resp).key
+        key: bytes = self._parse(replies.KEY, resp)["key"]
+        return key
 
     def put_key_blob(
         self, blob: bytes, expected_absent: bool = True, replaces: bytes | None = None
@@ -427,13 +434,14 @@ class RelayClient:
         self._request(
             "PUT",
             self._vault_path("/key"),
-            json={"key": m.b64encode(blob), "if_match": if_match},
+            json={"key": replies.b64encode(blob), "if_match": if_match},
         )
 
     def key_history(self) -> list[KeyWrap]:
         """Every wrapped key the vault has had, newest (the current one) first."""
-        out = self._parse(m.KeyHistoryOut, self._request("GET", self._vault_path("/key/history")))
-        return [KeyWrap(w.key, w.sha256, w.set_at, w.device_id) for w in out.wraps]
+        resp = self._request("GET", self._vault_path("/key/history"))
+        wraps = self._parse(replies.KEY_HISTORY, resp)["wraps"]
+        return [KeyWrap(w["key"], w["sha256"], w["set_at"], w["device_id"]) for w in wraps]
 
     # records ---------------------------------------------------------------------------------
     def commit(self, records: Sequence[Record]) -> CommitResult:
@@ -441,18 +449,19 @@ class RelayClient:
         payload = {"records": [r.to_wire() for r in records]}
         resp = self._request("POST", self._vault_path("/commit"), json=payload, accept=(409,))
         if resp.status_code == 409:
-            return self._commit_result(self._parse(m.CommitConflictOut, resp))
-        return self._commit_result(self._parse(m.CommitOut, resp))
+            return self._commit_result(self._parse(replies.COMMIT_CONFLICT, resp))
+        return self._commit_result(self._parse(replies.COMMIT, resp))
 
-    def _commit_result(self, out: m.CommitOut) -> CommitResult:
+    def _commit_result(self, out: dict[str, Any]) -> CommitResult:
         return CommitResult(
-            out.committed,
-            out.seq,
+            out["committed"],
+            out["seq"],
             [
                 RecordResult(
-                    r.file_id, r.rev, r.status, r.seq, Record.from_model(r.head) if r.head else None
-                )
-                for r in out.results
+                    x["file_id"], x["rev"], x["status"], x["seq"],
+                    Record.from_reply(x["head"]) if x["head"] else None,
+                )  # fmt: skip
+                for x in out["results"]
             ],
         )
 
@@ -464,10 +473,11 @@ class RelayClient:
             params={"since": since, "wait": wait, "limit": limit},
             timeout=httpx.Timeout(self.timeout + wait, connect=min(self.timeout, 10.0)),
         )
-        out = self._parse(m.ChangesOut, resp)
+        out = self._parse(replies.CHANGES, resp)
         return ChangesPage(
-            [Record.from_model(r) for r in out.records], out.seq, out.vault_seq, out.more
-        )
+            [Record.from_reply(x) for x in out["records"]], out["seq"], out["vault_seq"],
+            out["more"],
+        )  # fmt: skip
 
     def changes(self, since: int = 0, wait: float = 0) -> Changes:
         """Every record committed after `since` (following pages), and the seq to pass next."""
@@ -483,7 +493,7 @@ class RelayClient:
             resp = self._request("GET", self._vault_path(f"/files/{file_id}"))
         except NotFoundError:
             return None
-        return Record.from_model(self._parse(m.RecordOut, resp))
+        return Record.from_reply(self._parse(replies.RECORD, resp))
 
     def history(self, file_id: str, limit: int = 100) -> list[Record]:
         """Retained revisions of a file, newest first (empty when the file is unknown)."""
@@ -493,14 +503,14 @@ class RelayClient:
             )
         except NotFoundError:
             return []
-        return [Record.from_model(r) for r in self._parse(m.HistoryOut, resp).records]
+        return [Record.from_reply(x) for x in self._parse(replies.HISTORY, resp)["records"]]
 
     def record(self, file_id: str, rev: int) -> Record | None:
         try:
             resp = self._request("GET", self._vault_path(f"/files/{file_id}/revs/{rev}"))
         except NotFoundError:
             return None
-        return Record.from_model(self._parse(m.RecordOut, resp))
+        return Record.from_reply(self._parse(replies.RECORD, resp))
 
     # blobs -----------------------------------------------------------------------------------
     def has_blobs(self, blob_ids: Iterable[str]) -> list[str]:
@@ -512,7 +522,7 @@ class RelayClient:
             resp = self._request(
                 "POST", self._vault_path("/blobs-missing"), json={"ids": ids[i : i + step]}
             )
-            missing.extend(self._parse(m.MissingOut, resp).missing)
+            missing.extend(self._parse(replies.MISSING, resp)["missing"])
         return missing
 
     def put_blob(self, blob_id: str, data: bytes) -> bool:
@@ -523,7 +533,8 @@ class RelayClient:
             content=data,
             headers={"Content-Type": "application/octet-stream", "X-Content-SHA256": _sha(data)},
         )
-        return self._parse(m.BlobPutOut, resp).created
+        created: bool = self._parse(replies.BLOB_PUT, resp)["created"]
+        return created
 
     def get_blob(self, blob_id: str) -> bytes:
         """Download one blob, checked against the relay's checksum (NotFoundError if absent)."""
@@ -559,7 +570,7 @@ class RelayClient:
             content=encode_frames(batch),
             headers={"Content-Type": FRAMES_TYPE, "Content-Length": str(size)},
         )
-        return [b.blob_id for b in self._parse(m.BatchPutOut, resp).blobs if b.created]
+        return [b["blob_id"] for b in self._parse(replies.BATCH_PUT, resp)["blobs"] if b["created"]]
 
     def get_blobs(self, blob_ids: Iterable[str]) -> dict[str, bytes]:
         """Download many blobs in streamed batches, each checked against its checksum."""
@@ -622,9 +633,10 @@ class RelayClient:
     def lease(self, name: str, ttl: float) -> Lease:
         """Take or renew the named lease; `acquired` is False when another device holds it."""
         resp = self._request("POST", self._vault_path(f"/leases/{name}"), json={"ttl": ttl})
-        out = self._parse(m.LeaseOut, resp)
-        return Lease(out.name, out.holder, out.expires, out.acquired)
+        out = self._parse(replies.LEASE, resp)
+        return Lease(out["name"], out["holder"], out["expires"], out["acquired"])
 
     def release_lease(self, name: str) -> bool:
         resp = self._request("DELETE", self._vault_path(f"/leases/{name}"))
-        return self._parse(m.ReleaseOut, resp).released
+        released: bool = self._parse(replies.RELEASE, resp)["released"]
+        return released

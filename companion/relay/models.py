@@ -1,14 +1,13 @@
 """The relay's wire format: pydantic models that validate requests and document the API.
 
 They are the single description of the JSON the relay speaks: FastAPI validates bodies with
-them and builds `/openapi.json` from them, and `client.py` parses responses with them.
-Binary fields travel as standard base64 with padding.
+them and builds `/openapi.json` from them. The client reads the answers with the lighter
+shapes of `replies.py`, which a test holds to these models. Binary fields travel as standard
+base64 with padding (`replies.b64encode`).
 """
 
 from __future__ import annotations
 
-import base64
-import binascii
 from typing import Annotated, Any, Literal
 
 from pydantic import (
@@ -22,6 +21,7 @@ from pydantic import (
     WithJsonSchema,
 )
 
+from companion.relay.replies import b64decode, b64encode
 from companion.textsafe import display_name_problem
 
 HEX_ID_PATTERN = r"^[0-9a-f]{16,128}$"
@@ -40,14 +40,7 @@ def _b64decode(value: Any) -> bytes:
         return bytes(value)
     if not isinstance(value, str):
         raise ValueError("must be a base64 string")
-    try:
-        return base64.b64decode(value, validate=True)
-    except (binascii.Error, ValueError):
-        raise ValueError("is not valid base64") from None
-
-
-def b64encode(data: bytes) -> str:
-    return base64.b64encode(data).decode("ascii")
+    return b64decode(value)
 
 
 B64Bytes = Annotated[

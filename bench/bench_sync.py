@@ -711,6 +711,22 @@ def summarize_latency(t: LatencyTarget) -> dict[str, Any]:
     }
 
 
+LIBRARY_FLOOR = """
+import os, sqlite3, sys
+import click, pathspec
+import companion.relay.lean  # httpx, without the extras the client never uses
+from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+
+def walk(folder):
+    with os.scandir(folder) as entries:
+        for entry in entries:
+            if entry.stat(follow_symlinks=False) and entry.is_dir(follow_symlinks=False):
+                walk(entry.path)
+
+walk(sys.argv[1])
+"""
+
+
 def quiet_rescan_companion(run: Run, co: CompanionSystem, repeat: int) -> None:
     """`companion sync` with nothing changed (CLI wall): first while `companion watch` owns the
     copy (its engine runs the round), then alone; and an in-process scan if possible."""
@@ -729,6 +745,18 @@ def quiet_rescan_companion(run: Run, co: CompanionSystem, repeat: int) -> None:
         subprocess.run([sys.executable, "-c", "pass"], check=True)
         floor.append(now() - t0)
     out["python_startup_s"] = floor
+    # The floor of any Python round built on this project's libraries: start-up, importing
+    # them (httpx as the client imports it), and one lstat walk of the vault; none of our code
+    assert co.a is not None
+    lib_floor = []
+    for _ in range(repeat):
+        t0 = now()
+        subprocess.run(
+            [sys.executable, "-c", LIBRARY_FLOOR, str(co.a.vault)],
+            check=True, cwd=REPO, env=co.env(co.a.home),
+        )  # fmt: skip
+        lib_floor.append(now() - t0)
+    out["library_floor_s"] = lib_floor
     try:
         r = inprocess_quiet_scan(co, repeat)
         out["quiet_round_inprocess_s"] = r["round_s"]
@@ -1117,6 +1145,12 @@ def table(run: Run) -> str:
     row(
         "  Python interpreter start-up alone (`python -c pass`)",
         median(co.get("python_startup_s", [])),
+        None,
+        "",
+    )
+    row(
+        "  floor: start-up, importing the libraries a round uses, one lstat walk (no code of ours)",
+        median(co.get("library_floor_s", [])),
         None,
         "",
     )

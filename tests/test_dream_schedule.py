@@ -94,7 +94,9 @@ def test_scheduler_job_settings_and_catch_up_run(tmp_path):
     job = sched.get_job("dream")
     assert job.coalesce is True and job.misfire_grace_time is None and job.max_instances == 1
     assert str(job.trigger.timezone) == "Europe/Madrid"
-    assert sched.get_job("dream-catch-up") is not None
+    # the missed night: the nightly job itself runs now, no second (one-shot) job
+    assert [j.id for j in sched.get_jobs()] == ["dream"]
+    assert job.next_run_time <= dt.datetime.now(MADRID)
     sched.start()
     try:
         assert ran.wait(10)
@@ -102,6 +104,47 @@ def test_scheduler_job_settings_and_catch_up_run(tmp_path):
         sched.shutdown(wait=True)
     assert calls == [vault]
     assert ScheduleState.for_vault(paths, vault).last_success is not None
+
+
+def test_no_catch_up_when_no_night_was_missed(tmp_path):
+    paths, cfg = config()
+    vault = tmp_path / "vault"
+    vault.mkdir()
+    ScheduleState.for_vault(paths, vault).begin(dt.datetime.now(dt.UTC))
+    sched = build_scheduler(vault, cfg, paths, blocking=False, run=lambda v, c, p: None)
+    sched.start(paused=True)
+    try:
+        job = sched.get_job("dream")
+        assert job.next_run_time > dt.datetime.now(MADRID)
+        assert job.next_run_time.timetz().replace(tzinfo=None) == dt.time(2, 0)
+    finally:
+        sched.shutdown(wait=False)
+
+
+def test_stopping_the_scheduler_as_the_catch_up_runs_raises_nothing(tmp_path, monkeypatch):
+    """A shutdown right after the caught-up dream started: APScheduler removed a one-shot
+    job after its run and, once stopped, looked for it among the jobs not started yet
+    (JobLookupError in its thread). The nightly job is rescheduled instead, never removed."""
+    paths, cfg = config()
+    errors: list[BaseException] = []
+    monkeypatch.setattr(threading, "excepthook", lambda args: errors.append(args.exc_value))
+    for i in range(30):
+        vault = tmp_path / f"vault{i}"
+        vault.mkdir()
+        ScheduleState.for_vault(paths, vault).begin(dt.datetime.now(dt.UTC) - dt.timedelta(days=2))
+        stopped = threading.Event()
+        holder: dict[str, object] = {}
+
+        def stop_at_once(v, c, p, holder=holder, stopped=stopped):  # the person quits now
+            holder["sched"].shutdown(wait=False)  # type: ignore[attr-defined]  # joins its thread
+            stopped.set()
+
+        sched = build_scheduler(vault, cfg, paths, blocking=False, run=stop_at_once)
+        holder["sched"] = sched
+        sched.start()
+        assert stopped.wait(10)  # shutdown() returned: the scheduler's thread has ended
+        assert not sched.running
+    assert errors == []
 
 
 def test_a_failing_dream_is_recorded_not_raised(tmp_path):

@@ -158,6 +158,13 @@ def build_scheduler(
     now = now or dt.datetime.now(dt.UTC)
     catch_up = needs_catch_up(state, trig, now)
     state.begin(now)
+    if catch_up:
+        log.info("a scheduled dream of %s was missed: running it now", vault)
+    # A missed night is caught up by running the nightly job itself now (its next run is the
+    # trigger's), not by a one-shot job: APScheduler removes a one-shot job after its run, and
+    # a shutdown at that moment made the removal fail in the scheduler's thread
+    # (JobLookupError). One job also cannot overlap itself (max_instances=1).
+    extra = {"next_run_time": dt.datetime.now(tz)} if catch_up else {}
     sched.add_job(
         nightly,
         trig,
@@ -168,19 +175,8 @@ def build_scheduler(
         misfire_grace_time=None,
         max_instances=1,
         replace_existing=True,
+        **extra,
     )
-    if catch_up:
-        log.info("a scheduled dream of %s was missed: running it now", vault)
-        sched.add_job(
-            nightly,
-            "date",
-            run_date=dt.datetime.now(tz),
-            args=(vault, config, paths, run),
-            id="dream-catch-up",
-            coalesce=True,
-            misfire_grace_time=None,
-            max_instances=1,
-        )
     return sched
 
 

@@ -1,4 +1,4 @@
-from companion.cli import main
+from companion.cli import run
 
 if __name__ == "__main__":
-    main()
+    run()

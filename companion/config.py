@@ -17,9 +17,6 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import urlsplit
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
-
-import tomli_w
 
 from companion.errors import ConfigError
 from companion.fileio import KEEP, write_text_atomic
@@ -52,6 +49,8 @@ def hhmm_problem(value: str) -> str | None:
 
 def timezone_problem(value: str) -> str | None:
     """None for an IANA time zone name zoneinfo knows (Europe/Madrid, UTC), else why not."""
+    from zoneinfo import ZoneInfo, ZoneInfoNotFoundError  # only when a time zone is set
+
     try:
         if value.strip() != value or not value:
             raise ValueError(value)
@@ -587,6 +586,8 @@ class Config:
             s: {k: v for k, v in table.items() if v != d[s][k]} for s, table in self.values.items()
         }
         out = {s: t for s, t in out.items() if t}
+        import tomli_w  # writing the file: `config set` and `init`, not every command
+
         write_text_atomic(self.file, tomli_w.dumps(out), mode=KEEP, make_parents=True)
 
 
@@ -627,6 +628,8 @@ def _one_line(exc: BaseException) -> str:
 
 def describe_schema() -> str:
     """The documented keys with their defaults, as TOML with comments."""
+    import tomli_w
+
     lines: list[str] = []
     for section, keys in SCHEMA.items():
         lines.append(f"[{section}]")

@@ -9,6 +9,6 @@ import multiprocessing
 if __name__ == "__main__":
     multiprocessing.freeze_support()
 
-    from companion.cli import main
+    from companion.cli import run
 
-    main()
+    run()

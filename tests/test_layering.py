@@ -71,3 +71,13 @@ def test_a_device_reads_the_relay_without_pydantic(module: str) -> None:
     loaded = _loaded(module)
     assert "companion.relay.client" in loaded
     assert not any(m.startswith(("pydantic", "companion.relay.models")) for m in loaded)
+
+
+def test_a_quiet_sync_loads_only_what_a_quiet_round_uses() -> None:
+    """What the command line and the engine import up front is what every `companion sync`
+    pays for, changes or not (#17): merging (merge3), similar-content matching (difflib), time
+    zones and TOML writing come in when a round or a command uses them."""
+    loaded = _loaded("companion.cli, companion.sync.cli, companion.sync.engine")
+    assert "companion.sync.scanner" in loaded
+    late = {"merge3", "difflib", "zoneinfo", "tomli_w"}
+    assert late & loaded == set()

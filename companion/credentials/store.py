@@ -24,8 +24,6 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-import tomli_w
-
 from companion.credentials.files import read_owner_only
 from companion.errors import CompanionError, InputError
 from companion.fileio import write_atomic
@@ -245,6 +243,8 @@ class FileStore:
         return dict(table)
 
     def _save(self, table: dict[str, str]) -> None:
+        import tomli_w  # writing: `init` and `secrets set`, not every command
+
         body = tomli_w.dumps({"secrets": dict(sorted(table.items()))})
         write_atomic(self.path, (_HEADER + body).encode("utf-8"), mode=0o600)
 

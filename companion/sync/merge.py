@@ -16,8 +16,6 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from merge3 import Merge3
-
 from companion.sync.filestate import is_text
 
 __all__ = ["MergeResult", "derives_from", "is_text", "merge_bytes", "merge_text"]
@@ -81,6 +79,8 @@ def merge_text(base: str, ours: str, theirs: str) -> MergeResult:
         _split(t if f else t + "\n") for t, f in zip((base, ours, theirs), finals, strict=True)
     ]
 
+    from merge3 import Merge3  # merging is rare: a quiet round never loads it
+
     m = Merge3(lines[0], lines[1], lines[2])
     out: list[str] = []
     conflicts = 0
@@ -134,6 +134,8 @@ def _changed_runs(
 ) -> Iterator[tuple[list[str], list[str], list[str]]]:
     """The stretches between the lines all three share, as (base, ours, theirs) line lists.
     Unlike `Merge3.merge_regions`, a stretch both sides deleted alike is listed too."""
+    from merge3 import Merge3
+
     iz = ia = ib = 0
     for zmatch, zend, amatch, aend, bmatch, bend in Merge3(base, ours, theirs).find_sync_regions():
         if zmatch > iz or amatch > ia or bmatch > ib:

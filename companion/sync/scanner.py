@@ -36,7 +36,6 @@ stat shows is found too).
 
 from __future__ import annotations
 
-import difflib
 import os
 import stat as stat_mod
 import time
@@ -48,7 +47,6 @@ from stat import S_ISREG
 
 from companion.errors import CompanionError
 from companion.logs import get_logger
-from companion.sync.conflicts import unicode_twin_name
 from companion.sync.filestate import (
     FileState,
     FileUnstable,
@@ -299,6 +297,8 @@ class _Scan:
                 )
                 return None
             # twins: both spellings hold a file here; keep both, the NFD one under a new name
+            from companion.sync.conflicts import unicode_twin_name  # rare: not on a quiet scan
+
             twin = unicode_twin_name(rel_dir + nfc, lambda c: os.path.lexists(self.root + "/" + c))
             os.rename(src, os.path.join(self.root, twin))
             log.warning("renamed %r (decomposed Unicode) to %r: %r exists too", rel_dir + nfc,
@@ -403,6 +403,8 @@ class _Scan:
                 new = f.read(SIMILAR_MAX_BYTES + 1).decode("utf-8").splitlines()
         except (OSError, UnicodeDecodeError):
             return None
+        import difflib  # only for a rename that also edited the note: not on a quiet scan
+
         best, best_ratio = None, SIMILAR_RATIO
         for cand in cands[:SIMILAR_CANDIDATES]:
             old = self.index.get_base(cand)

@@ -271,6 +271,43 @@ def test_the_rotating_hash_check_finds_an_edit_no_stat_shows(cluster: SyncCluste
     assert uploaded == ["n3.md"]
 
 
+def test_a_quiet_round_rehashes_a_bounded_number_of_bytes(
+    cluster: SyncCluster, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The rotation is counted in bytes too: with attachments in the vault, a quiet round
+    re-hashes at most its byte budget (or one file that is larger), and going round still finds
+    an edit no stat shows."""
+    import companion.sync.scanner as scanner_mod
+    from companion.sync.filestate import FileState
+
+    budget = 1 << 20
+    a = cluster.add_device("laptop", "human", verify_bytes_per_round=budget)
+    for i in range(6):
+        a.write(f"attachments/p{i}.bin", os.urandom(400_000))
+    for i in range(4):
+        a.write(f"notes/n{i}.md", f"note {i}\n")
+    a.sync()
+    a.path("notes/n2.md").write_bytes(b"note X\n")
+    key = FileState.from_stat(os.stat(a.path("notes/n2.md"))).stat_key()
+    a.engine().index.update_stats([("notes/n2.md", key)])  # the stat agrees with the index
+
+    hashed: list[int] = []
+    real_hash = scanner_mod.hash_file
+
+    def counting(path: str, **kw: object) -> object:
+        hashed.append(os.path.getsize(path))
+        return real_hash(path, **kw)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(scanner_mod, "hash_file", counting)
+    uploaded: list[str] = []
+    for _ in range(6):
+        hashed.clear()
+        uploaded += a.sync().uploaded
+        assert hashed, "every full round re-hashes a slice"
+        assert sum(hashed) <= budget or len(hashed) == 1, hashed
+    assert uploaded == ["notes/n2.md"]
+
+
 # ------------------------------------------------------------------ 4. partial files
 
 

@@ -112,6 +112,28 @@ def test_iter_entries_streams_in_path_order(index: SyncIndex) -> None:
     assert len(list(index.iter_entries(include_deleted=True))) == 2500
 
 
+def test_the_rotation_slice_is_bounded_by_bytes_and_always_moves_on(index: SyncIndex) -> None:
+    """A full round re-hashes up to `limit` files but no more than `max_bytes` of them: 64
+    photos of 30 MB would otherwise make one quiet round read 1.9 GB. A file over the budget is
+    a slice of its own, so the rotation still goes round the whole vault."""
+    mib = 1 << 20
+    index.put_many([entry(f"a/photo{i}.jpg", size=3 * mib) for i in range(4)])
+    index.put(entry("b/video.mp4", size=50 * mib))
+    index.put_many([entry(f"c/n{i}.md", size=2000) for i in range(5)])
+    index.put(entry("c/gone.md", size=2000, deleted=True))
+
+    def slice_(after: str) -> list[str]:
+        return [e.path for e in index.rotation(after, 64, max_bytes=7 * mib)]
+
+    assert slice_("") == ["a/photo0.jpg", "a/photo1.jpg"]  # 6 MiB; a third would pass 7
+    assert slice_("a/photo1.jpg") == ["a/photo2.jpg", "a/photo3.jpg"]
+    assert slice_("a/photo3.jpg") == ["b/video.mp4"]  # alone: over the budget by itself
+    wrapped = [f"c/n{i}.md" for i in range(5)] + ["a/photo0.jpg", "a/photo1.jpg"]
+    assert slice_("b/video.mp4") == wrapped  # round to the start, within the budget
+    assert [e.path for e in index.rotation("", 3)] == ["a/photo0.jpg", "a/photo1.jpg",
+                                                       "a/photo2.jpg"]  # fmt: skip
+
+
 def test_merge_base_compressed_and_limited(index: SyncIndex) -> None:
     text = ("a line of a note\n" * 5000).encode()
     assert index.set_base("n.md", text) is True

@@ -33,6 +33,7 @@ from companion.sync.status import StatusStore
 
 WRITE_THREADS = 16  # parallel local writes: fsync waits on the disk, not the CPU
 VERIFY_PER_ROUND = 64  # indexed files re-hashed by each full round (the slow rotation)
+VERIFY_BYTES_PER_ROUND = 4 << 20  # ... and at most this much of their content (or one file)
 
 Clock = Callable[[], int]  # nanoseconds since the epoch, as file times are
 
@@ -59,6 +60,7 @@ class Core:
     settle_ns: int = DEFAULT_SETTLE_NS
     chunk_size: int = CHUNK_SIZE
     verify_per_round: int = VERIFY_PER_ROUND
+    verify_bytes_per_round: int = VERIFY_BYTES_PER_ROUND
     clock: Clock = time.time_ns
     stop_event: threading.Event = field(default_factory=threading.Event)
     on_local_write: Callable[[str, FileState | None], None] | None = None

@@ -37,7 +37,7 @@ from companion.relay.client import RelayClient
 from companion.relay.errors import AuthError, RelayUnreachable
 from companion.sync import status as status_file_mod
 from companion.sync.atomic import remove_stale_temps
-from companion.sync.core import VERIFY_PER_ROUND, Clock, Core
+from companion.sync.core import VERIFY_BYTES_PER_ROUND, VERIFY_PER_ROUND, Clock, Core
 from companion.sync.device import DeviceState, status_file, sync_index_path, vault_dir
 from companion.sync.filestate import FileState, current_state
 from companion.sync.guard import MassDeleteRefused
@@ -90,6 +90,7 @@ class SyncEngine:
         settle_ns: int = DEFAULT_SETTLE_NS,
         timeout: float = 30.0,
         verify_per_round: int = VERIFY_PER_ROUND,
+        verify_bytes_per_round: int = VERIFY_BYTES_PER_ROUND,
         clock: Clock = time.time_ns,
     ) -> None:
         root = Path(os.path.realpath(vault_root))
@@ -127,6 +128,7 @@ class SyncEngine:
             mass_delete_ratio=config.settings.sync.mass_delete_ratio,
             settle_ns=settle_ns,
             verify_per_round=verify_per_round,
+            verify_bytes_per_round=verify_bytes_per_round,
             clock=clock,
             case_insensitive_hint=case_insensitive,
         )
@@ -401,7 +403,9 @@ class SyncEngine:
         if core.verify_per_round <= 0:
             return []
         after = core.index.get_meta(META_VERIFY) or ""
-        rows = core.index.rotation(after, core.verify_per_round)
+        rows = core.index.rotation(
+            after, core.verify_per_round, max_bytes=core.verify_bytes_per_round
+        )
         if rows:
             core.index.set_meta(META_VERIFY, rows[-1].path)
         return [e.path for e in rows]

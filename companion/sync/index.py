@@ -564,9 +564,13 @@ class SyncIndex:
             ).fetchall()
         return [r[0] for r in rows]
 
-    def rotation(self, after: str, limit: int) -> list[Entry]:
+    def rotation(self, after: str, limit: int, *, max_bytes: int | None = None) -> list[Entry]:
         """Up to `limit` live entries after `after` in path order, wrapping round to the start:
-        the slice of the vault a full round re-hashes (`scanner`'s `verify`)."""
+        the slice of the vault a full round re-hashes (`scanner`'s `verify`).
+
+        With `max_bytes`, the slice also stops before the file that would take its sizes past
+        it, but holds at least one file: a file larger than the budget is a slice of its own,
+        so the rotation always moves on."""
         with self._lock:
             rows = self._db.execute(
                 f"SELECT {self._cols} FROM files WHERE deleted=0 AND path > ? ORDER BY path "
@@ -579,7 +583,15 @@ class SyncIndex:
                     "LIMIT ?",
                     (after, limit - len(rows)),
                 ).fetchall()
-        return [_entry(r) for r in rows]
+        entries = [_entry(r) for r in rows]
+        if max_bytes is None:
+            return entries
+        total = 0
+        for n, e in enumerate(entries):
+            total += e.size
+            if total > max_bytes:
+                return entries[: max(n, 1)]
+        return entries
 
     # ------------------------------------------------------------------ merge bases
 

@@ -394,3 +394,26 @@ def test_seal_refuses_caller_mistakes():
             seal_blob(KEY, vid, b"x")
     with pytest.raises(ValueError):
         file_id(KEY, "")
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.one_of(st.binary(max_size=40_000), st.text(max_size=20_000).map(str.encode)))
+def test_a_blob_sealed_with_its_stream_is_the_same_blob_and_the_stream_is_its_content(
+    chunk: bytes,
+) -> None:
+    """`seal_blob_with_stream` gives the zlib stream its frame holds, which the sync index
+    keeps as the merge base: it must decompress to the chunk, and the blob must open as one
+    `seal_blob` made (same id, same frame layout, same size class)."""
+    import zlib
+
+    if not chunk:
+        return
+    bid, sealed, stream = records.seal_blob_with_stream(KEY, VID, chunk, _nonce=b"\x01" * 12)
+    assert (bid, sealed) == seal_blob(KEY, VID, chunk, _nonce=b"\x01" * 12)
+    assert open_blob(KEY, VID, bid, sealed) == chunk
+    framed, same = framing.frame_with_stream(chunk)
+    assert framed == framing.frame(chunk) and same == stream
+    if stream is None:  # stored as is: compressing did not make it smaller
+        assert framing.unframe(framed) == chunk
+    else:
+        assert zlib.decompress(stream) == chunk and len(stream) < len(chunk)

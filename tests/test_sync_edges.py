@@ -253,18 +253,24 @@ def test_a_hidden_edit_meeting_a_remote_edit_converges(cluster: SyncCluster) -> 
     assert sorted(cluster.assert_converged().values()) == [b"b" * 40, b"c" * 40]
 
 
+def _edit_no_stat_shows(device: Device, path: str, data: bytes) -> None:
+    """Write `data` to `path`, then make the index's stat agree with the file's, as on a file
+    system that keeps no inode change time: only re-hashing the file can show the edit."""
+    from companion.sync.filestate import FileState
+
+    device.path(path).write_bytes(data)
+    key = FileState.from_stat(os.stat(device.path(path))).stat_key()
+    device.engine().index.update_stats([(path, key)])
+
+
 def test_the_rotating_hash_check_finds_an_edit_no_stat_shows(cluster: SyncCluster) -> None:
     """Where even the inode change time cannot help (a file system that does not keep it),
     every full round re-hashes a slice of the vault: going round it finds the edit."""
-    from companion.sync.filestate import FileState
-
     a = cluster.add_device("laptop", "human", verify_per_round=2)
     for i in range(5):
         a.write(f"n{i}.md", f"note {i}\n")
     a.sync()
-    a.path("n3.md").write_bytes(b"note X\n")
-    key = FileState.from_stat(os.stat(a.path("n3.md"))).stat_key()
-    a.engine().index.update_stats([("n3.md", key)])  # the stat agrees with the index
+    _edit_no_stat_shows(a, "n3.md", b"note X\n")
     uploaded: list[str] = []
     for _ in range(3):
         uploaded += a.sync().uploaded
@@ -278,7 +284,6 @@ def test_a_quiet_round_rehashes_a_bounded_number_of_bytes(
     re-hashes at most its byte budget (or one file that is larger), and going round still finds
     an edit no stat shows."""
     import companion.sync.scanner as scanner_mod
-    from companion.sync.filestate import FileState
 
     budget = 1 << 20
     a = cluster.add_device("laptop", "human", verify_bytes_per_round=budget)
@@ -287,9 +292,7 @@ def test_a_quiet_round_rehashes_a_bounded_number_of_bytes(
     for i in range(4):
         a.write(f"notes/n{i}.md", f"note {i}\n")
     a.sync()
-    a.path("notes/n2.md").write_bytes(b"note X\n")
-    key = FileState.from_stat(os.stat(a.path("notes/n2.md"))).stat_key()
-    a.engine().index.update_stats([("notes/n2.md", key)])  # the stat agrees with the index
+    _edit_no_stat_shows(a, "notes/n2.md", b"note X\n")
 
     hashed: list[int] = []
     real_hash = scanner_mod.hash_file

@@ -30,6 +30,7 @@ from companion.crypto.records import (
     open_blob,
     open_record,
     seal_blob,
+    seal_blob_with_stream,
     seal_record,
 )
 from companion.crypto.recovery import export_recovery_key, import_recovery_key
@@ -71,6 +72,7 @@ __all__ = [
     "read_kdf_params",
     "rewrap",
     "seal_blob",
+    "seal_blob_with_stream",
     "seal_record",
     "unwrap_vault_key",
     "wrap_vault_key",

@@ -67,6 +67,13 @@ def _compress(payload: bytes) -> bytes | None:
 
 def frame(payload: bytes) -> bytes:
     """Compress (when it helps) and pad `payload` into a plaintext frame."""
+    return frame_with_stream(payload)[0]
+
+
+def frame_with_stream(payload: bytes) -> tuple[bytes, bytes | None]:
+    """`frame(payload)`, and the zlib stream of `payload` the frame holds (None when its body
+    is `payload` as is). A caller that keeps the same bytes compressed, as the sync index keeps
+    a note's merge base, takes that stream instead of compressing them a second time."""
     if len(payload) > MAX_PAYLOAD:
         raise ValueError("payload too large for one frame; chunk it")
     packed = _compress(payload)
@@ -75,7 +82,7 @@ def frame(payload: bytes) -> bytes:
     out = bytearray(HEADER_SIZE + padded_size(len(body)))
     _HEADER.pack_into(out, 0, flags, len(payload), len(body))
     out[HEADER_SIZE:used] = body
-    return bytes(out)
+    return bytes(out), packed
 
 
 def unframe(data: bytes) -> bytes:

@@ -36,7 +36,13 @@ from companion.crypto.errors import (
     TamperedRecord,
     UnsupportedVersion,
 )
-from companion.crypto.framing import FrameError, encode_vault_id, frame, unframe
+from companion.crypto.framing import (
+    FrameError,
+    encode_vault_id,
+    frame,
+    frame_with_stream,
+    unframe,
+)
 from companion.crypto.keys import VaultKey
 
 BLOB_VERSION = 1
@@ -80,10 +86,16 @@ def _id_bytes(value: object, what: str, error: type[TamperDetected]) -> bytes:
 
 
 def _seal(aead: AESGCM, version: int, payload: bytes, ad: bytes, nonce: bytes | None) -> bytes:
+    return _seal_framed(aead, version, frame(payload), ad, nonce)
+
+
+def _seal_framed(
+    aead: AESGCM, version: int, framed: bytes, ad: bytes, nonce: bytes | None
+) -> bytes:
     nonce = os.urandom(NONCE_SIZE) if nonce is None else nonce
     if len(nonce) != NONCE_SIZE:
         raise ValueError("bad nonce length")
-    return bytes([version]) + nonce + aead.encrypt(nonce, frame(payload), ad)
+    return bytes([version]) + nonce + aead.encrypt(nonce, framed, ad)
 
 
 def _open(
@@ -128,10 +140,18 @@ def seal_blob(
     key: VaultKey, vault_id: str, chunk: bytes, *, _nonce: bytes | None = None
 ) -> tuple[str, bytes]:
     """Seal one content chunk; returns ``(blob_id, sealed)`` for upload."""
+    bid, sealed, _ = seal_blob_with_stream(key, vault_id, chunk, _nonce=_nonce)
+    return bid, sealed
+
+
+def seal_blob_with_stream(
+    key: VaultKey, vault_id: str, chunk: bytes, *, _nonce: bytes | None = None
+) -> tuple[str, bytes, bytes | None]:
+    """`seal_blob`, and the zlib stream of `chunk` sealed inside (`frame_with_stream`)."""
     bid = blob_id(key, chunk)
-    return bid, _seal(
-        key.content_aead, BLOB_VERSION, chunk, _blob_ad(vault_id, bytes.fromhex(bid)), _nonce
-    )
+    framed, stream = frame_with_stream(chunk)
+    ad = _blob_ad(vault_id, bytes.fromhex(bid))
+    return bid, _seal_framed(key.content_aead, BLOB_VERSION, framed, ad, _nonce), stream
 
 
 def _seal_blob_as(

@@ -156,11 +156,17 @@ def _compress_all(datas: list[bytes]) -> list[bytes]:
     return [_compress_base(d) for d in datas]
 
 
-def pack_bases(items: Iterable[tuple[str, bytes | None]]) -> dict[str, bytes]:
+def pack_bases(
+    items: Iterable[tuple[str, bytes | None]], streams: Mapping[str, bytes] | None = None
+) -> dict[str, bytes]:
     """The merge bases `SyncIndex.set_bases` will store for these items, compressed now: run
-    it on another thread while the files are written (`set_bases(..., packed=)`)."""
+    it on another thread while the files are written (`set_bases(..., packed=)`).
+
+    `streams` maps a path to a zlib stream of its data made already (the one sealed into its
+    blob's frame): a base is any zlib stream of the data, so that one is kept as it is."""
+    known = streams or {}
     return {
-        path: _compress_base(data)
+        path: known.get(path) or _compress_base(data)
         for path, data in items
         if data is not None and len(data) <= BASE_TEXT_LIMIT
     }

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 from collections import deque
+from collections.abc import Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -72,12 +73,14 @@ class Pusher:
 
     def _send(self, batch: _Batch) -> PushResult:
         remote = self.core.remote
+        streams: dict[str, bytes] = {}  # blob id -> its zlib stream, made while sealing it
         if batch.small:
-            remote.upload(batch.small)
+            remote.upload(batch.small, streams=streams)
         groups = _groups(batch.prepared, batch.tombstones)
         result = remote.commit(groups, reupload=lambda ids: self._reupload(ids, batch.prepared))
-        batch.packed = pack_bases((path, batch.base(path)) for path in result.committed
-                                  if path in batch.prepared)  # fmt: skip
+        committed = [path for path in result.committed if path in batch.prepared]
+        batch.packed = pack_bases(((path, batch.base(path)) for path in committed),
+                                  batch.streams_by_path(committed, streams))  # fmt: skip
         return result
 
     def _record(
@@ -224,6 +227,16 @@ class _Batch:
         """The merge base an upload leaves once committed: its content, when it is text."""
         p = self.prepared[path]
         return p.content if p.content is not None and p.is_text else None
+
+    def streams_by_path(self, paths: list[str], streams: Mapping[str, bytes]) -> dict[str, bytes]:
+        """path -> the zlib stream of its content, for the one-chunk files whose blob was sealed
+        compressed (blob id -> stream in `streams`): their merge base is that stream."""
+        out = {}
+        for path in paths:
+            chunks = self.prepared[path].out.meta.chunks
+            if len(chunks) == 1 and chunks[0].blob_id in streams:
+                out[path] = streams[chunks[0].blob_id]
+        return out
 
 
 def _batches(plan: PushPlan) -> list[tuple[list[Upload], list[Tombstone]]]:

@@ -36,6 +36,7 @@ from companion.crypto import (
     open_blob,
     open_record,
     seal_blob,
+    seal_blob_with_stream,
     seal_record,
 )
 from companion.logs import get_logger
@@ -407,11 +408,17 @@ class RemoteVault:
             chunk = open_blob(self.key, self.vault_id, ref.blob_id, sealed)
             yield i, chunk
 
-    def upload(self, chunks: Mapping[str, bytes] | Iterable[tuple[str, bytes]]) -> int:
+    def upload(
+        self,
+        chunks: Mapping[str, bytes] | Iterable[tuple[str, bytes]],
+        *,
+        streams: dict[str, bytes] | None = None,
+    ) -> int:
         """Make sure the relay has these chunks (keyed by blob id); returns how many were sent.
 
         One batched existence check, then the missing ones sealed and sent in batches of about
-        `UPLOAD_BATCH_BYTES` so memory stays bounded.
+        `UPLOAD_BATCH_BYTES` so memory stays bounded. `streams`, when given, receives blob id ->
+        the zlib stream of each chunk sealed compressed (`seal_blob_with_stream`).
         """
         items = dict(chunks.items() if isinstance(chunks, Mapping) else chunks)
         if not items:
@@ -421,7 +428,9 @@ class RemoteVault:
         batch: list[tuple[str, bytes]] = []
         size = 0
         for bid in missing:
-            _, sealed = seal_blob(self.key, self.vault_id, items[bid])
+            _, sealed, stream = seal_blob_with_stream(self.key, self.vault_id, items[bid])
+            if streams is not None and stream is not None:
+                streams[bid] = stream
             batch.append((bid, sealed))
             size += len(sealed)
             if size >= UPLOAD_BATCH_BYTES:

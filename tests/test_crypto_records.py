@@ -411,6 +411,7 @@ def test_a_blob_sealed_with_its_stream_is_the_same_blob_and_the_stream_is_its_co
     bid, sealed, stream = records.seal_blob_with_stream(KEY, VID, chunk, _nonce=b"\x01" * 12)
     assert (bid, sealed) == seal_blob(KEY, VID, chunk, _nonce=b"\x01" * 12)
     assert open_blob(KEY, VID, bid, sealed) == chunk
+    assert records.open_blob_with_stream(KEY, VID, bid, sealed) == (chunk, stream)
     framed, same = framing.frame_with_stream(chunk)
     assert framed == framing.frame(chunk) and same == stream
     if stream is None:  # stored as is: compressing did not make it smaller

@@ -211,13 +211,13 @@ def test_restore_brings_back_a_deleted_file(cluster: SyncCluster) -> None:
     assert [ch.rev for ch in a.engine().history("k.md")][0] == 4
 
 
-def test_an_upload_compresses_each_note_once_and_keeps_every_merge_base(
+def test_a_note_is_compressed_once_on_upload_and_never_on_download(
     cluster: SyncCluster, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A note's blob frame and its merge base are the same zlib stream of the same bytes:
     the upload compresses each note once (it compressed each twice, ~10 % of a first
-    upload's CPU), and every base still reads back as the note, binary and large files
-    aside."""
+    upload's CPU) and the download keeps the stream it received (it compressed each note
+    again); every base still reads back as the note, binary files aside."""
     import zlib
 
     a = cluster.add_device("laptop", "human")
@@ -237,10 +237,15 @@ def test_an_upload_compresses_each_note_once_and_keeps_every_merge_base(
     a.sync()
     for data in notes.values():
         assert inputs.count(data) == 1
-    monkeypatch.setattr(zlib, "compress", real)
     index = a.engine().index
     for path, data in notes.items():
         assert index.get_base(path) == data
     assert index.get_base("img.png") is None
-    b.sync()
+    inputs.clear()
+    b.sync()  # the download keeps the stream each blob's frame brought: no compression at all
+    assert not any(data in inputs for data in notes.values())
+    monkeypatch.setattr(zlib, "compress", real)
     assert {p: b.read(p) for p in notes} == notes
+    for path, data in notes.items():
+        assert b.engine().index.get_base(path) == data
+    assert b.engine().index.get_base("img.png") is None

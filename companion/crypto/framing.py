@@ -87,6 +87,12 @@ def frame_with_stream(payload: bytes) -> tuple[bytes, bytes | None]:
 
 def unframe(data: bytes) -> bytes:
     """Undo `frame`, insisting on the canonical form (exact padding, zero bytes, known flags)."""
+    return unframe_with_stream(data)[0]
+
+
+def unframe_with_stream(data: bytes) -> tuple[bytes, bytes | None]:
+    """`unframe(data)`, and the zlib stream the frame held (None for a body stored as is), once
+    it has inflated to exactly the payload: what `frame_with_stream` gave the sender."""
     if len(data) < HEADER_SIZE:
         raise FrameError("frame shorter than its header")
     flags, raw_len, body_len = _HEADER.unpack_from(data, 0)
@@ -101,7 +107,7 @@ def unframe(data: bytes) -> bytes:
     if not flags & FLAG_ZLIB:
         if raw_len != body_len:
             raise FrameError("stored frame has inconsistent lengths")
-        return body
+        return body, None
     inflater = zlib.decompressobj()
     try:
         payload = inflater.decompress(body, raw_len + 1)
@@ -109,4 +115,4 @@ def unframe(data: bytes) -> bytes:
         raise FrameError("frame body is not a valid zlib stream") from exc
     if len(payload) != raw_len or not inflater.eof or inflater.unused_data:
         raise FrameError("frame body does not inflate to its declared length")
-    return payload
+    return payload, body

@@ -41,7 +41,7 @@ from companion.crypto.framing import (
     encode_vault_id,
     frame,
     frame_with_stream,
-    unframe,
+    unframe_with_stream,
 )
 from companion.crypto.keys import VaultKey
 
@@ -106,6 +106,17 @@ def _open(
     error: type[TamperDetected],
     where: str,
 ) -> bytes:
+    return _open_with_stream(aead, version, sealed, ad, error, where)[0]
+
+
+def _open_with_stream(
+    aead: AESGCM,
+    version: int,
+    sealed: bytes,
+    ad: bytes,
+    error: type[TamperDetected],
+    where: str,
+) -> tuple[bytes, bytes | None]:
     if not isinstance(sealed, bytes | bytearray) or len(sealed) < 1:
         raise error(f"{where} is empty")
     if sealed[0] != version:
@@ -124,7 +135,7 @@ def _open(
             "or misplaced data, or data of another vault"
         ) from None
     try:
-        return unframe(plain)
+        return unframe_with_stream(plain)
     except FrameError as exc:
         raise error(f"{where} is malformed after decryption ({exc})") from None
 
@@ -165,14 +176,22 @@ def _seal_blob_as(
 
 def open_blob(key: VaultKey, vault_id: str, bid: str, sealed: bytes) -> bytes:
     """Decrypt the blob the relay returned for id `bid`; `TamperedBlob` if it is not that blob."""
+    return open_blob_with_stream(key, vault_id, bid, sealed)[0]
+
+
+def open_blob_with_stream(
+    key: VaultKey, vault_id: str, bid: str, sealed: bytes
+) -> tuple[bytes, bytes | None]:
+    """`open_blob`, and the zlib stream of the chunk its frame held (`unframe_with_stream`),
+    returned only once the chunk is verified."""
     raw_id = _id_bytes(bid, "blob id", TamperedBlob)
     where = f"blob {bid[:12]}"
-    chunk = _open(
+    chunk, stream = _open_with_stream(
         key.content_aead, BLOB_VERSION, sealed, _blob_ad(vault_id, raw_id), TamperedBlob, where
     )
     if not hmac.compare_digest(blob_id(key, chunk), bid):
         raise TamperedBlob(f"{where} decrypts to content with a different id")
-    return chunk
+    return chunk, stream
 
 
 # ------------------------------------------------------------------------------------ records

@@ -12,7 +12,7 @@ queued as a **problem**: reported every round (status, exit status) until it app
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from datetime import datetime
@@ -119,7 +119,7 @@ class Applier:
                     self._reconcile, step.item, step.local, None, report, out))  # fmt: skip
         changes = [c for c in (_change_of(s) for s in later) if c is not None]
         by_change = {(s_ch.file_id, s_ch.rev): s for s in later if (s_ch := _change_of(s))}
-        for group, contents in self._prefetched(self._content_groups(changes)):
+        for group, contents, streams in self._prefetched(self._content_groups(changes)):
             if core.stop_event.is_set():
                 return out
             bulk: list[tuple[Download, bytes]] = []
@@ -139,7 +139,7 @@ class Applier:
                     bulk.append((step, content))
                     continue
                 self._with_content(step, content, report, out)
-            self._downloads(bulk, report, out)
+            self._downloads(bulk, report, out, streams)
         return out
 
     def _guarded(
@@ -247,10 +247,15 @@ class Applier:
         return AppliedRow(path, expected.sha256, self.core.index.get_base(path), self.core.clock())
 
     def _downloads(
-        self, items: Sequence[tuple[Download, bytes]], report: RoundReport, out: Outcome
+        self,
+        items: Sequence[tuple[Download, bytes]],
+        report: RoundReport,
+        out: Outcome,
+        streams: Mapping[str, bytes],
     ) -> None:
         """Many files changed only remotely, written in parallel; each folder is fsynced once,
-        and only then does the index (one transaction) say the files are there."""
+        and only then does the index (one transaction) say the files are there. A one-chunk
+        file's merge base is the zlib stream its blob's frame held (`streams`, by blob id)."""
         if not items:
             return
         core = self.core
@@ -261,8 +266,13 @@ class Applier:
         ]  # fmt: skip
         prevs = [self._replaced(s.item.path, s.expected) for s, _ in items]
         # the merge bases compress on another thread while the files are written
+        known = {}
+        for s, _ in items:
+            chunks = s.item.change.meta.chunks
+            if len(chunks) == 1 and chunks[0].blob_id in streams:
+                known[s.item.path] = streams[chunks[0].blob_id]
         packing = core.pool().submit(
-            pack_bases, [(s.item.path, base_of(content)) for s, content in items]
+            pack_bases, [(s.item.path, base_of(content)) for s, content in items], known
         )
         if len(jobs) >= BULK_WRITE_MIN:
             results: list[FileState | Exception] = list(write_many(core.root, jobs, core.pool()))
@@ -526,18 +536,18 @@ class Applier:
 
     def _prefetched(
         self, groups: list[list[RemoteChange]]
-    ) -> Iterator[tuple[list[RemoteChange], dict[str, Content]]]:
-        """Each group with its verified contents; the next group downloads while the caller
-        writes this one."""
+    ) -> Iterator[tuple[list[RemoteChange], dict[str, Content], dict[str, bytes]]]:
+        """Each group with its verified contents (and the zlib streams of its blobs, by id); the
+        next group downloads while the caller writes this one."""
         if not groups:
             return
         with ThreadPoolExecutor(1, thread_name_prefix="sync-prefetch") as ahead:
             future = ahead.submit(self._fetch_group, groups[0])
             for i, group in enumerate(groups):
-                contents = future.result()
+                contents, streams = future.result()
                 if i + 1 < len(groups) and not self.core.stop_event.is_set():
                     future = ahead.submit(self._fetch_group, groups[i + 1])
-                yield group, contents
+                yield group, contents, streams
 
     @staticmethod
     def _content_groups(changes: list[RemoteChange]) -> list[list[RemoteChange]]:
@@ -555,7 +565,9 @@ class Applier:
             groups.append(cur)
         return groups
 
-    def _fetch_group(self, group: list[RemoteChange]) -> dict[str, Content]:
+    def _fetch_group(
+        self, group: list[RemoteChange]
+    ) -> tuple[dict[str, Content], dict[str, bytes]]:
         """Verified contents by SHA-256: bytes for small files, a verified partial file for
         large ones (resumable: chunks already downloaded are kept across crashes).
 
@@ -565,8 +577,9 @@ class Applier:
         remote = self.core.remote
         small = [ch.meta for ch in group if len(ch.meta.chunks) <= 1]
         out: dict[str, Content] = {}
+        streams: dict[str, bytes] = {}
         try:
-            out.update(remote.fetch(small))
+            out.update(remote.fetch(small, streams=streams))
         except TamperDetected:
             for meta in small:
                 if meta.deleted or meta.sha256 in out:
@@ -582,7 +595,7 @@ class Applier:
                     out[meta.sha256] = self._fetch_large(meta)
                 except TamperDetected as exc:
                     out[meta.sha256] = exc
-        return out
+        return out, streams
 
     def _fetch_large(self, meta: FileMeta) -> Path:
         core = self.core

@@ -34,6 +34,7 @@ from companion.crypto import (
     check_not_rolled_back,
     file_id,
     open_blob,
+    open_blob_with_stream,
     open_record,
     seal_blob,
     seal_blob_with_stream,
@@ -364,33 +365,44 @@ class RemoteVault:
 
     # ------------------------------------------------------------------ content
 
-    def fetch(self, metas: Sequence[FileMeta]) -> dict[str, bytes]:
-        """Contents of live files (by SHA-256), every blob and every file verified."""
+    def fetch(
+        self, metas: Sequence[FileMeta], *, streams: dict[str, bytes] | None = None
+    ) -> dict[str, bytes]:
+        """Contents of live files (by SHA-256), every blob and every file verified. `streams`,
+        when given, receives blob id -> the zlib stream each compressed blob's frame held
+        (`open_blob_with_stream`)."""
         ids = list(dict.fromkeys(c.blob_id for m in metas if not m.deleted for c in m.chunks))
         batches = [ids[i : i + DOWNLOAD_BATCH] for i in range(0, len(ids), DOWNLOAD_BATCH)]
         chunks: dict[str, bytes] = {}
+        got_streams: dict[str, bytes] = {}
         if len(batches) > 1:
             with ThreadPoolExecutor(DOWNLOAD_THREADS, thread_name_prefix="sync-get") as pool:
-                for part in pool.map(self._fetch_batch, batches):
+                for part, part_streams in pool.map(self._fetch_batch, batches):
                     chunks.update(part)
+                    got_streams.update(part_streams)
         elif batches:
-            chunks = self._fetch_batch(batches[0])
+            chunks, got_streams = self._fetch_batch(batches[0])
         out: dict[str, bytes] = {}
         for m in metas:
             if m.deleted or m.sha256 in out:
                 continue
             out[m.sha256] = assemble(m, [chunks[c.blob_id] for c in m.chunks])
+        if streams is not None:
+            streams.update(got_streams)
         return out
 
-    def _fetch_batch(self, ids: list[str]) -> dict[str, bytes]:
+    def _fetch_batch(self, ids: list[str]) -> tuple[dict[str, bytes], dict[str, bytes]]:
+        """The verified chunks of a batch of blob ids, and the zlib streams their frames held."""
         got = self.client.get_blobs(ids)
-        out = {}
+        out, streams = {}, {}
         for bid in ids:
             sealed = got.get(bid)
             if sealed is None:
                 raise TamperDetected(f"the relay did not send blob {bid[:12]}")
-            out[bid] = open_blob(self.key, self.vault_id, bid, sealed)
-        return out
+            out[bid], stream = open_blob_with_stream(self.key, self.vault_id, bid, sealed)
+            if stream is not None:
+                streams[bid] = stream
+        return out, streams
 
     def fetch_one(self, meta: FileMeta) -> bytes:
         return self.fetch([meta])[meta.sha256]

@@ -98,17 +98,6 @@ def _seal_framed(
     return bytes([version]) + nonce + aead.encrypt(nonce, framed, ad)
 
 
-def _open(
-    aead: AESGCM,
-    version: int,
-    sealed: bytes,
-    ad: bytes,
-    error: type[TamperDetected],
-    where: str,
-) -> bytes:
-    return _open_with_stream(aead, version, sealed, ad, error, where)[0]
-
-
 def _open_with_stream(
     aead: AESGCM,
     version: int,
@@ -356,7 +345,7 @@ def open_record(key: VaultKey, vault_id: str, fid: str, rev: int, sealed: bytes)
         _check_rev(rev)
     except ValueError:
         raise TamperedRecord(f"{where}: the relay gave an invalid revision number") from None
-    payload = _open(
+    payload, _ = _open_with_stream(
         key.metadata_aead,
         RECORD_VERSION,
         sealed,

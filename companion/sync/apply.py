@@ -33,7 +33,7 @@ from companion.sync.chunking import ChunkAssembler, ChunkSpec
 from companion.sync.conflicts import Resolution, Version, case_collision_name, resolve
 from companion.sync.core import Core
 from companion.sync.filestate import FileState
-from companion.sync.index import AppliedRow, pack_bases
+from companion.sync.index import AppliedRow, base_streams, pack_bases
 from companion.sync.merge import derives_from
 from companion.sync.model import Local, Outcome, entry_state
 from companion.sync.pathsafe import UnsafePath
@@ -266,11 +266,7 @@ class Applier:
         ]  # fmt: skip
         prevs = [self._replaced(s.item.path, s.expected) for s, _ in items]
         # the merge bases compress on another thread while the files are written
-        known = {}
-        for s, _ in items:
-            chunks = s.item.change.meta.chunks
-            if len(chunks) == 1 and chunks[0].blob_id in streams:
-                known[s.item.path] = streams[chunks[0].blob_id]
+        known = base_streams(((s.item.path, s.item.change.meta.chunks) for s, _ in items), streams)
         packing = core.pool().submit(
             pack_bases, [(s.item.path, base_of(content)) for s, content in items], known
         )

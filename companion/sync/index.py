@@ -29,7 +29,7 @@ import sqlite3
 import threading
 import time
 import zlib
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -170,6 +170,18 @@ def pack_bases(
         for path, data in items
         if data is not None and len(data) <= BASE_TEXT_LIMIT
     }
+
+
+def base_streams(
+    files: Iterable[tuple[str, Sequence[Any]]], streams: Mapping[str, bytes]
+) -> dict[str, bytes]:
+    """path -> the zlib stream of its content, for the one-chunk files (path, chunk refs) whose
+    blob's frame held one (`streams`, by blob id): `pack_bases` keeps it as their base."""
+    out = {}
+    for path, chunks in files:
+        if len(chunks) == 1 and chunks[0].blob_id in streams:
+            out[path] = streams[chunks[0].blob_id]
+    return out
 
 
 class SyncIndexError(CompanionError):

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import hashlib
 from collections import deque
-from collections.abc import Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,7 +21,7 @@ from companion.sync.atomic import ChangedSinceScan
 from companion.sync.chunking import iter_chunks
 from companion.sync.core import Core
 from companion.sync.filestate import FileState, NotRegularFile
-from companion.sync.index import Entry, pack_bases
+from companion.sync.index import Entry, base_streams, pack_bases
 from companion.sync.model import Prepared, Pushed
 from companion.sync.pathsafe import UnsafePath, resolve_inside
 from companion.sync.plan import PushPlan, Tombstone, Upload
@@ -80,7 +79,8 @@ class Pusher:
         result = remote.commit(groups, reupload=lambda ids: self._reupload(ids, batch.prepared))
         committed = [path for path in result.committed if path in batch.prepared]
         batch.packed = pack_bases(((path, batch.base(path)) for path in committed),
-                                  batch.streams_by_path(committed, streams))  # fmt: skip
+                                  base_streams(((path, batch.prepared[path].out.meta.chunks)
+                                                for path in committed), streams))  # fmt: skip
         return result
 
     def _record(
@@ -227,16 +227,6 @@ class _Batch:
         """The merge base an upload leaves once committed: its content, when it is text."""
         p = self.prepared[path]
         return p.content if p.content is not None and p.is_text else None
-
-    def streams_by_path(self, paths: list[str], streams: Mapping[str, bytes]) -> dict[str, bytes]:
-        """path -> the zlib stream of its content, for the one-chunk files whose blob was sealed
-        compressed (blob id -> stream in `streams`): their merge base is that stream."""
-        out = {}
-        for path in paths:
-            chunks = self.prepared[path].out.meta.chunks
-            if len(chunks) == 1 and chunks[0].blob_id in streams:
-                out[path] = streams[chunks[0].blob_id]
-        return out
 
 
 def _batches(plan: PushPlan) -> list[tuple[list[Upload], list[Tombstone]]]:

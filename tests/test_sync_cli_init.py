@@ -208,3 +208,42 @@ def test_plain_http_to_another_host_needs_insecure_http(cli, cluster) -> None:
     (laptop.vault / "n.md").write_text("over plain http, on purpose\n")
     code, out, err = laptop("sync", str(laptop.vault))  # later commands remember the choice
     assert code == 0, err
+
+
+@pytest.mark.parametrize(
+    ("args", "says"),
+    [
+        (("--relay", "ftp://relay.example.org"), "is not a relay URL"),
+        (("--relay", "http://relay.example.org"), "in clear"),
+        (("--relay", "https://relay.example.org", "--device-name", "a\x07b"), "device name"),
+        (("--relay", "https://relay.example.org", "--invite", ""), "an invite code is needed"),
+    ],
+    ids=["not-http", "plain-http-to-another-host", "bad-device-name", "no-invite"],
+)
+def test_bad_arguments_are_refused_before_the_secret_store_is_opened(
+    cli, monkeypatch, args: tuple[str, ...], says: str
+) -> None:
+    """A typo in the command is what the person must hear about, with exit status 2: not that
+    this machine has no keyring (exit 1), and no keyring unlock prompt for a command that
+    cannot run anyway."""
+    laptop = cli("laptop")
+    (laptop.home / "config" / "config.toml").write_text("")  # the OS keyring: none here
+    monkeypatch.setenv("PYTHON_KEYRING_BACKEND", "keyring.backends.fail.Keyring")
+    given = dict(zip(args[::2], args[1::2], strict=True))
+    given.setdefault("--invite", "x" * 40)
+    given.setdefault("--device-name", "laptop")
+    flat = [part for pair in given.items() for part in pair]
+    code, _out, err = laptop("init", str(laptop.vault), *flat, "--kind", "human")
+    assert code == 2, err
+    assert says in err and "keyring" not in err
+    assert len(err.strip().splitlines()) == 1
+    assert not laptop.vault.exists()
+
+
+def test_a_second_init_is_refused_before_the_secret_store_is_opened(cli, monkeypatch) -> None:
+    laptop = cli("laptop")
+    assert laptop.init()[0] == 0
+    (laptop.home / "config" / "config.toml").write_text("")  # now without any secret store
+    monkeypatch.setenv("PYTHON_KEYRING_BACKEND", "keyring.backends.fail.Keyring")
+    code, _out, err = laptop.init()
+    assert code == 2 and "already set up for sync" in err and "keyring" not in err

@@ -171,17 +171,28 @@ def init(
     import socket
 
     from companion.credentials.store import open_store
-    from companion.sync.join import check_vault_root, join_vault, passphrase_source, remember_join
+    from companion.sync.join import (
+        check_join_request,
+        join_vault,
+        passphrase_source,
+        remember_join,
+    )
 
-    check_vault_root(vault, app.paths)  # before anything is opened or written
+    relay_url = relay_url or app.config.settings.sync.relay_url
+    device_name = device_name or app.config.settings.sync.device_name or socket.gethostname()
+    # every argument checked before anything is opened or written (the secret store included)
+    check_join_request(
+        app.paths, vault, relay_url=relay_url, invite=invite, device_name=device_name,
+        kind=kind, insecure_http=insecure_http,
+    )  # fmt: skip
     store = open_store(app.config)
     result = join_vault(
         app.paths,
         store,
         vault,
-        relay_url=relay_url or app.config.settings.sync.relay_url,
+        relay_url=relay_url,
         invite=invite,
-        device_name=device_name or app.config.settings.sync.device_name or socket.gethostname(),
+        device_name=device_name,
         kind=kind,
         passphrase=passphrase_source(store),
         ca_cert=str(ca_cert.resolve()) if ca_cert else "",

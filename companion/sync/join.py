@@ -48,7 +48,7 @@ from companion.crypto.passphrase import check_new_passphrase
 from companion.errors import CompanionError, InputError
 from companion.logs import get_logger, register_secret
 from companion.paths import DevicePaths
-from companion.relay.client import RelayClient
+from companion.relay.client import RelayClient, check_relay_url
 from companion.relay.errors import ConflictError
 from companion.sync.conflicts import KINDS
 from companion.sync.device import DeviceState
@@ -200,6 +200,45 @@ def check_vault_root(vault_root: str | os.PathLike[str], paths: DevicePaths) -> 
     return root
 
 
+def check_join_request(
+    paths: DevicePaths,
+    vault_root: str | os.PathLike[str],
+    *,
+    relay_url: str,
+    invite: str | None,
+    device_name: str,
+    kind: str | None,
+    insecure_http: bool = False,
+) -> Path:
+    """Refuse a join whose arguments cannot work (`InputError`, `InvalidRelayUrl`,
+    `InsecureRelayUrl`: exit status 2) and return the vault folder.
+
+    It reads no secret and touches no network: `companion init` calls it before it opens the
+    secret store, so a typo is what the person hears about, not a missing keyring (or a
+    keyring's unlock prompt); `join_vault` calls it first too.
+    """
+    if kind is not None and kind not in KINDS:
+        raise InputError(f"--kind must be human or agent, not {kind!r}")
+    problem = display_name_problem(device_name)
+    if problem:
+        raise InputError(problem)
+    root = check_vault_root(vault_root, paths)
+    if DeviceState.exists(paths, root):
+        state = DeviceState.load(paths, root)
+        if state.key_ready:
+            raise InputError(
+                f"{root} is already set up for sync (device {shown(state.device_name)!r} in "
+                f"vault {state.vault_id} via {state.relay_url}); run `companion sync {root}`"
+            )
+    else:  # a new join (not a half-finished one resumed)
+        if not invite:
+            raise InputError("an invite code is needed (--invite): ask the relay's admin")
+        if not relay_url:
+            raise InputError("the relay URL is needed (--relay URL)")
+        check_relay_url(relay_url, insecure_http)
+    return root
+
+
 def join_vault(
     paths: DevicePaths,
     store: SecretStore,
@@ -222,22 +261,15 @@ def join_vault(
     is refused by the relay. With `recovery`, the vault key comes from a recovery key instead
     of the passphrase (which is then only asked for when the vault has no wrapped key yet).
     """
-    if kind is not None and kind not in KINDS:
-        raise InputError(f"--kind must be human or agent, not {kind!r}")
-    problem = display_name_problem(device_name)
-    if problem:
-        raise InputError(problem)
-    root = check_vault_root(vault_root, paths)
+    root = check_join_request(
+        paths, vault_root, relay_url=relay_url, invite=invite, device_name=device_name,
+        kind=kind, insecure_http=insecure_http,
+    )  # fmt: skip
     check = getattr(passphrase, "check", None)
     resumed = False
     if DeviceState.exists(paths, root):
-        state = DeviceState.load(paths, root)
-        if state.key_ready:
-            raise InputError(
-                f"{root} is already set up for sync (device {shown(state.device_name)!r} in "
-                f"vault {state.vault_id} via {state.relay_url}); run `companion sync {root}`"
-            )
         # a half-finished join saved by an older version (it stored the token first)
+        state = DeviceState.load(paths, root)
         resumed = True
         token = state.load_token(store)
         client = client_factory(
@@ -245,10 +277,7 @@ def join_vault(
             insecure_http=state.insecure_http,
         )  # fmt: skip
     else:
-        if not invite:
-            raise InputError("an invite code is needed (--invite): ask the relay's admin")
-        if not relay_url:
-            raise InputError("the relay URL is needed (--relay URL)")
+        assert invite and relay_url  # check_join_request
         if recovery is None and callable(check):
             check()
         client = client_factory(relay_url, verify=ca_cert or True, insecure_http=insecure_http)

@@ -711,11 +711,15 @@ def summarize_latency(t: LatencyTarget) -> dict[str, Any]:
     }
 
 
-LIBRARY_FLOOR = """
-import os, sqlite3, sys
+LIBRARIES = """
+import sqlite3
 import click, pathspec
 import companion.relay.lean  # httpx, without the extras the client never uses
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+"""
+
+WALK = """
+import os, sys
 
 def walk(folder):
     with os.scandir(folder) as entries:
@@ -725,6 +729,8 @@ def walk(folder):
 
 walk(sys.argv[1])
 """
+
+LIBRARY_FLOOR = LIBRARIES + WALK
 
 
 def quiet_rescan_companion(run: Run, co: CompanionSystem, repeat: int) -> None:
@@ -757,6 +763,14 @@ def quiet_rescan_companion(run: Run, co: CompanionSystem, repeat: int) -> None:
         )  # fmt: skip
         lib_floor.append(now() - t0)
     out["library_floor_s"] = lib_floor
+    # and without the libraries: what any one-shot Python command that looks at every file pays
+    bare_floor = []
+    for _ in range(repeat):
+        t0 = now()
+        subprocess.run([sys.executable, "-c", WALK, str(co.a.vault)], check=True, cwd=REPO,
+                       env=co.env(co.a.home))  # fmt: skip
+        bare_floor.append(now() - t0)
+    out["walk_floor_s"] = bare_floor
     try:
         r = inprocess_quiet_scan(co, repeat)
         out["quiet_round_inprocess_s"] = r["round_s"]
@@ -1151,6 +1165,12 @@ def table(run: Run) -> str:
     row(
         "  floor: start-up, importing the libraries a round uses, one lstat walk (no code of ours)",
         median(co.get("library_floor_s", [])),
+        None,
+        "",
+    )
+    row(
+        "  floor: start-up and one lstat walk (no library, no code of ours)",
+        median(co.get("walk_floor_s", [])),
         None,
         "",
     )

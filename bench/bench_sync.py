@@ -752,25 +752,17 @@ def quiet_rescan_companion(run: Run, co: CompanionSystem, repeat: int) -> None:
         floor.append(now() - t0)
     out["python_startup_s"] = floor
     # The floor of any Python round built on this project's libraries: start-up, importing
-    # them (httpx as the client imports it), and one lstat walk of the vault; none of our code
+    # them (httpx as the client imports it), and one lstat walk of the vault; none of our code.
+    # Then the walk without the libraries: what any one-shot command looking at every file pays.
     assert co.a is not None
-    lib_floor = []
-    for _ in range(repeat):
-        t0 = now()
-        subprocess.run(
-            [sys.executable, "-c", LIBRARY_FLOOR, str(co.a.vault)],
-            check=True, cwd=REPO, env=co.env(co.a.home),
-        )  # fmt: skip
-        lib_floor.append(now() - t0)
-    out["library_floor_s"] = lib_floor
-    # and without the libraries: what any one-shot Python command that looks at every file pays
-    bare_floor = []
-    for _ in range(repeat):
-        t0 = now()
-        subprocess.run([sys.executable, "-c", WALK, str(co.a.vault)], check=True, cwd=REPO,
-                       env=co.env(co.a.home))  # fmt: skip
-        bare_floor.append(now() - t0)
-    out["walk_floor_s"] = bare_floor
+    for key, code in (("library_floor_s", LIBRARY_FLOOR), ("walk_floor_s", WALK)):
+        walls = []
+        for _ in range(repeat):
+            t0 = now()
+            subprocess.run([sys.executable, "-c", code, str(co.a.vault)], check=True, cwd=REPO,
+                           env=co.env(co.a.home))  # fmt: skip
+            walls.append(now() - t0)
+        out[key] = walls
     try:
         r = inprocess_quiet_scan(co, repeat)
         out["quiet_round_inprocess_s"] = r["round_s"]

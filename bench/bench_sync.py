@@ -1176,7 +1176,7 @@ def table(run: Run) -> str:
             "≤ 10 s",
             help_fl,
         )
-    for label, floors in (("10,000 notes", notes_fl), ("help-shaped vault", help_fl)):
+    for label, floors in ((f"{n} notes", notes_fl), ("help-shaped vault", help_fl)):
         if floors:
             rows.append((
                 f"  floors, {label}: write every file + one flush (AES-GCM, SHA-256 per file)",

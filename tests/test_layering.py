@@ -81,3 +81,15 @@ def test_a_quiet_sync_loads_only_what_a_quiet_round_uses() -> None:
     assert "companion.sync.scanner" in loaded
     late = {"merge3", "difflib", "zoneinfo", "tomli_w"}
     assert late & loaded == set()
+
+
+def test_a_quiet_sync_pays_for_no_unused_http_or_lock_layers() -> None:
+    """The relay client talks to httpcore (the transport httpx is built on) without httpx's own
+    layer, reads the proxy settings without urllib.request when no variable names a proxy, and
+    the engine lock is two system calls without filelock: together ~100 ms of a one-shot
+    `companion sync`'s start-up on a slow machine (#17)."""
+    loaded = _loaded(
+        "companion.cli, companion.sync.cli, companion.sync.engine, companion.sync.lock"
+    )
+    assert {"companion.relay.client", "httpcore", "companion.sync.lock"} <= loaded
+    assert {"httpx", "filelock", "urllib.request", "http.client", "email.utils"} & loaded == set()

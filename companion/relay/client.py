@@ -1,27 +1,27 @@
 """`RelayClient`: the synchronous client the sync engine uses to talk to a relay.
 
-One instance per relay and device; safe to share between threads (httpx pools connections),
-so a long-poll can wait in one thread while another commits. Every failure is a typed
+One instance per relay and device; safe to share between threads (httpcore pools
+connections), so a long-poll can wait in one thread while another commits. Every failure is a typed
 `RelayError` (see `errors.py`); a conflicting commit is not an error but a `CommitResult`
 listing each conflict with the current head.
 """
 
 from __future__ import annotations
 
-import email.utils
 import hashlib
 import importlib
+import json as jsonlib
 import socket
 import ssl
 import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
-from urllib.parse import urlsplit
+from urllib.parse import unquote, urlencode, urlsplit, urlunsplit
 
 # isort: off
-import companion.relay.lean  # noqa: F401  (first: httpx without its unused extras)
-import httpx
+import companion.relay.lean  # noqa: F401  (first: httpcore without its unused extras)
+import httpcore
 
 # isort: on
 
@@ -187,6 +187,8 @@ def _retry_after(value: str | None) -> float:
     try:
         seconds = float(value.strip())
     except ValueError:
+        import email.utils  # an HTTP date: rare, and its parser costs a quiet sync ~5 ms
+
         try:
             when = email.utils.parsedate_to_datetime(value)
         except (TypeError, ValueError):
@@ -218,16 +220,57 @@ def check_relay_url(url: str, insecure_http: bool = False) -> None:
         )
 
 
-def _httpx_proxy(choice: ProxyChoice) -> httpx.Proxy:
+def _proxy(choice: ProxyChoice) -> httpcore.Proxy:
+    """The proxy for httpcore: credentials from the URL's user info go in `auth`, so the proxy
+    gets them in a Proxy-Authorization header (basic) or the SOCKS5 handshake."""
     if choice.is_socks:
         try:
-            importlib.import_module("socksio")  # httpx's SOCKS support, an optional extra
+            importlib.import_module("socksio")  # httpcore's SOCKS support, an optional extra
         except ImportError:
             raise ProxySettingError(
                 f"the relay is reached through the SOCKS proxy {choice.shown}, which needs the "
-                "socksio package: pip install 'httpx[socks]'"
+                "socksio package: pip install 'httpx[socks]' (or socksio)"
             ) from None
-    return httpx.Proxy(choice.url)
+    parts = urlsplit(choice.url)
+    auth = None
+    if parts.username is not None or parts.password is not None:
+        auth = (unquote(parts.username or ""), unquote(parts.password or ""))
+    host = parts.hostname or ""
+    netloc = (f"[{host}]" if ":" in host else host) + (f":{parts.port}" if parts.port else "")
+    return httpcore.Proxy(urlunsplit((parts.scheme, netloc, parts.path, "", "")), auth=auth)
+
+
+class Reply:
+    """An answer from the relay, read whole: status, reason, headers (names in lower case)
+    and body."""
+
+    __slots__ = ("content", "headers", "reason_phrase", "status_code")
+
+    def __init__(
+        self, status_code: int, reason_phrase: str, headers: dict[str, str], content: bytes
+    ) -> None:
+        self.status_code = status_code
+        self.reason_phrase = reason_phrase
+        self.headers = headers
+        self.content = content
+
+    def json(self) -> Any:
+        return jsonlib.loads(self.content)
+
+
+def _reply_head(resp: httpcore.Response) -> tuple[int, str, dict[str, str]]:
+    reason = resp.extensions.get("reason_phrase", b"")
+    headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in resp.headers}
+    return resp.status, reason.decode("latin-1") if isinstance(reason, bytes) else "", headers
+
+
+# What goes wrong on the way to the relay (not an answer from it): httpcore's timeouts first.
+_TRANSPORT_ERRORS = (
+    httpcore.NetworkError,
+    httpcore.ProtocolError,
+    httpcore.ProxyError,
+    httpcore.UnsupportedProtocol,
+)
 
 
 class RelayClient:
@@ -254,24 +297,27 @@ class RelayClient:
         self.vault_id = vault_id
         self._token: str | None = None
         self._limits: dict[str, float] | None = None
-        tls: bool | ssl.SSLContext = (
-            ssl.create_default_context(cafile=verify) if isinstance(verify, str) else verify
-        )
-        if self.base_url.lower().startswith("http://"):
-            tls = False  # no TLS on this connection: skip loading the CA bundle (~0.1-0.8 s)
+        tls: ssl.SSLContext | None = None  # None: the system CAs and certifi's (httpcore's)
+        if not self.base_url.lower().startswith("https://"):
+            pass  # no TLS on this connection: loading a CA bundle would cost 0.1-0.8 s
+        elif isinstance(verify, str):
+            tls = ssl.create_default_context(cafile=verify)
+        elif not verify:
+            tls = ssl.create_default_context()
+            tls.check_hostname = False
+            tls.verify_mode = ssl.CERT_NONE
         self.proxy = proxy_for(self.base_url)  # the platform's proxy settings (`proxy.py`)
-        self._http = httpx.Client(
-            base_url=self.base_url,
-            timeout=httpx.Timeout(timeout, connect=min(timeout, 10.0)),
+        self._pool = httpcore.ConnectionPool(
+            ssl_context=tls,
+            proxy=None if self.proxy is None else _proxy(self.proxy),
+            max_connections=100,
+            max_keepalive_connections=20,
+            keepalive_expiry=5.0,
+            retries=2,  # connection attempts only: a request is never sent twice
             # TCP_NODELAY: without it, the last piece of a body waits for a delayed ACK (~40 ms)
-            transport=httpx.HTTPTransport(
-                retries=2,
-                verify=tls,
-                socket_options=[(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)],
-                proxy=None if self.proxy is None else _httpx_proxy(self.proxy),
-            ),
-            headers={"User-Agent": "vault-companion"},
+            socket_options=[(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)],
         )
+        self._headers: dict[str, str] = {"User-Agent": "vault-companion", "Accept": "*/*"}
         self.timeout = timeout
         self.where = f"the relay at {self.base_url}" + (
             f" (through the proxy {self.proxy.shown})" if self.proxy else ""
@@ -283,10 +329,10 @@ class RelayClient:
     def set_token(self, token: str) -> None:
         register_secret(token)
         self._token = token
-        self._http.headers["Authorization"] = f"Bearer {token}"
+        self._headers["Authorization"] = f"Bearer {token}"
 
     def close(self) -> None:
-        self._http.close()
+        self._pool.close()
 
     def __enter__(self) -> RelayClient:
         return self
@@ -299,24 +345,48 @@ class RelayClient:
             raise AuthError("this device has not joined a vault on the relay yet")
         return f"/v1/vaults/{self.vault_id}{suffix}"
 
-    def _request(
-        self, method: str, path: str, *, accept: tuple[int, ...] = (), **kw: Any
-    ) -> httpx.Response:
+    def _send(
+        self,
+        method: str,
+        path: str,
+        *,
+        json: Any = None,
+        params: Mapping[str, Any] | None = None,
+        content: bytes | None = None,
+        headers: Mapping[str, str] | None = None,
+        wait: float = 0,
+    ) -> tuple[str, list[tuple[str, str]], bytes | None, dict[str, Any]]:
+        """What httpcore needs for one request: URL, headers, body and timeouts (a long-poll of
+        `wait` seconds reads for that much longer)."""
+        url = self.base_url + path + (f"?{urlencode(params)}" if params else "")
+        hdrs = dict(self._headers)
+        if json is not None:
+            content = jsonlib.dumps(json, separators=(",", ":")).encode()
+            hdrs["Content-Type"] = "application/json"
+        if headers:
+            hdrs.update(headers)
+        t = self.timeout + wait
+        timeouts = {"connect": min(self.timeout, 10.0), "read": t, "write": t, "pool": t}
+        return url, list(hdrs.items()), content, {"timeout": timeouts}
+
+    def _request(self, method: str, path: str, *, accept: tuple[int, ...] = (), **kw: Any) -> Reply:
         """Send; raise the matching RelayError for any status >= 400 not in `accept`."""
+        url, headers, content, ext = self._send(method, path, **kw)
         try:
-            resp = self._http.request(method, path, **kw)
-        except httpx.TimeoutException:
+            resp = self._pool.request(method, url, headers=headers, content=content, extensions=ext)
+        except httpcore.TimeoutException:
             raise RelayUnreachable(f"{self.where} did not answer in time") from None
-        except httpx.TransportError as exc:
+        except _TRANSPORT_ERRORS as exc:
             raise RelayUnreachable(
                 f"cannot reach {self.where}: {type(exc).__name__}"
                 + (f" ({exc})" if str(exc) else "")
             ) from None
-        if resp.status_code >= 400 and resp.status_code not in accept:
-            self._raise(resp)
-        return resp
+        reply = Reply(*_reply_head(resp), resp.content)
+        if reply.status_code >= 400 and reply.status_code not in accept:
+            self._raise(reply)
+        return reply
 
-    def _not_a_relay(self, resp: httpx.Response) -> str:
+    def _not_a_relay(self, resp: Reply) -> str:
         """One line for an answer no relay gives (a web server's HTML page): what came back,
         never the page itself."""
         kind = resp.headers.get("content-type", "").split(";")[0].strip() or "no content type"
@@ -325,7 +395,7 @@ class RelayClient:
             "that is not a relay; give the relay's base URL (URL/v1/health must answer)"
         )
 
-    def _raise(self, resp: httpx.Response, **extra: Any) -> None:
+    def _raise(self, resp: Reply, **extra: Any) -> None:
         status = resp.status_code
         try:
             body = resp.json()
@@ -334,7 +404,7 @@ class RelayClient:
         relay_body = isinstance(body, dict) and "error" in body
         code = str(body.get("error")) if relay_body else None  # type: ignore[union-attr]
         if status in (429, 503):
-            wait = _retry_after(resp.headers.get("Retry-After"))
+            wait = _retry_after(resp.headers.get("retry-after"))
             what = "asks this device to slow down" if status == 429 else "is unavailable"
             raise RelayBusy(
                 f"the relay at {self.base_url} {what} ({status}); retrying in {wait:.0f} s",
@@ -361,7 +431,7 @@ class RelayClient:
             raise MissingBlobsError(text, list(body.get("missing", [])), status=status, code=code)
         raise RelayError(text, status=status, code=code)
 
-    def _parse(self, shape: replies.Shape, resp: httpx.Response) -> dict[str, Any]:
+    def _parse(self, shape: replies.Shape, resp: Reply) -> dict[str, Any]:
         try:
             return replies.read_reply(shape, resp.content)
         except replies.ReplyError:
@@ -471,7 +541,7 @@ class RelayClient:
             "GET",
             self._vault_path("/changes"),
             params={"since": since, "wait": wait, "limit": limit},
-            timeout=httpx.Timeout(self.timeout + wait, connect=min(self.timeout, 10.0)),
+            wait=wait,
         )
         out = self._parse(replies.CHANGES, resp)
         return ChangesPage(
@@ -540,7 +610,7 @@ class RelayClient:
         """Download one blob, checked against the relay's checksum (NotFoundError if absent)."""
         resp = self._request("GET", self._vault_path(f"/blobs/{blob_id}"))
         data = resp.content
-        if resp.headers.get("X-Content-SHA256") != _sha(data):
+        if resp.headers.get("x-content-sha256") != _sha(data):
             raise RelayError(f"blob {blob_id} arrived damaged (checksum mismatch)")
         return data
 
@@ -585,17 +655,20 @@ class RelayClient:
             yield from self._fetch_batch(ids[i : i + step], int(lim["max_blob_bytes"]))
 
     def _fetch_batch(self, ids: list[str], max_blob: int) -> Iterator[tuple[str, bytes]]:
-        path = self._vault_path("/blobs-download")
+        url, headers, content, ext = self._send(
+            "POST", self._vault_path("/blobs-download"), json={"ids": ids}
+        )
         try:
-            with self._http.stream("POST", path, json={"ids": ids}) as resp:
-                if resp.status_code >= 400:
-                    resp.read()
-                    self._raise(resp)
+            with self._pool.stream(
+                "POST", url, headers=headers, content=content, extensions=ext
+            ) as resp:
+                if resp.status >= 400:
+                    self._raise(Reply(*_reply_head(resp), resp.read()))
                 parser = FrameParser(max_blob)
                 header: FrameHeader | None = None
                 parts: list[bytes | memoryview] = []
                 got = 0
-                for chunk in resp.iter_raw():
+                for chunk in resp.iter_stream():
                     for ev in parser.feed(chunk):
                         if isinstance(ev, FrameHeader):
                             header, parts = ev, []
@@ -609,9 +682,9 @@ class RelayClient:
                         else:
                             parts.append(ev)
                 parser.close()
-        except httpx.TimeoutException:
+        except httpcore.TimeoutException:
             raise RelayUnreachable(f"{self.where} did not answer in time") from None
-        except httpx.TransportError as exc:
+        except _TRANSPORT_ERRORS as exc:
             raise RelayUnreachable(
                 f"lost {self.where} during a download: {type(exc).__name__}"
             ) from None

@@ -1,12 +1,14 @@
-"""Importing httpx without the optional extras it pulls in when they happen to be installed.
+"""Importing httpcore, the relay client's HTTP transport, without the extras it loads when they
+happen to be installed.
 
-`relay/client.py` imports this module first, so any process that talks to a relay gets httpx
-this way.
+`relay/client.py` imports this module first, so any process that talks to a relay gets
+httpcore this way. The client speaks to httpcore (the connection pool, proxies, TLS and
+HTTP/1.1 that httpx is built on) rather than to httpx itself: httpx's own layer (its models,
+cookies, multipart, auth, URL parser) cost a one-shot `companion sync` about 60 ms of start-up
+for features the relay client never uses (#17).
 
-httpx imports its command-line client (rich, pygments) and httpcore its trio backend
-whenever those packages exist, which costs a one-shot `companion sync` about 50 ms of its
-start-up for features the engine never uses. `import_httpx` hides them during the import (and
-only then: later imports of trio or rich in the process work as usual).
+httpcore imports its trio backend whenever trio exists; `import_httpcore` hides trio during the
+import (and only then: a later `import trio` in the process works as usual).
 """
 
 from __future__ import annotations
@@ -14,22 +16,21 @@ from __future__ import annotations
 import importlib
 import sys
 
-OPTIONAL = ("trio", "rich", "pygments")
+OPTIONAL = ("trio",)
 
 
-def import_httpx() -> None:
-    if "httpx" in sys.modules:
+def import_httpcore() -> None:
+    if "httpcore" in sys.modules:
         return
     hidden = [name for name in OPTIONAL if name not in sys.modules]
     for name in hidden:
         sys.modules[name] = None  # type: ignore[assignment]  # "import trio" -> ImportError
     try:
-        importlib.import_module("httpx")
-        importlib.import_module("httpcore")  # httpx imports it when the first client is made
+        importlib.import_module("httpcore")
     finally:
         for name in hidden:
             if sys.modules.get(name, 0) is None:
                 del sys.modules[name]
 
 
-import_httpx()
+import_httpcore()

@@ -1,10 +1,10 @@
 """Which forward proxy, if any, this machine's settings name for a relay URL.
 
-`RelayClient` passes httpx its own transport (for `TCP_NODELAY` and connect retries), and httpx
-reads proxy settings only when it builds the transport itself: without this module a device
-behind a corporate proxy could not reach its relay at all. The settings are the platform's,
-through the standard library: `HTTPS_PROXY` / `HTTP_PROXY` / `ALL_PROXY` and `NO_PROXY` (either
-case) everywhere, the system proxy settings on macOS and Windows.
+`RelayClient` builds its own httpcore connection pool (for `TCP_NODELAY` and connect retries),
+and httpcore reads no proxy settings: without this module a device behind a corporate proxy
+could not reach its relay at all. The settings are the platform's, through the standard
+library: `HTTPS_PROXY` / `HTTP_PROXY` / `ALL_PROXY` and `NO_PROXY` (either case) everywhere, the
+system proxy settings on macOS and Windows.
 
 A relay on this machine (localhost, a loopback address) never goes through a proxy, as in Go's
 `ProxyFromEnvironment`: a proxy elsewhere cannot reach this machine's loopback.
@@ -15,7 +15,8 @@ host name and the amount of traffic, never the token or the (already encrypted) 
 
 from __future__ import annotations
 
-import urllib.request
+import os
+import sys
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
@@ -32,7 +33,7 @@ class ProxySettingError(InputError):
 
 @dataclass(frozen=True)
 class ProxyChoice:
-    url: str  # as set, credentials included: give it to httpx, never show it
+    url: str  # as set, credentials included: give it to the transport, never show it
     shown: str  # scheme://host:port, for messages and logs
 
     @property
@@ -46,6 +47,12 @@ def proxy_for(relay_url: str) -> ProxyChoice | None:
     host = parts.hostname or ""
     if not host or is_loopback_host(host):
         return None
+    if sys.platform not in ("darwin", "win32") and not any(
+        name.lower().endswith("_proxy") for name in os.environ
+    ):
+        return None  # all `getproxies` reads here; urllib.request costs a one-shot sync ~12 ms
+    import urllib.request
+
     proxies = urllib.request.getproxies()
     setting = proxies.get(parts.scheme.lower()) or proxies.get("all")
     if not setting:

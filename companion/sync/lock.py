@@ -1,9 +1,14 @@
 """One sync engine per vault copy: an OS file lock, with who holds it written next to it.
 
-`filelock` takes an OS-level lock (flock/fcntl on POSIX, LockFileEx on Windows) that the kernel
-releases when the process dies, even by ``kill -9``, so a crash never leaves the vault locked.
-The holder's pid, command line and start time go into ``engine.lock.holder`` so a second
+The lock is the operating system's own (`flock` on POSIX, `msvcrt.locking` on Windows), which
+the kernel releases when the process dies, even by ``kill -9``, so a crash never leaves the vault
+locked. It is taken without waiting: a copy is either free or owned by another engine. The
+holder's pid, command line and start time go into ``engine.lock.holder`` so a second
 `companion sync` can say which process to wait for or stop.
+
+The two system calls are made here rather than through `filelock` (which the dream and memory
+stores use for their waiting locks): importing filelock cost every one-shot `companion sync`
+about 25 ms of start-up, more than the call it wraps (#17).
 """
 
 from __future__ import annotations
@@ -16,12 +21,41 @@ import time
 from pathlib import Path
 from typing import Any
 
-from filelock import FileLock, Timeout
-
 from companion.errors import CompanionError
 from companion.fileio import write_text_atomic
 
 LOCK_NAME = "engine.lock"
+
+
+def _try_lock(fd: int) -> bool:
+    """Lock the open file `fd` exclusively without waiting; False if another holder has it."""
+    if sys.platform == "win32":
+        import msvcrt
+
+        try:
+            msvcrt.locking(fd, msvcrt.LK_NBLCK, 1)
+        except OSError:
+            return False
+        return True
+    import fcntl
+
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return False
+    return True
+
+
+def _unlock(fd: int) -> None:
+    if sys.platform == "win32":
+        import msvcrt
+
+        os.lseek(fd, 0, os.SEEK_SET)
+        msvcrt.locking(fd, msvcrt.LK_UNLCK, 1)
+    else:
+        import fcntl
+
+        fcntl.flock(fd, fcntl.LOCK_UN)
 
 
 class LockHeld(CompanionError):
@@ -59,7 +93,7 @@ class VaultLock:
         self.holder_path = self.folder / (LOCK_NAME + ".holder")
         self.command = command or " ".join(os.path.basename(a) if i == 0 else a
                                            for i, a in enumerate(sys.argv))  # fmt: skip
-        self._lock: FileLock | None = None
+        self._fd: int | None = None  # the locked lock file, while held
 
     def holder(self) -> dict[str, Any] | None:
         try:
@@ -67,14 +101,21 @@ class VaultLock:
         except (OSError, ValueError):
             return None
 
-    def acquire(self, timeout: float = 0) -> VaultLock:
+    def acquire(self) -> VaultLock:
+        """Take the lock now, or raise `LockHeld` naming the process that has it."""
+        if self._fd is not None:
+            raise RuntimeError("this VaultLock is already held")
         self.folder.mkdir(parents=True, exist_ok=True, mode=0o700)
-        lock = FileLock(self.path, timeout=timeout, mode=0o600, thread_local=False)
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o600)
         try:
-            lock.acquire()
-        except Timeout:
-            raise self.held_elsewhere() from None
-        self._lock = lock
+            locked = _try_lock(fd)
+        except BaseException:
+            os.close(fd)
+            raise
+        if not locked:
+            os.close(fd)
+            raise self.held_elsewhere()
+        self._fd = fd
         info = {
             "pid": os.getpid(),
             "command": self.command,
@@ -98,17 +139,20 @@ class VaultLock:
         return bool((self.holder() or {}).get("serves_requests"))
 
     def release(self) -> None:
-        if self._lock is None:
+        fd, self._fd = self._fd, None
+        if fd is None:
             return
         try:
             self.holder_path.unlink(missing_ok=True)
         finally:
-            self._lock.release()
-            self._lock = None
+            try:
+                _unlock(fd)
+            finally:
+                os.close(fd)
 
     @property
     def held(self) -> bool:
-        return self._lock is not None and self._lock.is_locked
+        return self._fd is not None
 
     def __enter__(self) -> VaultLock:
         return self.acquire()

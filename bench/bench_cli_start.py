@@ -26,13 +26,14 @@ LIBRARIES = {
     "sqlite3 (the sync index)": "import sqlite3",
     "click (the command line)": "import click",
     "pathspec (ignore rules)": "import pathspec",
-    "filelock (the engine lock)": "import filelock",
     "cryptography (AES-GCM)": "from cryptography.hazmat.primitives.ciphers.aead import AESGCM",
-    "httpx, as the relay client imports it": "import companion.relay.lean",
+    "httpcore, as the relay client imports it": "import companion.relay.lean",
+    "(for comparison) httpx, which the client used until 2026-12-04": "import httpx",
+    "(for comparison) filelock, the engine lock until 2026-12-04": "import filelock",
     "(for comparison) the standard library's http.client": "import http.client",
 }
 ALL_LIBRARIES = "\n".join(v for k, v in LIBRARIES.items() if not k.startswith("("))
-ENGINE = "import companion.cli, companion.sync.cli, companion.sync.engine"
+ENGINE = "import companion.cli, companion.sync.cli, companion.sync.engine, companion.sync.lock"
 
 # Counts and times the dataclasses created while the engine is imported (a child prints JSON).
 DATACLASSES = """
@@ -48,7 +49,7 @@ def timed(cls, *args, **kwargs):
         spent += time.perf_counter() - t
         made += 1
 dataclasses._process_class = timed
-import companion.cli, companion.sync.cli, companion.sync.engine
+import companion.cli, companion.sync.cli, companion.sync.engine, companion.sync.lock
 print(json.dumps({"classes": made, "s": spent}))
 """
 
@@ -74,7 +75,7 @@ def main(argv: list[str] | None = None) -> int:
         ap.error("--runs must be at least 1")
     env = child_env()
     rows = {"Python start-up (`python -c pass`)": "pass", **LIBRARIES}
-    rows["all the libraries of a round (the first six)"] = ALL_LIBRARIES
+    rows["all the libraries of a round (the first five)"] = ALL_LIBRARIES
     rows["those libraries + the engine's own modules (what `companion sync` imports)"] = (
         ALL_LIBRARIES + "\n" + ENGINE
     )

@@ -714,7 +714,7 @@ def summarize_latency(t: LatencyTarget) -> dict[str, Any]:
 LIBRARIES = """
 import sqlite3
 import click, pathspec
-import companion.relay.lean  # httpx, without the extras the client never uses
+import companion.relay.lean  # httpcore, the relay client's transport
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 """
 
@@ -752,7 +752,7 @@ def quiet_rescan_companion(run: Run, co: CompanionSystem, repeat: int) -> None:
         floor.append(now() - t0)
     out["python_startup_s"] = floor
     # The floor of any Python round built on this project's libraries: start-up, importing
-    # them (httpx as the client imports it), and one lstat walk of the vault; none of our code.
+    # them (httpcore as the client imports it), and one lstat walk of the vault; none of our code.
     # Then the walk without the libraries: what any one-shot command looking at every file pays.
     assert co.a is not None
     for key, code in (("library_floor_s", LIBRARY_FLOOR), ("walk_floor_s", WALK)):

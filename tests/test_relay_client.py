@@ -216,6 +216,22 @@ def test_tls(tmp_path):
         untrusting.close()
 
 
+def test_default_trust_is_the_systems_own(tmp_path, monkeypatch):
+    """With the default `verify=True` the client trusts what the operating system's TLS
+    settings trust (here a private CA named by SSL_CERT_FILE, as an administrator would install
+    one), and only that: the same relay is refused without it."""
+    certfile, keyfile = self_signed_cert(tmp_path)
+    with running_relay(
+        tmp_path / "relay", ssl_certfile=str(certfile), ssl_keyfile=str(keyfile)
+    ) as relay:
+        monkeypatch.setenv("SSL_CERT_FILE", str(certfile))
+        with RelayClient(relay.url, timeout=5) as trusting:
+            assert trusting.health()["status"] == "ok"
+        monkeypatch.delenv("SSL_CERT_FILE")
+        with RelayClient(relay.url, timeout=5) as untrusting, pytest.raises(RelayUnreachable):
+            untrusting.health()
+
+
 def test_batched_download_with_a_blob_damaged_on_the_relay(relay, pair, caplog):
     """A blob that fails its checksum mid-batch ends the stream at a frame boundary: the
     client names the blob (NotFoundError, so it can be uploaded again), the relay logs no

@@ -276,8 +276,9 @@ _TRANSPORT_ERRORS = (
 class RelayClient:
     """A device's connection to one relay.
 
-    `verify` is True (system CAs), False (no verification: tests only), or a path to a CA
-    bundle / self-signed certificate to trust. Plain `http://` is refused
+    `verify` is True (what the operating system trusts, `SSL_CERT_FILE` / `SSL_CERT_DIR`
+    included, and certifi's CAs), False (no verification: tests only), or a path to a CA
+    bundle / self-signed certificate to trust (then only that). Plain `http://` is refused
     (`InsecureRelayUrl`) except to this machine (loopback) or with `insecure_http=True`: the
     bearer token would cross the network in clear.
     """
@@ -297,7 +298,7 @@ class RelayClient:
         self.vault_id = vault_id
         self._token: str | None = None
         self._limits: dict[str, float] | None = None
-        tls: ssl.SSLContext | None = None  # None: the system CAs and certifi's (httpcore's)
+        tls: ssl.SSLContext | None = None  # None: httpcore's default, the system's and certifi's
         if not self.base_url.lower().startswith("https://"):
             pass  # no TLS on this connection: loading a CA bundle would cost 0.1-0.8 s
         elif isinstance(verify, str):

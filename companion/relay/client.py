@@ -1,9 +1,9 @@
 """`RelayClient`: the synchronous client the sync engine uses to talk to a relay.
 
 One instance per relay and device; safe to share between threads (httpcore pools
-connections), so a long-poll can wait in one thread while another commits. Every failure is a typed
-`RelayError` (see `errors.py`); a conflicting commit is not an error but a `CommitResult`
-listing each conflict with the current head.
+connections), so a long-poll can wait in one thread while another commits. Every failure is a
+typed `RelayError` (see `errors.py`); a conflicting commit is not an error but a
+`CommitResult` listing each conflict with the current head.
 """
 
 from __future__ import annotations

@@ -8,7 +8,7 @@ holder's pid, command line and start time go into ``engine.lock.holder`` so a se
 
 The two system calls are made here rather than through `filelock` (which the dream and memory
 stores use for their waiting locks): importing filelock cost every one-shot `companion sync`
-about 25 ms of start-up, more than the call it wraps (#17).
+25-45 ms of start-up (`bench/bench_cli_start.py`), more than the call it wraps (#17).
 """
 
 from __future__ import annotations

@@ -732,6 +732,39 @@ walk(sys.argv[1])
 
 LIBRARY_FLOOR = LIBRARIES + WALK
 
+# The floor of the quiet round's own I/O in Python, with no library and none of our code: read
+# the copy's index rows (path and stat) from SQLite, walk the vault comparing each file's lstat
+# with its row, and ask the relay one question over loopback (plain http.client). A quiet
+# one-shot `companion sync` does this much and more (ignore rules, locks, status, a verified
+# reply), so no one-shot command of any design can beat it on this machine.
+IO_FLOOR = """
+import glob, http.client, json, os, sqlite3, sys
+from urllib.parse import urlsplit
+
+vault, home = sys.argv[1], sys.argv[2]
+state = glob.glob(os.path.join(home, "data", "sync", "*", "device.json"))[0]
+device = json.load(open(state))
+db = sqlite3.connect(os.path.join(os.path.dirname(state), "index.sqlite"))
+known = {r[0]: r[1:] for r in db.execute(
+    "SELECT path, mtime_ns, size, inode, ctime_ns FROM files WHERE deleted=0")}
+changed = []
+stack = [(vault, "")]
+while stack:
+    folder, rel_dir = stack.pop()
+    with os.scandir(folder) as entries:
+        for entry in entries:
+            st = entry.stat(follow_symlinks=False)
+            rel = rel_dir + entry.name
+            if entry.is_dir(follow_symlinks=False):
+                stack.append((entry.path, rel + "/"))
+            elif known.pop(rel, None) != (st.st_mtime_ns, st.st_size, st.st_ino, st.st_ctime_ns):
+                changed.append(rel)
+url = urlsplit(device["relay_url"])
+conn = http.client.HTTPConnection(url.hostname, url.port)
+conn.request("GET", "/v1/health")
+assert conn.getresponse().read()
+"""
+
 
 def quiet_rescan_companion(run: Run, co: CompanionSystem, repeat: int) -> None:
     """`companion sync` with nothing changed (CLI wall): first while `companion watch` owns the
@@ -755,12 +788,16 @@ def quiet_rescan_companion(run: Run, co: CompanionSystem, repeat: int) -> None:
     # them (httpcore as the client imports it), and one lstat walk of the vault; none of our code.
     # Then the walk without the libraries: what any one-shot command looking at every file pays.
     assert co.a is not None
-    for key, code in (("library_floor_s", LIBRARY_FLOOR), ("walk_floor_s", WALK)):
+    for key, code in (
+        ("library_floor_s", LIBRARY_FLOOR),
+        ("walk_floor_s", WALK),
+        ("io_floor_s", IO_FLOOR),
+    ):
         walls = []
         for _ in range(repeat):
             t0 = now()
-            subprocess.run([sys.executable, "-c", code, str(co.a.vault)], check=True, cwd=REPO,
-                           env=co.env(co.a.home))  # fmt: skip
+            subprocess.run([sys.executable, "-c", code, str(co.a.vault), str(co.a.home)],
+                           check=True, cwd=REPO, env=co.env(co.a.home))  # fmt: skip
             walls.append(now() - t0)
         out[key] = walls
     try:
@@ -1163,6 +1200,13 @@ def table(run: Run) -> str:
     row(
         "  floor: start-up and one lstat walk (no library, no code of ours)",
         median(co.get("walk_floor_s", [])),
+        None,
+        "",
+    )
+    row(
+        "  floor: the quiet round's I/O (index rows, lstat walk compared, one relay request; "
+        "stdlib only)",
+        median(co.get("io_floor_s", [])),
         None,
         "",
     )

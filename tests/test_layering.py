@@ -93,3 +93,12 @@ def test_a_quiet_sync_pays_for_no_unused_http_or_lock_layers() -> None:
     )
     assert {"companion.relay.client", "httpcore", "companion.sync.lock"} <= loaded
     assert {"httpx", "filelock", "urllib.request", "http.client", "email.utils"} & loaded == set()
+
+
+def test_the_engine_loads_the_cipher_only_when_a_key_is_used() -> None:
+    """`companion.crypto` names its functions lazily and the engine builds the vault key on
+    first use, so loading the engine (and a quiet round, see test_sync_cli_commands) does not
+    load `cryptography` (#17)."""
+    loaded = _loaded("companion.cli, companion.sync.cli, companion.sync.engine, companion.crypto")
+    assert {"companion.crypto", "companion.crypto.errors"} <= loaded
+    assert {"cryptography", "companion.crypto.keys", "companion.crypto.records"} & loaded == set()

@@ -133,3 +133,73 @@ def test_a_sync_command_keeps_the_collector_off_what_it_loaded(pair) -> None:
         assert gc.get_freeze_count() > 1000
     finally:
         gc.unfreeze()  # this test process goes on collecting as before
+
+
+# Runs `companion sync` in a fresh interpreter and says which of the crypto modules it loaded.
+_SYNC_AND_LIST_CRYPTO = """
+import sys
+from companion.cli import main
+try:
+    main(["sync", sys.argv[1]])
+except SystemExit as exc:
+    code = exc.code
+names = ("cryptography", "companion.crypto.keys", "companion.crypto.records")
+print("exit", code, "loaded", ",".join(n for n in names if n in sys.modules) or "-")
+"""
+
+
+def _sync_in_new_process(device: CliRunnerInProcess) -> list[str]:
+    import os
+    import subprocess
+    import sys
+
+    env = dict(os.environ, COMPANION_HOME=str(device.home), COMPANION_TEST_WEAK_KDF="1")
+    p = subprocess.run(
+        [sys.executable, "-c", _SYNC_AND_LIST_CRYPTO, str(device.vault)],
+        capture_output=True, text=True, env=env, timeout=120,
+    )  # fmt: skip
+    assert p.returncode == 0, p.stderr
+    return p.stdout.splitlines()
+
+
+def test_a_quiet_one_shot_sync_does_not_load_the_cipher(pair) -> None:
+    """Nothing to seal or open, so the vault key is checked but not built, and `cryptography`
+    (about a tenth of a quiet `companion sync`'s start-up) is not loaded (#17). The moment
+    there is something to seal, the key is built and the change goes out."""
+    laptop, _server = pair
+    note = laptop.vault / "Home.md"
+    note.write_text("v1\n")
+    assert laptop("sync", str(laptop.vault))[0] == 0
+
+    assert _sync_in_new_process(laptop) == ["synced: no changes", "exit 0 loaded -"]
+
+    note.write_text("v2\n")
+    out = _sync_in_new_process(laptop)
+    assert out[0] == "synced: 1 uploaded"
+    assert out[-1] == "exit 0 loaded cryptography,companion.crypto.keys,companion.crypto.records"
+
+
+def test_a_missing_or_malformed_vault_key_stops_even_a_quiet_sync(pair) -> None:
+    """The key is built late but checked at once: a quiet round does not report "synced" for a
+    copy whose key is gone or damaged."""
+    from companion.config import load_config
+    from companion.credentials.store import open_store
+    from companion.sync.device import DeviceState
+
+    laptop, _server = pair
+    assert laptop("sync", str(laptop.vault))[0] == 0
+    paths = device_paths(laptop.home)
+    state = DeviceState.load(paths, laptop.vault)
+    laptop.mp.setenv("COMPANION_HOME", str(laptop.home))
+    store = open_store(load_config(paths))
+    good = store.get(state.key_name)
+    assert good
+    for bad, says in (("zz" * 32, "malformed"), (good[:-2], "malformed"), ("", "is not in")):
+        if bad:
+            store.set(state.key_name, bad)
+        else:
+            store.delete(state.key_name)
+        code, _out, err = laptop("sync", str(laptop.vault))
+        assert code == 1 and says in err, err
+    store.set(state.key_name, good)
+    assert laptop("sync", str(laptop.vault))[0] == 0

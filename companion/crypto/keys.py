@@ -14,9 +14,8 @@ from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 
+from companion.crypto.sizes import KEY_SIZE as KEY_SIZE  # its home; re-exported
 from companion.logs import register_secret
-
-KEY_SIZE = 32
 
 # HKDF `info` labels. Changing any of them changes every derived byte: that is a new format
 # version, and the committed test vectors would fail.

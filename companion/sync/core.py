@@ -17,8 +17,8 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from companion.crypto import FileMeta
 from companion.sync.atomic import atomic_write
 from companion.sync.chunking import CHUNK_SIZE
 from companion.sync.device import DeviceState
@@ -30,6 +30,9 @@ from companion.sync.pathsafe import UnsafePath, fold, is_case_insensitive_fs, re
 from companion.sync.remote import RemoteVault
 from companion.sync.scanner import DEFAULT_SETTLE_NS
 from companion.sync.status import StatusStore
+
+if TYPE_CHECKING:
+    from companion.crypto import FileMeta
 
 WRITE_THREADS = 16  # parallel local writes: fsync waits on the disk, not the CPU
 VERIFY_PER_ROUND = 64  # indexed files re-hashed by each full round (the slow rotation)

@@ -16,11 +16,13 @@ import json
 import os
 import socket
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from companion.credentials.store import SecretStore
+from companion.crypto.sizes import KEY_SIZE
 from companion.errors import CompanionError, InputError
 from companion.fileio import write_text_atomic
 from companion.logs import register_secret
@@ -135,6 +137,12 @@ class DeviceState:
         return token
 
     def load_key(self, store: SecretStore) -> VaultKey:
+        return self.key_loader(store)()
+
+    def key_loader(self, store: SecretStore) -> Callable[[], VaultKey]:
+        """Read and check the vault key now (a missing or malformed key is an error at once);
+        build it when the returned function is first called, which loads `cryptography`: a
+        round with nothing to seal or open never needs it."""
         if not self.key_ready:
             raise SecretMissing(
                 "the vault key was never stored on this device (init stopped half-way); run "
@@ -148,11 +156,18 @@ class DeviceState:
             )
         register_secret(text)
         try:
+            raw = bytes.fromhex(text)
+        except ValueError:
+            raw = b""
+        if len(raw) != KEY_SIZE:
+            raise SecretMissing(f"the stored vault key {self.key_name!r} is malformed")
+
+        def build() -> VaultKey:
             from companion.crypto import VaultKey
 
-            return VaultKey.from_bytes(bytes.fromhex(text))
-        except ValueError:
-            raise SecretMissing(f"the stored vault key {self.key_name!r} is malformed") from None
+            return VaultKey.from_bytes(raw)
+
+        return build
 
     def store_key(self, store: SecretStore, key: VaultKey) -> None:
         text = key.to_bytes().hex()

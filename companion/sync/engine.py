@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from companion.credentials.store import SecretStore, open_store
-from companion.crypto import TamperDetected
+from companion.crypto.errors import TamperDetected
 from companion.errors import CompanionError, InputError
 from companion.logs import get_logger
 from companion.paths import DevicePaths
@@ -100,7 +100,7 @@ class SyncEngine:
         self.config = config
         device = device or DeviceState.load(app_paths, root)
         store = store if store is not None else open_store(config)
-        key = device.load_key(store)
+        key = device.key_loader(store)  # checked now, built when a record is sealed or opened
         if client is None:
             client = RelayClient(
                 device.relay_url,

@@ -16,33 +16,21 @@ takes a handful of round trips.
 from __future__ import annotations
 
 import base64
+import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING
 
-from companion.crypto import (
-    ChunkRef,
-    FileMeta,
-    RolledBack,
-    TamperDetected,
-    TamperedRecord,
-    UnsupportedVersion,
-    VaultKey,
-    assemble,
-    blob_id,
-    check_not_rolled_back,
-    file_id,
-    open_blob,
-    open_blob_with_stream,
-    open_record,
-    seal_blob,
-    seal_blob_with_stream,
-    seal_record,
-)
+from companion import crypto  # its functions load `cryptography` when first called
+from companion.crypto.errors import RolledBack, TamperDetected, TamperedRecord, UnsupportedVersion
 from companion.logs import get_logger
 from companion.relay.client import ChangesPage, Record, RelayClient
 from companion.relay.errors import ConflictError, MissingBlobsError, RelayError
+
+if TYPE_CHECKING:
+    from companion.crypto import ChunkRef, FileMeta, VaultKey
 
 log = get_logger("sync.remote")
 
@@ -159,18 +147,38 @@ class Pulled:
 class RemoteVault:
     """A vault on a relay, seen through its key. Thread-safe as far as `RelayClient` is."""
 
-    def __init__(self, client: RelayClient, key: VaultKey, vault_id: str) -> None:
+    def __init__(
+        self, client: RelayClient, key: VaultKey | Callable[[], VaultKey], vault_id: str
+    ) -> None:
+        """`key` is the vault key, or a function that builds it (`DeviceState.key_loader`):
+        then it is built on first use, so a round that seals and opens nothing does not load
+        `cryptography`."""
         self.client = client
-        self.key = key
         self.vault_id = vault_id
+        self._key: VaultKey | None = None
+        self._load_key: Callable[[], VaultKey] | None = None
+        if callable(key):
+            self._load_key = key
+        else:
+            self._key = key
+        self._key_lock = threading.Lock()
+
+    @property
+    def key(self) -> VaultKey:
+        if self._key is None:
+            with self._key_lock:  # download threads may ask at once
+                if self._key is None:
+                    assert self._load_key is not None
+                    self._key = self._load_key()
+        return self._key
 
     # ------------------------------------------------------------------ ids and records
 
     def file_id(self, path: str) -> str:
-        return file_id(self.key, path)
+        return crypto.file_id(self.key, path)
 
     def blob_id(self, chunk: bytes) -> str:
-        return blob_id(self.key, chunk)
+        return crypto.blob_id(self.key, chunk)
 
     def open(self, rec: Record) -> RemoteChange:
         """Verify one record from the relay (`TamperedRecord` when it is not what it claims).
@@ -183,7 +191,7 @@ class RemoteVault:
             raise TamperedRecord(
                 f"record rev {rec.rev} of file {rec.file_id[:12]} claims parent {rec.parent_rev}"
             )
-        meta = open_record(self.key, self.vault_id, rec.file_id, rec.rev, rec.sealed)
+        meta = crypto.open_record(self.key, self.vault_id, rec.file_id, rec.rev, rec.sealed)
         _check_author(rec, meta)
         return RemoteChange(
             path=meta.path,
@@ -292,7 +300,7 @@ class RemoteVault:
         live = [x for x in newest.values() if isinstance(x, RemoteChange)]
         seen = seen_revs([ch.path for ch in live])
         for ch in live:
-            check_not_rolled_back(seen.get(ch.path), ch.rev, file_id=ch.file_id)
+            crypto.check_not_rolled_back(seen.get(ch.path), ch.rev, file_id=ch.file_id)
         return Pulled(changes, page.seq, page.vault_seq, refused)
 
     def _pages(self, since: int, wait: float) -> Iterator[ChangesPage]:
@@ -386,7 +394,7 @@ class RemoteVault:
         for m in metas:
             if m.deleted or m.sha256 in out:
                 continue
-            out[m.sha256] = assemble(m, [chunks[c.blob_id] for c in m.chunks])
+            out[m.sha256] = crypto.assemble(m, [chunks[c.blob_id] for c in m.chunks])
         if streams is not None:
             streams.update(got_streams)
         return out
@@ -399,7 +407,7 @@ class RemoteVault:
             sealed = got.get(bid)
             if sealed is None:
                 raise TamperDetected(f"the relay did not send blob {bid[:12]}")
-            out[bid], stream = open_blob_with_stream(self.key, self.vault_id, bid, sealed)
+            out[bid], stream = crypto.open_blob_with_stream(self.key, self.vault_id, bid, sealed)
             if stream is not None:
                 streams[bid] = stream
         return out, streams
@@ -417,7 +425,7 @@ class RemoteVault:
             if wanted is not None and i not in wanted:
                 continue
             sealed = self.client.get_blob(ref.blob_id)
-            chunk = open_blob(self.key, self.vault_id, ref.blob_id, sealed)
+            chunk = crypto.open_blob(self.key, self.vault_id, ref.blob_id, sealed)
             yield i, chunk
 
     def upload(
@@ -440,7 +448,7 @@ class RemoteVault:
         batch: list[tuple[str, bytes]] = []
         size = 0
         for bid in missing:
-            _, sealed, stream = seal_blob_with_stream(self.key, self.vault_id, items[bid])
+            _, sealed, stream = crypto.seal_blob_with_stream(self.key, self.vault_id, items[bid])
             if streams is not None and stream is not None:
                 streams[bid] = stream
             batch.append((bid, sealed))
@@ -472,7 +480,7 @@ class RemoteVault:
     def upload_one(self, bid: str, chunk: bytes) -> None:
         """Upload a single chunk if the relay lacks it (large files, chunk by chunk)."""
         if self.client.has_blobs([bid]):
-            _, sealed = seal_blob(self.key, self.vault_id, chunk)
+            _, sealed = crypto.seal_blob(self.key, self.vault_id, chunk)
             try:
                 self.client.put_blob(bid, sealed)
             except ConflictError as exc:
@@ -525,7 +533,7 @@ class RemoteVault:
                 meta = out.meta
                 if meta.recorded_ns is None:
                     meta = replace(meta, recorded_ns=now)
-                fid, sealed = seal_record(self.key, self.vault_id, out.rev, meta)
+                fid, sealed = crypto.seal_record(self.key, self.vault_id, out.rev, meta)
                 blobs = tuple(c.blob_id for c in meta.chunks)
                 sealed_by_fid[fid] = (out, Record(fid, out.rev, out.parent_rev, sealed, blobs))
                 group_of[fid] = g
@@ -586,7 +594,7 @@ class RemoteVault:
             return ch
         if ch.path != out.meta.path and self.file_id(ch.path) != self.file_id(out.meta.path):
             raise TamperedRecord("the relay answered a commit with another file's head")
-        check_not_rolled_back(out.parent_rev, ch.rev, file_id=ch.file_id)
+        crypto.check_not_rolled_back(out.parent_rev, ch.rev, file_id=ch.file_id)
         return ch
 
 
@@ -612,4 +620,4 @@ def _check_author(rec: Record, meta: FileMeta) -> None:
 
 
 def chunk_refs(remote: RemoteVault, chunks: Sequence[bytes]) -> tuple[ChunkRef, ...]:
-    return tuple(ChunkRef(remote.blob_id(c), len(c)) for c in chunks)
+    return tuple(crypto.ChunkRef(remote.blob_id(c), len(c)) for c in chunks)

@@ -26,8 +26,9 @@ LIBRARIES = {
     "sqlite3 (the sync index)": "import sqlite3",
     "click (the command line)": "import click",
     "pathspec (ignore rules)": "import pathspec",
-    "cryptography (AES-GCM)": "from cryptography.hazmat.primitives.ciphers.aead import AESGCM",
     "httpcore, as the relay client imports it": "import companion.relay.lean",
+    "(for comparison) cryptography (AES-GCM), loaded only when a round seals or opens something "
+    "since 2026-12-05": "from cryptography.hazmat.primitives.ciphers.aead import AESGCM",
     "(for comparison) httpx, which the client used until 2026-12-04": "import httpx",
     "(for comparison) filelock, the engine lock until 2026-12-04": "import filelock",
     "(for comparison) the standard library's http.client": "import http.client",

@@ -715,8 +715,7 @@ LIBRARIES = """
 import sqlite3
 import click, pathspec
 import companion.relay.lean  # httpcore, the relay client's transport
-from cryptography.hazmat.primitives.ciphers.aead import AESGCM
-"""
+"""  # cryptography is not here: a quiet round has not loaded it since 2026-12-05
 
 WALK = """
 import os, sys
@@ -734,12 +733,11 @@ LIBRARY_FLOOR = LIBRARIES + WALK
 
 # The floor of the quiet round's own I/O in Python, with no library and none of our code: read
 # the copy's index rows (path and stat) from SQLite, walk the vault comparing each file's lstat
-# with its row, and ask the relay one question over loopback (plain http.client). A quiet
-# one-shot `companion sync` does this much and more (ignore rules, locks, status, a verified
-# reply), so no one-shot command of any design can beat it on this machine.
+# with its row, and ask the relay one question over loopback on a bare socket (no HTTP library,
+# no TLS, no token). A quiet one-shot `companion sync` does this much and more (ignore rules,
+# the lock, status, a checked reply), so no one-shot Python command can beat it on this machine.
 IO_FLOOR = """
-import glob, http.client, json, os, sqlite3, sys
-from urllib.parse import urlsplit
+import glob, json, os, socket, sqlite3, sys
 
 vault, home = sys.argv[1], sys.argv[2]
 state = glob.glob(os.path.join(home, "data", "sync", "*", "device.json"))[0]
@@ -759,10 +757,11 @@ while stack:
                 stack.append((entry.path, rel + "/"))
             elif known.pop(rel, None) != (st.st_mtime_ns, st.st_size, st.st_ino, st.st_ctime_ns):
                 changed.append(rel)
-url = urlsplit(device["relay_url"])
-conn = http.client.HTTPConnection(url.hostname, url.port)
-conn.request("GET", "/v1/health")
-assert conn.getresponse().read()
+host, port = device["relay_url"].rsplit("/", 1)[1].rsplit(":", 1)
+with socket.create_connection((host, int(port))) as conn:
+    conn.sendall(b"GET /v1/health HTTP/1.1\\r\\nHost: relay\\r\\nConnection: close\\r\\n\\r\\n")
+    reply = b"".join(iter(lambda: conn.recv(65536), b""))
+assert reply.startswith(b"HTTP/1.1 200"), reply[:100]
 """
 
 
@@ -1204,8 +1203,8 @@ def table(run: Run) -> str:
         "",
     )
     row(
-        "  floor: the quiet round's I/O (index rows, lstat walk compared, one relay request; "
-        "stdlib only)",
+        "  floor: the quiet round's I/O (index rows, lstat walk compared, one request on a bare "
+        "socket)",
         median(co.get("io_floor_s", [])),
         None,
         "",

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -179,27 +180,78 @@ def test_a_quiet_one_shot_sync_does_not_load_the_cipher(pair) -> None:
     assert out[-1] == "exit 0 loaded cryptography,companion.crypto.keys,companion.crypto.records"
 
 
-def test_a_missing_or_malformed_vault_key_stops_even_a_quiet_sync(pair) -> None:
-    """The key is built late but checked at once: a quiet round does not report "synced" for a
-    copy whose key is gone or damaged."""
+def _key_store(device: CliRunnerInProcess) -> tuple[Any, Any]:
     from companion.config import load_config
     from companion.credentials.store import open_store
     from companion.sync.device import DeviceState
 
+    paths = device_paths(device.home)
+    device.mp.setenv("COMPANION_HOME", str(device.home))
+    return DeviceState.load(paths, device.vault), open_store(load_config(paths))
+
+
+def test_a_missing_or_damaged_vault_key_stops_even_a_quiet_sync(pair) -> None:
+    """The key is built late but checked at once: a quiet round does not report "synced" for a
+    copy whose key is gone or damaged, and the error names the command that brings it back."""
     laptop, _server = pair
     assert laptop("sync", str(laptop.vault))[0] == 0
-    paths = device_paths(laptop.home)
-    state = DeviceState.load(paths, laptop.vault)
-    laptop.mp.setenv("COMPANION_HOME", str(laptop.home))
-    store = open_store(load_config(paths))
+    state, store = _key_store(laptop)
     good = store.get(state.key_name)
     assert good
-    for bad, says in (("zz" * 32, "malformed"), (good[:-2], "malformed"), ("", "is not in")):
+    for bad, says in (("zz" * 32, "is damaged"), (good[:-2], "is damaged"), ("", "is not in")):
         if bad:
             store.set(state.key_name, bad)
         else:
             store.delete(state.key_name)
         code, _out, err = laptop("sync", str(laptop.vault))
         assert code == 1 and says in err, err
+        assert f"run `companion keys unlock {laptop.vault}`" in err, err
     store.set(state.key_name, good)
     assert laptop("sync", str(laptop.vault))[0] == 0
+
+
+def test_a_key_the_store_lost_comes_back_with_the_passphrase(pair, tmp_path: Path) -> None:
+    """The advice of the error above works: `companion keys unlock` opens the relay's wrapped
+    key with the passphrase and stores it again. It used to say "run `companion init` again",
+    which refuses a folder already set up: a person whose keyring lost the key was stuck."""
+    laptop, _server = pair
+    note = laptop.vault / "Home.md"
+    note.write_text("v1\n")
+    assert laptop("sync", str(laptop.vault))[0] == 0
+    state, store = _key_store(laptop)
+    fingerprint = state.key_fingerprint
+    good = store.get(state.key_name)
+    assert fingerprint and good
+
+    store.delete(state.key_name)
+    assert laptop("sync", str(laptop.vault))[0] == 1
+    code, out, err = laptop("keys", "unlock", str(laptop.vault))
+    assert code == 0, err
+    assert out.strip() == f"vault key stored again; fingerprint {fingerprint}"
+    assert store.get(state.key_name) == good
+    note.write_text("v2\n")
+    code, out, err = laptop("sync", str(laptop.vault))
+    assert code == 0 and "1 uploaded" in out, err
+
+    # held already: nothing is asked (no passphrase source at all)
+    laptop.passphrase_file = None
+    code, out, err = laptop("keys", "unlock", str(laptop.vault))
+    assert code == 0, err
+    assert out.strip() == f"the vault key is already stored here; fingerprint {fingerprint}"
+
+    # a wrong key of the right shape is found out when first built, and replaced
+    store.set(state.key_name, "00" * 32)
+    note.write_text("v3\n")
+    code, _out, err = laptop("sync", str(laptop.vault))
+    assert code == 1 and "is not the one this device joined with" in err, err
+    wrong = tmp_path / "wrong-pass"
+    wrong.write_text("not the passphrase of this vault\n")
+    wrong.chmod(0o600)
+    laptop.passphrase_file = wrong
+    code, _out, err = laptop("keys", "unlock", str(laptop.vault))
+    assert code == 1 and "passphrase" in err.lower(), err
+    assert store.get(state.key_name) == "00" * 32  # nothing stored, and the device stays joined
+    laptop.passphrase_file = laptop.cluster.passphrase_file
+    assert laptop("keys", "unlock", str(laptop.vault))[0] == 0
+    code, out, err = laptop("sync", str(laptop.vault))
+    assert code == 0 and "1 uploaded" in out, err

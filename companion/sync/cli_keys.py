@@ -42,6 +42,7 @@ def keys() -> None:
     \b
     Example:
       companion keys fingerprint ~/vault
+      companion keys unlock ~/vault
       companion keys passphrase ~/vault
       companion keys export-recovery ~/vault --output ~/recovery.txt
       companion keys import-recovery ~/vault --recovery-file ~/recovery.txt
@@ -62,6 +63,32 @@ def fingerprint(app: AppContext, vault: Path | None) -> None:
     from companion.sync.vaultkeys import fingerprint as fp
 
     click.echo(fp(app.paths, app.config, _root(app, vault)))
+
+
+@keys.command()
+@click.argument("vault", required=False, type=click.Path(file_okay=False, path_type=Path))
+@pass_app
+def unlock(app: AppContext, vault: Path | None) -> None:
+    """Store the vault key here again, unlocked with the passphrase.
+
+    For a folder set up for sync whose secret store lost its key or holds a damaged one (a new
+    keyring, a wiped secrets file): the relay's wrapped key is opened with the passphrase, from
+    COMPANION_PASSPHRASE_FILE, the secret store or a prompt, as for `companion init`. The key
+    must be the one this device joined with (same fingerprint). When the store already holds
+    it, nothing is asked. Forgot the passphrase too? `companion keys import-recovery`.
+
+    \b
+    Example:
+      companion keys unlock ~/vault
+      COMPANION_PASSPHRASE_FILE=~/.vault-pass companion keys unlock /srv/agent-vault
+    """
+    from companion.sync.vaultkeys import unlock_again
+
+    done = unlock_again(app.paths, app.config, _root(app, vault))
+    if done.stored:
+        click.echo(f"vault key stored again; fingerprint {done.fingerprint}")
+    else:
+        click.echo(f"the vault key is already stored here; fingerprint {done.fingerprint}")
 
 
 _CURRENT = click.option(

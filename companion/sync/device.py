@@ -151,8 +151,8 @@ class DeviceState:
         text = store.get(self.key_name)
         if not text:
             raise SecretMissing(
-                f"the vault key ({self.key_name!r}) is not in {store.description}; run "
-                "`companion init` again for this folder to unlock it with the passphrase"
+                f"the vault key ({self.key_name!r}) is not in {store.description}; "
+                + self.unlock_hint()
             )
         register_secret(text)
         try:
@@ -160,14 +160,30 @@ class DeviceState:
         except ValueError:
             raw = b""
         if len(raw) != KEY_SIZE:
-            raise SecretMissing(f"the stored vault key {self.key_name!r} is malformed")
+            raise SecretMissing(
+                f"the stored vault key {self.key_name!r} is damaged; " + self.unlock_hint()
+            )
 
         def build() -> VaultKey:
             from companion.crypto import VaultKey
 
-            return VaultKey.from_bytes(raw)
+            key = VaultKey.from_bytes(raw)
+            if self.key_fingerprint and key.fingerprint() != self.key_fingerprint:
+                raise SecretMissing(
+                    f"the stored vault key {self.key_name!r} is not the one this device joined "
+                    f"with (fingerprint {key.fingerprint()}, not {self.key_fingerprint}); "
+                    + self.unlock_hint()
+                )
+            return key
 
         return build
+
+    def unlock_hint(self) -> str:
+        """What to run when the secret store lost this copy's key or holds a wrong one."""
+        return (
+            f"run `companion keys unlock {self.vault_root}` to store it again with the "
+            "passphrase (or `companion keys import-recovery` with the recovery key)"
+        )
 
     def store_key(self, store: SecretStore, key: VaultKey) -> None:
         text = key.to_bytes().hex()

@@ -369,22 +369,34 @@ def _unlock(
     if recovery is not None:
         check_recovery_key(client, vault_id, recovery)
         return recovery, False
+    try:
+        return unwrap_with_passphrase(blob, passphrase, vault_id), False
+    except WrongPassphrase as exc:
+        raise WrongPassphrase(
+            f"{exc}. This device left the vault again (its token is revoked): ask for a new "
+            "invite and run `companion init` with the right passphrase"
+        ) from None
+
+
+def unwrap_with_passphrase(
+    blob: bytes, passphrase: Callable[[str, bool], str], vault_id: str
+) -> VaultKey:
+    """The vault key in the relay's wrapped `blob`, opened with the passphrase `passphrase`
+    gives (asked again, up to `MAX_PROMPTS` times, when it is a prompt). `WrongPassphrase`
+    when it does not open."""
     last: WrongPassphrase | None = None
     retry = bool(getattr(passphrase, "can_retry", False))
     for _ in range(MAX_PROMPTS):
         phrase = passphrase(vault_id, False)
         try:
-            return unwrap_vault_key(blob, phrase, vault_id=vault_id), False
+            return unwrap_vault_key(blob, phrase, vault_id=vault_id)
         except WrongPassphrase as exc:
             last = exc
             if not retry:
                 break  # the same source would give the same answer
             click.echo("That passphrase does not unlock this vault.", err=True)
     assert last is not None
-    raise WrongPassphrase(
-        f"{last}. This device left the vault again (its token is revoked): ask for a new "
-        "invite and run `companion init` with the right passphrase"
-    )
+    raise last
 
 
 def _wait_if_others(

@@ -33,7 +33,7 @@ from companion.logs import get_logger, register_secret
 from companion.paths import DevicePaths
 from companion.relay.client import RelayClient
 from companion.relay.errors import ConflictError
-from companion.sync.device import DeviceState
+from companion.sync.device import DeviceState, SecretMissing
 from companion.sync.join import (
     JoinResult,
     check_recovery_key,
@@ -41,6 +41,7 @@ from companion.sync.join import (
     kdf_params,
     passphrase_source,
     remember_join,
+    unwrap_with_passphrase,
 )
 
 log = get_logger("sync.keys")
@@ -271,6 +272,58 @@ def rewrap_from_local_key(
     _follow_stored_passphrase(ctx.store, state.vault_id, "", new)
     log.info("vault %s: key re-wrapped from this device's copy", state.vault_id)
     return key.fingerprint()
+
+
+@dataclass(frozen=True)
+class Unlocked:
+    fingerprint: str
+    stored: bool  # False: the secret store already held this key
+
+
+def unlock_again(
+    paths: DevicePaths,
+    config: Any,
+    vault: PathLike,
+    passphrase: Callable[[str, bool], str] | None = None,
+) -> Unlocked:
+    """Store this copy's vault key again, opened with the passphrase from the relay's wrapped
+    key, when the secret store lost it or holds a damaged or wrong one (a new keyring, a wiped
+    secrets file). Nothing is asked when the store already holds the right key.
+
+    The key must have the fingerprint this device recorded when it joined: a wrapped key that
+    opens to another key is refused, never stored. A wrong passphrase leaves everything as it
+    was (unlike a join, the device keeps its token). `passphrase` defaults to the file, the
+    secret store or a prompt, as `companion init` reads it.
+    """
+    ctx = _context(paths, config, vault)
+    state, store = ctx.state, ctx.store
+    if not state.key_ready:
+        raise InputError(
+            f"{state.vault_root} has not finished joining: run `companion init "
+            f"{state.vault_root}` to unlock the key with the passphrase"
+        )
+    try:
+        key = state.load_key(store)
+        return Unlocked(key.fingerprint(), stored=False)
+    except SecretMissing:
+        pass  # lost, damaged or another key: open the relay's wrapped key
+    with _client(ctx) as client:
+        blob = client.get_key_blob()
+    if blob is None:
+        raise CompanionError(
+            f"the relay holds no wrapped key for vault {state.vault_id}; bring the key back "
+            "with `companion keys import-recovery` and the recovery key"
+        )
+    key = unwrap_with_passphrase(blob, passphrase or passphrase_source(store), state.vault_id)
+    if state.key_fingerprint and key.fingerprint() != state.key_fingerprint:
+        raise CompanionError(
+            f"the relay's wrapped key opens to another key (fingerprint {key.fingerprint()}) "
+            f"than the one this device joined with ({state.key_fingerprint}); not stored"
+        )
+    state.store_key(store, key)
+    state.save(paths)
+    log.info("vault %s: key stored again after unlocking it with the passphrase", state.vault_id)
+    return Unlocked(key.fingerprint(), stored=True)
 
 
 @dataclass(frozen=True)

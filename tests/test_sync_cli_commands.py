@@ -255,3 +255,85 @@ def test_a_key_the_store_lost_comes_back_with_the_passphrase(pair, tmp_path: Pat
     assert laptop("keys", "unlock", str(laptop.vault))[0] == 0
     code, out, err = laptop("sync", str(laptop.vault))
     assert code == 0 and "1 uploaded" in out, err
+
+
+def test_a_device_whose_store_lost_everything_joins_again(pair, cluster) -> None:
+    """A wiped keyring loses the relay token with the key. The errors lead out of it: the sync
+    error sends to `keys unlock`, which needs the token and sends to `companion init VAULT
+    --rejoin --invite CODE`. That joins the folder again as a new device of the same vault,
+    with the key from the passphrase, and keeps its index. It used to say "`companion init`
+    with --invite", which refuses a folder already set up."""
+    from companion.sync.device import DeviceState
+
+    laptop, server = pair
+    note = laptop.vault / "Home.md"
+    note.write_text("v1\n")
+    assert laptop("sync", str(laptop.vault))[0] == 0
+    old, store = _key_store(laptop)
+    store.delete(old.key_name)
+    store.delete(old.token_name)
+
+    code, _out, err = laptop("sync", str(laptop.vault))
+    assert code == 1 and f"companion keys unlock {laptop.vault}" in err, err
+    code, _out, err = laptop("keys", "unlock", str(laptop.vault))
+    assert code == 1 and f"`companion init {laptop.vault} --rejoin --invite CODE`" in err, err
+    code, _out, err = laptop("init", str(laptop.vault), "--invite", cluster.invite("human"))
+    assert code == 2 and "already set up" in err  # without --rejoin: as before
+
+    code, out, err = laptop("init", str(laptop.vault), "--rejoin", "--invite",
+                            cluster.invite("human"))  # fmt: skip
+    assert code == 0, err
+    assert f"joined vault {old.vault_id} again as 'laptop' (human)" in out
+    new = DeviceState.load(device_paths(laptop.home), laptop.vault)
+    assert new.vault_id == old.vault_id and new.device_id != old.device_id
+    assert new.key_fingerprint == old.key_fingerprint and new.key_ready
+    code, out, err = laptop("sync", str(laptop.vault))
+    assert code == 0 and "no changes" in out, err  # the index was kept: nothing re-uploaded
+    note.write_text("v2\n")
+    code, out, err = laptop("sync", str(laptop.vault))
+    assert code == 0 and "1 uploaded" in out, err
+    assert server("sync", str(server.vault))[0] == 0
+    assert (server.vault / "Home.md").read_text() == "v2\n"
+
+    # with its token stored, a folder has nothing to rejoin; the invite stays unused
+    spare = cluster.invite("human")
+    code, _out, err = laptop("init", str(laptop.vault), "--rejoin", "--invite", spare)
+    assert code == 2 and "still has its relay token" in err, err
+    # --rejoin on a folder that never joined says so
+    code, _out, err = laptop("init", str(laptop.vault.parent / "elsewhere"), "--rejoin",
+                             "--invite", spare)  # fmt: skip
+    assert code == 2 and "not set up for sync here" in err, err
+
+
+def test_a_rejoin_with_a_wrong_invite_or_passphrase_changes_nothing(
+    pair, cluster, tmp_path: Path
+) -> None:
+    """The new device leaves the relay again at once, the folder keeps its old state, and the
+    rejoin can be tried again with the right invite and passphrase."""
+    from companion.sync.device import DeviceState
+
+    laptop, _server = pair
+    assert laptop("sync", str(laptop.vault))[0] == 0
+    old, store = _key_store(laptop)
+    store.delete(old.key_name)
+    store.delete(old.token_name)
+    paths = device_paths(laptop.home)
+
+    other_vault = cluster.relay.invite(new_vault=True, kind="human")
+    code, _out, err = laptop("init", str(laptop.vault), "--rejoin", "--invite", other_vault)
+    assert code == 2 and f"syncs vault {old.vault_id}" in err, err
+    wrong = tmp_path / "wrong-pass"
+    wrong.write_text("not the passphrase of this vault\n")
+    wrong.chmod(0o600)
+    laptop.passphrase_file = wrong
+    code, _out, err = laptop("init", str(laptop.vault), "--rejoin", "--invite",
+                             cluster.relay.invite(old.vault_id, kind="human"))  # fmt: skip
+    assert code == 1 and "passphrase" in err.lower(), err
+    assert DeviceState.load(paths, laptop.vault) == old
+    assert store.get(old.key_name) is None and store.get(old.token_name) is None
+
+    laptop.passphrase_file = cluster.passphrase_file
+    code, _out, err = laptop("init", str(laptop.vault), "--rejoin", "--invite",
+                             cluster.relay.invite(old.vault_id, kind="human"))  # fmt: skip
+    assert code == 0, err
+    assert laptop("sync", str(laptop.vault))[0] == 0

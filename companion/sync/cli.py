@@ -141,6 +141,12 @@ def _print_report(report: Any) -> None:
     help="Allow a plain http:// relay on another host (the device token travels in clear: "
     "only on a network you trust). Remembered for this folder.",
 )
+@click.option(
+    "--rejoin",
+    is_flag=True,
+    help="Join VAULT, already set up here, again as a new device of its vault: for when the "
+    "secret store lost this device's relay token. Needs a new --invite.",
+)
 @pass_app
 def init(
     app: AppContext,
@@ -151,6 +157,7 @@ def init(
     kind: str | None,
     ca_cert: Path | None,
     insecure_http: bool,
+    rejoin: bool,
 ) -> None:
     """Set up VAULT (a folder, created if missing) to sync through an encrypted relay.
 
@@ -160,6 +167,8 @@ def init(
     store entry `vault-passphrase`, or a prompt. The relay token and the vault key are kept in
     the OS keyring (or the owner-only secrets file on a headless server), never in the vault.
     If the passphrase is wrong, the device leaves the vault again: ask for a new invite.
+    With --rejoin, a folder already set up whose relay token the secret store lost joins again
+    as a new device of the same vault (its index and history kept).
 
     \b
     Example:
@@ -167,6 +176,7 @@ def init(
           --invite 3f9a0c1d2e4b5a69-... --device-name laptop --kind human
       COMPANION_PASSPHRASE_FILE=~/.vault-pass companion init /srv/agent-vault \\
           --relay http://127.0.0.1:8787 --invite ... --device-name server --kind agent
+      companion init ~/vault --rejoin --invite 5b1e...
     """
     import socket
 
@@ -175,9 +185,25 @@ def init(
         check_join_request,
         join_vault,
         passphrase_source,
+        rejoin_vault,
         remember_join,
     )
 
+    if rejoin:
+        root = check_join_request(
+            app.paths, vault, relay_url=relay_url or "", invite=invite,
+            device_name=device_name or "", kind=kind, insecure_http=insecure_http, rejoin=True,
+        )  # fmt: skip
+        store = open_store(app.config)
+        result = rejoin_vault(
+            app.paths, store, root, invite=invite or "", device_name=device_name, kind=kind,
+            passphrase=passphrase_source(store),
+        )  # fmt: skip
+        s = result.state
+        click.echo(f"joined vault {s.vault_id} again as {s.device_name!r} ({s.kind})")
+        click.echo(f"key fingerprint: {s.key_fingerprint} (the same on every device of this vault)")
+        click.echo(f"next: companion sync {s.vault_root}")
+        return
     relay_url = relay_url or app.config.settings.sync.relay_url
     device_name = device_name or app.config.settings.sync.device_name or socket.gethostname()
     # every argument checked before anything is opened or written (the secret store included)

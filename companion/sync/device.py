@@ -131,7 +131,8 @@ class DeviceState:
         if not token:
             raise SecretMissing(
                 f"this device's relay token ({self.token_name!r}) is not in {store.description}; "
-                "join again with a new invite: `companion init` with --invite"
+                f"join again with a new invite: `companion init {self.vault_root} --rejoin "
+                "--invite CODE`"
             )
         register_secret(token)
         return token

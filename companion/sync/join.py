@@ -51,7 +51,7 @@ from companion.paths import DevicePaths
 from companion.relay.client import RelayClient, check_relay_url
 from companion.relay.errors import ConflictError
 from companion.sync.conflicts import KINDS
-from companion.sync.device import DeviceState
+from companion.sync.device import DeviceState, SecretMissing
 from companion.testmode import WEAK_KDF_ENV, escape_hatch
 from companion.textsafe import display_name_problem, shown
 
@@ -209,9 +209,11 @@ def check_join_request(
     device_name: str,
     kind: str | None,
     insecure_http: bool = False,
+    rejoin: bool = False,
 ) -> Path:
     """Refuse a join whose arguments cannot work (`InputError`, `InvalidRelayUrl`,
-    `InsecureRelayUrl`: exit status 2) and return the vault folder.
+    `InsecureRelayUrl`: exit status 2) and return the vault folder. With `rejoin`, the folder
+    must be set up already (see `rejoin_vault`) and `relay_url`, when given, its relay.
 
     It reads no secret and touches no network: `companion init` calls it before it opens the
     secret store, so a typo is what the person hears about, not a missing keyring (or a
@@ -219,10 +221,24 @@ def check_join_request(
     """
     if kind is not None and kind not in KINDS:
         raise InputError(f"--kind must be human or agent, not {kind!r}")
-    problem = display_name_problem(device_name)
+    problem = display_name_problem(device_name) if device_name or not rejoin else None
     if problem:
         raise InputError(problem)
     root = check_vault_root(vault_root, paths)
+    if rejoin:
+        if not DeviceState.exists(paths, root):
+            raise InputError(
+                f"{root} is not set up for sync here: nothing to join again; run "
+                "`companion init` without --rejoin"
+            )
+        state = DeviceState.load(paths, root)
+        if not invite:
+            raise InputError("an invite code is needed (--invite): ask the relay's admin")
+        if relay_url and relay_url.rstrip("/") != state.relay_url:
+            raise InputError(
+                f"{root} syncs through {state.relay_url}, not {relay_url}; leave --relay out"
+            )
+        return root
     if DeviceState.exists(paths, root):
         state = DeviceState.load(paths, root)
         if state.key_ready:
@@ -311,6 +327,82 @@ def join_vault(
     state.store_key(store, key)
     state.save(paths)
     return JoinResult(state, created, resumed)
+
+
+def rejoin_vault(
+    paths: DevicePaths,
+    store: SecretStore,
+    vault_root: str | os.PathLike[str],
+    *,
+    invite: str,
+    device_name: str | None,
+    kind: str | None,
+    passphrase: Callable[[str, bool], str],
+    kdf: KdfParams | None = None,
+    client_factory: Callable[..., RelayClient] = RelayClient,
+) -> JoinResult:
+    """Join a folder already set up for sync again, as a new device of the same vault, when the
+    secret store lost this device's relay token (a new keyring, a wiped secrets file): nothing
+    else can bring a token back. The old device stays listed on the relay until its admin
+    revokes it.
+
+    Refused while the old token is still stored. The invite must be for the folder's vault (a
+    wrong one is given back: the new device leaves at once). The vault key is the one still
+    stored, or else the relay's wrapped key opened with the passphrase; either way it must
+    have the fingerprint recorded at the first join. The index, and so the sync history of
+    the folder, is kept.
+    """
+    root = Path(os.path.realpath(vault_root))
+    old = DeviceState.load(paths, root)
+    if store.get(old.token_name):
+        raise InputError(
+            f"{root} still has its relay token in {store.description}: nothing to join again "
+            f"(a missing key comes back with `companion keys unlock {root}`)"
+        )
+    client = client_factory(
+        old.relay_url, verify=old.verify, insecure_http=old.insecure_http
+    )  # fmt: skip
+    try:
+        joined = client.join(invite.strip(), device_name or old.device_name, kind)
+        register_secret(joined.token)
+        state = DeviceState(
+            vault_root=old.vault_root,
+            relay_url=old.relay_url,
+            vault_id=joined.vault_id,
+            device_id=joined.device_id,
+            device_name=device_name or old.device_name,
+            kind=getattr(joined, "kind", None) or kind or old.kind,
+            ca_cert=old.ca_cert,
+            insecure_http=old.insecure_http,
+        )
+        try:
+            if joined.vault_id != old.vault_id:
+                raise InputError(
+                    f"the invite is for vault {joined.vault_id}, and {root} syncs vault "
+                    f"{old.vault_id}: ask for an invite to that vault (this one was given back)"
+                )
+            try:
+                key = old.load_key(store)
+            except SecretMissing:
+                key, _created = _unlock(client, state, passphrase, kdf or kdf_params())
+            if old.key_fingerprint and key.fingerprint() != old.key_fingerprint:
+                raise KeyRefused(
+                    f"the relay's vault key (fingerprint {key.fingerprint()}) is not the one "
+                    f"this folder joined with ({old.key_fingerprint}); nothing was stored"
+                )
+        except BaseException as exc:
+            _leave(client, state, exc)
+            raise
+    finally:
+        client.close()
+    state.store_token(store, joined.token)
+    state.store_key(store, key)
+    state.save(paths)
+    log.info(
+        "joined vault %s again as device %s (was %s)", state.vault_id, state.device_id,
+        old.device_id,
+    )  # fmt: skip
+    return JoinResult(state, False, True)
 
 
 def remember_join(config: Any, state: DeviceState) -> None:

@@ -338,7 +338,6 @@ def rejoin_vault(
     device_name: str | None,
     kind: str | None,
     passphrase: Callable[[str, bool], str],
-    kdf: KdfParams | None = None,
     client_factory: Callable[..., RelayClient] = RelayClient,
 ) -> JoinResult:
     """Join a folder already set up for sync again, as a new device of the same vault, when the
@@ -356,8 +355,8 @@ def rejoin_vault(
     old = DeviceState.load(paths, root)
     if store.get(old.token_name):
         raise InputError(
-            f"{root} still has its relay token in {store.description}: nothing to join again "
-            f"(a missing key comes back with `companion keys unlock {root}`)"
+            f"{root} still has its relay token in {store.description}: nothing to join again; "
+            f"if its key is missing, {old.unlock_hint()}"
         )
     client = client_factory(
         old.relay_url, verify=old.verify, insecure_http=old.insecure_http
@@ -382,14 +381,15 @@ def rejoin_vault(
                     f"{old.vault_id}: ask for an invite to that vault (this one was given back)"
                 )
             try:
-                key = old.load_key(store)
+                key = old.load_key(store)  # checks the recorded fingerprint
             except SecretMissing:
-                key, _created = _unlock(client, state, passphrase, kdf or kdf_params())
-            if old.key_fingerprint and key.fingerprint() != old.key_fingerprint:
-                raise KeyRefused(
-                    f"the relay's vault key (fingerprint {key.fingerprint()}) is not the one "
-                    f"this folder joined with ({old.key_fingerprint}); nothing was stored"
-                )
+                try:
+                    key = reopen_recorded_key(client, old, passphrase)
+                except WrongPassphrase as exc:
+                    raise WrongPassphrase(
+                        f"{exc}. The new device left the vault again: ask for a new invite and "
+                        f"run `companion init {root} --rejoin` with the right passphrase"
+                    ) from None
         except BaseException as exc:
             _leave(client, state, exc)
             raise
@@ -489,6 +489,27 @@ def unwrap_with_passphrase(
             click.echo("That passphrase does not unlock this vault.", err=True)
     assert last is not None
     raise last
+
+
+def reopen_recorded_key(
+    client: RelayClient, state: DeviceState, passphrase: Callable[[str, bool], str]
+) -> VaultKey:
+    """The vault key `state` joined with, opened again from the relay's wrapped key with the
+    passphrase (`keys unlock`, `init --rejoin`). Never creates one: a relay with no wrapped key
+    is an error, and a key without the fingerprint recorded at the join is refused."""
+    blob = client.get_key_blob()
+    if blob is None:
+        raise CompanionError(
+            f"the relay holds no wrapped key for vault {state.vault_id}; bring the key back "
+            "with `companion keys import-recovery` and the recovery key"
+        )
+    key = unwrap_with_passphrase(blob, passphrase, state.vault_id)
+    if state.key_fingerprint and key.fingerprint() != state.key_fingerprint:
+        raise KeyRefused(
+            f"the relay's wrapped key opens to another key (fingerprint {key.fingerprint()}) "
+            f"than the one this device joined with ({state.key_fingerprint}); not stored"
+        )
+    return key
 
 
 def _wait_if_others(

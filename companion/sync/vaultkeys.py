@@ -41,7 +41,7 @@ from companion.sync.join import (
     kdf_params,
     passphrase_source,
     remember_join,
-    unwrap_with_passphrase,
+    reopen_recorded_key,
 )
 
 log = get_logger("sync.keys")
@@ -308,18 +308,7 @@ def unlock_again(
     except SecretMissing:
         pass  # lost, damaged or another key: open the relay's wrapped key
     with _client(ctx) as client:
-        blob = client.get_key_blob()
-    if blob is None:
-        raise CompanionError(
-            f"the relay holds no wrapped key for vault {state.vault_id}; bring the key back "
-            "with `companion keys import-recovery` and the recovery key"
-        )
-    key = unwrap_with_passphrase(blob, passphrase or passphrase_source(store), state.vault_id)
-    if state.key_fingerprint and key.fingerprint() != state.key_fingerprint:
-        raise CompanionError(
-            f"the relay's wrapped key opens to another key (fingerprint {key.fingerprint()}) "
-            f"than the one this device joined with ({state.key_fingerprint}); not stored"
-        )
+        key = reopen_recorded_key(client, state, passphrase or passphrase_source(store))
     state.store_key(store, key)
     state.save(paths)
     log.info("vault %s: key stored again after unlocking it with the passphrase", state.vault_id)

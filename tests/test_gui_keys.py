@@ -15,6 +15,7 @@ from companion.gui.app import CompanionApp, create_engine
 from companion.paths import device_paths
 from companion.sync.device import DeviceState
 from companion.sync.join import TEST_KDF_PARAMS, join_vault
+from tests.conftest import wait_for
 from tests.syncharness import PASSPHRASE, SyncCluster, cluster
 
 NEW_PASSPHRASE = "a brand new passphrase, long enough"
@@ -169,5 +170,67 @@ def test_the_settings_window_joins_then_offers_the_key_buttons(qtbot, tmp_path: 
             with qtbot.waitSignal(keys_tab.runner.call_failed, timeout=30000):
                 keys_tab.pass_button.click()
             assert "current passphrase is wrong" in keys_tab.status.text()
+        finally:
+            app.shutdown()
+
+
+def test_the_settings_window_stores_a_lost_key_again_with_the_passphrase(
+    qtbot, tmp_path: Path
+) -> None:
+    """A keyring that lost the vault key: the notification opens the Keys tab, which offers to
+    open the relay's wrapped key with the passphrase (as `companion keys unlock` does); a wrong
+    passphrase changes nothing; the right one stores the key and the app syncs again at once."""
+    i18n.set_language("en")
+    with cluster(tmp_path / "c") as c:
+        laptop = c.add_device("laptop")
+        key = stored_key(laptop)
+        state = DeviceState.load(laptop.paths, laptop.vault.resolve())
+        assert FileStore(laptop.paths.secrets_file).delete(state.key_name)
+        config = laptop.config
+        config.set("vault", "path", str(laptop.vault))
+        config.save()
+        app = CompanionApp(
+            config,
+            create_engine(config),
+            tray_available=False,
+            use_desktop_notifications=False,
+            dream_clock=False,
+        )
+        try:
+            w = app.open_settings("keys")
+            assert w.unlock_box.isVisibleTo(w)
+            assert "keys unlock" in w.fingerprint.text()  # why: the store lost the key
+            assert not w.unlock_button.isEnabled()  # nothing typed yet
+            assert w.unlock_pass.echoMode() == w.unlock_pass.EchoMode.Password
+            w.unlock_pass.setText("not the passphrase at all")
+            assert w.unlock_button.isEnabled()
+            with qtbot.waitSignal(w.runner.call_failed, timeout=30000):
+                w.unlock_button.click()
+            assert "passphrase" in w.status.text().lower()
+            assert "not the passphrase at all" not in w.status.text()
+            assert w.unlock_pass.text() == "" and w.unlock_box.isVisibleTo(w)
+            assert FileStore(laptop.paths.secrets_file).get(state.key_name) is None
+            w.unlock_pass.setText(PASSPHRASE)
+            with qtbot.waitSignal(w.runner.call_done, timeout=30000):
+                w.unlock_button.click()
+            assert w.status.text() == "The vault key is stored again. Syncing resumes."
+            assert w.fingerprint.text() == key.fingerprint()
+            assert not w.unlock_box.isVisibleTo(w)
+            assert stored_key(laptop) == key
+            assert PASSPHRASE not in config.file.read_text(encoding="utf-8")
+            # the app does not wait for its next start attempt: the new engine syncs now
+            laptop.write("knowledge/after-unlock.md", "# Back\n")
+            facade = app.worker.engine
+            assert type(facade).__name__ == "SyncFacade"
+            assert facade.ready(30)
+            other = c.add_device("desk")
+            wait_for(
+                lambda: (
+                    other.sync() is not None
+                    and other.read("knowledge/after-unlock.md") == b"# Back\n"
+                ),
+                what="the note written after the unlock on the other device",
+                step=0.2,
+            )
         finally:
             app.shutdown()

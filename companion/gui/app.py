@@ -45,7 +45,7 @@ from companion.gui.notify_policy import (
 from companion.gui.secretmove import NameAsker, SecretMover, ask_name_dialog
 from companion.gui.single import SingleInstance, server_name
 from companion.gui.tray import TrayController, app_icon
-from companion.logs import get_logger
+from companion.logs import get_logger, register_secret
 from companion.vaultpath import configured_vault
 
 if TYPE_CHECKING:  # the windows are imported when first opened: a tray at rest needs none
@@ -121,7 +121,20 @@ def settings_hooks(config: Config) -> SettingsHooks:
         hooks.set_passphrase = lambda old, new: keys.change_passphrase(
             paths, config, vault(), old, new
         )
+        hooks.unlock_key = lambda passphrase: unlock_key(config, vault(), passphrase)
     return hooks
+
+
+def unlock_key(config: Config, vault: Path, passphrase: str) -> str:
+    """Store the vault key again from the relay's wrapped copy (`companion keys unlock`), with
+    the passphrase typed in the Keys tab; returns the key's fingerprint."""
+    from companion.gui import keys  # noqa: PLC0415
+
+    register_secret(passphrase)
+    unlocked = keys.unlock_again(
+        config.paths, config, vault, passphrase=lambda _vault_id, _creating: passphrase
+    )
+    return unlocked.fingerprint
 
 
 def memories_dir(config: Config) -> Path:
@@ -298,11 +311,16 @@ class CompanionApp(QObject):
         return window
 
     def _settings_task_done(self, name: str, _result: object) -> None:
-        """After a join the folder is a sync copy: sync it, and offer the key buttons."""
-        if name != "join":
+        """After a join the folder is a sync copy: sync it, and offer the key buttons. After
+        the key was stored again, a new engine starts at once (the failed one would wait for
+        its next start attempt)."""
+        if name not in ("join", "unlock"):
             return
         old, self.worker.engine = self.worker.engine, create_engine(self.config)
         close_engine(old)
+        if name == "unlock":
+            self.worker.refresh()
+            return
         if self.settings is not None and self.hooks is None:
             window, self.settings = self.settings, None
             window.hide()

@@ -13,6 +13,7 @@ from companion.sync.vaultkeys import (
     join,
     rewrap_from_local_key,
     sync_state,
+    unlock_again,
 )
 
 __all__ = [
@@ -27,4 +28,5 @@ __all__ = [
     "join",
     "rewrap_from_local_key",
     "sync_state",
+    "unlock_again",
 ]

@@ -71,6 +71,9 @@ class SettingsHooks:
     set_passphrase: Callable[[str | None, str], None] | None = None  # (current, new)
     fingerprint: Callable[[], str | None] | None = None
     export_recovery_key: Callable[[], str] | None = None
+    # the store lost this copy's vault key: open the relay's wrapped key with the passphrase
+    # and store it again (`companion keys unlock`); returns the key's fingerprint
+    unlock_key: Callable[[str], str] | None = None
     open_url: Callable[[QUrl], bool] | None = None
     # how a folder joined its relay on this device (`keys.sync_state`): an object with
     # relay_url, device_name, kind and vault_id, or None when it is not a sync copy here
@@ -359,7 +362,7 @@ class SettingsWindow(QDialog):
 
     def _keys_tab(self) -> QWidget:
         tab = QWidget()
-        form = self._form(tab)
+        form = self._keys_form = self._form(tab)
         note = QLabel(tr("settings.keys_note"))
         note.setWordWrap(True)
         form.addRow(note)
@@ -377,15 +380,18 @@ class SettingsWindow(QDialog):
         self.pass_button.clicked.connect(self._set_passphrase)
         form.addRow("", self.pass_button)
 
-        fingerprint = None
+        fingerprint, key_lost = None, False
         if self.hooks.fingerprint is not None:
             try:
                 fingerprint = self.hooks.fingerprint()
             except CompanionError as exc:
-                fingerprint = str(exc)
+                fingerprint, key_lost = str(exc), True
         self.fingerprint = QLabel(fingerprint or tr("settings.no_key"))
+        self.fingerprint.setWordWrap(True)
         self.fingerprint.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         form.addRow(tr("settings.fingerprint"), self.fingerprint)
+        form.addRow("", self._unlock_box())
+        form.setRowVisible(self.unlock_box, key_lost and self.hooks.unlock_key is not None)
         self.export_button = QPushButton(tr("settings.export_recovery"))
         self.export_button.clicked.connect(self._export_recovery)
         form.addRow("", self.export_button)
@@ -393,6 +399,28 @@ class SettingsWindow(QDialog):
             self._unavailable(self.export_button)
         self._hint(form, tr("settings.hint.keys"))
         return tab
+
+    def _unlock_box(self) -> QWidget:
+        """Shown when this device cannot read its vault key: type the passphrase to store it
+        again from the relay's wrapped copy."""
+        self.unlock_box = QWidget()
+        v = QVBoxLayout(self.unlock_box)
+        v.setContentsMargins(0, 0, 0, 0)
+        note = QLabel(tr("settings.unlock_note"))
+        note.setWordWrap(True)
+        v.addWidget(note)
+        row = QHBoxLayout()
+        self.unlock_pass = QLineEdit()
+        self.unlock_pass.setEchoMode(QLineEdit.EchoMode.Password)
+        self.unlock_pass.setPlaceholderText(tr("settings.unlock_pass"))
+        self.unlock_pass.textChanged.connect(self._update_buttons)
+        self.unlock_pass.returnPressed.connect(self._unlock)
+        self.unlock_button = QPushButton(tr("settings.unlock_button"))
+        self.unlock_button.clicked.connect(self._unlock)
+        row.addWidget(self.unlock_pass, 1)
+        row.addWidget(self.unlock_button)
+        v.addLayout(row)
+        return self.unlock_box
 
     def _schedule_tab(self) -> QWidget:
         tab = QWidget()
@@ -600,6 +628,11 @@ class SettingsWindow(QDialog):
             self._unavailable(self.pass_button)
         else:
             self.pass_button.setEnabled(bool(self.new_pass.text()) and pass_error is None)
+        self.unlock_button.setEnabled(
+            self.hooks.unlock_key is not None
+            and bool(self.unlock_pass.text())
+            and not self.runner.busy("unlock")
+        )
         join_pass_error = validate.join_passphrase(self.join_pass.text())
         self.join_pass_error.setText(join_pass_error or "")
         self.join_pass_error.setVisible(bool(join_pass_error))
@@ -690,6 +723,16 @@ class SettingsWindow(QDialog):
         for edit in (self.current_pass, self.new_pass, self.confirm_pass):
             edit.clear()
 
+    def _unlock(self) -> None:
+        hook, passphrase = self.hooks.unlock_key, self.unlock_pass.text()
+        if hook is None or not passphrase or self.runner.busy("unlock"):
+            return
+        self.unlock_pass.clear()
+        self.status.setStyleSheet("")
+        self.status.setText(tr("settings.unlocking"))
+        self.runner.run("unlock", lambda: hook(passphrase))
+        self._update_buttons()
+
     def _export_recovery(self) -> None:
         hook = self.hooks.export_recovery_key
         if hook is not None:
@@ -702,6 +745,10 @@ class SettingsWindow(QDialog):
             self.status.setText(tr("settings.joined"))
         elif name == "passphrase":
             self.status.setText(tr("settings.pass_changed"))
+        elif name == "unlock" and isinstance(result, str):
+            self.fingerprint.setText(result)
+            self._keys_form.setRowVisible(self.unlock_box, False)
+            self.status.setText(tr("settings.key_restored"))
         elif name == "recovery" and isinstance(result, str):
             self._show_recovery_key(result)
         self._update_buttons()

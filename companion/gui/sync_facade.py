@@ -205,10 +205,17 @@ class SyncFacade(IdleEngine):
         self._stop()
 
     def ready(self, timeout: float) -> bool:
-        """Start if needed and wait for the first round (tests, the benchmark)."""
+        """Start if needed and wait for the first round (tests, the benchmark). A start the
+        worker thread has under way is waited for, not taken for a failed one."""
+        deadline = time.monotonic() + timeout
         self._ensure_started()
-        daemon = self._daemon
-        return daemon is not None and daemon.ready.wait(timeout)
+        if not self._state_lock.acquire(timeout=timeout):
+            return False
+        try:
+            daemon = self._daemon
+        finally:
+            self._state_lock.release()
+        return daemon is not None and daemon.ready.wait(max(0.0, deadline - time.monotonic()))
 
     # ---- round outcomes -> state and events --------------------------------------------------
 

@@ -736,8 +736,9 @@ LIBRARY_FLOOR = LIBRARIES + WALK
 # with its row, and ask the relay one question over loopback on a bare socket (no HTTP library,
 # no TLS, no token). A quiet one-shot `companion sync` does this much and more (ignore rules,
 # the lock, status, a checked reply), so no one-shot Python command can beat it on this machine.
-IO_FLOOR = """
-import glob, json, os, socket, sqlite3, sys
+# `_QUIET_IO` is the part before the request, shared by the two floors below.
+_QUIET_IO = """
+import glob, json, os, sqlite3, sys
 
 vault, home = sys.argv[1], sys.argv[2]
 state = glob.glob(os.path.join(home, "data", "sync", "*", "device.json"))[0]
@@ -757,12 +758,33 @@ while stack:
                 stack.append((entry.path, rel + "/"))
             elif known.pop(rel, None) != (st.st_mtime_ns, st.st_size, st.st_ino, st.st_ctime_ns):
                 changed.append(rel)
+"""
+
+IO_FLOOR = (
+    _QUIET_IO
+    + """
+import socket
 host, port = device["relay_url"].rsplit("/", 1)[1].rsplit(":", 1)
 with socket.create_connection((host, int(port))) as conn:
     conn.sendall(b"GET /v1/health HTTP/1.1\\r\\nHost: relay\\r\\nConnection: close\\r\\n\\r\\n")
     reply = b"".join(iter(lambda: conn.recv(65536), b""))
 assert reply.startswith(b"HTTP/1.1 200"), reply[:100]
 """
+)
+
+# The same I/O with the request sent through the relay client's transport (httpcore, imported
+# the way the client imports it): the floor of any quiet round that keeps the project's one
+# HTTP client (TLS, proxies, timeouts) instead of a hand-written one.
+IO_TRANSPORT_FLOOR = (
+    _QUIET_IO
+    + """
+import companion.relay.lean  # imports httpcore as the relay client does
+import httpcore
+with httpcore.ConnectionPool() as pool:
+    reply = pool.request("GET", device["relay_url"] + "/v1/health")
+assert reply.status == 200, reply.status
+"""
+)
 
 
 def quiet_rescan_companion(run: Run, co: CompanionSystem, repeat: int) -> None:
@@ -791,6 +813,7 @@ def quiet_rescan_companion(run: Run, co: CompanionSystem, repeat: int) -> None:
         ("library_floor_s", LIBRARY_FLOOR),
         ("walk_floor_s", WALK),
         ("io_floor_s", IO_FLOOR),
+        ("io_transport_floor_s", IO_TRANSPORT_FLOOR),
     ):
         walls = []
         for _ in range(repeat):
@@ -1206,6 +1229,12 @@ def table(run: Run) -> str:
         "  floor: the quiet round's I/O (index rows, lstat walk compared, one request on a bare "
         "socket)",
         median(co.get("io_floor_s", [])),
+        None,
+        "",
+    )
+    row(
+        "  floor: the same I/O, the request through the relay client's transport (httpcore)",
+        median(co.get("io_transport_floor_s", [])),
         None,
         "",
     )

@@ -234,3 +234,73 @@ def test_the_settings_window_stores_a_lost_key_again_with_the_passphrase(
             )
         finally:
             app.shutdown()
+
+
+def test_the_settings_window_joins_a_folder_again_when_the_store_lost_everything(
+    qtbot, tmp_path: Path
+) -> None:
+    """A wiped keyring loses the relay token and the vault key: the Sync tab says so and offers
+    the invite and passphrase fields again ("Join again", as `companion init --rejoin`). A wrong
+    passphrase changes nothing; the right one makes the folder a new device of the same vault,
+    with the same key and its index kept, and the app syncs again at once."""
+    i18n.set_language("en")
+    with cluster(tmp_path / "c") as c:
+        laptop = c.add_device("laptop")
+        laptop.write("knowledge/before.md", "# Before\n")
+        laptop.sync()
+        key = stored_key(laptop)
+        old = DeviceState.load(laptop.paths, laptop.vault.resolve())
+        store = FileStore(laptop.paths.secrets_file)
+        assert store.delete(old.key_name) and store.delete(old.token_name)
+        config = laptop.config
+        config.set("vault", "path", str(laptop.vault))
+        config.save()
+        app = CompanionApp(
+            config,
+            create_engine(config),
+            tray_available=False,
+            use_desktop_notifications=False,
+            dream_clock=False,
+        )
+        try:
+            w = app.open_settings("sync")
+            assert w.joined.isVisibleTo(w) and "lost" in w.joined.text()
+            assert w.invite_code.isVisibleTo(w) and w.join_pass.isVisibleTo(w)
+            assert w.join_button.text() == "Join again"
+            assert not w.unlock_box.isVisibleTo(w)  # the key cannot be fetched without a token
+            assert "Join again" in w.fingerprint.text()  # the Keys tab points to the way back
+            assert w.relay_url.isReadOnly() and w.relay_url.text() == c.relay.url
+            w.invite_code.setText(c.invite("human"))
+            w.join_pass.setText("not the passphrase at all")
+            assert w.join_button.isEnabled()
+            with qtbot.waitSignal(w.runner.call_failed, timeout=30000):
+                w.join_button.click()
+            assert "passphrase" in w.status.text().lower()
+            assert DeviceState.load(laptop.paths, laptop.vault.resolve()) == old
+            assert store.get(old.token_name) is None and store.get(old.key_name) is None
+            w.invite_code.setText(c.invite("human"))
+            w.join_pass.setText(PASSPHRASE)
+            with qtbot.waitSignal(w.runner.call_done, timeout=30000):
+                w.join_button.click()
+            assert w.status.text() == "Joined again. This vault syncs again."
+            new = DeviceState.load(laptop.paths, laptop.vault.resolve())
+            assert new.vault_id == old.vault_id and new.device_id != old.device_id
+            assert stored_key(laptop) == key
+            assert "lost" not in w.joined.text() and not w.invite_code.isVisibleTo(w)
+            assert PASSPHRASE not in config.file.read_text(encoding="utf-8")
+            laptop.write("knowledge/after-rejoin.md", "# Again\n")
+            facade = app.worker.engine
+            assert type(facade).__name__ == "SyncFacade"
+            assert facade.ready(30)
+            other = c.add_device("desk")
+            wait_for(
+                lambda: (
+                    other.sync() is not None
+                    and other.read("knowledge/after-rejoin.md") == b"# Again\n"
+                ),
+                what="the note written after the rejoin on the other device",
+                step=0.2,
+            )
+            assert other.read("knowledge/before.md") == b"# Before\n"
+        finally:
+            app.shutdown()

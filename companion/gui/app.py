@@ -114,7 +114,15 @@ def settings_hooks(config: Config) -> SettingsHooks:
             req.passphrase,
         )
 
-    hooks = SettingsHooks(join=join, sync_state=lambda folder: keys.sync_state(paths, folder))
+    def rejoin(folder: Path, invite: str, passphrase: str) -> None:
+        keys.rejoin(paths, config, folder, invite, passphrase)
+
+    hooks = SettingsHooks(
+        join=join,
+        sync_state=lambda folder: keys.sync_state(paths, folder),
+        token_lost=lambda folder: keys.token_lost(paths, config, folder),
+        rejoin=rejoin,
+    )
     if keys.is_sync_copy(paths, configured_vault(config)):
         hooks.fingerprint = lambda: keys.fingerprint(paths, config, vault())
         hooks.export_recovery_key = lambda: keys.export_recovery_key(paths, config, vault())
@@ -312,13 +320,13 @@ class CompanionApp(QObject):
 
     def _settings_task_done(self, name: str, _result: object) -> None:
         """After a join the folder is a sync copy: sync it, and offer the key buttons. After
-        the key was stored again, a new engine starts at once (the failed one would wait for
-        its next start attempt)."""
-        if name not in ("join", "unlock"):
+        the key was stored again or the folder joined again, a new engine starts at once (the
+        failed one would wait for its next start attempt)."""
+        if name not in ("join", "unlock", "rejoin"):
             return
         old, self.worker.engine = self.worker.engine, create_engine(self.config)
         close_engine(old)
-        if name == "unlock":
+        if name != "join":
             self.worker.refresh()
             return
         if self.settings is not None and self.hooks is None:

@@ -11,8 +11,10 @@ from companion.sync.vaultkeys import (
     import_recovery,
     is_sync_copy,
     join,
+    rejoin,
     rewrap_from_local_key,
     sync_state,
+    token_lost,
     unlock_again,
 )
 
@@ -26,7 +28,9 @@ __all__ = [
     "import_recovery",
     "is_sync_copy",
     "join",
+    "rejoin",
     "rewrap_from_local_key",
     "sync_state",
+    "token_lost",
     "unlock_again",
 ]

@@ -78,6 +78,10 @@ class SettingsHooks:
     # how a folder joined its relay on this device (`keys.sync_state`): an object with
     # relay_url, device_name, kind and vault_id, or None when it is not a sync copy here
     sync_state: Callable[[str], Any] | None = None
+    # whether the store lost a sync copy's relay token (`keys.token_lost`), and joining it
+    # again with an invite and the passphrase (`keys.rejoin`, as `companion init --rejoin`)
+    token_lost: Callable[[str], bool] | None = None
+    rejoin: Callable[[Path, str, str], None] | None = None
 
 
 @dataclass
@@ -113,6 +117,7 @@ class SettingsWindow(QDialog):
         self.runner.call_failed.connect(self._task_failed)
         self.fields: list[_Field] = []
         self._ignore_loaded_from: Path | None = None
+        self._rejoining = False  # a sync copy whose relay token the store lost: "Join again"
         self._ignore_original = ""
         self.setWindowTitle(tr("settings.title"))
         self.setMinimumWidth(560)
@@ -330,9 +335,13 @@ class SettingsWindow(QDialog):
         joined with, read-only (the engine syncs with those, not with the config's `[sync]`
         defaults); any other folder shows the fields to join with an invite."""
         hook = self.hooks.sync_state
-        state = hook(self.vault_path.text().strip()) if hook is not None else None
+        folder = self.vault_path.text().strip()
+        state = hook(folder) if hook is not None else None
         form = self._sync_form
         joined = state is not None
+        lost = self.hooks.token_lost
+        self._rejoining = joined and lost is not None and lost(folder)
+        self.join_button.setText(tr("settings.rejoin") if self._rejoining else tr("settings.join"))
         for edit in (self.relay_url, self.device_name):
             edit.setReadOnly(joined)
             edit.setToolTip(tr("settings.joined_field") if joined else "")
@@ -342,23 +351,26 @@ class SettingsWindow(QDialog):
             kind = {"human": tr("settings.kind.human"), "agent": tr("settings.kind.agent")}.get(
                 str(state.kind), ""
             )
-            self.joined.setText(
-                tr(
-                    "settings.joined_as",
-                    device=state.device_name,
-                    kind=kind or state.kind,
-                    relay=state.relay_url,
-                    vault=state.vault_id,
-                )
+            text = tr(
+                "settings.joined_as",
+                device=state.device_name,
+                kind=kind or state.kind,
+                relay=state.relay_url,
+                vault=state.vault_id,
             )
+            if self._rejoining:
+                text += "\n\n" + tr("settings.token_lost")
+            self.joined.setText(text)
         elif self.relay_url.isReadOnly() is False and getattr(self, "_was_joined", False):
             self.relay_url.setText(str(self.config.raw_value("sync", "relay_url")))
             self.device_name.setText(str(self.config.raw_value("sync", "device_name")))
         self._was_joined = joined
         form.setRowVisible(self.joined, joined)
-        form.setRowVisible(self._invite_box, not joined)
+        form.setRowVisible(self._invite_box, not joined or self._rejoining)
         if self._join_pass_box is not None:
-            form.setRowVisible(self._join_pass_box, not joined)
+            form.setRowVisible(self._join_pass_box, not joined or self._rejoining)
+        if hasattr(self, "unlock_box"):
+            self._show_key_state()
 
     def _keys_tab(self) -> QWidget:
         tab = QWidget()
@@ -380,18 +392,12 @@ class SettingsWindow(QDialog):
         self.pass_button.clicked.connect(self._set_passphrase)
         form.addRow("", self.pass_button)
 
-        fingerprint, key_lost = None, False
-        if self.hooks.fingerprint is not None:
-            try:
-                fingerprint = self.hooks.fingerprint()
-            except CompanionError as exc:
-                fingerprint, key_lost = str(exc), True
-        self.fingerprint = QLabel(fingerprint or tr("settings.no_key"))
+        self.fingerprint = QLabel()
         self.fingerprint.setWordWrap(True)
         self.fingerprint.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         form.addRow(tr("settings.fingerprint"), self.fingerprint)
         form.addRow("", self._unlock_box())
-        form.setRowVisible(self.unlock_box, key_lost and self.hooks.unlock_key is not None)
+        self._show_key_state()
         self.export_button = QPushButton(tr("settings.export_recovery"))
         self.export_button.clicked.connect(self._export_recovery)
         form.addRow("", self.export_button)
@@ -399,6 +405,22 @@ class SettingsWindow(QDialog):
             self._unavailable(self.export_button)
         self._hint(form, tr("settings.hint.keys"))
         return tab
+
+    def _show_key_state(self) -> None:
+        """The key's fingerprint, or why it cannot be read; the box that stores a lost key
+        again, unless the relay token is lost too (then the Sync tab's "Join again" is the way
+        back, and brings the key with it)."""
+        fingerprint, key_lost = None, False
+        if self.hooks.fingerprint is not None:
+            try:
+                fingerprint = self.hooks.fingerprint()
+            except CompanionError as exc:
+                fingerprint, key_lost = str(exc), True
+        if key_lost and self._rejoining:
+            fingerprint = f"{fingerprint}\n\n{tr('settings.key_after_rejoin')}"
+        self.fingerprint.setText(fingerprint or tr("settings.no_key"))
+        offer = key_lost and self.hooks.unlock_key is not None and not self._rejoining
+        self._keys_form.setRowVisible(self.unlock_box, offer)
 
     def _unlock_box(self) -> QWidget:
         """Shown when this device cannot read its vault key: type the passphrase to store it
@@ -636,7 +658,14 @@ class SettingsWindow(QDialog):
         join_pass_error = validate.join_passphrase(self.join_pass.text())
         self.join_pass_error.setText(join_pass_error or "")
         self.join_pass_error.setVisible(bool(join_pass_error))
-        if self.hooks.join is not None:
+        if self._rejoining:
+            self.join_button.setEnabled(
+                self.hooks.rejoin is not None
+                and bool(self.invite_code.text().strip())
+                and join_pass_error is None
+                and not self.runner.busy("rejoin")
+            )
+        elif self.hooks.join is not None:
             ready = (
                 bool(self.invite_code.text().strip())
                 and join_pass_error is None
@@ -696,6 +725,9 @@ class SettingsWindow(QDialog):
     # ---- engine hooks, off the GUI thread ---------------------------------------------------
 
     def _join(self) -> None:
+        if self._rejoining:
+            self._rejoin()
+            return
         hook, vault = self.hooks.join, self._vault()
         if hook is None or vault is None:
             return
@@ -711,6 +743,17 @@ class SettingsWindow(QDialog):
         self.status.setStyleSheet("")
         self.status.setText(tr("settings.joining"))
         self.runner.run("join", lambda: hook(request))
+        self._update_buttons()
+
+    def _rejoin(self) -> None:
+        hook, vault = self.hooks.rejoin, self._vault()
+        if hook is None or vault is None or self.runner.busy("rejoin"):
+            return
+        invite, passphrase = self.invite_code.text().strip(), self.join_pass.text()
+        self.join_pass.clear()
+        self.status.setStyleSheet("")
+        self.status.setText(tr("settings.joining"))
+        self.runner.run("rejoin", lambda: hook(vault, invite, passphrase))
         self._update_buttons()
 
     def _set_passphrase(self) -> None:
@@ -745,10 +788,13 @@ class SettingsWindow(QDialog):
             self.status.setText(tr("settings.joined"))
         elif name == "passphrase":
             self.status.setText(tr("settings.pass_changed"))
-        elif name == "unlock" and isinstance(result, str):
-            self.fingerprint.setText(result)
-            self._keys_form.setRowVisible(self.unlock_box, False)
+        elif name == "unlock":
+            self._show_key_state()
             self.status.setText(tr("settings.key_restored"))
+        elif name == "rejoin":
+            self.invite_code.clear()
+            self._show_joined()
+            self.status.setText(tr("settings.rejoined"))
         elif name == "recovery" and isinstance(result, str):
             self._show_recovery_key(result)
         self._update_buttons()

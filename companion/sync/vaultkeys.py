@@ -36,10 +36,12 @@ from companion.relay.errors import ConflictError
 from companion.sync.device import DeviceState, SecretMissing
 from companion.sync.join import (
     JoinResult,
+    check_join_request,
     check_recovery_key,
     join_vault,
     kdf_params,
     passphrase_source,
+    rejoin_vault,
     remember_join,
     reopen_recorded_key,
 )
@@ -196,17 +198,6 @@ def join(
     `companion init` does without a terminal.
     """
     store = open_store(config)
-    source: Callable[[str, bool], str]
-    if passphrase:
-        register_secret(passphrase)
-        phrase = passphrase
-
-        def given(_vault_id: str, _creating: bool) -> str:
-            return phrase
-
-        source = given
-    else:
-        source = passphrase_source(store, interactive=False)
     result = join_vault(
         paths,
         store,
@@ -215,11 +206,56 @@ def join(
         invite=invite.strip() if invite else None,
         device_name=device_name.strip(),
         kind=kind,
-        passphrase=source,
+        passphrase=_typed_or_stored(passphrase, store),
         kdf=kdf,
     )
     remember_join(config, result.state)
     return result
+
+
+def token_lost(paths: DevicePaths, config: Any, vault: PathLike | None) -> bool:
+    """Whether `vault` is a sync copy here whose relay token the secret store lost (a new
+    keyring, a wiped secrets file): it cannot sync until it joins again (`rejoin`). False when
+    the store cannot be asked; that error shows where the engine starts."""
+    state = sync_state(paths, vault)
+    if state is None:
+        return False
+    try:
+        return open_store(config).get(state.token_name) is None
+    except CompanionError as exc:
+        log.warning("cannot ask the secret store for the relay token of %s: %s", vault, exc)
+        return False
+
+
+def rejoin(
+    paths: DevicePaths, config: Any, vault: PathLike, invite: str, passphrase: str | None
+) -> JoinResult:
+    """Join a sync copy whose store lost its relay token again, as a new device of its vault
+    (`companion init --rejoin`): its index and history are kept, its key comes from the store
+    or from the relay's wrapped key with `passphrase` (empty: the passphrase file or the
+    store), and must have the fingerprint recorded at the first join."""
+    root = check_join_request(
+        paths, vault, relay_url="", invite=invite.strip(), device_name="", kind=None, rejoin=True
+    )
+    store = open_store(config)
+    return rejoin_vault(
+        paths, store, root, invite=invite.strip(), device_name=None, kind=None,
+        passphrase=_typed_or_stored(passphrase, store),
+    )  # fmt: skip
+
+
+def _typed_or_stored(passphrase: str | None, store: SecretStore) -> Callable[[str, bool], str]:
+    """The passphrase a person typed (registered with the log redactor), or when none was the
+    passphrase file or the secret store's, as `companion init` reads it without a terminal."""
+    if not passphrase:
+        return passphrase_source(store, interactive=False)
+    register_secret(passphrase)
+    typed = passphrase
+
+    def given(_vault_id: str, _creating: bool) -> str:
+        return typed
+
+    return given
 
 
 def _human_only(state: DeviceState, what: str) -> None:

@@ -271,6 +271,34 @@ def test_a_missing_vault_key_is_an_error_and_a_keyring_event(cluster: SyncCluste
         f.close()
 
 
+def test_a_lost_relay_token_sends_the_person_to_the_sync_tab(cluster: SyncCluster) -> None:
+    """A wiped keyring loses the relay token (and the key): the way back is "Join again" on
+    the Sync tab, so the notification opens that tab; a lost key alone opens the Keys tab."""
+    from datetime import UTC, datetime
+
+    from companion.config import NotifySettings
+    from companion.credentials.store import FileStore
+    from companion.gui.events import KeyringProblem
+    from companion.gui.notify_policy import OPEN_SETTINGS, Action, notifications_for
+    from companion.sync.device import DeviceState
+
+    laptop = cluster.add_device("laptop", "human")
+    state = DeviceState.load(laptop.paths, os.path.realpath(laptop.vault))
+    store = FileStore(laptop.paths.secrets_file)
+    assert store.delete(state.key_name) and store.delete(state.token_name)
+    f = SyncFacade(laptop.vault, laptop.config, daemon_options=FAST)
+    try:
+        snap = f.snapshot()
+        assert tray_state(snap) is TrayState.ERROR and "relay token" in snap.errors[0]
+        (event,) = f.drain_events()
+        assert isinstance(event, KeyringProblem) and event.settings_tab == "sync"
+        (note,) = notifications_for([event], NotifySettings(), datetime.now(UTC))
+        assert note.action == Action(OPEN_SETTINGS, "sync")
+    finally:
+        f.close()
+    assert KeyringProblem("locked").settings_tab == "keys"
+
+
 def test_companion_sync_goes_through_the_desktop_app(cluster: SyncCluster) -> None:
     """The desktop app owns the copy: `companion sync` in a terminal is run by its engine (the
     command prints that round's report) instead of failing with exit 4."""

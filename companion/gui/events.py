@@ -46,9 +46,12 @@ class RelayUnreachable:
 
 @dataclass(frozen=True)
 class KeyringProblem:
-    """The OS keyring refused or is missing; `message` says what, never a secret."""
+    """The OS keyring refused or is missing; `message` says what, never a secret.
+    `settings_tab` is where the way back is: the Keys tab stores a lost key again, the Sync
+    tab joins a folder whose relay token was lost again."""
 
     message: str
+    settings_tab: str = "keys"
 
 
 @dataclass(frozen=True)

@@ -184,7 +184,7 @@ def _one(event: EngineEvent, cfg: NotifySettings, now: datetime) -> Notification
             key=f"keyring:{event.message}",
             title=tr("notify.keyring.title"),
             body=event.message,
-            action=Action(OPEN_SETTINGS, "keys"),
+            action=Action(OPEN_SETTINGS, event.settings_tab),
             urgent=True,
         )
     if isinstance(event, LocalDreamRan):

@@ -48,6 +48,7 @@ from companion.sync.daemon import Daemon, RoundOutcome
 from companion.sync.device import (
     DeviceState,
     SecretMissing,
+    TokenMissing,
     status_file,
     sync_index_path,
     vault_dir,
@@ -162,7 +163,8 @@ class SyncFacade(IdleEngine):
                 self._start_error = redact(str(exc))
                 log.error("cannot start syncing %s: %s", self.root, self._start_error)
                 if isinstance(exc, SecretMissing) or "keyring" in str(exc).lower():
-                    self._push(KeyringProblem(self._start_error))
+                    tab = "sync" if isinstance(exc, TokenMissing) else "keys"
+                    self._push(KeyringProblem(self._start_error, settings_tab=tab))
                 return
             except Exception as exc:
                 self.lock.release()

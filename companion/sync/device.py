@@ -44,6 +44,10 @@ class SecretMissing(CompanionError):
     """The device state names a secret the store does not have (another keyring, wiped?)."""
 
 
+class TokenMissing(SecretMissing):
+    """The store lost this device's relay token: the folder must join the vault again."""
+
+
 def vault_dir(paths: DevicePaths, vault_root: str | os.PathLike[str]) -> Path:
     """The engine's folder for one vault copy (index, device state, lock, partial downloads)."""
     return vault_state_dir(paths.data_dir, vault_root)
@@ -129,7 +133,7 @@ class DeviceState:
     def load_token(self, store: SecretStore) -> str:
         token = store.get(self.token_name)
         if not token:
-            raise SecretMissing(
+            raise TokenMissing(
                 f"this device's relay token ({self.token_name!r}) is not in {store.description}; "
                 f"join again with a new invite: `companion init {self.vault_root} --rejoin "
                 "--invite CODE`"

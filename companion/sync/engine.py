@@ -100,11 +100,14 @@ class SyncEngine:
         self.config = config
         device = device or DeviceState.load(app_paths, root)
         store = store if store is not None else open_store(config)
+        # the token first: when the store lost both, joining again (which brings the key back
+        # too) is the advice, not the key's unlock, which needs the token
+        token = device.load_token(store) if client is None else None
         key = device.key_loader(store)  # checked now, built when a record is sealed or opened
         if client is None:
             client = RelayClient(
                 device.relay_url,
-                device.load_token(store),
+                token,
                 device.vault_id,
                 timeout=timeout,
                 verify=device.verify,

@@ -48,6 +48,35 @@ def join_new(c: SyncCluster, name: str, passphrase: str) -> None:
     )
 
 
+def app_for(device) -> CompanionApp:
+    """The desktop app on `device`'s configuration, with its folder as the vault."""
+    config = device.config
+    config.set("vault", "path", str(device.vault))
+    config.save()
+    return CompanionApp(
+        config,
+        create_engine(config),
+        tray_available=False,
+        use_desktop_notifications=False,
+        dream_clock=False,
+    )
+
+
+def reaches_another_device(c: SyncCluster, app: CompanionApp, device, rel: str, text: str):
+    """A note written on `device` now reaches a new device: the app's new engine syncs."""
+    device.write(rel, text)
+    facade = app.worker.engine
+    assert type(facade).__name__ == "SyncFacade"
+    assert facade.ready(30)
+    other = c.add_device("desk")
+    wait_for(
+        lambda: other.sync() is not None and other.read(rel) == text.encode(),
+        what=f"{rel} on the other device",
+        step=0.2,
+    )
+    return other
+
+
 def test_fingerprint_and_recovery_key_round_trip(tmp_path: Path) -> None:
     with cluster(tmp_path / "c") as c:
         laptop = c.add_device("laptop")
@@ -186,16 +215,8 @@ def test_the_settings_window_stores_a_lost_key_again_with_the_passphrase(
         key = stored_key(laptop)
         state = DeviceState.load(laptop.paths, laptop.vault.resolve())
         assert FileStore(laptop.paths.secrets_file).delete(state.key_name)
-        config = laptop.config
-        config.set("vault", "path", str(laptop.vault))
-        config.save()
-        app = CompanionApp(
-            config,
-            create_engine(config),
-            tray_available=False,
-            use_desktop_notifications=False,
-            dream_clock=False,
-        )
+        app = app_for(laptop)
+        config = app.config
         try:
             w = app.open_settings("keys")
             assert w.unlock_box.isVisibleTo(w)
@@ -219,19 +240,7 @@ def test_the_settings_window_stores_a_lost_key_again_with_the_passphrase(
             assert stored_key(laptop) == key
             assert PASSPHRASE not in config.file.read_text(encoding="utf-8")
             # the app does not wait for its next start attempt: the new engine syncs now
-            laptop.write("knowledge/after-unlock.md", "# Back\n")
-            facade = app.worker.engine
-            assert type(facade).__name__ == "SyncFacade"
-            assert facade.ready(30)
-            other = c.add_device("desk")
-            wait_for(
-                lambda: (
-                    other.sync() is not None
-                    and other.read("knowledge/after-unlock.md") == b"# Back\n"
-                ),
-                what="the note written after the unlock on the other device",
-                step=0.2,
-            )
+            reaches_another_device(c, app, laptop, "knowledge/after-unlock.md", "# Back\n")
         finally:
             app.shutdown()
 
@@ -252,16 +261,8 @@ def test_the_settings_window_joins_a_folder_again_when_the_store_lost_everything
         old = DeviceState.load(laptop.paths, laptop.vault.resolve())
         store = FileStore(laptop.paths.secrets_file)
         assert store.delete(old.key_name) and store.delete(old.token_name)
-        config = laptop.config
-        config.set("vault", "path", str(laptop.vault))
-        config.save()
-        app = CompanionApp(
-            config,
-            create_engine(config),
-            tray_available=False,
-            use_desktop_notifications=False,
-            dream_clock=False,
-        )
+        app = app_for(laptop)
+        config = app.config
         try:
             w = app.open_settings("sync")
             assert w.joined.isVisibleTo(w) and "lost" in w.joined.text()
@@ -288,19 +289,7 @@ def test_the_settings_window_joins_a_folder_again_when_the_store_lost_everything
             assert stored_key(laptop) == key
             assert "lost" not in w.joined.text() and not w.invite_code.isVisibleTo(w)
             assert PASSPHRASE not in config.file.read_text(encoding="utf-8")
-            laptop.write("knowledge/after-rejoin.md", "# Again\n")
-            facade = app.worker.engine
-            assert type(facade).__name__ == "SyncFacade"
-            assert facade.ready(30)
-            other = c.add_device("desk")
-            wait_for(
-                lambda: (
-                    other.sync() is not None
-                    and other.read("knowledge/after-rejoin.md") == b"# Again\n"
-                ),
-                what="the note written after the rejoin on the other device",
-                step=0.2,
-            )
+            other = reaches_another_device(c, app, laptop, "knowledge/after-rejoin.md", "# Again\n")
             assert other.read("knowledge/before.md") == b"# Before\n"
         finally:
             app.shutdown()

@@ -45,7 +45,7 @@ from companion.gui.notify_policy import (
 from companion.gui.secretmove import NameAsker, SecretMover, ask_name_dialog
 from companion.gui.single import SingleInstance, server_name
 from companion.gui.tray import TrayController, app_icon
-from companion.logs import get_logger, register_secret
+from companion.logs import get_logger
 from companion.vaultpath import configured_vault
 
 if TYPE_CHECKING:  # the windows are imported when first opened: a tray at rest needs none
@@ -138,11 +138,8 @@ def unlock_key(config: Config, vault: Path, passphrase: str) -> str:
     the passphrase typed in the Keys tab; returns the key's fingerprint."""
     from companion.gui import keys  # noqa: PLC0415
 
-    register_secret(passphrase)
-    unlocked = keys.unlock_again(
-        config.paths, config, vault, passphrase=lambda _vault_id, _creating: passphrase
-    )
-    return unlocked.fingerprint
+    typed = keys.typed_passphrase(passphrase)
+    return keys.unlock_again(config.paths, config, vault, passphrase=typed).fingerprint
 
 
 def memories_dir(config: Config) -> Path:

@@ -15,6 +15,7 @@ from companion.sync.vaultkeys import (
     rewrap_from_local_key,
     sync_state,
     token_lost,
+    typed_passphrase,
     unlock_again,
 )
 
@@ -32,5 +33,6 @@ __all__ = [
     "rewrap_from_local_key",
     "sync_state",
     "token_lost",
+    "typed_passphrase",
     "unlock_again",
 ]

@@ -244,18 +244,23 @@ def rejoin(
     )  # fmt: skip
 
 
-def _typed_or_stored(passphrase: str | None, store: SecretStore) -> Callable[[str, bool], str]:
-    """The passphrase a person typed (registered with the log redactor), or when none was the
-    passphrase file or the secret store's, as `companion init` reads it without a terminal."""
-    if not passphrase:
-        return passphrase_source(store, interactive=False)
+def typed_passphrase(passphrase: str) -> Callable[[str, bool], str]:
+    """The passphrase a person typed in a window, as the join and unlock functions ask for it;
+    registered with the log redactor first."""
     register_secret(passphrase)
-    typed = passphrase
 
     def given(_vault_id: str, _creating: bool) -> str:
-        return typed
+        return passphrase
 
     return given
+
+
+def _typed_or_stored(passphrase: str | None, store: SecretStore) -> Callable[[str, bool], str]:
+    """The typed passphrase or, when none was typed, the passphrase file or the secret store's,
+    as `companion init` reads it without a terminal."""
+    if passphrase:
+        return typed_passphrase(passphrase)
+    return passphrase_source(store, interactive=False)
 
 
 def _human_only(state: DeviceState, what: str) -> None:

@@ -77,6 +77,11 @@ def reaches_another_device(c: SyncCluster, app: CompanionApp, device, rel: str, 
     return other
 
 
+
+def store_answered(qtbot, window) -> None:
+    """Wait for the settings window's answer from the secret store (asked off the GUI thread)."""
+    qtbot.waitUntil(lambda: not window.key_store_pending(), timeout=30000)
+
 def test_fingerprint_and_recovery_key_round_trip(tmp_path: Path) -> None:
     with cluster(tmp_path / "c") as c:
         laptop = c.add_device("laptop")
@@ -189,6 +194,7 @@ def test_the_settings_window_joins_then_offers_the_key_buttons(qtbot, tmp_path: 
             )
             keys_tab = app.settings
             assert keys_tab.status.text() == "Joined. This vault now syncs."
+            store_answered(qtbot, keys_tab)
             assert keys_tab.export_button.isEnabled()
             assert keys_tab.fingerprint.text() == stored_key(server).fingerprint()
             assert PASSPHRASE not in config.file.read_text(encoding="utf-8")
@@ -219,6 +225,7 @@ def test_the_settings_window_stores_a_lost_key_again_with_the_passphrase(
         config = app.config
         try:
             w = app.open_settings("keys")
+            store_answered(qtbot, w)
             assert w.unlock_box.isVisibleTo(w)
             assert "keys unlock" in w.fingerprint.text()  # why: the store lost the key
             assert not w.unlock_button.isEnabled()  # nothing typed yet
@@ -235,6 +242,7 @@ def test_the_settings_window_stores_a_lost_key_again_with_the_passphrase(
             with qtbot.waitSignal(w.runner.call_done, timeout=30000):
                 w.unlock_button.click()
             assert w.status.text() == "The vault key is stored again. Syncing resumes."
+            store_answered(qtbot, w)
             assert w.fingerprint.text() == key.fingerprint()
             assert not w.unlock_box.isVisibleTo(w)
             assert stored_key(laptop) == key
@@ -265,6 +273,7 @@ def test_the_settings_window_joins_a_folder_again_when_the_store_lost_everything
         config = app.config
         try:
             w = app.open_settings("sync")
+            store_answered(qtbot, w)
             assert w.joined.isVisibleTo(w) and "lost" in w.joined.text()
             assert w.invite_code.isVisibleTo(w) and w.join_pass.isVisibleTo(w)
             assert w.join_button.text() == "Join again"
@@ -284,6 +293,7 @@ def test_the_settings_window_joins_a_folder_again_when_the_store_lost_everything
             with qtbot.waitSignal(w.runner.call_done, timeout=30000):
                 w.join_button.click()
             assert w.status.text() == "Joined again. This vault syncs again."
+            store_answered(qtbot, w)
             new = DeviceState.load(laptop.paths, laptop.vault.resolve())
             assert new.vault_id == old.vault_id and new.device_id != old.device_id
             assert stored_key(laptop) == key

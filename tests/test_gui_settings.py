@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import stat
+import threading
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -242,3 +244,52 @@ def test_recovery_key_file_is_owner_only(tmp_path: Path) -> None:
     path = tmp_path / "key.txt"
     write_private(path, "WORD WORD\n")
     assert stat.S_IMODE(path.stat().st_mode) == 0o600
+
+
+def test_the_secret_store_is_asked_off_the_gui_thread(qtbot, tmp_path: Path) -> None:
+    """A locked keyring answers only once the person types its password into the keyring's own
+    prompt; until then the settings window must open and stay usable. The prompt is the one
+    boundary no test can answer, so the store here is hooks that wait for an event (named
+    stand-in). The window asks once the folder is known, drops an answer for a folder no longer
+    typed, and shows the answer for the one that is."""
+    joined_folder, other_folder = tmp_path / "joined", tmp_path / "other"
+    joined = SimpleNamespace(
+        relay_url="https://relay.example.org", device_name="laptop", kind="human", vault_id="v1"
+    )
+    answered = threading.Event()
+    asked: list[tuple[str, str]] = []
+
+    def token_lost(folder: str) -> bool:
+        asked.append(("token", threading.current_thread().name))
+        assert answered.wait(5), "the store was asked on the GUI thread"
+        return folder == str(joined_folder)
+
+    def fingerprint() -> str:
+        asked.append(("key", threading.current_thread().name))
+        assert answered.wait(5), "the store was asked on the GUI thread"
+        return "ab12 cd34"
+
+    config = load_config(device_paths())
+    config.values["vault"]["path"] = str(joined_folder)
+    hooks = SettingsHooks(
+        sync_state=lambda folder: joined if folder == str(joined_folder) else None,
+        token_lost=token_lost,
+        fingerprint=fingerprint,
+        unlock_key=lambda passphrase: "ab12 cd34",
+    )
+    w = SettingsWindow(config, hooks)  # opens while the store has not answered
+    qtbot.addWidget(w)
+    assert not answered.is_set() and w.key_store_pending()
+    assert w.fingerprint.text() == "Asking the keyring…"
+    w.vault_path.setText(str(other_folder))  # typing goes on meanwhile
+    w.vault_path.setText(str(joined_folder))
+    w.vault_path.setText(str(other_folder))
+    answered.set()
+    qtbot.waitUntil(lambda: not w.key_store_pending(), timeout=10000)
+    assert all(thread != threading.main_thread().name for _, thread in asked)
+    assert w.join_button.text() == "Join"  # the last folder typed is not a lost sync copy
+    assert w.fingerprint.text() == "ab12 cd34"
+    w.vault_path.setText(str(joined_folder))
+    qtbot.waitUntil(lambda: not w.key_store_pending(), timeout=10000)
+    assert w.join_button.text() == "Join again"  # this one lost its token
+    assert w.fingerprint.text().startswith("ab12 cd34")

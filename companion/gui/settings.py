@@ -84,6 +84,16 @@ class SettingsHooks:
     rejoin: Callable[[Path, str, str], None] | None = None
 
 
+@dataclass(frozen=True)
+class _KeyStoreAnswer:
+    """What the secret store said, read on a pool thread, and for which folder."""
+
+    folder: str
+    token_lost: bool
+    fingerprint: str | None
+    key_problem: str | None  # why the vault key cannot be read (a message for a person)
+
+
 @dataclass
 class _Field:
     section: str
@@ -115,6 +125,14 @@ class SettingsWindow(QDialog):
         self.runner = runner or TaskRunner(parent=self)
         self.runner.call_done.connect(self._task_done)
         self.runner.call_failed.connect(self._task_failed)
+        # the secret store is asked on its own runner: a locked keyring answers only when the
+        # person answers its prompt, and the window must stay usable until then
+        self._store_reader = TaskRunner(parent=self)
+        self._store_reader.call_done.connect(self._key_store_answered)
+        self._store_reader.call_failed.connect(self._key_store_failed)
+        self._asking_for: str | None = None  # the folder whose answer is awaited
+        self._key_answer: _KeyStoreAnswer | None = None
+        self._joined_state: Any = None
         self.fields: list[_Field] = []
         self._ignore_loaded_from: Path | None = None
         self._rejoining = False  # a sync copy whose relay token the store lost: "Join again"
@@ -333,14 +351,27 @@ class SettingsWindow(QDialog):
     def _show_joined(self, *_: object) -> None:
         """A folder set up for sync on this device shows the relay and the device name it
         joined with, read-only (the engine syncs with those, not with the config's `[sync]`
-        defaults); any other folder shows the fields to join with an invite."""
+        defaults); any other folder shows the fields to join with an invite. What the secret
+        store says (a lost token, the key) follows when it answers."""
         hook = self.hooks.sync_state
         folder = self.vault_path.text().strip()
-        state = hook(folder) if hook is not None else None
+        self._joined_state = hook(folder) if hook is not None else None
+        self._render_joined(folder)
+        self._ask_key_store(folder)
+
+    def key_store_pending(self) -> bool:
+        """Whether the window still waits for the secret store's answer about the folder."""
+        return self._asking_for is not None
+
+    def _answer_for(self, folder: str) -> _KeyStoreAnswer | None:
+        answer = self._key_answer
+        return answer if answer is not None and answer.folder == folder else None
+
+    def _render_joined(self, folder: str) -> None:
+        state, answer = self._joined_state, self._answer_for(folder)
         form = self._sync_form
         joined = state is not None
-        lost = self.hooks.token_lost
-        self._rejoining = joined and lost is not None and lost(folder)
+        self._rejoining = joined and answer is not None and answer.token_lost
         self.join_button.setText(tr("settings.rejoin") if self._rejoining else tr("settings.join"))
         for edit in (self.relay_url, self.device_name):
             edit.setReadOnly(joined)
@@ -371,6 +402,50 @@ class SettingsWindow(QDialog):
             form.setRowVisible(self._join_pass_box, not joined or self._rejoining)
         if hasattr(self, "unlock_box"):
             self._show_key_state()
+
+    def _ask_key_store(self, folder: str) -> None:
+        """Ask the secret store, off the GUI thread, whether the folder lost its relay token
+        and what the vault key's fingerprint is. One question at a time: an answer about a
+        folder no longer typed is dropped and the store asked again about the one that is."""
+        token_lost, fingerprint = self.hooks.token_lost, self.hooks.fingerprint
+        ask_token = self._joined_state is not None and token_lost is not None
+        if not ask_token and fingerprint is None:  # nothing to ask: answered at once
+            self._asking_for = None
+            self._key_answer = _KeyStoreAnswer(folder, False, None, None)
+            self._render_joined(folder)
+            return
+        self._asking_for = folder
+        if self._store_reader.busy("key store"):
+            return  # asked again when the running question is answered
+
+        def read() -> _KeyStoreAnswer:
+            lost = ask_token and token_lost is not None and token_lost(folder)
+            shown, problem = None, None
+            if fingerprint is not None:
+                try:
+                    shown = fingerprint()
+                except CompanionError as exc:
+                    problem = str(exc)
+            return _KeyStoreAnswer(folder, lost, shown, problem)
+
+        self._store_reader.run("key store", read)
+
+    def _key_store_answered(self, _name: str, answer: object) -> None:
+        assert isinstance(answer, _KeyStoreAnswer)
+        wanted = self._asking_for
+        if wanted is not None and answer.folder != wanted:
+            self._show_joined()  # typed on meanwhile: ask about the folder shown now
+            return
+        self._asking_for = None
+        self._key_answer = answer
+        self._render_joined(answer.folder)
+        self._update_buttons()
+
+    def _key_store_failed(self, _name: str, message: str) -> None:
+        folder, self._asking_for = self._asking_for or "", None
+        self._key_answer = _KeyStoreAnswer(folder, False, None, message)
+        self._render_joined(folder)
+        self._update_buttons()
 
     def _keys_tab(self) -> QWidget:
         tab = QWidget()
@@ -410,12 +485,14 @@ class SettingsWindow(QDialog):
         """The key's fingerprint, or why it cannot be read; the box that stores a lost key
         again, unless the relay token is lost too (then the Sync tab's "Join again" is the way
         back, and brings the key with it)."""
-        fingerprint, key_lost = None, False
-        if self.hooks.fingerprint is not None:
-            try:
-                fingerprint = self.hooks.fingerprint()
-            except CompanionError as exc:
-                fingerprint, key_lost = str(exc), True
+        answer = self._answer_for(self.vault_path.text().strip())
+        if answer is None:
+            self.fingerprint.setText(tr("settings.key_asking"))
+            self._keys_form.setRowVisible(self.unlock_box, False)
+            return
+        fingerprint, key_lost = answer.fingerprint, answer.key_problem is not None
+        if key_lost:
+            fingerprint = answer.key_problem
         if key_lost and self._rejoining:
             fingerprint = f"{fingerprint}\n\n{tr('settings.key_after_rejoin')}"
         self.fingerprint.setText(fingerprint or tr("settings.no_key"))
@@ -789,7 +866,7 @@ class SettingsWindow(QDialog):
         elif name == "passphrase":
             self.status.setText(tr("settings.pass_changed"))
         elif name == "unlock":
-            self._show_key_state()
+            self._show_joined()  # the store is asked again: it holds the key now
             self.status.setText(tr("settings.key_restored"))
         elif name == "rejoin":
             self.invite_code.clear()

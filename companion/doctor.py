@@ -756,6 +756,20 @@ def check_services(c: Context) -> Check:
     return Check("services", "ok", detail)
 
 
+def check_desktop(_c: Context) -> Check:
+    """The desktop app's Qt binding: one that loses references to None aborts the app."""
+    try:
+        from PySide6 import __version__ as version
+
+        from companion.gui.qtcheck import FIX, qt_binding_problem
+    except ImportError as exc:
+        return Check("desktop", "skip", f"the desktop app's Qt binding is not installed ({exc})")
+    problem = qt_binding_problem()
+    if problem is not None:
+        return Check("desktop", "FAIL", problem.partition(". Install")[0], FIX)
+    return Check("desktop", "ok", f"Qt binding PySide6 {version}")
+
+
 CHECKS: list[Callable[[Context], Check]] = [
     check_config,
     check_keyring,
@@ -770,6 +784,7 @@ CHECKS: list[Callable[[Context], Check]] = [
     check_hermes,
     check_disk,
     check_services,
+    check_desktop,
 ]
 
 

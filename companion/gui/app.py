@@ -42,6 +42,7 @@ from companion.gui.notify_policy import (
     dream_now_started,
     notifications_for,
 )
+from companion.gui.qtcheck import qt_binding_problem
 from companion.gui.secretmove import NameAsker, SecretMover, ask_name_dialog
 from companion.gui.single import SingleInstance, server_name
 from companion.gui.tray import TrayController, app_icon
@@ -564,8 +565,17 @@ class NoDisplay(CompanionError):
     exit_code = 2
 
 
+class BrokenQtBinding(CompanionError):
+    """The installed Qt binding would crash the app (exit status 2, like any bad setup)."""
+
+    exit_code = 2
+
+
 def run_tray(app_ctx: Any, argv: list[str] | None = None) -> int:
     """Start the desktop app (or wake the one already running) and return its exit status."""
+    broken = qt_binding_problem()
+    if broken is not None:
+        raise BrokenQtBinding(broken)
     if QApplication.instance() is None:
         problem = display_problem()
         if problem is not None:  # Qt would abort (SIGABRT) with a page of plugin messages

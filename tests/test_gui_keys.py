@@ -277,8 +277,10 @@ def test_the_settings_window_joins_a_folder_again_when_the_store_lost_everything
             assert w.joined.isVisibleTo(w) and "lost" in w.joined.text()
             assert w.invite_code.isVisibleTo(w) and w.join_pass.isVisibleTo(w)
             assert w.join_button.text() == "Join again"
+            w.show_tab("keys")
             assert not w.unlock_box.isVisibleTo(w)  # the key cannot be fetched without a token
             assert "Join again" in w.fingerprint.text()  # the Keys tab points to the way back
+            w.show_tab("sync")
             assert w.relay_url.isReadOnly() and w.relay_url.text() == c.relay.url
             w.invite_code.setText(c.invite("human"))
             w.join_pass.setText("not the passphrase at all")

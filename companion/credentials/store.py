@@ -119,10 +119,15 @@ class KeyringStore:
 
     @contextlib.contextmanager
     def _errors(self, action: str) -> Iterator[None]:
-        from keyring.errors import KeyringError
+        from keyring.errors import KeyringError, KeyringLocked
 
         try:
             yield
+        except KeyringLocked:  # its unlock prompt was refused or could not be shown
+            raise CompanionError(
+                f"the keyring is locked and could not {action}: unlock it (log in to the "
+                "desktop again, or open its keyring manager such as Seahorse) and try again"
+            ) from None
         except KeyringError as exc:
             raise CompanionError(
                 f"the keyring could not {action}: {exc}; {NO_KEYRING_HINT}"

@@ -43,6 +43,7 @@ from companion.gui.autostart import Autostart, set_start_at_login
 from companion.gui.bridge import TaskRunner
 from companion.gui.i18n import tr
 from companion.logs import get_logger
+from companion.sync.device import SecretMissing
 
 log = get_logger("gui.settings")
 
@@ -92,6 +93,7 @@ class _KeyStoreAnswer:
     token_lost: bool
     fingerprint: str | None
     key_problem: str | None  # why the vault key cannot be read (a message for a person)
+    key_lost: bool = False  # the store lacks the key or holds a damaged one (not: is locked)
 
 
 @dataclass
@@ -420,13 +422,15 @@ class SettingsWindow(QDialog):
 
         def read() -> _KeyStoreAnswer:
             lost = ask_token and token_lost is not None and token_lost(folder)
-            shown, problem = None, None
+            shown, problem, key_lost = None, None, False
             if fingerprint is not None:
                 try:
                     shown = fingerprint()
-                except CompanionError as exc:
+                except SecretMissing as exc:  # the passphrase can store it again
+                    problem, key_lost = str(exc), True
+                except CompanionError as exc:  # a locked or missing keyring: not the key
                     problem = str(exc)
-            return _KeyStoreAnswer(folder, lost, shown, problem)
+            return _KeyStoreAnswer(folder, lost, shown, problem, key_lost)
 
         self._store_reader.run("key store", read)
 
@@ -490,9 +494,7 @@ class SettingsWindow(QDialog):
             self.fingerprint.setText(tr("settings.key_asking"))
             self._keys_form.setRowVisible(self.unlock_box, False)
             return
-        fingerprint, key_lost = answer.fingerprint, answer.key_problem is not None
-        if key_lost:
-            fingerprint = answer.key_problem
+        fingerprint, key_lost = answer.key_problem or answer.fingerprint, answer.key_lost
         if key_lost and self._rejoining:
             fingerprint = f"{fingerprint}\n\n{tr('settings.key_after_rejoin')}"
         self.fingerprint.setText(fingerprint or tr("settings.no_key"))

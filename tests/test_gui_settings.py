@@ -8,8 +8,11 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
+from PySide6.QtCore import QEvent
+from PySide6.QtWidgets import QApplication
 
 from companion.config import load_config
+from companion.errors import CompanionError
 from companion.gui.autostart import XdgAutostart
 from companion.gui.settings import JoinRequest, SettingsHooks, SettingsWindow, write_private
 from companion.paths import device_paths
@@ -293,3 +296,29 @@ def test_the_secret_store_is_asked_off_the_gui_thread(qtbot, tmp_path: Path) -> 
     qtbot.waitUntil(lambda: not w.key_store_pending(), timeout=10000)
     assert w.join_button.text() == "Join again"  # this one lost its token
     assert w.fingerprint.text().startswith("ab12 cd34")
+
+
+def test_a_refused_store_is_asked_again_when_the_window_comes_back(qtbot) -> None:
+    """A locked keyring, then the person unlocks it elsewhere and comes back to the window:
+    the Keys tab asks again instead of keeping the stale "locked". An answered store is not
+    asked again on every activation (a locked one may show its prompt each time)."""
+    answers: list[str | Exception] = [CompanionError("the keyring is locked"), "ab12 cd34"]
+
+    def fingerprint() -> str:
+        answer = answers.pop(0)
+        if isinstance(answer, Exception):
+            raise answer
+        return answer
+
+    config = load_config(device_paths())
+    w = SettingsWindow(config, SettingsHooks(fingerprint=fingerprint, unlock_key=lambda _p: ""))
+    qtbot.addWidget(w)
+    w.show_tab("keys")
+    qtbot.waitUntil(lambda: not w.key_store_pending(), timeout=10000)
+    assert w.fingerprint.text() == "the keyring is locked"
+    assert not w.unlock_box.isVisibleTo(w)  # a locked keyring is not a lost key
+    QApplication.sendEvent(w, QEvent(QEvent.Type.WindowActivate))
+    qtbot.waitUntil(lambda: not w.key_store_pending(), timeout=10000)
+    assert w.fingerprint.text() == "ab12 cd34" and answers == []
+    QApplication.sendEvent(w, QEvent(QEvent.Type.WindowActivate))
+    assert not w.key_store_pending()  # answered: not asked again

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from PySide6.QtCore import Qt, QUrl, Signal
+from PySide6.QtCore import QEvent, Qt, QUrl, Signal
 from PySide6.QtGui import QColor
 from PySide6.QtWidgets import (
     QCheckBox,
@@ -360,6 +360,20 @@ class SettingsWindow(QDialog):
         self._joined_state = hook(folder) if hook is not None else None
         self._render_joined(folder)
         self._ask_key_store(folder)
+
+    def event(self, event: QEvent) -> bool:
+        """Back at the window after the store refused to answer (a locked keyring, unlocked
+        meanwhile elsewhere): ask it again. An answered store is not asked on each activation:
+        a locked one may show its unlock prompt every time."""
+        if event.type() == QEvent.Type.WindowActivate and self._store_refused():
+            self._show_joined()
+        return super().event(event)
+
+    def _store_refused(self) -> bool:
+        if not hasattr(self, "vault_path") or self._asking_for is not None:  # still building
+            return False
+        answer = self._answer_for(self.vault_path.text().strip())
+        return answer is not None and answer.key_problem is not None and not answer.key_lost
 
     def key_store_pending(self) -> bool:
         """Whether the window still waits for the secret store's answer about the folder."""

@@ -326,6 +326,9 @@ def _shoot(
     # 3. settings: every tab, then a field with an error
     settings = companion.open_settings("sync")
     settings.move(60, 60)
+    deadline = time.monotonic() + 15
+    while settings.key_store_pending() and time.monotonic() < deadline:
+        pump(0.05)  # the Keys tab shows the fingerprint, not "Asking the keyring…"
     pump(0.5)
     for index, name in enumerate(("sync", "keys", "schedule", "memory", "advanced")):
         settings.tabs.setCurrentIndex(index)

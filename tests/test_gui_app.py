@@ -295,3 +295,29 @@ def test_dream_now_says_when_it_starts_and_when_it_ends(qtbot, config, app_log) 
             assert line in shown, (line, shown)
     finally:
         close(app)
+
+
+def test_a_closed_app_never_starts_its_dream_clock_again(qtbot, config) -> None:
+    """A view the worker was still computing arrives after the app shut down: it must not
+    start the dream clock again. It did: each such app left an APScheduler thread behind,
+    whose tick hit a shut-down executor at interpreter exit ("Error submitting job …
+    cannot schedule new futures after shutdown" after the suite's summary)."""
+    app = CompanionApp(
+        config,
+        create_engine(config),
+        tray_available=False,
+        use_desktop_notifications=False,
+    )
+    app.start()
+    try:
+        qtbot.waitUntil(lambda: app.dreamclock.scheduler is not None, timeout=5000)
+        view = app.worker.last_view
+        assert view is not None
+    finally:
+        close(app)
+        app.shutdown()
+    assert app.dreamclock.scheduler is None
+    with qtbot.waitSignal(app.worker.view_ready, timeout=5000):
+        app.worker.view_ready.emit(view)  # the late view, as the worker thread delivers it
+    assert app.dreamclock.scheduler is None
+    assert not any(t.name == "APScheduler" and t.is_alive() for t in threading.enumerate())

@@ -499,6 +499,8 @@ class CompanionApp(QObject):
     def shutdown(self) -> None:
         """Stop timers, the dream clock, running calls (bounded) and the engine; idempotent."""
         self.timer.stop()
+        # a view the worker delivers after this point must not start the clock again
+        self._dream_clock_wanted = False
         self.dreamclock.stop()
         if self.tray is not None:
             self.tray.hide()

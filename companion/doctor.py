@@ -758,10 +758,10 @@ def check_services(c: Context) -> Check:
 
 def check_desktop(_c: Context) -> Check:
     """The desktop app's Qt binding: one that loses references to None aborts the app."""
-    try:
-        from PySide6 import __version__ as version
+    from companion.gui.qtcheck import FIX, binding_version, qt_binding_problem
 
-        from companion.gui.qtcheck import FIX, qt_binding_problem
+    try:
+        version = binding_version()
     except ImportError as exc:
         return Check("desktop", "skip", f"the desktop app's Qt binding is not installed ({exc})")
     problem = qt_binding_problem()

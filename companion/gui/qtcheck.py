@@ -18,6 +18,13 @@ PROBE_CALLS = 256  # enough that a real loss stands far above other threads' noi
 FIX = 'pip install "PySide6-Essentials<6.12" (or Python 3.12 or newer)'
 
 
+def binding_version() -> str:
+    """The installed PySide6's version (ImportError when it is not installed)."""
+    from PySide6 import __version__  # noqa: PLC0415
+
+    return str(__version__)
+
+
 def none_references_lost(call: Callable[[], object], times: int = PROBE_CALLS) -> int:
     """How many references to None `times` calls of `call` lose (0 for a sound binding)."""
     before = sys.getrefcount(None)
@@ -33,8 +40,7 @@ def qt_binding_problem(call: Callable[[], object] | None = None) -> str | None:
     needs no display and no QApplication."""
     if sys.version_info >= (3, 12):
         return None  # None is immortal: a missing reference cannot free it
-    from PySide6 import __version__ as version  # noqa: PLC0415
-
+    version = binding_version()
     if call is None:
         from PySide6.QtCore import QObject  # noqa: PLC0415
 

@@ -8,6 +8,7 @@ import sqlite3
 import threading
 import zlib
 from collections.abc import Iterator
+from contextlib import closing
 from pathlib import Path
 
 import pytest
@@ -224,6 +225,24 @@ def test_meta_inbox_and_requests_survive_reopen(tmp_path: Path) -> None:
         }
         idx.prune_applied(11)
         assert idx.applied(["a.md"]) == {}
+
+
+def test_a_command_waiting_on_its_request_reads_only_its_own_row(tmp_path: Path) -> None:
+    """`requests.wait` looks its request up every few milliseconds, and finished requests are
+    kept a day. The lookup used to decode every row of the table each time, so one damaged
+    row broke every waiting command and the cost grew with each request of the day."""
+    db = tmp_path / "index.sqlite"
+    with SyncIndex(db) as idx:
+        other = idx.add_request("round", {})
+        mine = idx.add_request("restore", {"path": "a.md", "rev": 1})
+        with closing(sqlite3.connect(db)) as con, con:
+            con.execute("UPDATE requests SET args='{not json', result='[' WHERE id=?", (other,))
+        idx.set_request(mine, "done", {"code": 0})
+        got = idx.request(mine)
+        assert got is not None and (got.kind, got.args, got.result) == (
+            "restore", {"path": "a.md", "rev": 1}, {"code": 0},
+        )  # fmt: skip
+        assert idx.request(mine + 1) is None
 
 
 def test_an_index_of_schema_1_is_migrated(tmp_path: Path) -> None:

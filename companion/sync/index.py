@@ -276,6 +276,13 @@ class RequestRow:
     result: dict[str, Any]
 
 
+_REQUEST_COLUMNS = "SELECT id, kind, args, created_ns, state, result FROM requests"
+
+
+def _request_row(r: tuple[Any, ...]) -> RequestRow:
+    return RequestRow(r[0], r[1], json.loads(r[2]), r[3], r[4], json.loads(r[5] or "{}"))
+
+
 def _entry(row: tuple[Any, ...]) -> Entry:
     return Entry(
         path=row[0],
@@ -767,21 +774,21 @@ class SyncIndex:
             return int(cur.lastrowid or 0)
 
     def requests(self, state: str | None = None) -> list[RequestRow]:
-        sql = "SELECT id, kind, args, created_ns, state, result FROM requests"
+        sql = _REQUEST_COLUMNS
         args: tuple[str, ...] = ()
         if state is not None:
             sql += " WHERE state=?"
             args = (state,)
         with self._lock:
             rows = self._db.execute(sql + " ORDER BY id", args).fetchall()
-        return [
-            RequestRow(r[0], r[1], json.loads(r[2]), r[3], r[4], json.loads(r[5] or "{}"))
-            for r in rows
-        ]
+        return [_request_row(r) for r in rows]
 
     def request(self, request_id: int) -> RequestRow | None:
-        got = [r for r in self.requests() if r.id == request_id]
-        return got[0] if got else None
+        """One request, by its id: a waiting command asks every few milliseconds, so this
+        reads its row alone (the table keeps a day of finished requests)."""
+        with self._lock:
+            row = self._db.execute(_REQUEST_COLUMNS + " WHERE id=?", (request_id,)).fetchone()
+        return None if row is None else _request_row(row)
 
     def set_request(
         self,

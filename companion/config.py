@@ -165,7 +165,8 @@ class SyncSettings:
     mass_delete_ratio: float = setting(
         (int, float),
         0.5,
-        "A round deleting more than this share of the vault asks first.",
+        "A round deleting more than this share of the vault asks first (and one deleting "
+        "every file, whatever the vault's size).",
         minimum=0,
         maximum=1,
     )

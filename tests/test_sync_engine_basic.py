@@ -197,6 +197,7 @@ def test_revoked_device_gets_a_clear_error(cluster: SyncCluster) -> None:
 def test_restore_brings_back_a_deleted_file(cluster: SyncCluster) -> None:
     a = cluster.add_device("laptop", "human")
     b = cluster.add_device("server", "agent")
+    a.write("Home.md", "# Home\n")  # not the vault's last file: deleting that asks first
     a.write("k.md", "first\n")
     a.sync()
     a.write("k.md", "second\n")

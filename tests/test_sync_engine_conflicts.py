@@ -94,6 +94,9 @@ def test_edits_to_different_lines_are_merged(cluster: SyncCluster) -> None:
 @pytest.mark.parametrize("deleter_first", [True, False])
 def test_delete_against_edit_keeps_the_edit(cluster: SyncCluster, deleter_first: bool) -> None:
     a, b = _start(cluster, ("laptop", "human"), ("server", "agent"))
+    a.write("Home.md", "# Home\n")  # not the vault's last file: that would ask first
+    a.sync()
+    b.sync()
     a.delete("projects/plan.md")  # the person deletes
     b.write("projects/plan.md", "# Plan\nstatus: agent added a note\n")  # the agent edits
     order = [a, b] if deleter_first else [b, a]

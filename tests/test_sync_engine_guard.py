@@ -69,6 +69,42 @@ def test_emptied_vault_folder_does_not_empty_other_devices(cluster: SyncCluster)
     assert len(b.files()) == 12
 
 
+@pytest.mark.parametrize("notes", [1, 3, 9])
+def test_an_emptied_small_vault_folder_does_not_empty_other_devices(
+    cluster: SyncCluster, notes: int
+) -> None:
+    """A new vault of a few notes, on a drive that is not mounted (its empty mount point in
+    its place): every note gone at once is held back whatever the vault's size. Below 10
+    files the share alone never asked, so the other copies were emptied, exit 0."""
+    a, b = _vault_of(cluster, notes)
+    a.write("Home.md", "# Home\n")
+    a.sync()
+    b.sync()
+    shutil.rmtree(a.vault)
+    a.vault.mkdir()
+    with pytest.raises(MassDeleteRefused) as err:
+        a.sync()
+    assert f"delete {notes + 1} of {notes + 1} files (100%)" in str(err.value)
+    b.sync()
+    assert len(b.files()) == notes + 1
+    assert a.engine().status.read()["errors"][-1]["kind"] == "mass_delete"
+    report = a.sync(allow_mass_delete=True)  # the person meant it
+    assert len(report.deleted_remote) == notes + 1
+    b.sync()
+    assert b.files() == {}
+
+
+def test_deleting_some_notes_of_a_small_vault_needs_no_confirmation(
+    cluster: SyncCluster,
+) -> None:
+    a, b = _vault_of(cluster, 3)
+    a.delete("knowledge/n00.md")
+    a.delete("knowledge/n01.md")
+    assert len(a.sync().deleted_remote) == 2
+    b.sync()
+    assert list(b.files()) == ["knowledge/n02.md"]
+
+
 def test_missing_vault_folder_is_an_error_not_a_deletion(cluster: SyncCluster) -> None:
     a, b = _vault_of(cluster, 3)
     a.engine()

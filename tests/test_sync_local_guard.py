@@ -13,6 +13,12 @@ from companion.sync.guard import MassDeleteRefused, check_mass_delete, is_mass_d
     [
         (0, 1000, 0.5, False),
         (9, 10, 0.5, False),  # fewer than min_files: a small vault stays usable
+        (2, 3, 0.5, False),  # ...most of it may go without a question
+        (3, 3, 0.5, True),  # but every synced file at once is an emptied folder, at any size
+        (1, 1, 0.5, True),
+        (4, 3, 0.5, True),  # a stale index: more deletes than files
+        (3, 3, 1.0, False),  # ratio 1 still never asks
+        (0, 0, 0.5, False),
         (10, 10, 0.5, True),  # an emptied small vault
         (500, 1000, 0.5, False),  # exactly the share is allowed
         (501, 1000, 0.5, True),

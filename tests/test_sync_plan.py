@@ -390,6 +390,13 @@ def test_push_plan_holds_a_mass_deletion_and_keeps_back_held_files() -> None:
     assert plan_push(
         deletes, idx, live=12, mass_delete_ratio=0.5, allow_mass_delete=True
     ).tombstones
+    # every file of a small vault at once (an emptied or unmounted folder) is held too,
+    # while most of it may go
+    idx = synced(*[(f"n{i}.md", str(i), 1) for i in range(3)])
+    every = {f"n{i}.md": local(D, f"n{i}.md") for i in range(3)}
+    assert plan_push(every, idx, live=3, mass_delete_ratio=0.5).held_deletes == sorted(every)
+    two = {p: c for p, c in every.items() if p != "n2.md"}
+    assert len(plan_push(two, idx, live=3, mass_delete_ratio=0.5).tombstones) == 2
     # a held (or quarantined) file waits; the other half of its rename goes as a creation
     idx = synced(("cfg.json", "c", 1))
     plan = plan_push(

@@ -34,14 +34,17 @@ def is_mass_delete(
 ) -> bool:
     """True when deleting `n_deletes` of `n_total` synced files needs confirmation.
 
-    Fewer than `min_files` deletions never do (small vaults stay usable); otherwise the share
-    must not exceed `ratio` (0 to 1).
+    The share must not exceed `ratio` (0 to 1). Fewer than `min_files` deletions never need
+    it (small vaults stay usable), unless they are every synced file: that is what an emptied
+    or unmounted folder looks like, and a vault of three notes deserves the question as much
+    as one of three thousand.
     """
     if not 0 <= ratio <= 1:
         raise ValueError(f"ratio must be between 0 and 1, got {ratio!r}")
     if n_deletes < 0 or n_total < 0:
         raise ValueError("counts must not be negative")
-    if n_deletes < max(min_files, 1):
+    every_file = n_deletes >= max(n_total, 1)
+    if n_deletes < max(min_files, 1) and not every_file:
         return False
     return n_deletes > ratio * max(n_total, n_deletes)
 

@@ -263,6 +263,20 @@ describe("guards", () => {
     expect(a.vault.files.size).toBe(6);
   });
 
+  it("holds back the deletion of every note of a small vault", async () => {
+    const [h, a] = await pair(relay);
+    for (let i = 0; i < 3; i++) await h.vault.put(`n${i}.md`, `${i}\n`);
+    await h.engine.round();
+    await a.engine.round();
+    for (let i = 0; i < 3; i++) await h.vault.remove(`n${i}.md`);
+    await expect(h.engine.round()).rejects.toBeInstanceOf(MassDeleteRefused);
+    await a.engine.round();
+    expect(a.vault.files.size).toBe(3);
+    await h.engine.round({ allowMassDelete: true });
+    await a.engine.round();
+    expect(a.vault.files.size).toBe(0);
+  });
+
   it("backs off on 429/503 honouring Retry-After", async () => {
     const client = new RelayClient(relay.url, async () => ({ status: 503, headers: { "retry-after": "7" }, body: text("{}") }));
     const err = await client.health().catch((e) => e);

@@ -79,6 +79,13 @@ describe("trust rules", () => {
     expect(kindMismatch(null, "human")).toBe(false);
     expect(isMassDelete(9, 10, 0.5)).toBe(false);
     expect(isMassDelete(11, 20, 0.5)).toBe(true);
+    // every synced file at once (an emptied or unmounted folder) asks at any size
+    expect(isMassDelete(2, 3, 0.5)).toBe(false);
+    expect(isMassDelete(3, 3, 0.5)).toBe(true);
+    expect(isMassDelete(1, 1, 0.5)).toBe(true);
+    expect(isMassDelete(4, 3, 0.5)).toBe(true);
+    expect(isMassDelete(3, 3, 1)).toBe(false);
+    expect(isMassDelete(0, 0, 0.5)).toBe(false);
   });
 
   it("parses Retry-After in seconds and as a date", () => {

@@ -62,8 +62,12 @@ export function mustHold(h: HoldInput): string | null {
 
 export const MASS_DELETE_MIN_FILES = 10;
 
+/** True when deleting `nDeletes` of `nTotal` synced files needs confirmation (the rule of
+ * companion/sync/guard.py): more than `ratio` of them, never fewer than `minFiles` unless they
+ * are every synced file (an emptied or unmounted folder, whatever the vault's size). */
 export function isMassDelete(nDeletes: number, nTotal: number, ratio: number, minFiles = MASS_DELETE_MIN_FILES): boolean {
-  if (nDeletes < Math.max(minFiles, 1)) return false;
+  const everyFile = nDeletes >= Math.max(nTotal, 1);
+  if (nDeletes < Math.max(minFiles, 1) && !everyFile) return false;
   return nDeletes > ratio * Math.max(nTotal, nDeletes);
 }
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -197,6 +198,43 @@ def test_new_ignore_rules_let_in_files_no_watcher_reported(cluster: SyncCluster)
         wait_for(lambda: index.get("drafts/d.md") is not None, timeout=15, what="the draft")
     finally:
         running.stop()
+
+
+def test_a_vault_folder_replaced_under_a_running_daemon_syncs_again(
+    cluster: SyncCluster,
+) -> None:
+    """The drive holding the vault was unmounted and mounted again (here: the folder moved
+    away and a copy put in its place). The watcher kept watching the old folder, so the
+    daemon saw no edit made in the new one; with no periodic rescan (none runs in this
+    test; ten minutes by default) they never went out. It also names the folder while it is
+    gone, and never mistakes it for a deleted vault."""
+    a = cluster.add_device("laptop", "human")
+    b = cluster.add_device("server", "agent")
+    a.write("Home.md", "# Home\n")
+    a.write("knowledge/fact.md", "a fact\n")
+    a.sync()
+    b.sync()
+    ra, rb = Running(a), Running(b)
+    try:
+        away = a.vault.with_name("laptop-unmounted")
+        a.vault.rename(away)
+        status = ra.daemon.engine.status
+        wait_for(
+            lambda: "missing" in str((status.read().get("errors") or [{}])[-1].get("message")),
+            timeout=15,
+            what="the missing folder in the status",
+        )
+        shutil.copytree(away, a.vault)  # mounted again: the same notes, another folder
+        a.write("Home.md", "# Home\nedited after the drive came back\n")
+        wait_for(
+            lambda: b.read("Home.md") == b"# Home\nedited after the drive came back\n",
+            timeout=20,
+            what="the edit made in the folder put back",
+        )
+        assert sorted(b.files()) == ["Home.md", "knowledge/fact.md"]
+    finally:
+        ra.stop()
+        rb.stop()
 
 
 def test_daemon_reconnects_and_sends_queued_edits(tmp_path: Path) -> None:

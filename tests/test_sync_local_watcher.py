@@ -342,11 +342,50 @@ def test_after_an_overflow_the_barrier_asks_for_a_full_scan(vault: Path, rec: Re
 
 
 def test_a_watcher_vouches_only_for_the_folder_it_watches(vault: Path, rec: Recorder) -> None:
-    w = _start(vault, rec, rescan_interval_s=None)
+    w = _start(vault, rec, rescan_interval_s=None, root_check_s=None)
     try:
         assert w.sees_every_change  # this machine's temporary folder is on a local disk
         os.rename(vault, vault.parent / "moved-away")
         vault.mkdir()  # a new folder at the same place: the OS watch is on the old one
         assert not w.sees_every_change
+    finally:
+        w.stop()
+
+
+def test_a_vault_folder_replaced_under_the_watcher_is_watched_again(
+    vault: Path, rec: Recorder
+) -> None:
+    """A drive unmounted and mounted again, a folder moved away and copied back: the OS kept
+    watching the old folder (its inode), so every later edit at the vault's path went unseen
+    until the safety rescan, ten minutes on."""
+    w = _start(vault, rec, rescan_interval_s=None, root_check_s=0.05)
+    try:
+        away = vault.with_name("away")
+        vault.rename(away)
+        assert rec.wait_for(lambda: any(b.overflow for b in rec.batches)), (
+            "the folder's going was never reported"
+        )
+        rec.reset()
+        vault.mkdir()  # mounted again: another folder at the same path
+        assert rec.wait_for(lambda: any(b.overflow for b in rec.batches)), (
+            "the new folder was never scanned"
+        )
+        rec.reset()
+        (away / "ghost.md").write_text("in the old folder, not the vault any more")
+        (vault / "new.md").write_text("an edit in the folder at the vault's path")
+        assert barrier(vault, rec) == {"new.md"}
+        assert w.sees_every_change  # it vouches for the new folder again
+    finally:
+        w.stop()
+
+
+def test_a_watcher_whose_folder_stays_put_reports_no_replacement(
+    vault: Path, rec: Recorder
+) -> None:
+    w = _start(vault, rec, rescan_interval_s=None, root_check_s=0.01)
+    try:
+        (vault / "a.md").write_text("a")
+        assert barrier(vault, rec) == {"a.md"}
+        assert not any(b.overflow for b in rec.batches)  # many checks, nothing replaced
     finally:
         w.stop()

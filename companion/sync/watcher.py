@@ -19,6 +19,14 @@ open; or a platform without close events, where the scanner's quiet period decid
 A periodic safety rescan (`on_rescan`) covers anything the OS did not report (event queue
 overflow, network drives).
 
+The vault folder itself can be replaced under the watcher: a drive unmounted and mounted again,
+a folder restored from a backup or moved away and copied back. The OS watches the folder it was
+given (its inode), which no longer holds the vault, so every later edit would go unseen until
+the safety rescan. Every `root_check_s` the watcher compares the folder's identity (device,
+inode) with the one it watches: when it differs it watches the folder now at that path and
+delivers an overflow batch (scan everything); when the folder is gone it stops watching the old
+one and delivers an overflow batch too, so the engine says the folder is missing.
+
 A barrier (`barrier`, then `take_pending`) lets the daemon sync what changed without walking the
 vault: it creates a cookie file in the vault and waits for its event. The OS reports events in
 order (and watchdog keeps that order, holding later events behind a rename it is pairing), so
@@ -151,6 +159,7 @@ class Watcher:
         echo_ttl_s: float = 10.0,
         max_paths: int = 10_000,
         busy_expiry_s: float = 60.0,
+        root_check_s: float | None = 2.0,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.root = Path(os.path.realpath(root))
@@ -164,6 +173,7 @@ class Watcher:
         self.echo_ttl_s = echo_ttl_s
         self.max_paths = max_paths
         self.busy_expiry_s = busy_expiry_s
+        self.root_check_s = root_check_s
         self.clock = clock
         self._cond = threading.Condition()
         self._dirty: set[str] = set()
@@ -184,15 +194,52 @@ class Watcher:
     # ------------------------------------------------------------- lifecycle
 
     def start(self) -> Watcher:
-        observer = Observer()
-        observer.schedule(_Handler(self), str(self.root), recursive=True)
-        observer.daemon = True
-        observer.start()
-        self._observer = observer
+        self._observer = self._observe()
         self._thread = threading.Thread(target=self._run, name="companion-watch", daemon=True)
         self._thread.start()
         self._root_id = _identity(self.root)
         return self
+
+    def _observe(self) -> Observer:  # type: ignore[valid-type]
+        observer = Observer()
+        observer.schedule(_Handler(self), str(self.root), recursive=True)
+        observer.daemon = True
+        observer.start()
+        return observer
+
+    def _check_root(self) -> None:
+        """Watch the vault folder again when the one at its path is not the one watched (see
+        the module docstring); either way, the next batch asks for a full scan."""
+        now_id = _identity(self.root)
+        if now_id == self._root_id:
+            return
+        with self._cond:
+            old, self._observer = self._observer, None
+        if old is not None:
+            old.stop()
+            old.join(5.0)
+        new = None
+        if now_id is not None:
+            try:
+                new = self._observe()
+            except OSError as exc:  # gone again, or unreadable: the next check tries again
+                log.warning("cannot watch the vault folder %s: %s", self.root, exc)
+                now_id = None
+        if now_id is None:
+            log.warning("the vault folder %s is gone; watching for it to come back", self.root)
+        else:
+            what = "is back" if self._root_id is None else "was replaced"
+            log.info("the vault folder %s %s; watching it and scanning it", self.root, what)
+        with self._cond:
+            if self._stopping:
+                if new is not None:
+                    new.stop()
+                return
+            self._observer = new
+            self._root_id = now_id
+            self._overflow = True  # what changed meanwhile is known only to a scan
+            self._debounce.note(self.clock())
+            self._cond.notify_all()
 
     @property
     def sees_every_change(self) -> bool:
@@ -212,10 +259,10 @@ class Watcher:
         with self._cond:
             self._stopping = True
             self._cond.notify_all()
-        if self._observer is not None:
-            self._observer.stop()
-            self._observer.join(timeout)
-            self._observer = None
+            observer, self._observer = self._observer, None
+        if observer is not None:
+            observer.stop()
+            observer.join(timeout)
         if self._thread is not None and self._thread is not threading.current_thread():
             self._thread.join(timeout)
         self._thread = None
@@ -375,6 +422,7 @@ class Watcher:
     def _run(self) -> None:
         clock = self.clock
         next_rescan = clock() + self.rescan_interval_s if self.rescan_interval_s else None
+        next_root_check = clock() + self.root_check_s if self.root_check_s else None
         while True:
             batch: Batch | None = None
             rescan = False
@@ -385,11 +433,29 @@ class Watcher:
                         break
                     if next_rescan is not None and now >= next_rescan:
                         break
-                    deadlines = [d for d in (self._debounce.deadline(), next_rescan) if d]
+                    if next_root_check is not None and now >= next_root_check:
+                        break
+                    deadlines = [
+                        d
+                        for d in (self._debounce.deadline(), next_rescan, next_root_check)
+                        if d is not None
+                    ]
                     self._cond.wait(max(0.0, min(deadlines) - now) if deadlines else None)
                 if self._stopping:
                     return
                 now = clock()
+                root_check_due = next_root_check is not None and now >= next_root_check
+            if root_check_due:
+                self._check_root()  # outside the lock: it stops and starts an observer
+                next_root_check = clock() + (self.root_check_s or 0)
+            with self._cond:
+                if self._stopping:
+                    return
+                now = clock()
+                if not self._debounce.due(now) and not (
+                    next_rescan is not None and now >= next_rescan
+                ):
+                    continue  # only the folder was looked at
                 batch = self._cut(now)
                 if next_rescan is not None and now >= next_rescan:
                     rescan = True

@@ -275,6 +275,27 @@ def test_malformed_plaintext_from_a_key_holder_is_refused():
             open_record(KEY, VID, fid, 1, sealed)
 
 
+@pytest.mark.parametrize("field", ["path", "rename_from", "device_name", "device_id"])
+def test_a_record_naming_a_string_that_is_not_unicode_is_refused(field: str) -> None:
+    """JSON can spell a lone surrogate (`"\\udcff"`), which no UTF-8 text holds: a key holder's
+    record with one is malformed, not a path to hash, store or write (it raised
+    UnicodeEncodeError out of `open_record`, past every handler of `TamperedRecord`)."""
+    meta = FileMeta(
+        path="badX.md", size=0, sha256=hashlib.sha256(b"").hexdigest(),
+        rename_from="oldX.md", device_name="srvX", device_id="idX",
+    )  # fmt: skip
+    target = {"path": b"badX", "rename_from": b"oldX", "device_name": b"srvX",
+              "device_id": b"idX"}[field]  # fmt: skip
+    payload = meta.to_json().replace(target, target[:-1] + b"\\udcff")
+    fid = file_id(KEY, "badX.md")
+    ad = records._record_ad(VID, bytes.fromhex(fid), 1)
+    sealed = records._seal(KEY.metadata_aead, 1, payload, ad, None)
+    with pytest.raises(TamperedRecord, match="malformed metadata"):
+        open_record(KEY, VID, fid, 1, sealed)
+    with pytest.raises(ValueError, match="not valid Unicode"):
+        FileMeta(path="bad\udcff.md", size=0, sha256=hashlib.sha256(b"").hexdigest())
+
+
 def test_assemble_refuses_wrong_order_missing_or_altered_chunks():
     meta, blobs = make_file("long.md", os.urandom(3500), chunk_size=1000)
     chunks = [open_blob(KEY, VID, c.blob_id, blobs[c.blob_id]) for c in meta.chunks]

@@ -17,8 +17,10 @@ from pathlib import Path
 import httpx
 import pytest
 
+from companion import crypto
 from companion.credentials.store import FileStore
-from companion.crypto import ChunkRef, FileMeta
+from companion.crypto import ChunkRef, FileMeta, records
+from companion.relay.client import Record
 from companion.sync.device import DeviceState
 from companion.sync.remote import Outgoing
 from tests.syncharness import Device, SyncCluster
@@ -273,6 +275,42 @@ def test_a_garbage_record_costs_one_file_and_heals(world) -> None:
     assert laptop.engine().quarantined() == []
     listed = laptop.cli("quarantine", "list", str(laptop.vault))
     assert listed.stdout.strip() == "nothing is quarantined"
+
+
+def test_a_record_whose_path_is_not_unicode_costs_one_file(world) -> None:
+    """The agent seals a record whose path JSON spells with a lone surrogate (`"\\udcff"`),
+    text no file system name or UTF-8 can hold. Opening it raised UnicodeEncodeError, which
+    no handler caught: every round of every other device failed on it, for good."""
+    cluster, laptop, server = world
+    laptop.write("Home.md", "# Home\n")
+    laptop.sync()
+    server.sync()
+    engine = server.engine()
+    remote = engine.remote
+    bid = remote.blob_id(b"x")
+    remote.upload({bid: b"x"})
+    meta = FileMeta(
+        path="badX.md", size=1, sha256=hashlib.sha256(b"x").hexdigest(),
+        chunks=(ChunkRef(bid, 1),), device_id=engine.device.device_id,
+        device_name=engine.name, device_kind=engine.kind, recorded_ns=1,
+    )  # fmt: skip
+    payload = meta.to_json().replace(b"badX", b"bad\\udcff")
+    # the id of the name a lenient encoder makes of it, so the id check alone cannot catch it
+    fid = crypto.file_id(remote.key, "bad\ufffd.md")
+    sealed = records._seal(
+        remote.key.metadata_aead, 1, payload, records._record_ad(remote.vault_id,
+        bytes.fromhex(fid), 1), None,
+    )  # fmt: skip
+    assert remote.client.commit([Record(fid, 1, 0, sealed, (bid,))]).committed
+    laptop.write("Home.md", "# Home\nthe person's edit\n")
+    report = laptop.sync()  # no exception: the rest keeps syncing
+    assert report.quarantined == [fid]
+    assert sorted(laptop.files()) == ["Home.md"]
+    server.sync()
+    assert server.read("Home.md") == b"# Home\nthe person's edit\n"
+    out = laptop.cli("sync", str(laptop.vault))
+    assert out.returncode == 1 and "quarantined" in out.stderr, out.stderr
+    assert "internal error" not in out.stderr
 
 
 def test_a_garbage_blob_under_a_real_id_costs_one_file(world, tmp_path: Path) -> None:

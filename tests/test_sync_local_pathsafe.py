@@ -55,6 +55,8 @@ def test_normalize_accepts_and_canonicalises(raw: str, norm: str) -> None:
         "a/.companion-tmp-123",
         ".companion-tmp-x/y",
         "\\\\server\\share",
+        "latin1-caf\udce9.md",  # a name that is not UTF-8, as Python reads it from the disk
+        "lone-\ud800-high.md",
     ],
 )
 def test_normalize_refuses(bad: str) -> None:
@@ -73,6 +75,7 @@ def test_name_problem() -> None:
     assert name_problem("ok name.md") is None
     assert name_problem("back\\slash") is not None
     assert name_problem("ctl\x01") is not None
+    assert name_problem("caf\udce9.md") == "its name is not valid UTF-8 (rename it)"
 
 
 def test_fold_matches_case_and_unicode_variants() -> None:

@@ -296,6 +296,24 @@ def test_unsyncable_names_are_skipped(vault: Path, index: SyncIndex) -> None:
     assert [s.reason for s in res.skipped] == [SkipReason.BAD_NAME]
 
 
+def test_a_name_that_is_not_utf8_is_skipped_not_fatal(vault: Path, index: SyncIndex) -> None:
+    """A Latin-1 name (an old archive unpacked, a file from another system): Python reads it
+    with a lone surrogate per byte, which the index cannot store; every scan used to raise
+    UnicodeEncodeError there, so nothing in the vault synced any more."""
+    write(vault, "ok.md")
+    os.mkdir(os.path.join(os.fsencode(vault), b"dossier-\xe9t\xe9"))
+    with open(os.path.join(os.fsencode(vault), b"dossier-\xe9t\xe9", b"n.md"), "w") as f:
+        f.write("inside a folder whose name is not UTF-8")
+    with open(os.path.join(os.fsencode(vault), b"caf\xe9.md"), "w") as f:
+        f.write("Latin-1 name")
+    res, _ = run(vault, index)
+    assert [c.path for c in res.changed] == ["ok.md"]
+    assert sorted((s.path, s.reason) for s in res.skipped) == [
+        ("caf\udce9.md", SkipReason.BAD_NAME), ("dossier-\udce9t\udce9", SkipReason.BAD_NAME),
+    ]  # fmt: skip
+    assert all("not valid UTF-8" in s.detail for s in res.skipped)
+
+
 # ----------------------------------------------------------------------------- links, ignore
 
 

@@ -24,7 +24,11 @@ from companion.errors import CompanionError
 from companion.fileio import TEMP_PREFIX  # one name for every temporary file we make
 
 _DRIVE = re.compile(r"^[A-Za-z]:")
-BAD_NAME_CHARS = re.compile(r"[\x00-\x1f\x7f\\]")
+# a lone surrogate: what Python makes of each byte of an on-disk name that is not UTF-8
+# (surrogateescape), and what JSON can spell; no index, record or other disk can hold it
+_NOT_UNICODE = "\ud800-\udfff"
+BAD_NAME_CHARS = re.compile(f"[\\x00-\\x1f\\x7f\\\\{_NOT_UNICODE}]")
+_NOT_UNICODE_CHARS = re.compile(f"[{_NOT_UNICODE}]")
 
 
 class UnsafePath(CompanionError):
@@ -49,6 +53,8 @@ def normalize(rel: str) -> str:
     shown = ascii(rel)[1:-1][:200]
     if re.search(r"[\x00-\x1f\x7f]", p):
         raise UnsafePath(f"path {shown!r} contains a control character")
+    if _NOT_UNICODE_CHARS.search(p):
+        raise UnsafePath(f"path {shown!r} is not valid UTF-8")
     if p.startswith("/") or _DRIVE.match(p):
         raise UnsafePath(f"path {shown!r} is absolute, expected a path inside the vault")
     for seg in p.split("/"):
@@ -67,6 +73,8 @@ def name_problem(name: str) -> str | None:
     Cheap enough for every entry of a scan. Non-NFC names are not a problem here: the scanner
     renames or maps them.
     """
+    if _NOT_UNICODE_CHARS.search(name):
+        return "its name is not valid UTF-8 (rename it)"
     if BAD_NAME_CHARS.search(name):
         return "its name contains a backslash or a control character"
     if name in (".", ".."):

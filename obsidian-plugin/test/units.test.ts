@@ -2,7 +2,9 @@
 import { describe, expect, it } from "vitest";
 import { conflictCopyName, resolve, sanitizeDevice } from "../src/sync/conflicts";
 import { mergeText } from "../src/sync/merge";
+import { utf8 } from "../src/crypto/bytes";
 import { parseJson, pyDumps } from "../src/crypto/json";
+import { metaFromJson } from "../src/crypto/records";
 import { effectiveKind, isBehaviouralConfig, isMassDelete, kindMismatch, mustHold } from "../src/sync/policy";
 import { normalize, UnsafePath } from "../src/sync/paths";
 import { IgnoreRules } from "../src/sync/ignore";
@@ -50,6 +52,16 @@ describe("record JSON", () => {
       '{"a":"café\\n\\u0001\u2028","b":1736930000123456789,"y":true,"z":null}',
     );
     expect(() => parseJson('{"a":1} x')).toThrow();
+  });
+
+  it("refuses a record whose strings hold a lone surrogate, as Python does", () => {
+    const sha = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855";
+    const record = (path: string, extra = "") => utf8(`{"chunks":[],"path":"${path}","sha256":"${sha}","size":0${extra}}`);
+    expect(metaFromJson(record("ok.md")).path).toBe("ok.md");
+    expect(() => metaFromJson(record("bad\\udcff.md"))).toThrow(/path is not valid Unicode/);
+    expect(() => metaFromJson(record("ok.md", ',"device_name":"srv\\ud800"'))).toThrow(/device_name is not valid Unicode/);
+    expect(() => metaFromJson(record("ok.md", ',"rename_from":"\\udc80old.md"'))).toThrow(/rename_from/);
+    expect(metaFromJson(record("emoji-\\ud83d\\ude00.md")).path).toBe("emoji-\u{1F600}.md"); // a pair
   });
 });
 
@@ -99,6 +111,9 @@ describe("paths and ignore rules", () => {
   it("normalises like pathsafe and ignores like the defaults", () => {
     expect(normalize("notas\\cafe\u0301.md")).toBe("notas/caf\u00e9.md");
     for (const bad of ["/etc/passwd", "a/../b", "a//b", "C:x", "a/.companion-tmp-1", "a\u0007"]) expect(() => normalize(bad)).toThrow(UnsafePath);
+    // a lone surrogate (JSON can spell one) is no name any disk or device can hold
+    for (const bad of ["caf\udce9.md", "lone-\ud800-high.md"]) expect(() => normalize(bad)).toThrow(/not valid UTF-8/);
+    expect(normalize("emoji-\u{1F600}.md")).toBe("emoji-\u{1F600}.md"); // a pair is fine
     const r = new IgnoreRules(["secret/"], [".obsidian/plugins/vault-companion/data.json"]);
     for (const p of [".obsidian/workspace.json", ".trash/x.md", ".git/HEAD", "a.swp", "secret/x.md", ".obsidian/plugins/vault-companion/data.json"]) expect(r.isIgnored(p)).toBe(true);
     for (const p of ["Home.md", ".obsidian/app.json", ".companionignore", ".companion/report.json"]) expect(r.isIgnored(p)).toBe(false);

@@ -37,6 +37,18 @@ export function isUtf8(data: Uint8Array): boolean {
   }
 }
 
+/** Whether `s` is text UTF-8 can hold: JSON can spell a lone surrogate ("\\udcff"), which no
+ * file name, index or other device can (Python's `_is_unicode`). encodeURIComponent refuses
+ * exactly those. */
+export function isUnicode(s: string): boolean {
+  try {
+    encodeURIComponent(s);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 export function concat(...parts: Uint8Array[]): Uint8Array {
   let n = 0;
   for (const p of parts) n += p.length;

@@ -5,7 +5,7 @@
  *   record: 0x01 | nonce (12) | AES-256-GCM(metadata key, frame(json), 0x01|vid|file_id|rev u64)
  */
 
-import { concat, equalStrings, fromHex, fromUtf8, toHex, u64, utf8 } from "./bytes";
+import { concat, equalStrings, fromHex, fromUtf8, isUnicode, toHex, u64, utf8 } from "./bytes";
 import { encodeVaultId, frame, FrameError, unframe } from "./framing";
 import { Float, isInt, type Json, parseJson, pyDumps } from "./json";
 import type { VaultKey } from "./keys";
@@ -168,6 +168,10 @@ export function checkMeta(m: FileMeta): void {
   }
   if (m.renameFrom !== null && typeof m.renameFrom !== "string") throw new Error("FileMeta.rename_from must be a string or None");
   if (typeof m.sha256 !== "string") throw new Error("FileMeta.sha256 must be a string");
+  const texts = { path: m.path, rename_from: m.renameFrom, device_id: m.deviceId, device_name: m.deviceName, device_kind: m.deviceKind };
+  for (const [name, v] of Object.entries(texts)) {
+    if (typeof v === "string" && !isUnicode(v)) throw new Error(`FileMeta.${name} is not valid Unicode (a lone surrogate)`);
+  }
   if (m.deleted) {
     if (m.chunks.length) throw new Error("a deleted FileMeta has no chunks");
     if (m.sha256 && !HEX_ID.test(m.sha256)) throw new Error("FileMeta.sha256 must be 64 lowercase hex digits or empty");

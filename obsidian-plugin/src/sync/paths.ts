@@ -3,6 +3,7 @@
  * slashes, relative, no empty/./.. segments, no control characters, never an engine temp name.
  */
 
+import { isUnicode } from "../crypto/bytes";
 import { CompanionError } from "../errors";
 
 export const TEMP_PREFIX = ".companion-tmp-";
@@ -18,6 +19,7 @@ export function normalize(rel: string): string {
   const p = rel.normalize("NFC").replace(/\\/g, "/");
   const shown = JSON.stringify(rel).slice(1, -1).slice(0, 200);
   if (/[\x00-\x1f\x7f]/.test(p)) throw new UnsafePath(`path '${shown}' contains a control character`);
+  if (!isUnicode(p)) throw new UnsafePath(`path '${shown}' is not valid UTF-8`);
   if (p.startsWith("/") || /^[A-Za-z]:/.test(p)) throw new UnsafePath(`path '${shown}' is absolute, expected a path inside the vault`);
   for (const seg of p.split("/")) {
     if (seg === "") throw new UnsafePath(`path '${shown}' has an empty segment`);

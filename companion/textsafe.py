@@ -40,8 +40,16 @@ def display_name_problem(name: str, *, what: str = "the device name") -> str | N
     return None
 
 
-def shown(text: str) -> str:
-    """`text` with every control, format or invisible character escaped as ``\\uXXXX``."""
+SHOWN_PATH = 80  # characters of a path a message shows: `shown(path, SHOWN_PATH)`
+
+
+def shown(text: str, limit: int | None = None) -> str:
+    """`text` with every control, format or invisible character escaped as ``\\uXXXX``; with
+    `limit`, a longer text keeps its start and its end around an ellipsis (a path of 4,000
+    bytes an agent made up must not fill a terminal or a log line)."""
+    if limit is not None and len(text) > limit:
+        tail = max(limit // 4, 1)
+        text = text[: limit - tail - 1] + "\u2026" + text[-tail:]
     if text.isprintable() and not any(is_unsafe_char(c) for c in text):
         return text
     out = []

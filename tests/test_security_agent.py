@@ -313,6 +313,60 @@ def test_a_record_whose_path_is_not_unicode_costs_one_file(world) -> None:
     assert "internal error" not in out.stderr
 
 
+def _forge_meta(agent: Device, data: bytes, **fields: object) -> None:
+    """The agent commits a well-formed record of its own with these `fields` (path, times)."""
+    engine = agent.engine()
+    remote = engine.remote
+    bid = remote.blob_id(data)
+    remote.upload({bid: data})
+    meta = FileMeta(**{
+        "size": len(data), "sha256": hashlib.sha256(data).hexdigest(),
+        "chunks": (ChunkRef(bid, len(data)),), "device_id": engine.device.device_id,
+        "device_name": engine.name, "device_kind": engine.kind, **fields,
+    })  # type: ignore[arg-type]  # fmt: skip
+    head = remote.head(meta.path)
+    assert meta.path in remote.commit([[Outgoing(meta, head.rev if head else 0)]]).committed
+
+
+@pytest.mark.parametrize(
+    ("fields", "problem"),
+    [
+        ({"path": "n" * 300 + ".md"}, "cannot hold the path"),  # over NAME_MAX (255 bytes)
+        ({"path": "d/" * 2100 + "x.md"}, "cannot hold the path"),  # over PATH_MAX (4096)
+        ({"path": "far-future.md", "mtime_ns": 10**30}, None),  # past any time_t
+        ({"path": "far-past.md", "mtime_ns": -(10**30)}, None),
+    ],
+    ids=["name-too-long", "path-too-deep", "mtime-future", "mtime-past"],
+)
+def test_a_record_this_disk_cannot_hold_costs_at_most_its_own_file(
+    world, fields: dict, problem: str | None
+) -> None:
+    """Well-formed records no disk here can take as they are: a name over 255 bytes, a path
+    over 4096, a modification time no time_t holds. Each raised OSError or OverflowError out
+    of the round, so the person's sync failed on it at every round, for good. Now a name is a
+    problem of that one file (status, exit 1) and a time the disk cannot hold is left out."""
+    cluster, laptop, server = world
+    laptop.write("Home.md", "# Home\n")
+    laptop.sync()
+    server.sync()
+    _forge_meta(server, b"agent\n", **fields)
+    laptop.write("Home.md", "# Home\nthe person's edit\n")
+    report = laptop.sync()  # no exception: the rest keeps syncing
+    server.sync()
+    assert server.read("Home.md") == b"# Home\nthe person's edit\n"
+    out = laptop.cli("sync", str(laptop.vault))
+    assert "internal error" not in out.stderr, out.stderr
+    if problem is None:  # the file is there, with the time of its writing
+        assert laptop.read(str(fields["path"])) == b"agent\n"
+        assert out.returncode == 0, out.stderr
+        assert report.problems == []
+    else:
+        assert [p.path for p in report.problems] == [fields["path"]]
+        assert problem in report.problems[0].reason
+        assert out.returncode == 1 and "cannot apply" in out.stderr, out.stderr
+        assert len(out.stderr) < 600  # the long name is cut short in the message
+
+
 def test_a_garbage_blob_under_a_real_id_costs_one_file(world, tmp_path: Path) -> None:
     """An agent holding the key can upload garbage under the id of a chunk it expects the
     person to write; the person's file is then quarantined on the other devices, not corrupt."""

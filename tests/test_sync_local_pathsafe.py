@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 
 from companion.sync.pathsafe import (
     UnsafePath,
+    UnusableName,
     fold,
     is_case_insensitive_fs,
     make_parents,
@@ -168,3 +169,31 @@ def test_no_generated_path_resolves_outside_the_vault(trap_vault: Path, rel: str
     assert real != root
     # and the returned path is the canonical one, NFC
     assert unicodedata.is_normalized("NFC", str(p))
+
+
+@pytest.mark.parametrize(
+    "rel", ["n" * 256 + ".md", "d/" * 2100 + "x.md"], ids=["over-NAME_MAX", "over-PATH_MAX"]
+)
+def test_a_path_the_file_system_cannot_hold_is_an_unusable_name(tmp_path: Path, rel: str) -> None:
+    """Not an OSError out of the round: a problem of that one path, shown cut short."""
+    with pytest.raises(UnusableName, match="cannot hold the path") as err:
+        make_parents(tmp_path, rel)
+    assert isinstance(err.value, UnsafePath) and len(str(err.value)) < 200
+    if "/" not in rel:  # looking a name up already tells
+        with pytest.raises(UnusableName):
+            resolve_inside(tmp_path, rel)
+    full = tmp_path / "full"  # any other error is not the name's: it stops the round
+    full.write_text("a file where a folder should be")
+    with pytest.raises(OSError) as other:
+        make_parents(tmp_path, "full/x/y.md")
+    assert not isinstance(other.value, UnsafePath)
+
+
+def test_shown_cuts_a_long_text_around_an_ellipsis() -> None:
+    from companion.textsafe import shown
+
+    assert shown("short.md", 80) == "short.md"
+    cut = shown("a" * 100 + "/end.md", 40)
+    assert len(cut) == 40 and cut.startswith("aaaa") and cut.endswith("end.md")
+    assert "\u2026" in cut
+    assert shown("x\x1b[31m" + "y" * 100, 20).startswith("x\\x1b[31m")  # escaped, then cut

@@ -56,6 +56,7 @@ from companion.sync.record import Synced, base_of, record_synced
 from companion.sync.remote import Refused, RemoteChange
 from companion.sync.report import ConflictInfo, Problem, RoundReport
 from companion.sync.scanner import ChangeKind
+from companion.textsafe import SHOWN_PATH, shown
 
 log = get_logger("sync.engine")
 
@@ -163,8 +164,12 @@ class Applier:
         self.core.index.forget_stats([path])
 
     def _problem(self, item: Incoming, reason: str, report: RoundReport) -> None:
-        log.warning("cannot apply the remote change of %r: %s", item.path, reason)
         self.core.index.inbox_problem(item.row_id, reason)
+        if any(p.path == item.path for p in report.problems):
+            return  # a later pass of the same round met it again
+        log.warning(
+            "cannot apply the remote change of '%s': %s", shown(item.path, SHOWN_PATH), reason
+        )
         report.problems.append(Problem(item.path, reason))
 
     def _with_content(

@@ -30,7 +30,13 @@ from companion.sync.filestate import (
     hash_file,
     state_after_rename,
 )
-from companion.sync.pathsafe import TEMP_PREFIX, fold, make_parents, resolve_inside
+from companion.sync.pathsafe import (
+    TEMP_PREFIX,
+    fold,
+    make_parents,
+    name_errors,
+    resolve_inside,
+)
 
 log = get_logger("sync.atomic")
 
@@ -67,6 +73,17 @@ def _check(target: str | Path, rel: str, expected: FileState | None, verify_hash
             raise ChangedSinceScan(rel, "was modified") from None
         if digest != expected.sha256:
             raise ChangedSinceScan(rel, "was modified")
+
+
+def set_mtime(target: int | str | os.PathLike[str], mtime_ns: int) -> None:
+    """Give a written file (a path, or an open descriptor where the platform allows) the
+    modification time its record carries. The time is only shown to the person, so one this
+    platform cannot hold (a record from a far future or past) leaves the file the time of its
+    writing instead of failing the write."""
+    try:
+        os.utime(target, ns=(mtime_ns, mtime_ns))
+    except (OverflowError, ValueError, OSError) as exc:
+        log.debug("kept the time of writing: cannot set mtime %d (%s)", mtime_ns, exc)
 
 
 def _write_all(fd: int, data: bytes) -> None:
@@ -135,10 +152,11 @@ def atomic_write(
         if mode is not None and os.name != "nt":
             os.chmod(tmp, mode)
         if mtime_ns is not None:
-            os.utime(tmp, ns=(mtime_ns, mtime_ns))
+            set_mtime(tmp, mtime_ns)
         st = os.lstat(tmp)  # rename keeps inode and mtime (not the ctime: read again after)
         _check(target, rel, expected, verify_hash)
-        os.replace(tmp, target)
+        with name_errors(rel):
+            os.replace(tmp, target)
     except BaseException:
         try:
             os.unlink(tmp)

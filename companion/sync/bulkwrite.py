@@ -32,9 +32,9 @@ from pathlib import Path
 
 from companion.fileio import flush_filesystem, fsync_dir, temp_name
 from companion.logs import get_logger
-from companion.sync.atomic import ChangedSinceScan, _check, _new_mode
+from companion.sync.atomic import ChangedSinceScan, _check, _new_mode, set_mtime
 from companion.sync.filestate import FileState, state_after_rename
-from companion.sync.pathsafe import UnsafePath, make_parents, normalize
+from companion.sync.pathsafe import UnsafePath, make_parents, name_errors, normalize
 
 log = get_logger("sync.bulkwrite")
 _O_BINARY = getattr(os, "O_BINARY", 0)
@@ -91,7 +91,7 @@ def _stage(folders: dict[str, str | Exception], job: WriteJob) -> Staged:
         if mode is not None and os.name != "nt":
             os.fchmod(fd, mode)
         if job.mtime_ns is not None:
-            os.utime(fd if os.utime in os.supports_fd else tmp, ns=(job.mtime_ns, job.mtime_ns))
+            set_mtime(fd if os.utime in os.supports_fd else tmp, job.mtime_ns)
         info = os.fstat(fd)  # the file's identity once renamed (rename keeps all of it)
     finally:
         os.close(fd)
@@ -160,8 +160,9 @@ def _commit(job: WriteJob, staged: Staged, verify_hash: bool) -> Result:
     tmp, target, info = staged
     try:
         _check(target, job.rel, job.expected, verify_hash)
-        os.replace(tmp, target)
-    except (ChangedSinceScan, OSError) as exc:
+        with name_errors(job.rel):
+            os.replace(tmp, target)
+    except (ChangedSinceScan, UnsafePath, OSError) as exc:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         return exc

@@ -22,7 +22,7 @@ from companion.context import AppContext, pass_app
 from companion.errors import CompanionError, InputError
 from companion.relay.errors import RelayUnreachable
 from companion.sync.guard import MassDeleteRefused
-from companion.textsafe import shown
+from companion.textsafe import SHOWN_PATH, shown
 from companion.vaultpath import which_vault
 
 EXIT_MASS_DELETE = 3
@@ -285,7 +285,9 @@ def sync(
     else:
         _print_report(report)
     if problems:
-        shown_problems = "; ".join(f"{shown(p)}: {shown(why)}" for p, why in problems[:3])
+        shown_problems = "; ".join(
+            f"{shown(p, SHOWN_PATH)}: {shown(why)}" for p, why in problems[:3]
+        )
         more = f" and {len(problems) - 3} more" if len(problems) > 3 else ""
         raise CompanionError(
             f"synced, except {len(problems)} remote change(s) this copy cannot apply: "

@@ -13,15 +13,19 @@ can already write anywhere the user can, so this only guards against remote inpu
 
 from __future__ import annotations
 
+import errno
 import os
 import re
 import stat
 import tempfile
 import unicodedata
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from companion.errors import CompanionError
 from companion.fileio import TEMP_PREFIX  # one name for every temporary file we make
+from companion.textsafe import SHOWN_PATH, shown
 
 _DRIVE = re.compile(r"^[A-Za-z]:")
 # a lone surrogate: what Python makes of each byte of an on-disk name that is not UTF-8
@@ -33,6 +37,31 @@ _NOT_UNICODE_CHARS = re.compile(f"[{_NOT_UNICODE}]")
 
 class UnsafePath(CompanionError):
     """A path that is not a valid vault-relative path or would lead outside the vault."""
+
+
+class UnusableName(UnsafePath):
+    """A valid path this file system cannot hold: a name over its length limit, a path over
+    the system's, a name it refuses (`:` on FAT). A problem of that one file, like a path
+    through a symbolic link, never of the whole round."""
+
+
+# what a file system answers for a name it cannot hold; a full disk or an I/O error is not one
+_NAME_ERRNOS = frozenset({errno.ENAMETOOLONG, errno.EILSEQ, errno.EINVAL})
+
+
+@contextmanager
+def name_errors(rel: str) -> Iterator[None]:
+    """Turn the file system's refusal of `rel`'s name into `UnusableName`; every other error
+    (a full disk, a read-only mount) stops the round as before."""
+    try:
+        yield
+    except OSError as exc:
+        if exc.errno not in _NAME_ERRNOS:
+            raise
+        raise UnusableName(
+            f"this file system cannot hold the path '{shown(rel, SHOWN_PATH)}' "
+            f"({len(rel.encode())} bytes): {exc.strerror}"
+        ) from None
 
 
 def is_temp_name(name: str) -> bool:
@@ -100,7 +129,8 @@ def resolve_inside(root: str | os.PathLike[str], rel: str) -> Path:
     for i, seg in enumerate(parts):
         cur = os.path.join(cur, seg)
         try:
-            st = os.lstat(cur)
+            with name_errors(rel):
+                st = os.lstat(cur)
         except (FileNotFoundError, NotADirectoryError):
             break
         if stat.S_ISLNK(st.st_mode):
@@ -114,7 +144,8 @@ def resolve_inside(root: str | os.PathLike[str], rel: str) -> Path:
 def make_parents(root: str | os.PathLike[str], rel: str) -> Path:
     """Create the missing folders above `rel` inside the vault; returns the resolved path."""
     target = resolve_inside(root, rel)
-    target.parent.mkdir(parents=True, exist_ok=True)
+    with name_errors(rel):
+        target.parent.mkdir(parents=True, exist_ok=True)
     # mkdir may have raced with a link being planted: check the result again
     return resolve_inside(root, rel)
 

@@ -5,6 +5,7 @@ import { mergeText } from "../src/sync/merge";
 import { utf8 } from "../src/crypto/bytes";
 import { parseJson, pyDumps } from "../src/crypto/json";
 import { metaFromJson } from "../src/crypto/records";
+import { recordMtimeMs } from "../src/sync/engine";
 import { effectiveKind, isBehaviouralConfig, isMassDelete, kindMismatch, mustHold } from "../src/sync/policy";
 import { normalize, UnsafePath } from "../src/sync/paths";
 import { IgnoreRules } from "../src/sync/ignore";
@@ -114,11 +115,26 @@ describe("paths and ignore rules", () => {
     // a lone surrogate (JSON can spell one) is no name any disk or device can hold
     for (const bad of ["caf\udce9.md", "lone-\ud800-high.md"]) expect(() => normalize(bad)).toThrow(/not valid UTF-8/);
     expect(normalize("emoji-\u{1F600}.md")).toBe("emoji-\u{1F600}.md"); // a pair is fine
+    // a name no phone or desktop can hold is skipped, not a write that fails every round
+    expect(normalize("d/" + "n".repeat(252) + ".md")).toBe("d/" + "n".repeat(252) + ".md");
+    expect(() => normalize("d/" + "n".repeat(253) + ".md")).toThrow(/over 255 bytes/);
+    expect(() => normalize("é".repeat(128))).toThrow(/over 255 bytes/); // 256 bytes of UTF-8
     const r = new IgnoreRules(["secret/"], [".obsidian/plugins/vault-companion/data.json"]);
     for (const p of [".obsidian/workspace.json", ".trash/x.md", ".git/HEAD", "a.swp", "secret/x.md", ".obsidian/plugins/vault-companion/data.json"]) expect(r.isIgnored(p)).toBe(true);
     for (const p of ["Home.md", ".obsidian/app.json", ".companionignore", ".companion/report.json"]) expect(r.isIgnored(p)).toBe(false);
     r.load("drafts/\n!keep.md\n");
     expect(r.isIgnored("drafts/x.md")).toBe(true);
+  });
+});
+
+describe("record times", () => {
+  it("gives a file its record's time, or the time of writing when no date holds it", () => {
+    const meta = (mtimeNs: bigint | null) => metaFromJson(utf8(`{"chunks":[],"path":"a.md","sha256":"${"0".repeat(64)}","size":0,"mtime_ns":${mtimeNs === null ? "null" : mtimeNs}}`));
+    expect(recordMtimeMs(meta(1_736_930_000_123_456_789n))).toBe(1_736_930_000_123);
+    expect(recordMtimeMs(meta(-86_400_000_000_000n))).toBe(-86_400_000); // 1969 is a date
+    expect(recordMtimeMs(meta(null))).toBeUndefined();
+    expect(recordMtimeMs(meta(10n ** 30n))).toBeUndefined();
+    expect(recordMtimeMs(meta(-(10n ** 30n)))).toBeUndefined();
   });
 });
 

@@ -624,7 +624,7 @@ export class SyncEngine {
   }
 
   private writeOpts(m: FileMeta) {
-    return { mtime: m.mtimeNs !== null ? Number(m.mtimeNs / 1_000_000n) : undefined, executable: m.executable };
+    return { mtime: recordMtimeMs(m), executable: m.executable };
   }
 
   private conflictInfo(path: string, copy: string, kept: string, moved: string, outcome: string, message: string): ConflictInfo {
@@ -976,3 +976,14 @@ function sameBytes(a: Uint8Array | null, b: Uint8Array | null): boolean {
 }
 
 export type { Entry };
+
+/** The modification time (ms) a record gives the file it writes, or undefined when no date
+ * can hold it (a record from a far future or past): the time is only shown, so the file keeps
+ * the time of its writing rather than failing the write (Python's `atomic.set_mtime`). */
+export function recordMtimeMs(m: FileMeta): number | undefined {
+  if (m.mtimeNs === null) return undefined;
+  const ms = Number(m.mtimeNs / 1_000_000n);
+  return Math.abs(ms) <= MAX_DATE_MS ? ms : undefined;
+}
+
+const MAX_DATE_MS = 8.64e15; // the range of a JavaScript Date

@@ -3,7 +3,7 @@
  * slashes, relative, no empty/./.. segments, no control characters, never an engine temp name.
  */
 
-import { isUnicode } from "../crypto/bytes";
+import { isUnicode, utf8 } from "../crypto/bytes";
 import { CompanionError } from "../errors";
 
 export const TEMP_PREFIX = ".companion-tmp-";
@@ -13,6 +13,9 @@ export class UnsafePath extends CompanionError {}
 export function isTempName(name: string): boolean {
   return name.startsWith(TEMP_PREFIX);
 }
+
+/** The longest name (one path segment) common file systems hold: ext4, APFS, f2fs (bytes). */
+export const MAX_NAME_BYTES = 255;
 
 export function normalize(rel: string): string {
   if (typeof rel !== "string" || !rel) throw new UnsafePath("empty path");
@@ -25,6 +28,7 @@ export function normalize(rel: string): string {
     if (seg === "") throw new UnsafePath(`path '${shown}' has an empty segment`);
     if (seg === "." || seg === "..") throw new UnsafePath(`path '${shown}' contains '${seg}'`);
     if (isTempName(seg)) throw new UnsafePath(`path '${shown}' is an engine temporary file`);
+    if (utf8(seg).length > MAX_NAME_BYTES) throw new UnsafePath(`path '${shown.slice(0, 80)}…' has a name over ${MAX_NAME_BYTES} bytes, more than a phone's or a desktop's file system holds`);
   }
   return p;
 }

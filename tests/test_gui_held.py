@@ -89,3 +89,45 @@ def test_held_changes_in_the_tray_accept_and_refuse(qtbot, world) -> None:
     tray.rebuild_menu()
     assert not tray.held_menu.menuAction().isVisible()
     assert facade.held_changes() == []
+
+
+def test_held_deletions_are_confirmed_from_the_main_window(qtbot, world) -> None:
+    """The notification says a mass deletion is held and opens the main window: there the
+    person reads how many files and why, and can delete them on every device in one click
+    (before, the app promised a confirmation it did not offer: only the command line could)."""
+    from companion.errors import CompanionError
+    from companion.gui.main_window import MainWindow
+
+    cluster, laptop, server, facade, worker, tray = world
+    for i in range(3):
+        laptop.write(f"n{i}.md", f"note {i}\n")
+
+    def uploaded() -> bool:  # a note just written waits for its quiet period first
+        facade.sync_now()
+        server.sync()
+        return len(server.files()) == 3
+
+    wait_for(uploaded, timeout=20, what="the three notes on the server")
+    window = MainWindow(worker, AppActions(worker, open_url=lambda _url: True))
+    qtbot.addWidget(window)
+    _refresh(qtbot, worker)
+    assert not window.deletions_box.isVisibleTo(window)
+    for i in range(3):  # an emptied folder, as an unmounted drive leaves it
+        laptop.delete(f"n{i}.md")
+    with pytest.raises(CompanionError, match="^3 deleted files are held back$"):
+        facade.sync_now()
+    assert facade.snapshot().held_deletions == 3
+    _refresh(qtbot, worker)
+    assert window.deletions_box.isVisibleTo(window)
+    assert window.held_deletions.text().startswith("3 files deleted in this vault are held back")
+    assert window.state_text.text() == "Error: 3 deleted files are held back"
+    assert window.confirm_deletions.isEnabled()
+    server.sync()
+    assert len(server.files()) == 3  # nothing deleted elsewhere yet
+    with qtbot.waitSignal(worker.call_done, timeout=20000):
+        window.confirm_deletions.click()
+    server.sync()
+    assert server.files() == {}
+    _refresh(qtbot, worker)
+    assert facade.snapshot().held_deletions == 0
+    assert not window.deletions_box.isVisibleTo(window)

@@ -113,11 +113,14 @@ def test_mass_delete_is_held_and_told(cluster: SyncCluster) -> None:
             laptop.delete(f"notes/n{i}.md")
         f.set_paused(False)
         assert f.ready(15)
-        with pytest.raises(CompanionError, match="would delete 11"):
-            f.sync_now()
+        with pytest.raises(CompanionError, match="^11 deleted files are held back$"):
+            f.sync_now()  # in the app's words: the main window explains and offers the "yes"
         assert MassDeleteTripped(11, 12) in f.drain_events()
         snap = f.snapshot()
-        assert tray_state(snap) is TrayState.ERROR and "would delete 11" in snap.errors[0]
+        assert tray_state(snap) is TrayState.ERROR and snap.errors[0] == (
+            "11 deleted files are held back"
+        )
+        assert snap.held_deletions == 11
     finally:
         f.close()
 

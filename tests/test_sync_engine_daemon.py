@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from companion.sync.daemon import Backoff, Daemon
+from companion.sync.guard import MassDeleteRefused
 from tests.conftest import wait_for
 from tests.relayproxy import RelayProxy
 from tests.syncharness import Device, SyncCluster
@@ -235,6 +236,38 @@ def test_a_vault_folder_replaced_under_a_running_daemon_syncs_again(
     finally:
         ra.stop()
         rb.stop()
+
+
+def test_a_round_asked_with_the_persons_confirmation_deletes_what_the_guard_held(
+    cluster: SyncCluster,
+) -> None:
+    """The desktop app's "Delete them on every device": one round asked with
+    `allow_mass_delete` deletes what the guard held back; the rounds after it guard again."""
+    a = cluster.add_device("laptop", "human")
+    b = cluster.add_device("server", "agent")
+    for i in range(3):
+        a.write(f"n{i}.md", f"note {i}\n")
+    a.sync()
+    b.sync()
+    running = Running(a)
+    daemon = running.daemon
+    try:
+        for i in range(3):
+            a.delete(f"n{i}.md")
+        held = daemon.wait_round(daemon.request_round(), 15)
+        assert held is not None and isinstance(held.error, MassDeleteRefused)
+        done = daemon.wait_round(daemon.request_round(allow_mass_delete=True), 15)
+        assert done is not None and done.error is None and done.report is not None
+        assert sorted(done.report.deleted_remote) == ["n0.md", "n1.md", "n2.md"]
+        b.sync()
+        assert b.files() == {}
+        a.write("again.md", "a new note\n")
+        wait_for(lambda: (b.sync(), b.read("again.md"))[1] is not None, what="the new note")
+        a.delete("again.md")  # every file again: the confirmation was for one round only
+        again = daemon.wait_round(daemon.request_round(), 15)
+        assert again is not None and isinstance(again.error, MassDeleteRefused)
+    finally:
+        running.stop()
 
 
 def test_daemon_reconnects_and_sends_queued_edits(tmp_path: Path) -> None:

@@ -85,6 +85,11 @@ class AppActions(QObject):
     def sync_now(self) -> None:
         self.worker.sync_now()
 
+    def confirm_deletions(self) -> None:
+        """Delete on every device what the mass-deletion guard held back (the person's "yes,
+        I meant it"), in one round."""
+        self.worker.confirm_deletions()
+
     def dream_now(self) -> None:
         self.worker.dream_now()
 

@@ -177,6 +177,9 @@ class EngineWorker(TaskRunner):
     def decide_held(self, paths: list[str] | None, decision: str) -> bool:
         return self.run("decide_held", lambda: self.engine.decide_held(paths, decision))
 
+    def confirm_deletions(self) -> bool:
+        return self.run("confirm_deletions", self.engine.confirm_deletions)
+
 
 def _message(exc: BaseException) -> str:
     if isinstance(exc, CompanionError):

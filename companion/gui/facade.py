@@ -89,6 +89,11 @@ class EngineFacade(Protocol):
         """Accept or refuse held changes (`paths` None: all) and sync; blocks until done."""
         ...
 
+    def confirm_deletions(self) -> None:
+        """Sync once deleting what the mass-deletion guard held back (the person confirmed
+        it: `snapshot().held_deletions`); blocks until done."""
+        ...
+
 
 def _walk_conflicts(vault: Path) -> tuple[list[Path], dict[str, int]]:
     """(conflict copies, {folder: mtime_ns}); each folder's time is read before it is listed,
@@ -259,6 +264,9 @@ class IdleEngine:
 
     def decide_held(self, paths: list[str] | None, decision: str) -> None:
         raise CompanionError(tr("engine.sync_stopped"))
+
+    def confirm_deletions(self) -> None:
+        raise CompanionError(tr("engine.sync_not_configured"))
 
     def drain_events(self) -> list[EngineEvent]:
         """New dream reports and conflict copies since the last call.

@@ -12,6 +12,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtGui import QCloseEvent
 from PySide6.QtWidgets import (
     QFormLayout,
+    QFrame,
     QGridLayout,
     QHBoxLayout,
     QLabel,
@@ -79,6 +80,18 @@ class MainWindow(QMainWindow):
         self.no_tray.setWordWrap(True)
         self.no_tray.setStyleSheet(NOTICE_STYLE)
         self.no_tray.setVisible(not tray_available)
+        # the deletions the guard holds back, and the person's way to confirm them
+        self.held_deletions = QLabel()
+        self.held_deletions.setWordWrap(True)
+        self.confirm_deletions = QPushButton(tr("main.confirm_deletions"))
+        self.confirm_deletions.clicked.connect(actions.confirm_deletions)
+        self.deletions_box = QFrame()
+        self.deletions_box.setObjectName("deletions")  # the style is the box's, not its button's
+        self.deletions_box.setStyleSheet(f"#deletions {{{NOTICE_STYLE}}}")
+        box = QVBoxLayout(self.deletions_box)
+        box.addWidget(self.held_deletions)
+        box.addWidget(self.confirm_deletions, 0, Qt.AlignmentFlag.AlignLeft)
+        self.deletions_box.hide()
 
         a = actions
         self.buttons: dict[str, QPushButton] = {}
@@ -104,6 +117,7 @@ class MainWindow(QMainWindow):
         layout.addWidget(self.no_tray)
         layout.addLayout(head)
         layout.addLayout(form)
+        layout.addWidget(self.deletions_box)
         layout.addWidget(self.notice)
         layout.addStretch(1)
         layout.addLayout(grid)
@@ -139,6 +153,9 @@ class MainWindow(QMainWindow):
         self.last_dream.setText(format_datetime(snap.last_dream) if snap.last_dream else never)
         self.pending.setText(str(snap.pending))
         self.conflicts.setText(str(len(view.conflicts) or snap.conflicts))
+        if snap.held_deletions:
+            self.held_deletions.setText(tr("main.held_deletions", n=snap.held_deletions))
+        self.deletions_box.setVisible(snap.held_deletions > 0)
         self._refresh_buttons()
 
     def _refresh_buttons(self, *_: object) -> None:
@@ -159,6 +176,8 @@ class MainWindow(QMainWindow):
         b["dream_now"].setEnabled(vault_ok and not dreaming)
         b["dream_now"].setText(tr("menu.dreaming") if dreaming else tr("menu.dream_now"))
         b["last_report"].setEnabled(view.latest_report is not None)
+        confirming = self.worker.busy("confirm_deletions")
+        self.confirm_deletions.setEnabled(not syncing and not confirming and not snap.paused)
 
     def closeEvent(self, event: QCloseEvent) -> None:  # noqa: N802 - Qt's name
         if self.tray_available and not self.allow_close:

@@ -56,6 +56,7 @@ class EngineSnapshot:
     last_dream: datetime | None = None
     pending: int = 0
     sync_configured: bool = True
+    held_deletions: int = 0  # deletions the mass-deletion guard holds back for the person
 
 
 def tray_state(snapshot: EngineSnapshot) -> TrayState:

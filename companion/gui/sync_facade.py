@@ -129,6 +129,7 @@ class SyncFacade(IdleEngine):
         self._start_error: str | None = None
         self._elsewhere: str | None = None  # who holds the lock when another process syncs
         self._round_error: str | None = None
+        self._held_deletions = 0  # what the mass-deletion guard held back in the last round
         self._paused = bool(paused)
         self._next_start = 0.0  # monotonic time of the next start attempt
         self._pending_cache: tuple[float, int] | None = None  # (monotonic time, count) offline
@@ -225,6 +226,7 @@ class SyncFacade(IdleEngine):
         exc = outcome.error
         if exc is None:
             self._round_error = None
+            self._held_deletions = 0
             for f in outcome.secrets:  # the daemon's secret guard, told once, ever
                 self._push(SecretFound(f.path, f.kind, f.line))
             if outcome.report is not None and outcome.report.held:
@@ -233,8 +235,9 @@ class SyncFacade(IdleEngine):
         if isinstance(exc, RelayUnreachable):
             return  # offline is a state (snapshot.online), not an error
         if isinstance(exc, MassDeleteRefused):
+            self._held_deletions = exc.n_deletes
             self._push(MassDeleteTripped(exc.n_deletes, exc.n_total))
-        self._round_error = redact(str(exc))
+        self._round_error = _readable(exc)
 
     def _push(self, event: EngineEvent) -> None:
         with self._events_lock:
@@ -273,6 +276,7 @@ class SyncFacade(IdleEngine):
             last_dream=base.last_dream,
             pending=count,
             sync_configured=True,
+            held_deletions=self._held_deletions,
         )
 
     def _offline_pending(self) -> int:
@@ -290,7 +294,9 @@ class SyncFacade(IdleEngine):
         self._pending_cache = (now, upload + inbox)
         return upload + inbox
 
-    def _round_now(self, timeout: float = SYNC_NOW_TIMEOUT_S) -> RoundReport:
+    def _round_now(
+        self, timeout: float = SYNC_NOW_TIMEOUT_S, *, allow_mass_delete: bool = False
+    ) -> RoundReport:
         """One round on the daemon's thread, started after this call; its report, or the
         error a person can read."""
         if self._paused:
@@ -301,18 +307,22 @@ class SyncFacade(IdleEngine):
             if self._elsewhere:
                 raise CompanionError(tr("engine.sync_elsewhere", who=self._elsewhere))
             raise CompanionError(self._start_error or tr("engine.sync_stopped"))
-        outcome = daemon.wait_round(daemon.request_round(), timeout)
+        ticket = daemon.request_round(allow_mass_delete=allow_mass_delete)
+        outcome = daemon.wait_round(ticket, timeout)
         if outcome is None:
             raise CompanionError(daemon.fatal or tr("engine.sync_timeout"))
         if isinstance(outcome.error, RelayUnreachable):
             raise CompanionError(tr("engine.offline"))
         if outcome.error is not None:
-            raise CompanionError(redact(str(outcome.error)))
+            raise CompanionError(_readable(outcome.error))
         assert outcome.report is not None
         return outcome.report
 
     def sync_now(self) -> None:
         self._round_now()
+
+    def confirm_deletions(self) -> None:
+        self._round_now(allow_mass_delete=True)
 
     def set_paused(self, paused: bool) -> None:
         with self._state_lock:
@@ -375,3 +385,12 @@ class SyncFacade(IdleEngine):
         with self._events_lock:
             mine, self._events = self._events, []
         return mine + events
+
+
+def _readable(exc: BaseException) -> str:
+    """A round's error as the app shows it. A held mass deletion is named in a few words:
+    the main window explains it and offers the confirmation (the engine's own message tells a
+    terminal user to run `companion sync --allow-mass-delete`)."""
+    if isinstance(exc, MassDeleteRefused):
+        return tr("engine.deletions_held", n=exc.n_deletes)
+    return redact(str(exc))

@@ -111,6 +111,7 @@ class _Work:
     full: bool
     paths: frozenset[str]
     requests: bool  # another process may have recorded requests
+    allow_mass_delete: bool = False  # the person confirmed a held mass deletion
 
 
 class _WakeWatch(FileSystemEventHandler):
@@ -163,6 +164,7 @@ class Daemon:
         self._full = True  # the first round scans everything
         self._remote = False
         self._requests = True  # requests recorded before this daemon started
+        self._allow_once = False  # the next round may delete what the guard holds back
         self._stop = threading.Event()
         self._retry_at: float | None = None
         self._generation = 0  # rounds completed (the poller waits for the next one)
@@ -186,11 +188,19 @@ class Daemon:
 
     # ---------------------------------------------------------------- public API
 
-    def request_round(self, *, full: bool = True, paths: Iterable[str] | None = None) -> int:
+    def request_round(
+        self,
+        *,
+        full: bool = True,
+        paths: Iterable[str] | None = None,
+        allow_mass_delete: bool = False,
+    ) -> int:
         """Ask for a round now (not after a pending backoff); returns a ticket for
-        `wait_round`."""
+        `wait_round`. With `allow_mass_delete` (the person confirmed the deletions the guard
+        held back) that round deletes them; later rounds guard again."""
         with self._cond:
             self._asked += 1
+            self._allow_once |= allow_mass_delete
             self._full |= full
             if paths:
                 self._paths |= set(paths)
@@ -359,8 +369,9 @@ class Daemon:
                 self._cond.wait(timeout)
             if self._stop.is_set():
                 return None
-            work = _Work(self._full, frozenset(self._paths), self._requests)
+            work = _Work(self._full, frozenset(self._paths), self._requests, self._allow_once)
             self._full, self._remote, self._paths, self._requests = False, False, set(), False
+            self._allow_once = False
             self._retry_at = None
             self._serving = self._asked
             self._in_round = True
@@ -375,8 +386,9 @@ class Daemon:
             served = self._serve_requests(work) if work.requests else None
             if served is None:
                 paths = None if work.full else set(work.paths)
+                allow = self.allow_mass_delete or work.allow_mass_delete
                 served = self._guarded(
-                    lambda: engine.round(paths, allow_mass_delete=self.allow_mass_delete),
+                    lambda: engine.round(paths, allow_mass_delete=allow),
                     full=work.full, paths=set(work.paths),
                 )  # fmt: skip
             self._done(served)
@@ -410,7 +422,11 @@ class Daemon:
                 last = self._guarded(partial(engine.restore, path, rev), full=True)
                 mine = [row]
             else:  # one round answers every round request asking the same
-                allow = self.allow_mass_delete or bool(row.args.get("allow_mass_delete"))
+                allow = (
+                    self.allow_mass_delete
+                    or work.allow_mass_delete
+                    or bool(row.args.get("allow_mass_delete"))
+                )
                 scope = None if row.args.get("rescan") else self._watched_scope(work)
                 run = partial(engine.round, scope, allow_mass_delete=allow)
                 last = self._guarded(run, full=scope is None, paths=scope)

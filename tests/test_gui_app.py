@@ -160,6 +160,43 @@ def test_engine_calls_never_block_the_gui(qtbot, config, tmp_path: Path) -> None
     worker.shutdown()
 
 
+class GatedEngine(IdleEngine):
+    """A real IdleEngine whose first poll waits until the test lets it go (a slow poll)."""
+
+    def __init__(self, vault: Path) -> None:
+        super().__init__(vault)
+        self.gate = threading.Event()
+        self.polls = 0
+
+    def snapshot(self) -> EngineSnapshot:
+        self.polls += 1
+        if self.polls == 1 and not self.gate.wait(10):
+            raise CompanionError("never released")
+        return EngineSnapshot(sync_configured=True, online=True, pending=self.polls)
+
+
+def test_a_call_that_ends_during_a_poll_is_followed_by_another_poll(qtbot, config) -> None:
+    """Every call is followed by a poll, so the tray shows its effect at once. A call that
+    ended while a poll was in flight had its poll dropped: the tray kept the state that poll
+    read (still "Dreaming…") until the timer's next poll, 3 s later."""
+    engine = GatedEngine(Path(config.get("vault", "path")))
+    worker = EngineWorker(engine)
+    views: list[EngineSnapshot] = []
+    worker.view_ready.connect(lambda v: views.append(v.snapshot))
+    try:
+        assert worker.refresh()  # in flight, held in its snapshot
+        with qtbot.waitSignal(worker.call_failed, timeout=5000):
+            worker.sync_now()  # IdleEngine: sync is not set up; the call ends at once
+        assert not worker.refresh()  # the timer's poll is skipped, as before
+        engine.gate.set()
+        qtbot.waitUntil(lambda: len(views) == 2, timeout=5000)
+        assert [v.pending for v in views] == [1, 2]  # the second read after the call ended
+        assert engine.polls == 2  # and no more than one more: the timer's skip added none
+    finally:
+        engine.gate.set()
+        worker.shutdown()
+
+
 def test_failed_calls_become_notices(qtbot, config) -> None:
     app = make_app(qtbot, config, tray=False)
     try:
@@ -287,8 +324,12 @@ def test_dream_now_says_when_it_starts_and_when_it_ends(qtbot, config, app_log) 
         assert done.action is not None and done.action.kind == OPEN_REVIEW
         assert "recorded" in done.title  # the counts: at least the journal line
         qtbot.waitUntil(lambda: not app.worker.busy("dream_now"), timeout=5000)
-        app.tray.rebuild_menu()
-        assert "Dream now" in app.tray.action_texts()
+
+        def dream_now_offered() -> bool:  # shown by the poll that follows the call
+            app.tray.rebuild_menu()
+            return "Dream now" in app.tray.action_texts()
+
+        qtbot.waitUntil(dream_now_offered, timeout=5000)
         shown = [r.getMessage() for r in app_log.records if r.levelname == "INFO"]
         for _, n in app.notifier.shown:
             line = f"notification: {n.title} — {n.body}".replace("\n", " / ")

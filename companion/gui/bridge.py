@@ -128,18 +128,24 @@ class EngineWorker(TaskRunner):
         super().__init__(pool, parent)
         self.engine = engine
         self.last_view: EngineView | None = None
+        self._poll_again = False  # a call ended while a poll ran: poll once more after it
         self.view_ready.connect(self._remember)
 
     def _remember(self, view: EngineView) -> None:
         self.last_view = view
 
     def _finished(self, name: str) -> None:
-        self.refresh()
+        self.refresh(after_change=True)
 
-    def refresh(self) -> bool:
-        """Poll the engine; False when a poll is already running."""
-        if not self._claim("refresh"):
-            return False
+    def refresh(self, *, after_change: bool = False) -> bool:
+        """Poll the engine; False when a poll is already running. That poll may have read
+        the engine before the change an `after_change` caller (a call that just ended) wants
+        shown, so another poll follows it; the timer's polls are simply skipped."""
+        with self._lock:
+            if "refresh" in self._running:
+                self._poll_again |= after_change
+                return False
+            self._running.add("refresh")
 
         def job() -> None:
             events: list[EngineEvent] = []
@@ -157,10 +163,14 @@ class EngineWorker(TaskRunner):
                 log.exception("engine poll failed")
                 view = EngineView(EngineSnapshot(errors=[_message(exc)]))
             finally:
-                self._release("refresh")
+                with self._lock:
+                    self._running.discard("refresh")
+                    again, self._poll_again = self._poll_again, False
             self.view_ready.emit(view)
             if events:
                 self.events_ready.emit(events)
+            if again:
+                self.refresh()
 
         self.pool.start(job)
         return True

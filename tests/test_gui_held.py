@@ -122,6 +122,7 @@ def test_held_deletions_are_confirmed_from_the_main_window(qtbot, world) -> None
     assert window.held_deletions.text().startswith("3 files deleted in this vault are held back")
     assert window.state_text.text() == "Error: 3 deleted files are held back"
     assert window.confirm_deletions.isEnabled()
+    assert window.confirm_deletions.text() == "Delete them on every device"
     server.sync()
     assert len(server.files()) == 3  # nothing deleted elsewhere yet
     with qtbot.waitSignal(worker.call_done, timeout=20000):

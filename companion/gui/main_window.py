@@ -83,7 +83,7 @@ class MainWindow(QMainWindow):
         # the deletions the guard holds back, and the person's way to confirm them
         self.held_deletions = QLabel()
         self.held_deletions.setWordWrap(True)
-        self.confirm_deletions = QPushButton(tr("main.confirm_deletions"))
+        self.confirm_deletions = QPushButton(tr("main.confirm_deletions", n=2))
         self.confirm_deletions.clicked.connect(actions.confirm_deletions)
         self.deletions_box = QFrame()
         self.deletions_box.setObjectName("deletions")  # the style is the box's, not its button's
@@ -155,6 +155,7 @@ class MainWindow(QMainWindow):
         self.conflicts.setText(str(len(view.conflicts) or snap.conflicts))
         if snap.held_deletions:
             self.held_deletions.setText(tr("main.held_deletions", n=snap.held_deletions))
+            self.confirm_deletions.setText(tr("main.confirm_deletions", n=snap.held_deletions))
         self.deletions_box.setVisible(snap.held_deletions > 0)
         self._refresh_buttons()
 

@@ -12,6 +12,7 @@ and bidirectional overrides or zero-width characters can make one name look like
 
 from __future__ import annotations
 
+import re
 import unicodedata
 
 # Unicode categories never allowed in a device name, and escaped whenever shown:
@@ -41,6 +42,17 @@ def display_name_problem(name: str, *, what: str = "the device name") -> str | N
 
 
 SHOWN_PATH = 80  # characters of a path a message shows: `shown(path, SHOWN_PATH)`
+
+# lone surrogates: what Python makes of each byte of an on-disk name that is not UTF-8
+# (surrogateescape), and what JSON can spell (``"\\udcff"``); no UTF-8 text holds one, so no
+# index, record, file id or other device can
+LONE_SURROGATES = "\ud800-\udfff"  # a regex character range
+_LONE_SURROGATE = re.compile(f"[{LONE_SURROGATES}]")
+
+
+def is_unicode(text: str) -> bool:
+    """Whether `text` is text UTF-8 can hold (no lone surrogate)."""
+    return _LONE_SURROGATE.search(text) is None
 
 
 def shown(text: str, limit: int | None = None) -> str:

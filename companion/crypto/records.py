@@ -44,6 +44,7 @@ from companion.crypto.framing import (
     unframe_with_stream,
 )
 from companion.crypto.keys import VaultKey
+from companion.textsafe import is_unicode
 
 BLOB_VERSION = 1
 RECORD_VERSION = 1
@@ -204,17 +205,6 @@ def _is_int(value: object) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
-def _is_unicode(text: str) -> bool:
-    """Whether `text` is text UTF-8 can hold. JSON can spell a lone surrogate (``"\\udcff"``)
-    and Python keeps one for each byte of a file name that is not UTF-8: neither can be
-    hashed into a file id, stored in the index or sent."""
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
-
-
 @dataclass(frozen=True)
 class FileMeta:
     """A file's state at one revision: everything the relay must not see about it.
@@ -261,7 +251,7 @@ class FileMeta:
             raise ValueError("FileMeta.sha256 must be a string")
         for name in ("path", "rename_from", "device_id", "device_name", "device_kind"):
             value = getattr(self, name)
-            if value is not None and not _is_unicode(value):
+            if value is not None and not is_unicode(value):
                 raise ValueError(f"FileMeta.{name} is not valid Unicode (a lone surrogate)")
         if self.deleted:
             if self.chunks:

@@ -25,14 +25,11 @@ from pathlib import Path
 
 from companion.errors import CompanionError
 from companion.fileio import TEMP_PREFIX  # one name for every temporary file we make
-from companion.textsafe import SHOWN_PATH, shown
+from companion.textsafe import LONE_SURROGATES, SHOWN_PATH, is_unicode, shown
 
 _DRIVE = re.compile(r"^[A-Za-z]:")
-# a lone surrogate: what Python makes of each byte of an on-disk name that is not UTF-8
-# (surrogateescape), and what JSON can spell; no index, record or other disk can hold it
-_NOT_UNICODE = "\ud800-\udfff"
-BAD_NAME_CHARS = re.compile(f"[\\x00-\\x1f\\x7f\\\\{_NOT_UNICODE}]")
-_NOT_UNICODE_CHARS = re.compile(f"[{_NOT_UNICODE}]")
+# the characters `name_problem` refuses, in one pattern for every entry a scan meets
+BAD_NAME_CHARS = re.compile(f"[\\x00-\\x1f\\x7f\\\\{LONE_SURROGATES}]")
 
 
 class UnsafePath(CompanionError):
@@ -82,7 +79,7 @@ def normalize(rel: str) -> str:
     shown = ascii(rel)[1:-1][:200]
     if re.search(r"[\x00-\x1f\x7f]", p):
         raise UnsafePath(f"path {shown!r} contains a control character")
-    if _NOT_UNICODE_CHARS.search(p):
+    if not is_unicode(p):
         raise UnsafePath(f"path {shown!r} is not valid UTF-8")
     if p.startswith("/") or _DRIVE.match(p):
         raise UnsafePath(f"path {shown!r} is absolute, expected a path inside the vault")
@@ -102,7 +99,7 @@ def name_problem(name: str) -> str | None:
     Cheap enough for every entry of a scan. Non-NFC names are not a problem here: the scanner
     renames or maps them.
     """
-    if _NOT_UNICODE_CHARS.search(name):
+    if not is_unicode(name):
         return "its name is not valid UTF-8 (rename it)"
     if BAD_NAME_CHARS.search(name):
         return "its name contains a backslash or a control character"
@@ -126,18 +123,18 @@ def resolve_inside(root: str | os.PathLike[str], rel: str) -> Path:
     parts = normalize(rel).split("/")
     base = os.path.realpath(root)
     cur = base
-    for i, seg in enumerate(parts):
-        cur = os.path.join(cur, seg)
-        try:
-            with name_errors(rel):
+    with name_errors(rel):
+        for i, seg in enumerate(parts):
+            cur = os.path.join(cur, seg)
+            try:
                 st = os.lstat(cur)
-        except (FileNotFoundError, NotADirectoryError):
-            break
-        if stat.S_ISLNK(st.st_mode):
-            via = "/".join(parts[: i + 1])
-            raise UnsafePath(f"path {rel!r} goes through the symbolic link {via!r}; refused")
-        if i < len(parts) - 1 and not stat.S_ISDIR(st.st_mode):
-            break  # a file where a folder should be: the operation itself will fail
+            except (FileNotFoundError, NotADirectoryError):
+                break
+            if stat.S_ISLNK(st.st_mode):
+                via = "/".join(parts[: i + 1])
+                raise UnsafePath(f"path {rel!r} goes through the symbolic link {via!r}; refused")
+            if i < len(parts) - 1 and not stat.S_ISDIR(st.st_mode):
+                break  # a file where a folder should be: the operation itself will fail
     return Path(base, *parts)
 
 

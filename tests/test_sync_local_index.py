@@ -12,8 +12,15 @@ from contextlib import closing
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from companion.paths import device_paths
+from companion.sync.conflicts import (
+    case_collision_name,
+    conflict_copy_name,
+    unicode_twin_name,
+)
 from companion.sync.index import (
     BASE_TEXT_LIMIT,
     AppliedRow,
@@ -76,6 +83,96 @@ def test_put_get_roundtrip_and_tombstones(index: SyncIndex) -> None:
     assert index.live_stats() == {}
     index.forget("knowledge/Note.md")
     assert index.get("knowledge/Note.md") is None
+
+
+_FIXTURE = [HealthCheck.function_scoped_fixture]  # tmp_path_factory makes a folder per example
+_NAMES = st.sampled_from(
+    ["Home.md", "a/b.md", "Meeting (conflict resolution).md", "x (case conflict).md",
+     "n (conflict pc 2026-01-02 0304).md", "Makefile", "é/ñ (unicode conflict 2).txt"]
+)  # fmt: skip
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=_FIXTURE)
+@given(
+    steps=st.lists(
+        st.tuples(st.sampled_from(["put", "put_deleted", "mark_deleted", "forget"]), _NAMES),
+        max_size=25,
+    )
+)
+def test_the_live_count_and_the_copies_follow_every_write(
+    tmp_path_factory: pytest.TempPathFactory, steps: list[tuple[str, str]]
+) -> None:
+    """`count_live` (all rows less the tombstones) and `kept_copy_candidates` (a partial index)
+    always equal the plain reading of every row, whatever sequence of writes came before."""
+    with SyncIndex(tmp_path_factory.mktemp("i") / "index.sqlite") as idx:
+        for op, path in steps:
+            if op == "put":
+                idx.put(entry(path))
+            elif op == "put_deleted":
+                idx.put(entry(path, deleted=True))
+            elif op == "mark_deleted":
+                idx.mark_deleted(path, rev=9)
+            else:
+                idx.forget(path)
+        live = sorted(e.path for e in idx.iter_entries())
+        assert idx.count_live() == len(live)
+        like = [p for p in live if any(t in p.lower() for t in
+                (" (conflict ", " (case conflict", " (unicode conflict"))]  # fmt: skip
+        assert idx.kept_copy_candidates() == like
+
+
+@given(
+    stem=st.text(st.characters(blacklist_categories=("Cs", "Cc")), min_size=1, max_size=20).filter(
+        lambda s: "/" not in s and s.strip(".") != ""
+    ),
+    ext=st.sampled_from(["", ".md", ".canvas", ".tar.gz"]),
+    device=st.text(min_size=1, max_size=12),
+)
+@settings(max_examples=80, deadline=None, suppress_health_check=_FIXTURE)
+def test_every_kept_name_the_sync_writes_is_found_by_the_index(
+    tmp_path_factory: pytest.TempPathFactory, stem: str, ext: str, device: str
+) -> None:
+    """The partial index's patterns catch every name `conflicts` writes for a kept copy, and
+    `views.copy_paths` keeps them: status and the tray list every copy in the vault."""
+    from datetime import datetime
+
+    from companion.sync.views import copy_paths
+
+    path = f"notes/{stem}{ext}"
+    kept = [
+        conflict_copy_name(path, device, datetime(2026, 1, 2, 3, 4)),
+        case_collision_name(path),
+        unicode_twin_name(path),
+    ]
+    with SyncIndex(tmp_path_factory.mktemp("i") / "index.sqlite") as idx:
+        idx.put(entry(path))
+        for name in kept:
+            idx.put(entry(name))
+        assert copy_paths(idx.kept_copy_candidates()) == sorted(kept)
+
+
+def test_an_index_without_the_newer_indexes_gets_them_and_is_read_the_same(
+    tmp_path: Path,
+) -> None:
+    """An index an older companion wrote has no `files_tombstones` / `files_kept_copies`: the
+    next writable open adds them; a read-only reader before that gives the same answers."""
+    db = tmp_path / "index.sqlite"
+    with SyncIndex(db) as idx:
+        idx.put(entry("a.md"))
+        idx.put(entry("a (conflict pc 2026-01-02 0304).md"))
+        idx.put(entry("b.md", deleted=True))
+    with closing(sqlite3.connect(db)) as raw:
+        raw.execute("DROP INDEX files_tombstones")
+        raw.execute("DROP INDEX files_kept_copies")
+        raw.commit()
+    with SyncIndex(db, readonly=True) as ro:
+        assert ro.count_live() == 2
+        assert ro.kept_copy_candidates() == ["a (conflict pc 2026-01-02 0304).md"]
+    with SyncIndex(db) as idx:
+        assert idx.count_live() == 2
+    with closing(sqlite3.connect(db)) as raw:
+        names = {r[0] for r in raw.execute("SELECT name FROM sqlite_master WHERE type='index'")}
+    assert {"files_tombstones", "files_kept_copies"} <= names
 
 
 def test_live_stats_prefix_and_fold(index: SyncIndex) -> None:
@@ -329,9 +426,10 @@ def test_merge_bases_take_about_their_own_size_on_disk(tmp_path: Path) -> None:
         idx.set_bases(notes)
     stored = sum(len(zlib.compress(data, 6)) for _, data in notes)
     con = sqlite3.connect(db)
-    pages, size = con.execute("PRAGMA page_count").fetchone()[0], con.execute(
-        "PRAGMA page_size"
-    ).fetchone()[0]
+    pages, size = (
+        con.execute("PRAGMA page_count").fetchone()[0],
+        con.execute("PRAGMA page_size").fetchone()[0],
+    )
     con.close()
     assert pages * size < 1.5 * stored, f"{pages * size / stored:.1f}x the bases' bytes"
 

@@ -51,7 +51,7 @@ from companion.sync.pull import META_CURSOR, Puller
 from companion.sync.remote import HUMAN, Refused, RemoteChange, RemoteVault
 from companion.sync.report import ConflictInfo, RoundReport
 from companion.sync.scanner import DEFAULT_SETTLE_NS, ChangeKind, LocalChange, ScanResult, scan
-from companion.sync.views import held_view, problem_views, quarantine_view
+from companion.sync.views import copy_paths, held_view, problem_views, quarantine_view
 
 if TYPE_CHECKING:
     from companion.sync.apply import Applier
@@ -438,8 +438,7 @@ class SyncEngine:
         problems = problem_views(core.index.inbox())
         state = status_file_mod.PENDING
         if report.converged and not problems:
-            copies = core.index.live_paths_like("% (conflict %", "% (case conflict%",
-                                                "% (unicode conflict%")  # fmt: skip
+            copies = copy_paths(core.index.kept_copy_candidates())
             state = status_file_mod.CONFLICT if copies else status_file_mod.SYNCED
         changes: dict[str, Any] = {
             "state": state,

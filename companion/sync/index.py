@@ -41,6 +41,17 @@ from companion.sync.pathsafe import fold
 SCHEMA_VERSION = 3
 BASE_TEXT_LIMIT = 1 << 20  # merge bases are kept for text files up to 1 MiB
 
+# Conflict copies and files kept under another name (`sync/conflicts.py`: `is_kept_copy`) are
+# live paths matching one of these LIKE patterns, a superset that `views.copy_paths` then checks
+# exactly. Every round asks for them (status shows them), so a partial index holds just those
+# rows: a query that repeats this condition word for word lets SQLite use it instead of reading
+# every path. Tombstones have one too: the live count is the table's count (read from a
+# b-tree's cell counts) less theirs. Neither can serve a query on live rows, so neither can
+# make SQLite choose a worse plan for one. Both are created on open, without a schema version:
+# an older companion keeps them up to date like any index.
+KEPT_COPY_PATTERNS = ("% (conflict %", "% (case conflict%", "% (unicode conflict%")
+_KEPT_COPIES = "deleted=0 AND (" + " OR ".join(f"path LIKE '{p}'" for p in KEPT_COPY_PATTERNS) + ")"
+
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS files (
     path        TEXT PRIMARY KEY,
@@ -60,6 +71,8 @@ CREATE TABLE IF NOT EXISTS files (
 ) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS files_fold ON files(fold);
 CREATE INDEX IF NOT EXISTS files_file_id ON files(file_id);
+CREATE INDEX IF NOT EXISTS files_tombstones ON files(path) WHERE deleted=1;
+CREATE INDEX IF NOT EXISTS files_kept_copies ON files(path) WHERE KEPT_COPIES;
 CREATE TABLE IF NOT EXISTS bases (
     path TEXT PRIMARY KEY,
     data BLOB NOT NULL
@@ -108,7 +121,7 @@ CREATE TABLE IF NOT EXISTS quarantine (
     since_ns INTEGER NOT NULL,
     decision TEXT NOT NULL DEFAULT ''
 ) WITHOUT ROWID;
-"""
+""".replace("KEPT_COPIES", _KEPT_COPIES)
 
 _COLS = (
     "path, file_id, rev, sha256, size, mtime_ns, inode, is_text, deleted, device, "
@@ -575,17 +588,19 @@ class SyncIndex:
         return [r[0] for r in rows]
 
     def count_live(self) -> int:
+        """Live files: every row less the tombstones (both counts read an index, not rows)."""
         with self._lock:
-            return int(self._db.execute("SELECT count(*) FROM files WHERE deleted=0").fetchone()[0])
+            row = self._db.execute(
+                "SELECT (SELECT count(*) FROM files) - (SELECT count(*) FROM files WHERE deleted=1)"
+            ).fetchone()
+        return int(row[0])
 
-    def live_paths_like(self, *patterns: str) -> list[str]:
-        """Live paths matching any SQL LIKE pattern (e.g. conflict copies: ``% (conflict %``)."""
-        if not patterns:
-            return []
-        where = " OR ".join("path LIKE ?" for _ in patterns)
+    def kept_copy_candidates(self) -> list[str]:
+        """Live paths that may be conflict copies or kept names (`KEPT_COPY_PATTERNS`), in path
+        order; `views.copy_paths` keeps the real ones."""
         with self._lock:
             rows = self._db.execute(
-                f"SELECT path FROM files WHERE deleted=0 AND ({where}) ORDER BY path", patterns
+                f"SELECT path FROM files WHERE {_KEPT_COPIES} ORDER BY path"
             ).fetchall()
         return [r[0] for r in rows]
 

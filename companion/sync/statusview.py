@@ -99,7 +99,6 @@ def _attention(
     from the index (read-only: safe while another process syncs)."""
     from companion.sync.index import SyncIndex, SyncIndexError
     from companion.sync.views import (
-        COPY_PATTERNS,
         conflict_views,
         copy_paths,
         held_view,
@@ -113,7 +112,7 @@ def _attention(
     except SyncIndexError:
         return [], [], [], []
     with index:
-        copies = copy_paths(index.live_paths_like(*COPY_PATTERNS))
+        copies = copy_paths(index.kept_copy_candidates())
         return (
             [held_view(r) for r in index.held()],
             [quarantine_view(r) for r in index.quarantined()],

@@ -10,9 +10,6 @@ from typing import Any
 from companion.sync.conflicts import is_kept_copy
 from companion.sync.index import HeldRow, InboxRow, QuarantineRow
 
-# SQL LIKE patterns that catch every name `is_kept_copy` accepts (then checked exactly)
-COPY_PATTERNS = ("% (conflict %", "% (case conflict%", "% (unicode conflict%")
-
 
 def held_view(row: HeldRow) -> dict[str, Any]:
     return {
@@ -43,6 +40,7 @@ def problem_views(rows: Iterable[InboxRow]) -> list[dict[str, Any]]:
 
 
 def copy_paths(paths: Iterable[str]) -> list[str]:
+    """The conflict copies and kept names among `paths` (`SyncIndex.kept_copy_candidates`)."""
     return sorted(p for p in paths if is_kept_copy(p.rsplit("/", 1)[-1]))
 
 

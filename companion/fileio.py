@@ -20,7 +20,6 @@ import contextlib
 import functools
 import itertools
 import os
-import secrets
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -39,7 +38,7 @@ class _TempNames:
             os.register_at_fork(after_in_child=self._reset)
 
     def _reset(self) -> None:
-        self._run = secrets.token_hex(6)
+        self._run = os.urandom(6).hex()  # as secrets.token_hex, without its hmac import
         self._count = itertools.count()
 
     def next(self) -> str:

@@ -56,3 +56,43 @@ def test_verbose_flag_logs_to_stderr_and_file(companion_home: Path) -> None:
     assert "DEBUG: companion" in res.stderr
     log = companion_home / "log" / "companion.log"
     assert "companion 0.1.0: config" in log.read_text()
+
+
+def test_the_log_file_is_opened_by_the_first_record_it_takes(tmp_path: Path) -> None:
+    """A command that logs nothing at the file's level neither creates the file nor imports
+    `logging.handlers` (~8 ms of a quiet `companion sync`); the first record does both, and
+    rotation still works. Run in a fresh interpreter: this one imported everything already."""
+    import subprocess
+    import sys
+
+    script = f"""
+import logging, sys
+from pathlib import Path
+from companion.logs import get_logger, setup_logging, LOG_MAX_BYTES
+log_dir = Path({str(tmp_path / "log")!r})
+setup_logging(log_dir, verbose=0)
+log = get_logger("t")
+log.debug("only for -v")
+assert "logging.handlers" not in sys.modules, "imported before any record"
+assert not log_dir.exists(), "created before any record"
+log.info("first line")
+for i in range(LOG_MAX_BYTES // 1000 + 10):
+    log.info("x" * 1000)
+logging.shutdown()
+"""
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    files = sorted(p.name for p in (tmp_path / "log").iterdir())
+    assert files == ["companion.log", "companion.log.1"]
+    assert "INFO companion.t: first line" in (tmp_path / "log" / "companion.log.1").read_text()
+    assert "only for -v" not in (tmp_path / "log" / "companion.log.1").read_text()
+
+
+def test_a_log_folder_that_cannot_be_made_is_given_up_quietly(tmp_path: Path, capsys) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("a file where the log folder should be\n")
+    setup_logging(blocker / "log", verbose=0)
+    get_logger("t").info("goes nowhere")
+    get_logger("t").warning("still on stderr")
+    assert "WARNING: still on stderr" in capsys.readouterr().err
+    setup_logging(tmp_path / "log2", verbose=0)  # the next set-up closes the old handlers

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 import os
-import socket
+import platform
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
@@ -77,7 +77,7 @@ class DeviceState:
     ca_cert: str = ""  # a CA bundle / self-signed certificate to trust for an https relay
     insecure_http: bool = False  # plain http:// to another host was allowed (--insecure-http)
     created: float = field(default_factory=time.time)
-    host: str = field(default_factory=socket.gethostname)
+    host: str = field(default_factory=platform.node)  # gethostname(), without `socket`
     version: int = STATE_VERSION
 
     # ------------------------------------------------------------ secret names

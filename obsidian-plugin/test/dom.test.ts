@@ -161,6 +161,21 @@ describe("status bar", () => {
   });
 });
 
+describe("status bar: files this device cannot write", () => {
+  it("says the vault is synced except them, with the first reason and what to do", () => {
+    const el = document.createElement("div");
+    const bar = new StatusBar(el);
+    const st = emptyState();
+    st.state = "pending";
+    st.inbox["What is X?.md"] = { problem: "the name 'What is X?.md' contains '?', which Windows and Android do not allow in a file name" } as never;
+    st.inbox["b.md"] = { fileId: "f" } as never; // an ordinary queued change is not counted
+    bar.render(st);
+    expect(el.textContent).toBe("Vault ✓ · 1 not written here");
+    expect(el.classList.contains("vc-attention")).toBe(true);
+    expect(el.getAttribute("aria-label")).toMatch(/^Synced, except what this device cannot write: What is X\?\.md: .*'\?'.*Rename it on the device that made it\.$/);
+  });
+});
+
 describe("held changes modal", () => {
   it("lists an agent's held plugin change and accepts it with a click", async () => {
     const vaultInvite = await relay.newVault();

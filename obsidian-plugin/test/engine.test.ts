@@ -9,6 +9,7 @@ import { fetchTransport } from "../src/relay/transport";
 import { joinVault } from "../src/sync/join";
 import { Backoff, retryDelay } from "../src/sync/policy";
 import { TEST_KDF_PARAMS } from "../src/crypto/wrap";
+import { MemoryVault } from "../src/sync/vaultfs";
 
 let relay: TestRelay;
 beforeAll(async () => {
@@ -284,6 +285,47 @@ describe("guards", () => {
     expect(err.retryAfterS).toBe(7);
     expect(retryDelay(new Backoff(0.5, 60, () => 0), err.retryAfterS)).toBe(7);
     expect(retryDelay(new Backoff(0.5, 60, () => 0), null)).toBe(0.25);
+  });
+});
+
+describe("names this device cannot write", () => {
+  it("keeps an agent's note whose name Windows forbids queued with the reason; the rest syncs", async () => {
+    // The person's device refuses names as Windows does (and Android's shared storage): an
+    // agent on Linux titles notes as it likes. One such note used to stop every round here.
+    const invite = await relay.newVault();
+    const h = await device(relay, invite, "phone", "human", { vault: new MemoryVault(false, true) });
+    const a = await device(relay, await relay.invite(h.engine.remote.vaultId, "agent"), "server", "agent");
+    await a.vault.put("notes/What is X?.md", "a question\n");
+    await a.vault.put("Meeting 10:30.md", "at half past\n");
+    await a.vault.put("CON.md", "a device name\n");
+    await a.vault.put("ok.md", "fine everywhere\n");
+    await a.engine.round();
+    const r1 = await h.engine.round();
+    expect(r1.downloaded).toEqual(["ok.md"]);
+    expect(r1.problems.map((p) => p.path).sort()).toEqual(["CON.md", "Meeting 10:30.md", "notes/What is X?.md"]);
+    expect(r1.problems.find((p) => p.path === "Meeting 10:30.md")!.reason).toContain("':'");
+    expect(r1.converged).toBe(true);
+    expect(r1.passes).toBeLessThanOrEqual(2);
+    expect(h.engine.state.state).toBe("pending");
+    expect(h.engine.state.inbox["CON.md"].problem).toContain("device name");
+    // the person's own edits still go out, and the next round tries the names again, once
+    await h.vault.put("mine.md", "from the phone\n");
+    const r2 = await h.engine.round();
+    expect(r2.uploaded).toEqual(["mine.md"]);
+    expect(r2.problems.length).toBe(3);
+    await a.engine.round();
+    expect(a.vault.text("mine.md")).toBe("from the phone\n");
+    // renamed on the server, the note arrives under its new name, and its old one is forgotten
+    await a.vault.rename("notes/What is X?.md", "notes/What is X.md");
+    await a.vault.remove("Meeting 10:30.md");
+    await a.vault.remove("CON.md");
+    await a.engine.round();
+    const r3 = await h.engine.round();
+    expect(r3.downloaded).toEqual(["notes/What is X.md"]);
+    expect(r3.problems).toEqual([]);
+    expect(h.engine.state.inbox).toEqual({});
+    expect(h.engine.state.state).toBe("synced");
+    expect(h.vault.text("notes/What is X.md")).toBe("a question\n");
   });
 });
 

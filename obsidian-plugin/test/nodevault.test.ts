@@ -4,7 +4,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { NodeVault } from "../src/cli/nodevault";
-import { type BulkItem, ChangedSinceScan } from "../src/sync/vaultfs";
+import { type BulkItem, ChangedSinceScan, UnusableName } from "../src/sync/vaultfs";
 
 const t = (s: string) => new TextEncoder().encode(s);
 
@@ -22,6 +22,21 @@ describe("NodeVault", () => {
     expect(readFileSync(join(root, "a", "n7.md"), "utf-8")).toBe("note 7\n");
     expect(statSync(join(root, "a", "n7.md")).mtimeMs).toBe(1_700_000_000_000);
     expect(readdirSync(join(root, "a")).filter((n) => n.startsWith(".companion-tmp-"))).toEqual([]);
+  });
+
+  it("reports a name the file system refuses as UnusableName, in single and bulk writes", async () => {
+    const root = mkdtempSync(join(tmpdir(), "nv-"));
+    const v = await NodeVault.open(root);
+    const long = "n".repeat(300) + ".md"; // over ext4's 255 bytes: ENAMETOOLONG
+    await expect(v.write(long, t("x"))).rejects.toBeInstanceOf(UnusableName);
+    await expect(v.write(`d/${long}`, t("x"))).rejects.toBeInstanceOf(UnusableName);
+    const res = await v.writeMany([
+      { path: long, data: t("x"), opts: {}, expected: null },
+      { path: "fine.md", data: t("fine"), opts: {}, expected: null },
+    ]);
+    expect(res[0]).toBeInstanceOf(UnusableName);
+    expect(res[1]).not.toBeInstanceOf(Error);
+    expect(readdirSync(root).sort()).toEqual(["d", "fine.md"]);
   });
 
   it("refuses to read or write through a symbolic link", async () => {

@@ -7,7 +7,8 @@ import { parseJson, pyDumps } from "../src/crypto/json";
 import { metaFromJson } from "../src/crypto/records";
 import { recordMtimeMs } from "../src/sync/engine";
 import { effectiveKind, isBehaviouralConfig, isMassDelete, kindMismatch, mustHold } from "../src/sync/policy";
-import { normalize, UnsafePath } from "../src/sync/paths";
+import { normalize, UnsafePath, windowsNameProblem } from "../src/sync/paths";
+import { nameError, UnusableName } from "../src/sync/vaultfs";
 import { IgnoreRules } from "../src/sync/ignore";
 import { obsidianTransport } from "../src/obsidian/transport";
 import { parseRetryAfter } from "../src/relay/client";
@@ -124,6 +125,40 @@ describe("paths and ignore rules", () => {
     for (const p of ["Home.md", ".obsidian/app.json", ".companionignore", ".companion/report.json"]) expect(r.isIgnored(p)).toBe(false);
     r.load("drafts/\n!keep.md\n");
     expect(r.isIgnored("drafts/x.md")).toBe(true);
+  });
+});
+
+describe("names Windows and Android refuse", () => {
+  it("names the character, the trailing dot or space, or the device name; nothing else", () => {
+    const cases: [string, RegExp | null][] = [
+      ["notes/What is X?.md", /contains '\?'/],
+      ["Meeting 10:30.md", /contains ':'/],
+      ['a "quote".md', /contains '"'/],
+      ["a<b>.md", /contains '<'/],
+      ["pipe|d.md", /contains '\|'/],
+      ["star*.md", /contains '\*'/],
+      ["trailing./x.md", /ends with a dot or a space/],
+      ["x/trailing .md ", /ends with a dot or a space/],
+      ["CON.md", /device name/],
+      ["sub/lpt1", /device name/],
+      ["nul.tar.gz", /device name/],
+      ["CONSOLE.md", null],
+      ["COM10.md", null],
+      ["notes/café 10h30.md", null],
+      [".obsidian/app.json", null],
+    ];
+    for (const [path, want] of cases) {
+      const got = windowsNameProblem(path);
+      if (want) expect(got, path).toMatch(want);
+      else expect(got, path).toBeNull();
+    }
+  });
+
+  it("turns a file system's refusal of a name into UnusableName, and nothing else", () => {
+    const named = (code: string) => Object.assign(new Error(code), { code });
+    for (const code of ["EINVAL", "ENAMETOOLONG", "EILSEQ"]) expect(nameError(named(code), "a.md")).toBeInstanceOf(UnusableName);
+    for (const code of ["ENOSPC", "EACCES", "EIO"]) expect(nameError(named(code), "a.md")).not.toBeInstanceOf(UnusableName);
+    expect(nameError("not an error", "a.md")).toBe("not an error");
   });
 });
 

@@ -176,6 +176,7 @@ function printReport(r: RoundReport): void {
   for (const p of r.held) console.log(`held: ${p} (an agent's change; approve with: held VAULT --accept ${p})`);
   for (const q of r.quarantined) console.error(`quarantined: ${q}: a record failed verification and was not applied`);
   for (const s of r.skipped) console.error(`skipped: ${s}`);
+  for (const p of r.problems) console.error(`cannot write here: ${p.path}: ${p.reason}`);
 }
 
 async function sync(pos: string[], opts: Record<string, string | true>): Promise<void> {
@@ -191,6 +192,11 @@ async function sync(pos: string[], opts: Record<string, string | true>): Promise
   }
   if (opts.json) console.log(JSON.stringify(report.summary(), null, 2));
   else printReport(report);
+  if (report.problems.length) {
+    const names = report.problems.slice(0, 3).map((p) => p.path).join(", ");
+    const more = report.problems.length > 3 ? ` and ${report.problems.length - 3} more` : "";
+    throw new CompanionError(`synced, except ${report.problems.length} remote change(s) this device cannot write: ${names}${more}`);
+  }
   if (!report.converged) {
     throw new NotConverged(`changes still pending after ${report.passes} passes; run sync again`);
   }
@@ -206,6 +212,7 @@ async function status(pos: string[], opts: Record<string, string | true>): Promi
     held: Object.values(s.held).map((h) => ({ path: h.path, reason: h.reason, device: h.deviceName, rev: h.rev })),
     quarantined: Object.values(s.quarantine).map((q) => ({ file_id: q.fileId, path: q.path, rev: q.rev, reason: q.reason })),
     conflicts: s.conflicts,
+    problems: Object.entries(s.inbox).flatMap(([path, q]) => (q.problem ? [{ path, reason: q.problem }] : [])),
     errors: s.errors,
     device: engine.device,
   };
@@ -213,6 +220,7 @@ async function status(pos: string[], opts: Record<string, string | true>): Promi
   else {
     console.log(`device:  ${engine.device.deviceName} (${engine.device.kind})\nstate:   ${s.state}`);
     console.log(`held:    ${out.held.length}, quarantined: ${out.quarantined.length}, conflicts: ${s.conflicts.length}`);
+    for (const p of out.problems) console.log(`cannot write here: ${p.path}: ${p.reason}`);
   }
 }
 

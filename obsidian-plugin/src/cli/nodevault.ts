@@ -3,8 +3,8 @@ import { promises as fsp, constants } from "node:fs";
 import * as path from "node:path";
 import { randomBytes } from "node:crypto";
 import { execFile } from "node:child_process";
-import { TEMP_PREFIX } from "../sync/paths";
-import { type BulkItem, ChangedSinceScan, type FileStat, type VaultFS, type WriteOptions } from "../sync/vaultfs";
+import { TEMP_PREFIX, windowsNameProblem } from "../sync/paths";
+import { type BulkItem, ChangedSinceScan, type FileStat, nameError, UnusableName, type VaultFS, type WriteOptions } from "../sync/vaultfs";
 
 export class NodeVault implements VaultFS {
   readonly tracksExec = process.platform !== "win32";
@@ -110,8 +110,24 @@ export class NodeVault implements VaultFS {
     }
   }
 
+  /** Run a write to `rel`; the file system's refusal of its name becomes `UnusableName` (on
+   * Windows checked first: there a ':' would name an alternate data stream, not fail). */
+  private async named<T>(rel: string, op: () => Promise<T>): Promise<T> {
+    const why = process.platform === "win32" ? windowsNameProblem(rel) : null;
+    if (why) throw new UnusableName(why);
+    try {
+      return await op();
+    } catch (e) {
+      throw nameError(e, rel);
+    }
+  }
+
   /** Temp file in the target's folder, data flushed, mode and times set, then renamed. */
-  async write(rel: string, data: Uint8Array, opts: WriteOptions = {}): Promise<FileStat> {
+  write(rel: string, data: Uint8Array, opts: WriteOptions = {}): Promise<FileStat> {
+    return this.named(rel, () => this.writeOne(rel, data, opts));
+  }
+
+  private async writeOne(rel: string, data: Uint8Array, opts: WriteOptions): Promise<FileStat> {
     await this.checkNoLinks(rel);
     const target = this.abs(rel);
     const dir = path.dirname(target);
@@ -146,7 +162,7 @@ export class NodeVault implements VaultFS {
   async writeMany(items: BulkItem[]): Promise<(FileStat | Error)[]> {
     const temps: (string | Error)[] = await mapPool(items, 16, async (it) => {
       try {
-        return await this.writeTemp(it.path, it.data, it.opts, false);
+        return await this.named(it.path, () => this.writeTemp(it.path, it.data, it.opts, false));
       } catch (e) {
         return e as Error;
       }
@@ -220,7 +236,11 @@ export class NodeVault implements VaultFS {
     }
   }
 
-  async rename(from: string, to: string): Promise<FileStat> {
+  rename(from: string, to: string): Promise<FileStat> {
+    return this.named(to, () => this.renameOne(from, to));
+  }
+
+  private async renameOne(from: string, to: string): Promise<FileStat> {
     await this.checkNoLinks(from);
     await this.checkNoLinks(to);
     const dst = this.abs(to);

@@ -172,7 +172,7 @@ export default class VaultCompanionPlugin extends Plugin {
     }
     const pluginDir = `${this.app.vault.configDir}/plugins/${this.manifest.id}`;
     this.engine = new SyncEngine({
-      fs: new ObsidianVault(this.app, Platform.isMacOS || Platform.isIosApp || Platform.isWin),
+      fs: new ObsidianVault(this.app, Platform.isMacOS || Platform.isIosApp || Platform.isWin, Platform.isWin || Platform.isAndroidApp),
       client: new RelayClient(s.relayUrl, this.transport, { token, vaultId: s.vaultId }),
       key: await VaultKey.fromBytes(fromHex(keyHex)),
       vaultId: s.vaultId,

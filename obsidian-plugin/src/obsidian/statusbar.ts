@@ -12,9 +12,11 @@ export function statusView(state: SyncState | null, busy: boolean, problem: stri
   if (!state) return { text: "Vault: not joined", title: "Join a vault in the Vault Companion settings", cls: "idle" };
   const held = Object.keys(state.held).length;
   const quarantined = Object.keys(state.quarantine).length;
+  const unwritable = Object.entries(state.inbox).filter(([, q]) => q.problem);
   const extras: string[] = [];
   if (held) extras.push(`${held} held`);
   if (quarantined) extras.push(`${quarantined} quarantined`);
+  if (unwritable.length) extras.push(`${unwritable.length} not written here`);
   const tail = extras.length ? ` · ${extras.join(" · ")}` : "";
   const last = state.errors[state.errors.length - 1];
   if (busy || state.state === "syncing") return { text: `Vault ⟳ syncing${tail}`, title: "Syncing with the relay", cls: "busy" };
@@ -29,6 +31,11 @@ export function statusView(state: SyncState | null, busy: boolean, problem: stri
     case "offline":
       return { text: `Vault offline${tail}`, title: last ? last.message : "The relay cannot be reached; changes stay queued", cls: "offline" };
     case "pending":
+      if (unwritable.length) {
+        const [path, q] = unwritable[0];
+        const more = unwritable.length > 1 ? ` (and ${unwritable.length - 1} more)` : "";
+        return { text: `Vault ✓${tail}`, title: `Synced, except what this device cannot write: ${path}: ${q.problem}${more}. Rename it on the device that made it.`, cls: "attention" };
+      }
       return { text: `Vault … pending${tail}`, title: "Changes are still pending", cls: "busy" };
     case "error":
       return { text: `Vault ⚠ error${tail}`, title: last ? last.message : "Sync failed", cls: "error" };

@@ -5,7 +5,8 @@
  * Obsidian's settings (`FileManager.trashFile`). Adapters know no executable bit.
  */
 import { normalizePath, type App, TFile } from "obsidian";
-import type { FileStat, VaultFS, WriteOptions } from "../sync/vaultfs";
+import { windowsNameProblem } from "../sync/paths";
+import { type FileStat, nameError, UnusableName, type VaultFS, type WriteOptions } from "../sync/vaultfs";
 
 const isHidden = (p: string) => p.split("/").some((s) => s.startsWith("."));
 
@@ -13,11 +14,29 @@ export class ObsidianVault implements VaultFS {
   readonly tracksExec = false;
   readonly caseInsensitive: boolean;
 
+  /** `windowsNames`: this device refuses what Windows refuses in a name (Windows, Android). */
   constructor(
     private readonly app: App,
     caseInsensitive: boolean,
+    private readonly windowsNames: boolean,
   ) {
     this.caseInsensitive = caseInsensitive;
+  }
+
+  /** Run a write to `path`; a refusal of its name (by the file system, or by Obsidian for a
+   * name Windows forbids) becomes `UnusableName`, a problem of that file only. */
+  private async named<T>(path: string, op: () => Promise<T>): Promise<T> {
+    const why = this.windowsNames ? windowsNameProblem(path) : null;
+    if (why) throw new UnusableName(why);
+    try {
+      return await op();
+    } catch (e) {
+      const mapped = nameError(e, path);
+      if (mapped !== e) throw mapped;
+      const forbidden = windowsNameProblem(path);
+      if (forbidden) throw new UnusableName(`Obsidian refused it: ${(e as Error).message} (${forbidden})`);
+      throw e;
+    }
   }
 
   private get adapter() {
@@ -69,15 +88,17 @@ export class ObsidianVault implements VaultFS {
     const p = normalizePath(path);
     const buf = data.slice().buffer as ArrayBuffer;
     const options = opts.mtime !== undefined ? { mtime: opts.mtime } : undefined;
-    const file = this.app.vault.getFileByPath(p);
-    if (file instanceof TFile) await this.app.vault.modifyBinary(file, buf, options);
-    else if (isHidden(p)) {
-      await this.mkdirs(p);
-      await this.adapter.writeBinary(p, buf, options);
-    } else {
-      await this.mkdirs(p);
-      await this.app.vault.createBinary(p, buf, options);
-    }
+    await this.named(p, async () => {
+      const file = this.app.vault.getFileByPath(p);
+      if (file instanceof TFile) await this.app.vault.modifyBinary(file, buf, options);
+      else if (isHidden(p)) {
+        await this.mkdirs(p);
+        await this.adapter.writeBinary(p, buf, options);
+      } else {
+        await this.mkdirs(p);
+        await this.app.vault.createBinary(p, buf, options);
+      }
+    });
     return (await this.stat(p))!;
   }
 
@@ -91,10 +112,12 @@ export class ObsidianVault implements VaultFS {
   async rename(from: string, to: string): Promise<FileStat> {
     const a = normalizePath(from);
     const b = normalizePath(to);
-    await this.mkdirs(b);
-    const file = this.app.vault.getFileByPath(a);
-    if (file) await this.app.vault.rename(file, b);
-    else await this.adapter.rename(a, b);
+    await this.named(b, async () => {
+      await this.mkdirs(b);
+      const file = this.app.vault.getFileByPath(a);
+      if (file) await this.app.vault.rename(file, b);
+      else await this.adapter.rename(a, b);
+    });
     return (await this.stat(b))!;
   }
 }

@@ -43,7 +43,7 @@ import {
   type StateStore,
   type SyncState,
 } from "./state";
-import type { BulkItem, FileStat, VaultFS } from "./vaultfs";
+import { type BulkItem, type FileStat, UnusableName, type VaultFS } from "./vaultfs";
 
 export const MAX_PASSES = 10;
 export const CHUNK_SIZE = 4 * 1024 * 1024;
@@ -143,6 +143,8 @@ export class SyncEngine {
   private readonly now: () => Date;
   private verified = new Map<string, RemoteChange>();
   private approved = new Set<string>();
+  /** Paths whose remote change could not be written this round: not retried until the next. */
+  private unwritable = new Set<string>();
   private running: Promise<unknown> = Promise.resolve();
   private loaded = false;
   stopped = false;
@@ -194,6 +196,7 @@ export class SyncEngine {
     const report = new RoundReport();
     this.state.state = "syncing";
     this.state.lastAttempt = Date.now() / 1000;
+    this.unwritable.clear();
     try {
       await this.checkIgnoreRules();
       let scope: Set<string> | null = opts.paths ? new Set(opts.paths.map((p) => tryNormalize(p)).filter((p): p is string => !!p)) : null;
@@ -229,7 +232,7 @@ export class SyncEngine {
     report.elapsedS = (Date.now() - t0) / 1000;
     addConflicts(this.state, report.conflicts);
     this.state.pending = { upload: report.pendingUpload, download: report.pendingDownload };
-    if (report.converged) {
+    if (report.converged && !report.problems.length) {
       this.state.lastSync = Date.now() / 1000;
       this.state.state = Object.keys(this.state.held).length ? "held" : report.conflicts.length ? "conflict" : "synced";
     } else this.state.state = "pending";
@@ -277,7 +280,7 @@ export class SyncEngine {
     const applied = await this.applyInbox(local, report, touched);
     const pushed = await this.push(local, allowMassDelete, report, touched);
     await this.save();
-    const waiting = Object.keys(this.state.inbox).length > 0;
+    const waiting = Object.keys(this.state.inbox).some((p) => !this.unwritable.has(p));
     return { work: pulled > 0 || applied || pushed || waiting, touched };
   }
 
@@ -439,7 +442,8 @@ export class SyncEngine {
   }
 
   private async applyInbox(local: Map<string, Local>, report: RoundReport, touched: Set<string>): Promise<boolean> {
-    const paths = Object.keys(this.state.inbox).sort();
+    // what could not be written this round stays queued until the next
+    const paths = Object.keys(this.state.inbox).filter((p) => !this.unwritable.has(p)).sort();
     if (!paths.length) return false;
     const todo = new Map<string, RemoteChange>();
     for (const p of paths) {
@@ -523,6 +527,10 @@ export class SyncEngine {
       const ch = group[i];
       const p = items[i].path;
       touched.add(p);
+      if (r instanceof UnusableName) {
+        this.cannotWrite(p, ch, r.message, report);
+        return;
+      }
       if (r instanceof Error) {
         report.deferred++;
         this.state.inbox[p] = queued(ch); // changed here meanwhile: the next pass resolves it
@@ -618,9 +626,24 @@ export class SyncEngine {
         return;
       }
     }
-    const st = await this.fs.write(p, content, this.writeOpts(ch.meta));
+    let st: FileStat;
+    try {
+      st = await this.fs.write(p, content, this.writeOpts(ch.meta));
+    } catch (e) {
+      if (!(e instanceof UnusableName)) throw e;
+      this.cannotWrite(p, ch, e.message, report);
+      return;
+    }
     this.record(p, ch, st);
     report.downloaded.push(p);
+  }
+
+  /** A remote change whose name this device's file system refuses: it stays queued with the
+   * reason (status lists it, `sync` exits 1) and is tried again next round; the rest syncs. */
+  private cannotWrite(p: string, ch: RemoteChange, reason: string, report: RoundReport): void {
+    this.state.inbox[p] = { ...queued(ch), problem: reason };
+    this.unwritable.add(p);
+    report.problems.push({ path: p, reason });
   }
 
   private writeOpts(m: FileMeta) {

@@ -33,6 +33,23 @@ export function normalize(rel: string): string {
   return p;
 }
 
+// What Windows refuses in a name (and Obsidian in a note's name; Android's shared storage too):
+// these characters, a trailing dot or space, and the device names, with or without extension.
+const WINDOWS_CHARS = /[<>:"|?*]/;
+const WINDOWS_DEVICES = /^(?:CON|PRN|AUX|NUL|COM[1-9]|LPT[1-9])(?:\..*)?$/i;
+
+/** Why Windows (or Android's shared storage) cannot hold the vault path `rel`, or null. A
+ * person's device there cannot write such a file; an agent on Linux can make one. */
+export function windowsNameProblem(rel: string): string | null {
+  for (const seg of rel.split("/")) {
+    const m = WINDOWS_CHARS.exec(seg);
+    if (m) return `the name '${seg.slice(0, 80)}' contains '${m[0]}', which Windows and Android do not allow in a file name`;
+    if (/[. ]$/.test(seg)) return `the name '${seg.slice(0, 80)}' ends with a dot or a space, which Windows does not allow`;
+    if (WINDOWS_DEVICES.test(seg)) return `'${seg.slice(0, 80)}' is a device name on Windows, not a file name`;
+  }
+  return null;
+}
+
 /** Normalised path or null (for listing input that may hold unusable names). */
 export function tryNormalize(rel: string): string | null {
   try {

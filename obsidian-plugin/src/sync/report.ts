@@ -14,6 +14,8 @@ export class RoundReport {
   merged: string[] = [];
   keptEdits: string[] = [];
   skipped: string[] = [];
+  /** Remote changes this device cannot apply (kept queued, retried next round). */
+  problems: { path: string; reason: string }[] = [];
   /** Remote changes newly held for the person's approval this round. */
   held: string[] = [];
   /** Records newly quarantined this round (file id prefixes, or paths when known). */
@@ -50,6 +52,7 @@ export class RoundReport {
       merged: this.merged,
       kept_edits: this.keptEdits,
       skipped: this.skipped,
+      problems: this.problems,
       held: this.held,
       quarantined: this.quarantined,
       deferred: this.deferred,

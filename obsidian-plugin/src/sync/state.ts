@@ -31,6 +31,8 @@ export interface Queued {
   relayKind: string | null;
   relayName: string | null;
   committedAt: number | null;
+  /** Why this device cannot apply it (a name its file system refuses); retried each round. */
+  problem?: string;
 }
 
 export interface Held extends Queued {

@@ -4,6 +4,8 @@
  * `MemoryVault` for tests.
  */
 
+import { windowsNameProblem } from "./paths";
+
 export interface FileStat {
   path: string;
   size: number;
@@ -27,6 +29,23 @@ export interface BulkItem {
 
 /** A file of a bulk write that changed since the scan (it is left alone, the write deferred). */
 export class ChangedSinceScan extends Error {}
+
+/** This device's file system cannot hold the name (Windows's forbidden characters, a name too
+ * long): a problem of that one file, which the engine keeps queued and reports, never a reason
+ * to stop syncing the rest. Other errors (a full disk) still stop the round. */
+export class UnusableName extends Error {}
+
+/** The error codes with which a file system refuses a name rather than a write. */
+const NAME_CODES = new Set(["EINVAL", "ENAMETOOLONG", "EILSEQ"]);
+
+/** `e` as an `UnusableName` when it is a file system's refusal of `path`'s name, else `e`. */
+export function nameError(e: unknown, path: string): unknown {
+  const code = (e as { code?: unknown } | null)?.code;
+  if (typeof code === "string" && NAME_CODES.has(code)) {
+    return new UnusableName(`this device's file system refuses the name of '${path.slice(0, 200)}' (${code})`);
+  }
+  return e;
+}
 
 export interface VaultFS {
   /** Every file of the vault, hidden ones included (paths as stored on disk, `/`-separated). */
@@ -52,7 +71,16 @@ export class MemoryVault implements VaultFS {
   files = new Map<string, { data: Uint8Array; mtime: number; executable: boolean }>();
   readonly tracksExec = true;
   private tick = 1_700_000_000_000;
-  constructor(readonly caseInsensitive = false) {}
+  /** `windowsNames`: refuse the names Windows refuses, as its file system does. */
+  constructor(
+    readonly caseInsensitive = false,
+    readonly windowsNames = false,
+  ) {}
+
+  private checkName(path: string): void {
+    const why = this.windowsNames ? windowsNameProblem(path) : null;
+    if (why) throw new UnusableName(why);
+  }
 
   private now(): number {
     return ++this.tick;
@@ -83,6 +111,7 @@ export class MemoryVault implements VaultFS {
   }
 
   async write(path: string, data: Uint8Array, opts: WriteOptions = {}): Promise<FileStat> {
+    this.checkName(path);
     const k = this.find(path) ?? path;
     const mtime = this.now();
     this.files.set(k, { data: data.slice(), mtime, executable: opts.executable ?? this.files.get(k)?.executable ?? false });
@@ -95,6 +124,7 @@ export class MemoryVault implements VaultFS {
   }
 
   async rename(from: string, to: string): Promise<FileStat> {
+    this.checkName(to);
     const k = this.find(from);
     if (k === undefined) throw new Error(`no such file: ${from}`);
     const f = this.files.get(k)!;

@@ -367,6 +367,49 @@ def test_a_record_this_disk_cannot_hold_costs_at_most_its_own_file(
         assert len(out.stderr) < 600  # the long name is cut short in the message
 
 
+def test_a_note_named_as_windows_forbids_costs_the_persons_windows_device_only_that_note(
+    world, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An agent on Linux titles notes as it likes ("What is X?", "Meeting 10:30", "CON"); the
+    person's Windows device cannot hold those names, and a ':' there would not even fail (it
+    names an alternate data stream). Each is a problem of its file there: kept queued with the
+    reason, the rest syncs both ways, and a rename on the server brings the note. Windows
+    cannot run here: `pathsafe.WINDOWS_NAMES` gives the laptop Windows's rule for its rounds."""
+    from companion.sync import pathsafe
+
+    cluster, laptop, server = world
+    bad = ["CON.md", "Meeting 10:30.md", "notes/What is X?.md"]
+    for path in bad:
+        server.write(path, f"{path}\n")
+    server.write("ok.md", "fine everywhere\n")
+    server.sync()
+
+    def on_windows(**kw: object):
+        with monkeypatch.context() as m:
+            m.setattr(pathsafe, "WINDOWS_NAMES", True)
+            return laptop.sync(**kw)
+
+    first = on_windows()
+    assert first.downloaded == ["ok.md"]
+    assert sorted(p.path for p in first.problems) == bad
+    reasons = {p.path: p.reason for p in first.problems}
+    assert "':'" in reasons["Meeting 10:30.md"] and "device name" in reasons["CON.md"]
+    assert not (laptop.vault / "Meeting 10").exists()  # no file under the name before ':'
+    laptop.write("mine.md", "from the laptop\n")
+    again = on_windows()
+    assert again.uploaded == ["mine.md"] and sorted(p.path for p in again.problems) == bad
+    server.sync()
+    assert server.read("mine.md") == b"from the laptop\n"
+    server.rename("notes/What is X?.md", "notes/What is X.md")
+    server.delete("Meeting 10:30.md")
+    server.delete("CON.md")
+    server.sync()
+    last = on_windows()
+    assert last.downloaded == ["notes/What is X.md"] and last.problems == []
+    assert laptop.read("notes/What is X.md") == b"notes/What is X?.md\n"
+    assert laptop.engine().index.inbox() == []
+
+
 def test_a_garbage_blob_under_a_real_id_costs_one_file(world, tmp_path: Path) -> None:
     """An agent holding the key can upload garbage under the id of a chunk it expects the
     person to write; the person's file is then quarantined on the other devices, not corrupt."""

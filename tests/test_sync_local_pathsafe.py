@@ -197,3 +197,34 @@ def test_shown_cuts_a_long_text_around_an_ellipsis() -> None:
     assert len(cut) == 40 and cut.startswith("aaaa") and cut.endswith("end.md")
     assert "\u2026" in cut
     assert shown("x\x1b[31m" + "y" * 100, 20).startswith("x\\x1b[31m")  # escaped, then cut
+
+
+@pytest.mark.parametrize(
+    "path, want",
+    [
+        ("notes/What is X?.md", "contains '?'"),
+        ("Meeting 10:30.md", "contains ':'"),
+        ('a "quote".md', "contains '\"'"),
+        ("a<b>.md", "contains '<'"),
+        ("pipe|d.md", "contains '|'"),
+        ("star*.md", "contains '*'"),
+        ("trailing./x.md", "ends with a dot or a space"),
+        ("x/trailing .md ", "ends with a dot or a space"),
+        ("CON.md", "device name"),
+        ("sub/lpt1", "device name"),
+        ("nul.tar.gz", "device name"),
+        ("CONSOLE.md", None),
+        ("COM10.md", None),
+        ("notes/café 10h30.md", None),
+        (".obsidian/app.json", None),
+    ],
+)
+def test_the_names_windows_refuses_as_the_plugin_does(path: str, want: str | None) -> None:
+    """The same table as the Obsidian plugin's `windowsNameProblem` test (units.test.ts)."""
+    from companion.sync.pathsafe import windows_name_problem
+
+    got = windows_name_problem(path)
+    if want is None:
+        assert got is None
+    else:
+        assert got is not None and want in got

@@ -45,6 +45,28 @@ class UnusableName(UnsafePath):
 # what a file system answers for a name it cannot hold; a full disk or an I/O error is not one
 _NAME_ERRNOS = frozenset({errno.ENAMETOOLONG, errno.EILSEQ, errno.EINVAL})
 
+# What Windows refuses in a name (the Obsidian plugin's `windowsNameProblem`, the same rule):
+# these characters, a trailing dot or space, and the device names with or without extension.
+# Checked before a write there, since a ':' would not fail: it names an alternate data stream.
+_WINDOWS_CHARS = re.compile(r'[<>:"|?*]')
+_WINDOWS_DEVICES = re.compile(r"(?i)^(?:CON|PRN|AUX|NUL|COM[1-9]|LPT[1-9])(?:\..*)?$")
+WINDOWS_NAMES = os.name == "nt"  # this file system refuses what Windows refuses
+
+
+def windows_name_problem(rel: str) -> str | None:
+    """Why Windows cannot hold the vault path `rel`, or None. An agent on Linux can make such
+    a name; a person's Windows device keeps its change as a problem of that file."""
+    for seg in rel.split("/"):
+        name = shown(seg, SHOWN_PATH)
+        m = _WINDOWS_CHARS.search(seg)
+        if m:
+            return f"the name '{name}' contains '{m.group()}', which Windows does not allow"
+        if seg.endswith((".", " ")):
+            return f"the name '{name}' ends with a dot or a space, which Windows does not allow"
+        if _WINDOWS_DEVICES.match(seg):
+            return f"'{name}' is a device name on Windows, not a file name"
+    return None
+
 
 @contextmanager
 def name_errors(rel: str) -> Iterator[None]:
@@ -120,7 +142,10 @@ def resolve_inside(root: str | os.PathLike[str], rel: str) -> Path:
     way (the final one included) is a symbolic link: a link could point anywhere, so the engine
     neither reads nor writes through one. Missing components are fine (the caller creates them).
     """
-    parts = normalize(rel).split("/")
+    p = normalize(rel)
+    if WINDOWS_NAMES and (why := windows_name_problem(p)):
+        raise UnusableName(why)
+    parts = p.split("/")
     base = os.path.realpath(root)
     cur = base
     with name_errors(rel):

@@ -132,3 +132,42 @@ def test_held_deletions_are_confirmed_from_the_main_window(qtbot, world) -> None
     _refresh(qtbot, worker)
     assert facade.snapshot().held_deletions == 0
     assert not window.deletions_box.isVisibleTo(window)
+
+
+def test_a_note_this_device_cannot_write_is_explained_in_the_main_window(
+    qtbot, world, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An agent's note named as Windows forbids waits on the person's Windows device: the main
+    window says which, why and what to do, as plain text (the name is the agent's: it must not
+    format the window or offer a link), and the box goes once the note is renamed. Windows
+    cannot run here: `pathsafe.WINDOWS_NAMES` gives the laptop Windows's rule."""
+    from PySide6.QtCore import Qt
+
+    from companion.gui.main_window import MainWindow
+    from companion.sync import pathsafe
+
+    cluster, laptop, server, facade, worker, tray = world
+    window = MainWindow(worker, AppActions(worker, open_url=lambda _url: True))
+    qtbot.addWidget(window)
+    server.write("<b>Urgent<b> open me?.md", "from the agent\n")
+    server.write("ok.md", "fine\n")
+    server.sync()
+    with monkeypatch.context() as m:
+        m.setattr(pathsafe, "WINDOWS_NAMES", True)
+        facade.sync_now()
+        _refresh(qtbot, worker)
+    assert laptop.read("ok.md") == b"fine\n"
+    assert facade.snapshot().unwritable[0][0] == "<b>Urgent<b> open me?.md"
+    assert window.unwritable.isVisibleTo(window)
+    assert window.unwritable.textFormat() == Qt.TextFormat.PlainText
+    text = window.unwritable.text()
+    assert text.startswith("A file from your other devices cannot be written here: <b>Urgent<b>")
+    assert "contains '<'" in text and "Rename it on the device that made it" in text
+    server.rename("<b>Urgent<b> open me?.md", "Urgent.md")
+    server.sync()
+    with monkeypatch.context() as m:
+        m.setattr(pathsafe, "WINDOWS_NAMES", True)
+        facade.sync_now()
+        _refresh(qtbot, worker)
+    assert laptop.read("Urgent.md") == b"from the agent\n"
+    assert not window.unwritable.isVisibleTo(window)

@@ -92,6 +92,13 @@ class MainWindow(QMainWindow):
         box.addWidget(self.held_deletions)
         box.addWidget(self.confirm_deletions, 0, Qt.AlignmentFlag.AlignLeft)
         self.deletions_box.hide()
+        # remote changes this copy cannot write, and what the person can do about them
+        self.unwritable = QLabel()
+        self.unwritable.setWordWrap(True)
+        self.unwritable.setTextFormat(Qt.TextFormat.PlainText)  # names come from other devices
+        self.unwritable.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.unwritable.setStyleSheet(NOTICE_STYLE)
+        self.unwritable.hide()
 
         a = actions
         self.buttons: dict[str, QPushButton] = {}
@@ -118,6 +125,7 @@ class MainWindow(QMainWindow):
         layout.addLayout(head)
         layout.addLayout(form)
         layout.addWidget(self.deletions_box)
+        layout.addWidget(self.unwritable)
         layout.addWidget(self.notice)
         layout.addStretch(1)
         layout.addLayout(grid)
@@ -157,6 +165,11 @@ class MainWindow(QMainWindow):
             self.held_deletions.setText(tr("main.held_deletions", n=snap.held_deletions))
             self.confirm_deletions.setText(tr("main.confirm_deletions", n=snap.held_deletions))
         self.deletions_box.setVisible(snap.held_deletions > 0)
+        if snap.unwritable:
+            path, reason = snap.unwritable[0]
+            n = len(snap.unwritable)
+            self.unwritable.setText(tr("main.unwritable", n=n, path=path, reason=reason))
+        self.unwritable.setVisible(bool(snap.unwritable))
         self._refresh_buttons()
 
     def _refresh_buttons(self, *_: object) -> None:

@@ -57,6 +57,8 @@ class EngineSnapshot:
     pending: int = 0
     sync_configured: bool = True
     held_deletions: int = 0  # deletions the mass-deletion guard holds back for the person
+    # remote changes this copy cannot write (a name its file system refuses): (path, reason)
+    unwritable: tuple[tuple[str, str], ...] = ()
 
 
 def tray_state(snapshot: EngineSnapshot) -> TrayState:

@@ -265,6 +265,11 @@ class SyncFacade(IdleEngine):
         if not online:  # no round gets far enough to count: look at the disk, as `status` does
             count = self._offline_pending()
         last = saved.get("last_sync")
+        unwritable = tuple(
+            (str(p.get("path", "")), str(p.get("reason", "")))
+            for p in saved.get("problems") or []
+            if isinstance(p, dict)
+        )
         return EngineSnapshot(
             errors=errors,
             online=online,
@@ -277,6 +282,7 @@ class SyncFacade(IdleEngine):
             pending=count,
             sync_configured=True,
             held_deletions=self._held_deletions,
+            unwritable=unwritable,
         )
 
     def _offline_pending(self) -> int:

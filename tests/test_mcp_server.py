@@ -225,6 +225,8 @@ def test_bad_input_is_an_error_result_and_changes_nothing(tmp_path: Path) -> Non
         ("write_note", {"path": "outside.md", "text": "x"}, "symbolic link"),
         ("write_note", {"path": "notes/run.sh", "text": "x"}, "not a note"),
         ("write_note", {"path": "knowledge/a|b.md", "text": "x"}, "note name"),
+        ("write_note", {"path": "knowledge/CON.md", "text": "x"}, "device name on Windows"),
+        ("write_note", {"path": "aux/notes.md", "text": "x"}, "device name on Windows"),
         ("write_note", {"path": "knowledge/big.md", "text": huge}, "over the 100,000"),
         ("write_note", {"path": "knowledge/t.md", "text": "token " + GITHUB_TOKEN}, "secrets set"),
         ("write_note", {"path": "knowledge/t.md", "text": "hi\u200bdden"}, "hide text"),

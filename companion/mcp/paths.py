@@ -6,7 +6,9 @@ is absolute, climbs out (`..`), has an empty segment or a control character
 `.trash/`, `.git/`: app state, plugins and the companion's own files, never notes); when the
 vault's ignore rules exclude it (it would never sync); or when it goes through a symbolic link.
 Notes end in `.md`. A new note's name must also work as an Obsidian link and on every system
-the vault syncs to: none of `[ ] # ^ | \\ : * ? " < >`, no segment ending in a dot or a space.
+the vault syncs to: none of `[ ] # ^ | \\ : * ? " < >`, no segment ending in a dot or a space,
+no Windows device name (`CON.md`: `pathsafe.windows_name_problem`, the rule the person's Windows
+and Android devices apply).
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from __future__ import annotations
 import re
 
 from companion.mcp.context import ToolRefused, VaultContext
-from companion.sync.pathsafe import UnsafePath, normalize, resolve_inside
+from companion.sync.pathsafe import UnsafePath, normalize, resolve_inside, windows_name_problem
 
 _BAD_NEW_NAME = re.compile(r'[\[\]#^|\\:*?"<>]')
 
@@ -61,6 +63,9 @@ def note_path(ctx: VaultContext, raw: str, *, new: bool = False) -> str:
             stem = seg[:-3] if seg.lower().endswith(".md") else seg
             if stem.endswith((" ", ".")) or not stem:
                 raise ToolRefused(f"path {rel!r}: a name may not end with a space or a dot")
+        why = windows_name_problem(rel)
+        if why:
+            raise ToolRefused(f"path {rel!r}: {why}, so a person's Windows device cannot hold it")
     return rel
 
 

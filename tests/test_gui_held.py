@@ -4,6 +4,7 @@ on loopback (Qt offscreen)."""
 
 from __future__ import annotations
 
+import os
 from datetime import datetime
 from pathlib import Path
 
@@ -171,3 +172,34 @@ def test_a_note_this_device_cannot_write_is_explained_in_the_main_window(
         _refresh(qtbot, worker)
     assert laptop.read("Urgent.md") == b"from the agent\n"
     assert not window.unwritable.isVisibleTo(window)
+
+
+def test_a_local_file_the_scan_skips_is_named_in_the_main_window(qtbot, world) -> None:
+    """The tray said synced while a file of the vault went nowhere (a warning in the log was
+    all). The main window names it and why; once fixed, the box goes."""
+    from companion.gui.main_window import MainWindow
+
+    cluster, laptop, server, facade, worker, tray = world
+    window = MainWindow(worker, AppActions(worker, open_url=lambda _url: True))
+    qtbot.addWidget(window)
+    laptop.write("bad\x07name.md", "a bell in the name\n")
+    os.symlink("/etc", laptop.path("etc-link"))  # left out on purpose: no box for it
+    facade.sync_now()
+    _refresh(qtbot, worker)
+    assert facade.snapshot().not_synced == (
+        ("bad\x07name.md", "its name contains a backslash or a control character"),
+    )
+    assert window.not_synced.isVisibleTo(window)
+    assert window.not_synced.text().startswith("A file in this vault is not synced: bad")
+    assert "Your other devices do not have it." in window.not_synced.text()
+    assert "bad\\x07name.md" in window.not_synced.text()  # shown escaped, not rung
+    os.rename(laptop.path("bad\x07name.md"), laptop.path("good name.md"))
+
+    def fixed() -> bool:
+        facade.sync_now()
+        _refresh(qtbot, worker)
+        return not window.not_synced.isVisibleTo(window)
+
+    wait_for(fixed, timeout=20, what="the box gone after the rename")
+    server.sync()
+    assert server.read("good name.md") == b"a bell in the name\n"

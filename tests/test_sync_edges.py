@@ -618,3 +618,43 @@ def test_a_quiet_round_reads_no_row_of_the_files_table_it_does_not_need(
             if row[3].startswith("SCAN files") and "INDEX" not in row[3]:
                 whole_reads.append(sql)
     assert whole_reads == []
+
+
+# ------------------------------------------------------------------ what the scan leaves out
+
+
+def test_local_files_the_scan_skips_are_listed_until_fixed(cluster: SyncCluster) -> None:
+    """A file over the size limit, a name no other device can hold, a symbolic link: the scan
+    skips them (never synced) and used to say so only in one warning per process, while the
+    tray said synced. The round's status lists each with why, `status` prints them, and a
+    round that looks at one again after it is fixed drops it, a full round or a watched one."""
+    a, b = _pair(cluster)
+    cfg = a.home / "config" / "config.toml"
+    cfg.write_text(cfg.read_text() + "\n[sync]\nmax_file_mb = 0.001\n")  # 1,048 bytes
+    a.restart()
+    a.write("big.bin", b"x" * 5000)
+    a.write("bad\x07name.md", "a bell in the name\n")
+    os.symlink("/etc", a.path("etc-link"))
+    a.write("ok.md", "fine\n")
+    a.sync()
+    status = a.engine().status.read()
+    listed = {n["path"]: n for n in status["not_synced"]}
+    assert set(listed) == {"big.bin", "bad\x07name.md", "etc-link"}
+    assert listed["big.bin"]["reason"] == "too_large" and "over the sync size limit" in (
+        listed["big.bin"]["detail"]
+    )
+    assert status["not_synced_count"] == 3
+    out = a.cli("status", str(a.vault), "--offline")
+    assert "not synced from here (3):" in out.stdout and "big.bin: " in out.stdout
+    assert "bad\\x07name.md" in out.stdout  # the control character shown escaped
+    b.sync()
+    assert b.files() == {"ok.md": b"fine\n"}
+    # fixed: the next full round drops it; a watched round looking at one path drops it too
+    a.write("big.bin", b"small now\n")
+    a.sync()
+    assert {n["path"] for n in a.engine().status.read()["not_synced"]} == {
+        "bad\x07name.md", "etc-link"
+    }  # fmt: skip
+    os.unlink(a.path("etc-link"))
+    a.sync(paths={"etc-link"})
+    assert [n["path"] for n in a.engine().status.read()["not_synced"]] == ["bad\x07name.md"]

@@ -27,6 +27,7 @@ from companion.gui.bridge import EngineView, EngineWorker
 from companion.gui.i18n import format_datetime, tr
 from companion.gui.status import EngineSnapshot, state_label, tray_state
 from companion.gui.tray import app_icon, state_icon
+from companion.textsafe import SHOWN_PATH, shown
 
 NOTICE_STYLE = "background:#fff8c5;color:#4d2d00;padding:8px;border-radius:4px;"
 
@@ -99,6 +100,12 @@ class MainWindow(QMainWindow):
         self.unwritable.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.unwritable.setStyleSheet(NOTICE_STYLE)
         self.unwritable.hide()
+        self.not_synced = QLabel()  # local files the scans skip: the person's to fix
+        self.not_synced.setWordWrap(True)
+        self.not_synced.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.not_synced.setTextFormat(Qt.TextFormat.PlainText)
+        self.not_synced.setStyleSheet(NOTICE_STYLE)
+        self.not_synced.hide()
 
         a = actions
         self.buttons: dict[str, QPushButton] = {}
@@ -126,6 +133,7 @@ class MainWindow(QMainWindow):
         layout.addLayout(form)
         layout.addWidget(self.deletions_box)
         layout.addWidget(self.unwritable)
+        layout.addWidget(self.not_synced)
         layout.addWidget(self.notice)
         layout.addStretch(1)
         layout.addLayout(grid)
@@ -168,8 +176,15 @@ class MainWindow(QMainWindow):
         if snap.unwritable:
             path, reason = snap.unwritable[0]
             n = len(snap.unwritable)
-            self.unwritable.setText(tr("main.unwritable", n=n, path=path, reason=reason))
+            shown_path = shown(path, SHOWN_PATH)  # control characters escaped, long names cut
+            self.unwritable.setText(tr("main.unwritable", n=n, path=shown_path, reason=reason))
         self.unwritable.setVisible(bool(snap.unwritable))
+        if snap.not_synced:
+            path, why = snap.not_synced[0]
+            n = len(snap.not_synced)
+            shown_path = shown(path, SHOWN_PATH)
+            self.not_synced.setText(tr("main.not_synced", n=n, path=shown_path, reason=why))
+        self.not_synced.setVisible(bool(snap.not_synced))
         self._refresh_buttons()
 
     def _refresh_buttons(self, *_: object) -> None:

@@ -59,6 +59,8 @@ class EngineSnapshot:
     held_deletions: int = 0  # deletions the mass-deletion guard holds back for the person
     # remote changes this copy cannot write (a name its file system refuses): (path, reason)
     unwritable: tuple[tuple[str, str], ...] = ()
+    # local files the last scans did not sync (too large, a bad name, unreadable): (path, why)
+    not_synced: tuple[tuple[str, str], ...] = ()
 
 
 def tray_state(snapshot: EngineSnapshot) -> TrayState:

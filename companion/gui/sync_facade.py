@@ -270,6 +270,11 @@ class SyncFacade(IdleEngine):
             for p in saved.get("problems") or []
             if isinstance(p, dict)
         )
+        not_synced = tuple(
+            (str(n.get("path", "")), str(n.get("detail", "")))
+            for n in saved.get("not_synced") or []
+            if isinstance(n, dict) and n.get("reason") != "symlink"  # links are left out on purpose
+        )
         return EngineSnapshot(
             errors=errors,
             online=online,
@@ -283,6 +288,7 @@ class SyncFacade(IdleEngine):
             sync_configured=True,
             held_deletions=self._held_deletions,
             unwritable=unwritable,
+            not_synced=not_synced,
         )
 
     def _offline_pending(self) -> int:

@@ -403,6 +403,10 @@ def status(app: AppContext, vault: Path | None, as_json: bool, offline: bool) ->
         click.echo(f"cannot apply here ({len(data['problems'])}):")
         for p in data["problems"][:10]:
             click.echo(f"  {shown(p['path'])}: {shown(p['reason'])}")
+    if data["not_synced"]:
+        click.echo(f"not synced from here ({data['not_synced_count']}):")
+        for n in data["not_synced"][:10]:
+            click.echo(f"  {shown(n['path'])}: {shown(n['detail'])}")
     if data["conflicts"]:
         click.echo(f"conflicts ({len(data['conflicts'])} copies in the vault):")
         for c in data["conflicts"][-10:]:

@@ -50,7 +50,14 @@ from companion.sync.plan import STALE_SAVE_WINDOW_NS, Incoming, plan_apply, plan
 from companion.sync.pull import META_CURSOR, Puller
 from companion.sync.remote import HUMAN, Refused, RemoteChange, RemoteVault
 from companion.sync.report import ConflictInfo, RoundReport
-from companion.sync.scanner import DEFAULT_SETTLE_NS, ChangeKind, LocalChange, ScanResult, scan
+from companion.sync.scanner import (
+    DEFAULT_SETTLE_NS,
+    ChangeKind,
+    LocalChange,
+    ScanResult,
+    SkipReason,
+    scan,
+)
 from companion.sync.views import copy_paths, held_view, problem_views, quarantine_view
 
 if TYPE_CHECKING:
@@ -60,6 +67,11 @@ if TYPE_CHECKING:
 log = get_logger("sync.engine")
 
 MAX_PASSES = 10
+# what a scan skips that the person should hear of (a special file is no note, and says so)
+NOT_SYNCED_REASONS = frozenset(
+    {SkipReason.TOO_LARGE, SkipReason.BAD_NAME, SkipReason.UNREADABLE, SkipReason.SYMLINK}
+)
+NOT_SYNCED_SHOWN = 200  # entries kept in status.json; the count says how many in all
 META_IGNORE = "ignore_hash"
 META_VERIFY = "verify_cursor"
 MAX_WAIT_S = 2.0  # longest wait, in one pass, for a young file to settle
@@ -140,6 +152,10 @@ class SyncEngine:
         self._applier: Applier | None = None
         self._pusher: Pusher | None = None
         self.busy: frozenset[str] = frozenset()  # files a watcher saw open for writing
+        # local files the scans skip (too large, a name no device can hold, unreadable, a
+        # symbolic link): path -> (reason, detail); a full scan replaces it, a partial one
+        # updates what it looked at. Shown by status and the desktop app, never synced.
+        self.not_synced: dict[str, tuple[str, str]] = {}
 
     # ------------------------------------------------------------------ the shared parts
 
@@ -398,7 +414,21 @@ class SyncEngine:
         )
         if res.stale_temp:
             remove_stale_temps(core.root, res.stale_temp)
+        self._note_skipped(paths, res)
         return res
+
+    def _note_skipped(self, paths: set[str] | None, res: ScanResult) -> None:
+        skipped = {
+            s.path: (s.reason.value, s.detail or s.reason.value)
+            for s in res.skipped
+            if s.reason in NOT_SYNCED_REASONS
+        }
+        if not res.partial:
+            self.not_synced = skipped
+            return
+        for path in paths or ():  # looked at again: skipped now, or not any more
+            self.not_synced.pop(path, None)
+        self.not_synced.update(skipped)
 
     def _rotation(self) -> list[str]:
         """The next slice of the vault to re-hash whatever its stat says (a full round)."""
@@ -448,6 +478,11 @@ class SyncEngine:
             "held": [held_view(r) for r in core.index.held()],
             "quarantined": [quarantine_view(r) for r in core.index.quarantined()],
             "problems": problems,
+            "not_synced": [
+                {"path": path, "reason": reason, "detail": detail}
+                for path, (reason, detail) in sorted(self.not_synced.items())[:NOT_SYNCED_SHOWN]
+            ],
+            "not_synced_count": len(self.not_synced),
         }
         if report.converged:
             changes["last_sync"] = time.time()

@@ -64,6 +64,8 @@ def collect_status(
         "held": attention[0],
         "quarantined": attention[1],
         "problems": attention[3],
+        "not_synced": saved.get("not_synced") or [],  # as the last round's scans found them
+        "not_synced_count": saved.get("not_synced_count") or len(saved.get("not_synced") or []),
         "errors": saved.get("errors") or [],
         "last_round": saved.get("last_round"),
         "daemon": holder,

@@ -57,6 +57,7 @@ from companion.sync.scanner import (
     ScanResult,
     SkipReason,
     scan,
+    size_limit,
 )
 from companion.sync.views import copy_paths, held_view, problem_views, quarantine_view
 
@@ -127,7 +128,6 @@ class SyncEngine:
             )
         self.client = client
         kind = device_kind(device.kind)
-        max_mb = config.settings.sync.max_file_mb
         self.core = Core(
             root=root,
             index=SyncIndex(sync_index_path(app_paths, root)),
@@ -139,7 +139,7 @@ class SyncEngine:
             partial_dir=vault_dir(app_paths, root) / "partial",
             name=device.device_name,
             kind=kind,
-            max_file_bytes=int(max_mb * 1024 * 1024) if max_mb > 0 else None,
+            max_file_bytes=size_limit(config.settings.sync.max_file_mb),
             mass_delete_ratio=config.settings.sync.mass_delete_ratio,
             settle_ns=settle_ns,
             verify_per_round=verify_per_round,

@@ -95,6 +95,15 @@ class ChangeKind(StrEnum):
     RENAMED = "renamed"
 
 
+def size_limit(max_file_mb: float) -> int | None:
+    """The byte limit `[sync] max_file_mb` sets (0: none), for every scan of a vault copy."""
+    return int(max_file_mb * 1_048_576) if max_file_mb > 0 else None
+
+
+def _megabytes(size: int) -> str:
+    return f"{size / 1_048_576:.1f} MB" if size >= 104_858 else f"{size:,} bytes"
+
+
 class SkipReason(StrEnum):
     SYMLINK = "symlink"
     TOO_LARGE = "too_large"
@@ -336,8 +345,9 @@ class _Scan:
             return
         self.res.files += 1
         if self.max_bytes is not None and st.st_size > self.max_bytes:
-            mb = st.st_size / 1_048_576
-            self.skip(rel, SkipReason.TOO_LARGE, f"{mb:.1f} MB is over the sync size limit")
+            limit = _megabytes(self.max_bytes)
+            why = f"{_megabytes(st.st_size)} is over the sync size limit of {limit}"
+            self.skip(rel, SkipReason.TOO_LARGE, why)
             return
         if rel in self.busy:  # open for writing, the watcher says: wait for it to be closed
             self.res.unstable.append(rel)

@@ -131,7 +131,7 @@ def local_pending(paths: DevicePaths, config: Any, root: str) -> tuple[int, int,
     """
     from companion.sync.ignore import IgnoreRules
     from companion.sync.index import SyncIndex, SyncIndexError
-    from companion.sync.scanner import scan
+    from companion.sync.scanner import scan, size_limit
 
     db = sync_index_path(paths, root)
     try:
@@ -146,8 +146,9 @@ def local_pending(paths: DevicePaths, config: Any, root: str) -> tuple[int, int,
                 root,
                 index,
                 IgnoreRules(root, config.settings.sync.ignore),
+                max_file_bytes=size_limit(config.settings.sync.max_file_mb),
                 settle_ns=0,
-            )  # read-only: renames nothing, refreshes nothing
+            )  # read-only: renames nothing, refreshes nothing; skips what a round skips
         except CompanionError as exc:
             log.debug("status scan failed: %s", exc)
             return 0, inbox, cursor

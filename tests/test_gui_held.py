@@ -150,13 +150,17 @@ def test_a_note_this_device_cannot_write_is_explained_in_the_main_window(
     cluster, laptop, server, facade, worker, tray = world
     window = MainWindow(worker, AppActions(worker, open_url=lambda _url: True))
     qtbot.addWidget(window)
+
+    def sync_on_windows() -> None:
+        with monkeypatch.context() as m:
+            m.setattr(pathsafe, "WINDOWS_NAMES", True)
+            facade.sync_now()
+            _refresh(qtbot, worker)
+
     server.write("<b>Urgent<b> open me?.md", "from the agent\n")
     server.write("ok.md", "fine\n")
     server.sync()
-    with monkeypatch.context() as m:
-        m.setattr(pathsafe, "WINDOWS_NAMES", True)
-        facade.sync_now()
-        _refresh(qtbot, worker)
+    sync_on_windows()
     assert laptop.read("ok.md") == b"fine\n"
     assert facade.snapshot().unwritable[0][0] == "<b>Urgent<b> open me?.md"
     assert window.unwritable.isVisibleTo(window)
@@ -166,10 +170,7 @@ def test_a_note_this_device_cannot_write_is_explained_in_the_main_window(
     assert "contains '<'" in text and "Rename it on the device that made it" in text
     server.rename("<b>Urgent<b> open me?.md", "Urgent.md")
     server.sync()
-    with monkeypatch.context() as m:
-        m.setattr(pathsafe, "WINDOWS_NAMES", True)
-        facade.sync_now()
-        _refresh(qtbot, worker)
+    sync_on_windows()
     assert laptop.read("Urgent.md") == b"from the agent\n"
     assert not window.unwritable.isVisibleTo(window)
 

@@ -93,19 +93,9 @@ class MainWindow(QMainWindow):
         box.addWidget(self.held_deletions)
         box.addWidget(self.confirm_deletions, 0, Qt.AlignmentFlag.AlignLeft)
         self.deletions_box.hide()
-        # remote changes this copy cannot write, and what the person can do about them
-        self.unwritable = QLabel()
-        self.unwritable.setWordWrap(True)
-        self.unwritable.setTextFormat(Qt.TextFormat.PlainText)  # names come from other devices
-        self.unwritable.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
-        self.unwritable.setStyleSheet(NOTICE_STYLE)
-        self.unwritable.hide()
-        self.not_synced = QLabel()  # local files the scans skip: the person's to fix
-        self.not_synced.setWordWrap(True)
-        self.not_synced.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
-        self.not_synced.setTextFormat(Qt.TextFormat.PlainText)
-        self.not_synced.setStyleSheet(NOTICE_STYLE)
-        self.not_synced.hide()
+        # remote changes this copy cannot write, and local files the scans skip
+        self.unwritable = _file_note()
+        self.not_synced = _file_note()
 
         a = actions
         self.buttons: dict[str, QPushButton] = {}
@@ -173,18 +163,8 @@ class MainWindow(QMainWindow):
             self.held_deletions.setText(tr("main.held_deletions", n=snap.held_deletions))
             self.confirm_deletions.setText(tr("main.confirm_deletions", n=snap.held_deletions))
         self.deletions_box.setVisible(snap.held_deletions > 0)
-        if snap.unwritable:
-            path, reason = snap.unwritable[0]
-            n = len(snap.unwritable)
-            shown_path = shown(path, SHOWN_PATH)  # control characters escaped, long names cut
-            self.unwritable.setText(tr("main.unwritable", n=n, path=shown_path, reason=reason))
-        self.unwritable.setVisible(bool(snap.unwritable))
-        if snap.not_synced:
-            path, why = snap.not_synced[0]
-            n = len(snap.not_synced)
-            shown_path = shown(path, SHOWN_PATH)
-            self.not_synced.setText(tr("main.not_synced", n=n, path=shown_path, reason=why))
-        self.not_synced.setVisible(bool(snap.not_synced))
+        _show_files(self.unwritable, "main.unwritable", snap.unwritable)
+        _show_files(self.not_synced, "main.not_synced", snap.not_synced)
         self._refresh_buttons()
 
     def _refresh_buttons(self, *_: object) -> None:
@@ -215,3 +195,23 @@ class MainWindow(QMainWindow):
         else:
             event.accept()
             self.app_actions.quit()
+
+
+def _file_note() -> QLabel:
+    """A notice naming files, as plain text: the names may come from another device (an
+    agent's), and must neither format the window nor offer a link."""
+    label = QLabel()
+    label.setWordWrap(True)
+    label.setTextFormat(Qt.TextFormat.PlainText)
+    label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+    label.setStyleSheet(NOTICE_STYLE)
+    label.hide()
+    return label
+
+
+def _show_files(label: QLabel, key: str, files: tuple[tuple[str, str], ...]) -> None:
+    """`key`'s text for `files` ((path, why), the first one named), or the label hidden."""
+    if files:
+        path, why = files[0]  # control characters escaped, long names cut
+        label.setText(tr(key, n=len(files), path=shown(path, SHOWN_PATH), reason=why))
+    label.setVisible(bool(files))

@@ -58,6 +58,7 @@ from companion.sync.engine import SyncEngine
 from companion.sync.guard import MassDeleteRefused
 from companion.sync.lock import LockHeld, VaultLock
 from companion.sync.report import RoundReport
+from companion.sync.scanner import SkipReason
 from companion.sync.status import StatusStore
 from companion.sync.statusview import local_pending
 
@@ -273,7 +274,7 @@ class SyncFacade(IdleEngine):
         not_synced = tuple(
             (str(n.get("path", "")), str(n.get("detail", "")))
             for n in saved.get("not_synced") or []
-            if isinstance(n, dict) and n.get("reason") != "symlink"  # links are left out on purpose
+            if isinstance(n, dict) and n.get("reason") != SkipReason.SYMLINK  # left out on purpose
         )
         return EngineSnapshot(
             errors=errors,

@@ -24,7 +24,7 @@ from PySide6.QtWidgets import (
 
 from companion.gui.actions import AppActions
 from companion.gui.bridge import EngineView, EngineWorker
-from companion.gui.i18n import format_datetime, tr
+from companion.gui.i18n import N_, format_datetime, tr
 from companion.gui.status import EngineSnapshot, state_label, tray_state
 from companion.gui.tray import app_icon, state_icon
 from companion.textsafe import SHOWN_PATH, shown
@@ -163,8 +163,8 @@ class MainWindow(QMainWindow):
             self.held_deletions.setText(tr("main.held_deletions", n=snap.held_deletions))
             self.confirm_deletions.setText(tr("main.confirm_deletions", n=snap.held_deletions))
         self.deletions_box.setVisible(snap.held_deletions > 0)
-        _show_files(self.unwritable, "main.unwritable", snap.unwritable)
-        _show_files(self.not_synced, "main.not_synced", snap.not_synced)
+        _show_files(self.unwritable, N_("main.unwritable"), snap.unwritable)
+        _show_files(self.not_synced, N_("main.not_synced"), snap.not_synced)
         self._refresh_buttons()
 
     def _refresh_buttons(self, *_: object) -> None:

@@ -88,7 +88,7 @@ def _memory(world: World, name: str) -> list[str]:
 
 
 def _configure(world: World, home: Path, **extra: Any) -> Any:
-    import tomli_w
+    import tomlkit
 
     from companion.config import load_config
     from companion.paths import device_paths
@@ -101,7 +101,7 @@ def _configure(world: World, home: Path, **extra: Any) -> Any:
         "memory": {"hermes_home": str(world.hermes_home)},
         **extra,
     }
-    paths.config_file.write_text(tomli_w.dumps(data), encoding="utf-8")
+    paths.config_file.write_text(tomlkit.dumps(data), encoding="utf-8")
     return paths, load_config(paths)
 
 

@@ -574,22 +574,52 @@ class Config:
         self.problems = [p for p in self.problems if (p.section, p.name) != (section, name)]
 
     def save(self) -> None:
-        """Write only the keys that differ from the defaults, atomically.
+        """Write the changed keys into the file as the person left it, atomically.
 
+        The file is edited, not regenerated (tomlkit): the person's comments, blank lines, key
+        order and the keys they wrote, even those equal to a default, stay as they were. A key
+        that is not in the file is written only when it differs from its default; a value the
+        file holds but that was refused (`problems`) stays as written until `set` replaces it.
         A file that could not be read as TOML is never overwritten: the person's text would be
         lost; it has to be fixed by hand first.
         """
         for p in self.problems:
             if p.section is None:
                 raise ConfigError(f"{p.message}; fix the file by hand before saving settings")
-        d = defaults()
-        out = {
-            s: {k: v for k, v in table.items() if v != d[s][k]} for s, table in self.values.items()
-        }
-        out = {s: t for s, t in out.items() if t}
-        import tomli_w  # writing the file: `config set` and `init`, not every command
+        import tomlkit  # writing the file: `config set` and `init`, not every command
 
-        write_text_atomic(self.file, tomli_w.dumps(out), mode=KEEP, make_parents=True)
+        try:
+            doc = tomlkit.parse(self.file.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            doc = tomlkit.document()
+        except (OSError, UnicodeDecodeError, tomlkit.exceptions.ParseError) as exc:
+            raise ConfigError(
+                f"{self.file}: cannot read the configuration file: {_one_line(exc)}; "
+                "fix the file by hand before saving settings"
+            ) from None
+        refused = {(p.section, p.name) for p in self.problems}
+        d = defaults()
+        for s, table in self.values.items():
+            for k, v in table.items():
+                if (s, k) in refused:
+                    continue
+                section = doc.get(s)
+                present = isinstance(section, dict) and k in section
+                if present:
+                    if _plain(section[k]) == v:  # type: ignore[index]
+                        continue  # as the person typed it, layout and all
+                elif v == d[s][k]:
+                    continue
+                if not isinstance(section, dict):
+                    section = tomlkit.table()
+                    doc[s] = section
+                section[k] = v
+        write_text_atomic(self.file, tomlkit.dumps(doc), mode=KEEP, make_parents=True)
+
+
+def _plain(item: Any) -> Any:
+    """A tomlkit item as the plain Python value it holds."""
+    return item.unwrap() if hasattr(item, "unwrap") else item
 
 
 def load_config(
@@ -629,13 +659,13 @@ def _one_line(exc: BaseException) -> str:
 
 def describe_schema() -> str:
     """The documented keys with their defaults, as TOML with comments."""
-    import tomli_w
+    import tomlkit
 
     lines: list[str] = []
     for section, keys in SCHEMA.items():
         lines.append(f"[{section}]")
         for name, key in keys.items():
             lines.append(f"# {key.doc} ({_type_name(key.type)})")
-            lines.append(tomli_w.dumps({name: key.default}).strip())
+            lines.append(tomlkit.dumps({name: key.default}).strip())
         lines.append("")
     return "\n".join(lines)

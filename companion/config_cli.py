@@ -39,9 +39,9 @@ def show(app: AppContext, defaults: bool, as_json: bool) -> None:
         click.echo(json.dumps({"file": str(cfg.file), "values": cfg.values}, indent=2))
     else:
         click.echo(f"# {cfg.file}")
-        import tomli_w
+        import tomlkit
 
-        click.echo(tomli_w.dumps(cfg.values))
+        click.echo(tomlkit.dumps(cfg.values))
 
 
 @config.command("path")

@@ -84,6 +84,45 @@ def test_save_round_trips_only_changed_keys(companion_home: Path) -> None:
     assert load_config(device_paths()).get("dream", "time") == "03:30"
 
 
+def test_saving_keeps_the_persons_comments_layout_and_default_valued_keys(
+    companion_home: Path,
+) -> None:
+    """`companion init` and the settings window save through `Config.save`: it edits the file,
+    it does not regenerate it (#39: init dropped every comment and every key equal to a
+    default). A refused value the person wrote stays as written."""
+    from companion.sync.join import remember_join
+    from companion.sync.device import DeviceState
+
+    text = (
+        "# my laptop's settings: keep the dream early\n"
+        "[dream]\n"
+        "time = \"03:00\"   # before the backup job\n"
+        "\n"
+        "# the default, written on purpose\n"
+        "[notify]\n"
+        "morning_time = \"08:00\"\n"
+        "\n"
+        "[sync]\n"
+        "max_file_mb = \"lots\"  # refused: a string\n"
+    )
+    f = write_config(companion_home, text)
+    (companion_home / "vault").mkdir()
+    cfg = load_config(device_paths(), lenient=True)
+    state = DeviceState(
+        vault_id="v" * 16, device_id="d" * 16, device_name="laptop", kind="human",
+        relay_url="http://127.0.0.1:9", vault_root=str(companion_home / "vault"),
+        key_fingerprint="f",
+    )  # fmt: skip
+    remember_join(cfg, state)
+    after = f.read_text(encoding="utf-8")
+    assert after.startswith(text.split("[sync]")[0]), after  # every line before, byte for byte
+    assert 'max_file_mb = "lots"  # refused: a string' in after
+    assert 'device_name = "laptop"' in after and "[vault]" in after
+    again = load_config(device_paths(), lenient=True)
+    assert again.get("dream", "time") == "03:00"
+    assert again.get("sync", "device_name") == "laptop"
+
+
 def test_set_validates(companion_home: Path) -> None:
     cfg = load_config(device_paths())
     with pytest.raises(ConfigError):

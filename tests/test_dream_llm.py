@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import tomli_w
+import tomlkit
 
 from companion.config import NotifySettings, load_config
 from companion.dream.blocks import Ref
@@ -208,7 +208,7 @@ def _setup(tmp_path: Path, url: str, **llm: Any):
     cfg["llm"] = {"base_url": url, "model": "stand-in", "timeout_s": 5, "retries": 1, **llm}
     cfg["secrets"] = {"backend": "file"}
     paths.config_file.parent.mkdir(parents=True, exist_ok=True)
-    paths.config_file.write_text(tomli_w.dumps(cfg), encoding="utf-8")
+    paths.config_file.write_text(tomlkit.dumps(cfg), encoding="utf-8")
     return fx, paths, load_config(paths)
 
 

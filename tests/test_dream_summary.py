@@ -9,7 +9,7 @@ import re
 from pathlib import Path
 
 import pytest
-import tomli_w
+import tomlkit
 
 from companion.config import load_config
 from companion.dream.engine import run_dream
@@ -29,7 +29,7 @@ def dreamt(tmp_path: Path):
     paths.config_file.parent.mkdir(parents=True, exist_ok=True)
     data = config_dict(fx)
     data["gui"] = {"language": "es"}
-    paths.config_file.write_text(tomli_w.dumps(data), encoding="utf-8")
+    paths.config_file.write_text(tomlkit.dumps(data), encoding="utf-8")
     return fx, paths, load_config(paths)
 
 

@@ -12,7 +12,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-import tomli_w
+import tomlkit
 
 from companion.config import load_config
 from companion.demo.sample import write_sample_vault
@@ -112,7 +112,7 @@ def test_only_writes_hermes_applied_count(hermes_agent, tmp_path: Path) -> None:
     paths = device_paths()
     paths.config_file.parent.mkdir(parents=True, exist_ok=True)
     paths.config_file.write_text(
-        tomli_w.dumps(
+        tomlkit.dumps(
             {
                 "dream": {"sources": [{"kind": "hermes", "path": str(db)}]},
                 "memory": {"hermes_home": str(home)},
@@ -300,7 +300,7 @@ def test_multi_line_entry_is_not_promoted_again(hermes_agent, tmp_path: Path) ->
     paths = device_paths()
     paths.config_file.parent.mkdir(parents=True, exist_ok=True)
     paths.config_file.write_text(
-        tomli_w.dumps(
+        tomlkit.dumps(
             {
                 "dream": {"sources": [{"kind": "hermes", "path": str(db)}]},
                 "memory": {"hermes_home": str(home)},

@@ -79,7 +79,7 @@ def test_a_quiet_sync_loads_only_what_a_quiet_round_uses() -> None:
     zones and TOML writing come in when a round or a command uses them."""
     loaded = _loaded("companion.cli, companion.sync.cli, companion.sync.engine")
     assert "companion.sync.scanner" in loaded
-    late = {"merge3", "difflib", "zoneinfo", "tomli_w"}
+    late = {"merge3", "difflib", "zoneinfo", "tomlkit"}
     assert late & loaded == set()
 
 

@@ -248,9 +248,9 @@ class FileStore:
         return dict(table)
 
     def _save(self, table: dict[str, str]) -> None:
-        import tomli_w  # writing: `init` and `secrets set`, not every command
+        import tomlkit  # writing: `init` and `secrets set`, not every command
 
-        body = tomli_w.dumps({"secrets": dict(sorted(table.items()))})
+        body = tomlkit.dumps({"secrets": dict(sorted(table.items()))})
         write_atomic(self.path, (_HEADER + body).encode("utf-8"), mode=0o600)
 
     def get(self, name: str) -> str | None:

@@ -7,6 +7,7 @@ to an owner-only file with `--output`).
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import click
@@ -28,7 +29,7 @@ def _secret_from(file: Path | None, prompt: str, *, confirm: bool = False) -> st
 
     if file is not None:
         return read_passphrase_file(file)
-    if not click.get_text_stream("stdin").isatty():
+    if sys.stdin is None or not sys.stdin.isatty():
         raise InputError(f"{prompt.lower()}: no terminal to ask on; pass it in a file (see --help)")
     value = str(click.prompt(prompt, hide_input=True, confirmation_prompt=confirm, err=True))
     register_secret(value)

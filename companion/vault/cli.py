@@ -23,8 +23,7 @@ def _open_vault(app: AppContext, directory: str) -> Vault:
 
 def _echo(text: str) -> None:
     """Print text that may carry undecodable file names without crashing the command."""
-    stream = click.get_text_stream("stdout")
-    encoding = getattr(stream, "encoding", None) or "utf-8"
+    encoding = getattr(sys.stdout, "encoding", None) or "utf-8"
     safe = text.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
     click.echo(safe.encode(encoding, "replace").decode(encoding, "replace"))
 

@@ -8,11 +8,42 @@ import sys
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 # Before pytest-qt creates its QApplication: no display is needed for any test.
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """`@pytest.mark.needs("area")`: skip (or fail, strict) without that system prerequisite."""
+    from tests.prereqs import require
+
+    for mark in item.iter_markers("needs"):
+        for area in mark.args:
+            require(area)
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    """The end of every run says which areas were skipped and why, grouped by reason (#39: a
+    machine without a keyring skipped whole areas with nothing at the end to say so)."""
+    from tests.prereqs import STRICT_ENV, missing_line
+
+    groups: dict[str, int] = {}
+    for report in terminalreporter.stats.get("skipped", []):
+        longrepr = report.longrepr
+        why = str(longrepr[2]) if isinstance(longrepr, tuple) else str(longrepr)
+        why = why.removeprefix("Skipped: ")
+        groups[why] = groups.get(why, 0) + 1
+    terminalreporter.section("skipped areas", sep="-")
+    if not groups:
+        terminalreporter.write_line("nothing skipped")
+    for why, count in sorted(groups.items(), key=lambda kv: -kv[1]):
+        terminalreporter.write_line(f"{count:5d} skipped: {why}")
+    line = missing_line()
+    if line:
+        terminalreporter.write_line(f"this machine: {line} (strict: {STRICT_ENV}=1 fails them)")
 
 
 @pytest.fixture(autouse=True)
@@ -87,6 +118,8 @@ def hermes_agent():
     from tests.interop.hermes import Hermes, hermes_python
 
     return Hermes(hermes_python())
+
+
 def wait_for(
     cond: Callable[[], object], timeout: float = 30.0, what: str = "condition", step: float = 0.02
 ) -> float:
@@ -129,14 +162,12 @@ def x_desktop() -> Iterator[dict[str, str]]:
     """A real X screen (Xvfb on a free display of :51-:59) with a tray host (trayer), for the
     few tests whose bug only shows on a real desktop. Yields the environment to run Qt on it;
     both processes are stopped afterwards, whatever happened."""
-    import shutil
     import signal
 
     from companion.gui.display import display_problem
+    from tests.prereqs import require
 
-    missing = [tool for tool in ("Xvfb", "trayer") if shutil.which(tool) is None]
-    if missing:
-        pytest.fail(f"needs {', '.join(missing)} (apt-get install xvfb trayer; see .ci/run)")
+    require("x-desktop")
     procs: list[subprocess.Popen[bytes]] = []
     try:
         for number in XVFB_DISPLAYS:

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import os
 import selectors
-import shutil
 import subprocess
 import time
 from collections.abc import Iterator
@@ -32,7 +31,6 @@ from pathlib import Path
 
 import pytest
 
-BINARIES = ("dbus-daemon", "gnome-keyring-daemon")
 UNLOCK_PASSWORD = b"companion-test-keyring"  # an empty password does not create the collection
 
 
@@ -40,10 +38,6 @@ UNLOCK_PASSWORD = b"companion-test-keyring"  # an empty password does not create
 class KeyringService:
     env: dict[str, str]
     home: Path
-
-
-def missing_binaries() -> list[str]:
-    return [b for b in BINARIES if shutil.which(b) is None]
 
 
 def _read_line(proc: subprocess.Popen[bytes], timeout: float) -> str:
@@ -133,11 +127,8 @@ def running_keyring(tmp: Path) -> Iterator[KeyringService]:
 
 def start_keyring_service(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KeyringService]:
     """Body of a `keyring_service` fixture: skips if the binaries are missing, cleans up."""
-    missing = missing_binaries()
-    if missing:
-        pytest.skip(
-            f"no Secret Service to test against: {', '.join(missing)} not installed "
-            "(Debian: apt-get install dbus gnome-keyring)"
-        )
+    from tests.prereqs import require
+
+    require("secret-service")
     with running_keyring(tmp_path_factory.mktemp("keyring")) as service:
         yield service

@@ -22,6 +22,9 @@ _names = itertools.count(1)
 
 def cluster() -> TempCluster:
     global _cluster
+    from tests.prereqs import require
+
+    require("postgresql")
     with _lock:
         if _cluster is None:
             from companion.relay.pg_schema import migrate

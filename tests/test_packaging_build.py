@@ -13,7 +13,6 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
-import shutil
 import subprocess
 import sys
 import time
@@ -147,7 +146,7 @@ def test_secret_scanner_plugins_and_worker_processes(built: Path, tmp_path: Path
     }
 
 
-@pytest.mark.skipif(shutil.which("systemd-analyze") is None, reason="systemd-analyze")
+@pytest.mark.needs("systemd")
 def test_install_service_starts_the_frozen_binary(built: Path, tmp_path: Path) -> None:
     vault = tmp_path / "vault"
     vault.mkdir()

@@ -49,7 +49,7 @@ def load_module(path: Path, name: str):
 # -- Linux desktop ---------------------------------------------------------------------------
 
 
-@pytest.mark.skipif(shutil.which("desktop-file-validate") is None, reason="desktop-file-utils")
+@pytest.mark.needs("desktop-files")
 @pytest.mark.parametrize("path", DESKTOP_FILES, ids=lambda p: p.name)
 def test_desktop_entries_validate(path: Path) -> None:
     res = subprocess.run(["desktop-file-validate", str(path)], capture_output=True, text=True)
@@ -158,7 +158,7 @@ def test_reference_units_match_what_install_service_writes() -> None:
         assert on_disk == unit.text, f"run: python installers/linux/generate.py ({unit.name})"
 
 
-@pytest.mark.skipif(shutil.which("systemd-analyze") is None, reason="systemd-analyze")
+@pytest.mark.needs("systemd")
 def test_reference_units_verify_for_a_pipx_install(tmp_path: Path) -> None:
     home = tmp_path / "home"
     (home / ".local" / "bin").mkdir(parents=True)

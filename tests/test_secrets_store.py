@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import shutil
 import stat
 import subprocess
 import sys
@@ -173,8 +172,9 @@ print(",".join(s.names()))
     assert r.returncode == 0, r.stderr
     assert r.stdout.splitlines() == ["keyring (SecretService)", "api.token,other", "api.token"]
     # independently of our code: the secret is in the Secret Service, under our service name
-    if shutil.which("secret-tool") is None:
-        pytest.skip("secret-tool (libsecret-tools) not installed for the independent check")
+    from tests.prereqs import require
+
+    require("secret-tool")
     look = subprocess.run(
         ["secret-tool", "lookup", "service", "vault-companion", "username", "api.token"],
         capture_output=True,

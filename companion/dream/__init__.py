@@ -1,4 +1,4 @@
-"""The dream: nightly consolidation of the agent's memory (DESIGN.md section 3).
+"""The dream: nightly consolidation of the agent's memory (docs/dream.md).
 
 `run_dream(vault, config, now, ...) -> DreamReport` runs the six steps; `SyncHook` and
 `EditorInfo` are what the sync engine plugs in. Qt-free: the same code runs headless on the

@@ -61,8 +61,9 @@ def _pending(_step: dict[str, Any]) -> Any:
 
 
 def _approve_all(_step: dict[str, Any]) -> Any:
-    from tools import write_approval as wa
     from tools.memory_tool import apply_memory_pending
+
+    from tools import write_approval as wa
 
     out = []
     for record in wa.list_pending(wa.MEMORY):

@@ -435,3 +435,47 @@ def test_device_names_must_be_printable(relay):
     )
     assert_error(r, 422, "invalid_request")
     assert relay.storage.list_devices() == []
+
+
+def test_the_schema_states_the_whole_device_name_rule():
+    """What the published pattern allows the relay accepts, and what it refuses the relay
+    refuses, for every character of the BMP between two letters (#39: U+0082 matched the
+    schema and was answered 422, so the schema-driven fuzz test failed deterministically)."""
+    import re
+    import unicodedata
+
+    from pydantic import ValidationError
+
+    from companion.relay.models import DEVICE_NAME_PATTERN, JoinIn
+
+    pattern = re.compile(DEVICE_NAME_PATTERN)  # how a schema-driven client reads it
+    disagree, let_through = [], []
+    for cp in range(0x10000):
+        if 0xD800 <= cp <= 0xDFFF:
+            continue  # no text holds a lone surrogate
+        name = f"a{chr(cp)}b"
+        try:
+            JoinIn(invite="x", device_name=name)
+            accepted = True
+        except ValidationError:
+            accepted = False
+        if accepted != bool(pattern.match(name)):
+            disagree.append(f"U+{cp:04X}")
+        if accepted and unicodedata.category(chr(cp)) in {"Cc", "Cf", "Zl", "Zp", "Co"}:
+            let_through.append(f"U+{cp:04X}")
+    assert disagree == []
+    assert let_through == []  # every control, format, separator and private-use character
+
+
+def test_a_c1_control_in_a_device_name_is_refused_as_the_schema_says(relay):
+    code = issue_invite(relay.storage, kind="human").code
+    r = relay.http.post(
+        "/v1/join", json={"invite": code, "device_name": "a\u0082b", "kind": "human"}
+    )
+    assert_error(r, 422, "invalid_request")
+    assert "U+0082" in r.json()["message"]  # the rule in words, not the regex
+    spec = relay.http.get("/openapi.json").json()
+    join = spec["components"]["schemas"]["JoinIn"]["properties"]["device_name"]
+    from companion.relay.models import DEVICE_NAME_PATTERN
+
+    assert join["pattern"] == DEVICE_NAME_PATTERN

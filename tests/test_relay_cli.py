@@ -259,3 +259,22 @@ def test_sigkill_mid_flood_loses_no_acknowledged_commit_and_leaves_no_partial_ba
         again.close()
     finally:
         served.stop()
+
+
+def test_a_device_name_the_schema_allows_is_listed_escaped(tmp_path):
+    """The relay accepts what its published schema allows (an unassigned code point, #39), and
+    the admin's terminal shows anything invisible in a name escaped, never raw."""
+    data = tmp_path / "relay"
+    served = Served(data)
+    try:
+        code = run("invite", "--data", str(data), "--kind", "human").stdout.strip()
+        client = RelayClient(f"http://127.0.0.1:{served.port}")
+        client.join(code, "lab\U000580f3")
+        client.close()
+        listing = run("devices", "--data", str(data))
+        assert listing.returncode == 0, listing.stderr
+        assert "lab\\u580f3" in listing.stdout and "\U000580f3" not in listing.stdout
+        out = run("revoke", "--data", str(data), "lab\U000580f3")
+        assert out.returncode == 0 and "(lab\\u580f3," in out.stdout
+    finally:
+        served.stop()

@@ -21,6 +21,7 @@ from companion.errors import CompanionError, InputError
 from companion.relay.auth import ID_RE, InviteTargetError, issue_invite
 from companion.relay.backends import DATABASE_ENV, StoreChoice, open_storage
 from companion.relay.storage import Device, NotFound, RelayStorage, RetentionPolicy
+from companion.textsafe import shown
 
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhd]?)\s*$", re.IGNORECASE)
 _UNITS = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400}
@@ -276,7 +277,7 @@ def revoke(store: StoreChoice, device: str) -> None:
             raise InputError(f"no device {device!r} on this relay") from None
     finally:
         db.close()
-    click.echo(f"revoked {done.device_id} ({done.name}, vault {done.vault_id})")
+    click.echo(f"revoked {done.device_id} ({shown(done.name)}, vault {done.vault_id})")
 
 
 @relay.command()
@@ -321,7 +322,7 @@ def devices(store: StoreChoice, vault_id: str | None, as_json: bool) -> None:
     for d in rows:
         click.echo(
             f"{d.device_id:16}  {d.vault_id:16}  {d.kind:5}  {_when(d.created):20}  "
-            f"{_when(d.revoked):20}  {d.name}"
+            f"{_when(d.revoked):20}  {shown(d.name)}"
         )
 
 

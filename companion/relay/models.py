@@ -89,15 +89,16 @@ class HealthOut(BaseModel):
     limits: dict[str, float]
 
 
-# What the relay refuses in a device name, as a regex class both JSON Schema (ECMA-262) and
-# Python read alike (\\uXXXX escapes): C0 and C1 controls and DEL, the BMP's format characters
-# (soft hyphen, Arabic number marks, bidi marks, embeddings, overrides and isolates, zero-width
-# characters, word joiner, BOM, interlinear annotation), the line and paragraph separators
-# and the BMP's private-use area (a lone surrogate is no text: refused before any pattern). This pattern is the whole rule: the published
-# schema states exactly what is refused (#39: a name with U+0082 matched the schema and was
-# answered 422). Names end up on an admin's terminal and in every device's history, where
-# `textsafe.shown` escapes anything else invisible (unassigned or astral format code points);
-# a device checks its own name with the stricter `textsafe.display_name_problem` at join.
+# What the relay refuses in a device name, as a regex class that JSON Schema (ECMA-262),
+# Python and pydantic's Rust regex read alike (\\uXXXX escapes): C0 and C1 controls and DEL,
+# the BMP's format characters (soft hyphen, Arabic number marks, bidi marks, embeddings,
+# overrides and isolates, zero-width characters, word joiner, BOM, interlinear annotation), the
+# line and paragraph separators and the BMP's private-use area (a lone surrogate is no text:
+# refused before any pattern). This pattern is the whole rule: the published schema states
+# exactly what is refused (#39: a name with U+0082 matched the schema and was answered 422).
+# Names end up on an admin's terminal and in every device's history, where `textsafe.shown`
+# escapes anything else invisible (unassigned or astral format code points); a device checks
+# its own name with the stricter `textsafe.display_name_problem` at join.
 _UNSAFE_IN_NAME = (
     r"\u0000-\u001f\u007f-\u009f\u00ad\u0600-\u0605\u061c\u06dd\u070f\u0890\u0891\u08e2"
     r"\u180e\u200b-\u200f\u2028-\u202e\u2060-\u2064\u2066-\u206f\ue000-\uf8ff"

@@ -460,3 +460,24 @@ def test_the_open_review_refreshes_when_a_later_run_of_the_night_lands(qtbot, co
         assert len(app.notifier.shown) == 1  # the night is told once, not again per run
     finally:
         close(app)
+
+
+def test_a_notice_balloon_click_does_not_replay_the_last_notification(qtbot, config) -> None:
+    """The tray has one balloon: after a notice replaced the dream's, a click on it must not
+    open the dream's review (the click ran the last notification's action)."""
+    from companion.gui.notify_policy import Notification
+
+    app = make_app(qtbot, config, tray=True)
+    try:
+        app.tray.icon.show()
+        report = Path(config.get("vault", "path")) / ".companion" / "dreams" / "2025-11-28.json"
+        app.notifier.show(Notification("k", "Dream", "b", Action(OPEN_REVIEW, str(report))))
+        assert app.notifier.shown[-1][0] == "tray"
+        app.notice("Sync failed", "The relay did not answer.")
+        app.tray.icon.messageClicked.emit()
+        assert app.reviews == {}
+        app.notifier.show(Notification("k2", "Dream", "b", Action(OPEN_REVIEW, str(report))))
+        app.tray.icon.messageClicked.emit()  # the dream's own balloon still opens it
+        assert report in app.reviews and app.reviews[report].isVisible()
+    finally:
+        close(app)

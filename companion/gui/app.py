@@ -392,7 +392,7 @@ class CompanionApp(QObject):
         """A message the person should see now (an engine call failed, ...)."""
         log.info("notice: %s — %s", title, text.replace("\n", " / "))
         if self.tray is not None and self.tray.icon.isVisible():
-            self.tray.icon.showMessage(title, text, QSystemTrayIcon.MessageIcon.Warning, 8000)
+            self.notifier.balloon(title, text, 8000)
         self._show_in_main(title, text, force=self.tray is None)
 
     def _show_in_main(self, title: str, text: str, force: bool = True) -> None:

@@ -237,6 +237,13 @@ class Notifier(QObject):
             self.fallback_text.emit(n.title, n.body)
             self.shown.append(("window", n))
 
+    def balloon(self, title: str, text: str, ms: int) -> None:
+        """A notice in the tray balloon (a warning, nothing to open): the balloon it replaces
+        no longer answers a click with its notification's action."""
+        if self.tray is not None:
+            self._balloon_action = None
+            self.tray.showMessage(title, text, QSystemTrayIcon.MessageIcon.Warning, ms)
+
     def _on_balloon_clicked(self) -> None:
         if self._balloon_action is not None:
             self.clicked.emit(self._balloon_action)

@@ -318,7 +318,8 @@ class NotifySettings:
     morning_time: str = setting(
         str,
         "08:00",
-        "When the dream notification is shown, HH:MM.",
+        "The night's dream report, landing before this time, is told at this time, HH:MM "
+        "(one landing later, or a dream run by hand, is told when it lands).",
         rule="time",
     )
     dream_landed: bool = setting(
@@ -386,6 +387,7 @@ class SecretsSettings:
         "Where secrets live: keyring, or file (headless, owner-only).",
         choices=("keyring", "file"),
     )
+
 
 @dataclass(frozen=True)
 class Settings:

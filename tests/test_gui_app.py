@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import json
 import os
 import threading
 import time
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -362,3 +364,120 @@ def test_a_closed_app_never_starts_its_dream_clock_again(qtbot, config) -> None:
         app.worker.view_ready.emit(view)  # the late view, as the worker thread delivers it
     assert app.dreamclock.scheduler is None
     assert not any(t.name == "APScheduler" and t.is_alive() for t in threading.enumerate())
+
+
+# ---- #39 finding 6: when the dream is told, and the review that follows it ------------------
+
+
+def night_config(config, morning: str = "08:00"):
+    """The nightly dream at 02:00 UTC, told at `morning` (the clocks below are in UTC)."""
+    config.set("dream", "time", "02:00")
+    config.set("dream", "timezone", "UTC")
+    config.set("notify", "morning_time", morning)
+    config.save()
+    return config
+
+
+def clocked_app(qtbot, config, now: datetime, engine=None) -> CompanionApp:
+    app = CompanionApp(
+        config,
+        engine or create_engine(config),
+        tray_available=True,
+        use_desktop_notifications=False,
+        dream_clock=False,
+        now=lambda: now,
+    )
+    app.start()
+    qtbot.waitUntil(lambda: app.worker.last_view is not None, timeout=5000)
+    return app
+
+
+def test_a_dream_tried_in_the_evening_is_told_when_it_lands(qtbot, config) -> None:
+    """Set up in the evening, a dream run to try it (00:40, before tonight's 02:00 dream): it
+    was held until the 08:00 morning time, so the person saw nothing."""
+    evening = datetime(2025, 11, 29, 0, 40, tzinfo=UTC)
+    app = clocked_app(qtbot, night_config(config), evening)
+    try:
+        qtbot.waitUntil(lambda: bool(app.notifier.shown), timeout=5000)
+        (_backend, note), *_ = app.notifier.shown
+        assert note.key == "dream:2025-11-28" and note.not_before is None
+        assert app.notifications.pending == []
+    finally:
+        close(app)
+
+
+class DreamingEngine(IdleEngine):
+    """ "Dream now" writes the report of 2025-11-29 (what `companion dream` would)."""
+
+    def dream_now(self) -> Path | None:
+        vault = self.vault_path()
+        assert vault is not None
+        source = vault / ".companion" / "dreams" / "2025-11-28.json"
+        data = json.loads(source.read_text(encoding="utf-8"))
+        data["date"] = "2025-11-29"
+        target = source.with_name("2025-11-29.json")
+        target.write_text(json.dumps(data), encoding="utf-8")
+        return target
+
+
+def test_dream_now_is_told_when_it_lands_even_in_the_night(qtbot, config) -> None:
+    """ "Dream now" at 02:40, when the night's own report would wait for the morning: the
+    person asked, so the end is told when the dream lands, once, and nothing waits."""
+    night = datetime(2025, 11, 29, 2, 40, tzinfo=UTC)
+    cfg = night_config(config)
+    app = clocked_app(qtbot, cfg, night, DreamingEngine(Path(cfg.get("vault", "path"))))
+    try:
+        app.actions.dream_now()
+        qtbot.waitUntil(
+            lambda: any("2025-11-29" in n.title for _, n in app.notifier.shown), timeout=5000
+        )
+        done = [n for _, n in app.notifier.shown if "2025-11-29" in n.title]
+        assert len(done) == 1 and done[0].action == Action(
+            OPEN_REVIEW, str(Path(cfg.get("vault", "path")) / ".companion/dreams/2025-11-29.json")
+        )
+        app.worker.refresh()  # the poll that sees the new report: nothing more to tell
+        qtbot.waitUntil(lambda: not app.worker.busy("refresh"), timeout=5000)
+        assert [n.key for n in app.notifications.pending if "2025-11-29" in n.key] == []
+    finally:
+        close(app)
+
+
+def test_the_open_review_refreshes_when_a_later_run_of_the_night_lands(qtbot, config) -> None:
+    """The review of 2025-11-28 is open; a later run of the same night rewrites that report
+    (one change more): the window shows it without being closed and opened again."""
+    app = make_app(qtbot, config, tray=True)
+    try:
+        report = Path(config.get("vault", "path")) / ".companion" / "dreams" / "2025-11-28.json"
+        window = app.open_review(report)
+        assert window is not None and window.changes.topLevelItemCount() == 4
+        data = json.loads(report.read_text(encoding="utf-8"))
+        extra = dict(data["changes"][0], id="c9", kind="recorded", why="a later run")
+        data["changes"].append(extra)
+        report.write_text(json.dumps(data), encoding="utf-8")
+        app.worker.refresh()
+        qtbot.waitUntil(lambda: window.changes.topLevelItemCount() == 5, timeout=5000)
+        assert window.isVisible()
+        assert len(app.notifier.shown) == 1  # the night is told once, not again per run
+    finally:
+        close(app)
+
+
+def test_a_notice_balloon_click_does_not_replay_the_last_notification(qtbot, config) -> None:
+    """The tray has one balloon: after a notice replaced the dream's, a click on it must not
+    open the dream's review (the click ran the last notification's action)."""
+    from companion.gui.notify_policy import Notification
+
+    app = make_app(qtbot, config, tray=True)
+    try:
+        app.tray.icon.show()
+        report = Path(config.get("vault", "path")) / ".companion" / "dreams" / "2025-11-28.json"
+        app.notifier.show(Notification("k", "Dream", "b", Action(OPEN_REVIEW, str(report))))
+        assert app.notifier.shown[-1][0] == "tray"
+        app.notice("Sync failed", "The relay did not answer.")
+        app.tray.icon.messageClicked.emit()
+        assert app.reviews == {}
+        app.notifier.show(Notification("k2", "Dream", "b", Action(OPEN_REVIEW, str(report))))
+        app.tray.icon.messageClicked.emit()  # the dream's own balloon still opens it
+        assert report in app.reviews and app.reviews[report].isVisible()
+    finally:
+        close(app)

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import replace
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from zoneinfo import ZoneInfo
 
 import pytest
 
@@ -27,8 +29,10 @@ from companion.gui.notify_policy import (
     OPEN_SETTINGS,
     Action,
     Notification,
+    dream_not_before,
     notifications_for,
 )
+from tests.notify_probe import start_private_bus
 
 NOW = datetime(2025, 11, 28, 9, 0)
 REPORT = Path("/v/.companion/dreams/2025-11-28.json")
@@ -107,6 +111,53 @@ def test_dream_waits_for_the_morning_time() -> None:
     assert n.not_before is None
 
 
+MADRID = ZoneInfo("Europe/Madrid")
+
+
+def at(day: int, hhmm: str, tz=UTC) -> datetime:
+    hour, minute = map(int, hhmm.split(":"))
+    return datetime(2025, 11, day, hour, minute, tzinfo=tz)
+
+
+@pytest.mark.parametrize(
+    ("lands", "night", "morning", "held_until"),
+    [
+        # the night's dream (02:00 Madrid = 01:00 UTC) lands while the person sleeps: morning
+        (at(28, "02:40"), at(28, "02:00", MADRID), "08:00", at(28, "08:00")),
+        (at(28, "07:59"), at(28, "02:00", MADRID), "08:00", at(28, "08:00")),
+        # a dream time before midnight: the night started yesterday
+        (at(28, "00:30"), at(27, "23:00"), "08:00", at(28, "08:00")),
+        # after the morning time: at once
+        (at(28, "08:00"), at(28, "02:00", MADRID), "08:00", None),
+        (at(28, "10:15"), at(28, "02:00", MADRID), "08:00", None),
+        # set up in the evening and tried: at once, before midnight and after it, as long as
+        # tonight's dream time has not come (the last one was yesterday's)
+        (at(28, "21:30"), at(28, "02:00", MADRID), "08:00", None),
+        (at(29, "00:40"), at(28, "02:00", MADRID), "08:00", None),
+        (at(29, "00:59"), at(28, "02:00", MADRID), "08:00", None),
+        # a dream time after the morning time: its report is never the night's
+        (at(28, "07:00"), at(27, "09:00"), "08:00", at(28, "08:00")),
+        (at(28, "07:00"), at(27, "08:00"), "08:00", None),
+        # 00:00 never holds anything; an unknown schedule holds what lands before the morning
+        (at(28, "02:40"), at(28, "02:00", MADRID), "00:00", None),
+        (at(28, "02:40"), None, "08:00", at(28, "08:00")),
+        (at(28, "21:30"), None, "08:00", None),
+        # a time the schema would refuse: the default 08:00
+        (at(28, "02:40"), at(28, "02:00", MADRID), "8 am", at(28, "08:00")),
+    ],
+)
+def test_when_a_dream_report_is_told(
+    lands: datetime, night: datetime | None, morning: str, held_until: datetime | None
+) -> None:
+    """#39 finding 6: only the night's dream waits for `morning_time`; a report that lands
+    after it, or a dream tried in the evening before tonight's dream time, is told at once."""
+    assert dream_not_before(lands, morning, night) == held_until
+    (n,) = notifications_for([ALL_EVENTS[0]], cfg(morning_time=morning), lands, night)
+    assert n.not_before == held_until
+    (local,) = notifications_for([ALL_EVENTS[5]], cfg(morning_time=morning), lands, night)
+    assert local.not_before == held_until
+
+
 def test_no_changes_and_local_titles() -> None:
     (n,) = notifications_for([DreamLanded(REPORT, "2025-11-28", "local", {})], cfg(), NOW)
     assert n.title == "Dream of 2025-11-28 on this computer: nothing changed"
@@ -183,6 +234,46 @@ def test_desktop_backend_falls_back_when_not_confirmed(qtbot, monkeypatch) -> No
     assert shown.args == ["Title", "Body"]
     assert notifier.use_desktop is False
     notifier.close()
+
+
+@pytest.fixture
+def bus_without_notifications(tmp_path: Path, monkeypatch) -> Iterator[str]:
+    proc, address = start_private_bus(tmp_path / "bus")
+    monkeypatch.setenv("DBUS_SESSION_BUS_ADDRESS", address)
+    try:
+        yield address
+    finally:
+        proc.terminate()
+        proc.wait(10)
+
+
+def test_no_notification_service_is_one_log_line(
+    qtbot, bus_without_notifications: str, app_log, capfd
+) -> None:
+    """#39 finding 6: a session bus with no notification service. The app falls back to the
+    tray (here: the window) and says so in one log line, with no traceback (desktop-notifier
+    logged its failure with the whole traceback); later notifications go straight there."""
+    notifier = Notifier(None, use_desktop=True)
+    try:
+        with qtbot.waitSignal(notifier.fallback_text, timeout=10_000) as shown:
+            notifier.show(Notification("k", "Title", "Body"))
+        assert shown.args == ["Title", "Body"]
+        assert notifier.use_desktop is False
+        notifier.show(Notification("k2", "Second", "Body"))
+        assert [(b, n.title) for b, n in notifier.shown] == [
+            ("window", "Title"),
+            ("window", "Second"),
+        ]
+    finally:
+        notifier.close()
+    said = [r for r in app_log.records if "notification" in r.getMessage().lower()]
+    about_backend = [r for r in said if "unavailable" in r.getMessage()]
+    assert len(about_backend) == 1, [r.getMessage() for r in said]
+    assert "org.freedesktop.Notifications" in about_backend[0].getMessage()
+    assert "\n" not in about_backend[0].getMessage()
+    assert [r.getMessage() for r in app_log.records if r.exc_info] == []
+    assert all(not r.name.startswith("desktop_notifier") for r in app_log.records)
+    assert "Traceback" not in capfd.readouterr().err
 
 
 def test_backend_detection() -> None:

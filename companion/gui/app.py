@@ -26,8 +26,21 @@ from companion.errors import CompanionError
 from companion.gui.actions import AppActions
 from companion.gui.bridge import EngineFacade, EngineWorker, IdleEngine
 from companion.gui.display import display_problem
-from companion.gui.dreamclock import NO_RELAY, OFFLINE, Decision, DreamClock, utc_now
-from companion.gui.events import EngineEvent, LocalDreamRan, RelayUnreachable, SecretFound
+from companion.gui.dreamclock import (
+    NO_RELAY,
+    OFFLINE,
+    Decision,
+    DreamClock,
+    night_of,
+    utc_now,
+)
+from companion.gui.events import (
+    DreamLanded,
+    EngineEvent,
+    LocalDreamRan,
+    RelayUnreachable,
+    SecretFound,
+)
 from companion.gui.i18n import current_language, set_language, tr
 from companion.gui.notify import NotificationCenter, Notifier
 from companion.gui.notify_policy import (
@@ -185,8 +198,12 @@ class CompanionApp(QObject):
             use_desktop=use_desktop_notifications,
             parent=self,
         )
+        self._now = now
         self.notifications = NotificationCenter(
-            self.notifier, config.paths.state_dir / "gui-notified.json", parent=self
+            self.notifier,
+            config.paths.state_dir / "gui-notified.json",
+            clock=lambda: self._now().astimezone(),
+            parent=self,
         )
         self.secrets = SecretMover(
             config, self.actions.vault, ask_name=ask_secret_name, parent=self
@@ -308,13 +325,19 @@ class CompanionApp(QObject):
             self.reviews[report] = window
             log.info("review window opened on %s", report)
         else:
-            window.reload()
-            for panel in window.findChildren(agent_writes.AgentWritesPanel):
-                panel.reload()
+            self._reload_review(window)
         window.show()
         window.raise_()
         window.activateWindow()
         return window
+
+    @staticmethod
+    def _reload_review(window: ReviewWindow) -> None:
+        from companion.gui import agent_writes  # noqa: PLC0415
+
+        window.reload()
+        for panel in window.findChildren(agent_writes.AgentWritesPanel):
+            panel.reload()
 
     def _settings_task_done(self, name: str, _result: object) -> None:
         """After a join the folder is a sync copy: sync it, and offer the key buttons. After
@@ -369,7 +392,7 @@ class CompanionApp(QObject):
         """A message the person should see now (an engine call failed, ...)."""
         log.info("notice: %s — %s", title, text.replace("\n", " / "))
         if self.tray is not None and self.tray.icon.isVisible():
-            self.tray.icon.showMessage(title, text, QSystemTrayIcon.MessageIcon.Warning, 8000)
+            self.notifier.balloon(title, text, 8000)
         self._show_in_main(title, text, force=self.tray is None)
 
     def _show_in_main(self, title: str, text: str, force: bool = True) -> None:
@@ -380,15 +403,29 @@ class CompanionApp(QObject):
         for event in events:
             if isinstance(event, SecretFound) and event.line:
                 self.actions.last_secret = event
-        now = datetime.now().astimezone()
-        self.notifications.submit(notifications_for(events, self.config.settings.notify, now))
+            if isinstance(event, DreamLanded):  # a later run of the night: the window shows it
+                window = self.reviews.get(Path(event.report))
+                if window is not None and window.isVisible():
+                    log.info("review window refreshed: %s was written again", event.report)
+                    self._reload_review(window)
+        now = self._now().astimezone()
+        notify = self.config.settings.notify
+        self.notifications.submit(notifications_for(events, notify, now, self._night(now)))
+
+    def _night(self, now: datetime) -> datetime | None:
+        """The night's dream time (the last scheduled one at or before `now`), or None when
+        the schedule cannot be worked out (a broken `[dream]` time or time zone)."""
+        try:
+            return night_of(now, self.config)
+        except (CompanionError, ValueError, KeyError):  # KeyError: an unknown time zone
+            return None
 
     def _track_offline(self, view: Any) -> None:
         snap = view.snapshot
         if not snap.sync_configured or snap.online or snap.paused:
             self._offline_since = None
             return
-        now = datetime.now().astimezone()
+        now = self._now().astimezone()
         self._offline_since = self._offline_since or now
         self.on_events([RelayUnreachable(self._offline_since)])
 

@@ -171,7 +171,7 @@ class IdleEngine:
         self._paused = False
         self._dreaming = False
         self._errors: list[str] = []  # problems a person must fix (a broken config file)
-        self._seen_reports: set[Path] | None = None
+        self._seen_reports: dict[Path, tuple[int, int]] | None = None  # path: (mtime_ns, size)
         self._seen_conflicts: set[Path] | None = None
         self._fresh = timedelta(hours=fresh_hours)
         self._scanner = ConflictScanner(self._vault) if self._vault is not None else None
@@ -271,8 +271,11 @@ class IdleEngine:
     def drain_events(self) -> list[EngineEvent]:
         """New dream reports and conflict copies since the last call.
 
-        On the first call, a report younger than `fresh_hours` counts as new (the app started
-        after the dream landed); older reports and existing conflict copies do not.
+        A report written again (a later run of the same night, a revert) is new again: its
+        `DreamLanded` refreshes an open review window (the notification, keyed by the night, is
+        not shown twice). On the first call, a report younger than `fresh_hours` counts as new
+        (the app started after the dream landed); older reports and existing conflict copies
+        do not.
         """
         with self._drain_lock:
             return self._drain()
@@ -281,15 +284,21 @@ class IdleEngine:
         if self._vault is None or not self._vault.is_dir():
             return []
         events: list[EngineEvent] = []
-        reports = set(list_reports(self._vault))
+        reports: dict[Path, tuple[int, int]] = {}
+        for path in list_reports(self._vault):
+            try:
+                st = path.stat()
+            except OSError:  # gone meanwhile
+                continue
+            reports[path] = (st.st_mtime_ns, st.st_size)
         if self._seen_reports is None:
-            cutoff = datetime.now().timestamp() - self._fresh.total_seconds()
-            new = {p for p in reports if p.stat().st_mtime >= cutoff}
-            new = set(sorted(new)[-1:])  # at most the newest one
-            self._seen_reports = reports - new
-        new_reports = sorted(reports - self._seen_reports)
-        self._seen_reports |= reports
-        for path in new_reports:
+            cutoff = (datetime.now().timestamp() - self._fresh.total_seconds()) * 1e9
+            fresh = sorted(p for p, (mtime, _size) in reports.items() if mtime >= cutoff)
+            new = set(fresh[-1:])  # at most the newest one
+            self._seen_reports = {p: sig for p, sig in reports.items() if p not in new}
+        changed = sorted(p for p, sig in reports.items() if self._seen_reports.get(p) != sig)
+        self._seen_reports = reports
+        for path in changed:
             try:
                 rep = read_report(path)
             except ReportError as exc:

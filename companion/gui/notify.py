@@ -6,14 +6,19 @@ their time, and turns a click into the notification's `Action`.
 
 `Notifier` sends through `desktop-notifier` (freedesktop D-Bus on Linux, Notification Center
 on macOS, toasts on Windows) on a private asyncio loop thread, and falls back to
-`QSystemTrayIcon.showMessage` when that backend is missing or does not confirm in time; with
-no tray either, the text goes to the main window (`fallback_text`).
+`QSystemTrayIcon.showMessage` when that backend is missing, refuses (a session bus with no
+notification service), or does not confirm in time; with no tray either, the text goes to the
+main window (`fallback_text`). The fall back is said in one log line, with the reason, and
+desktop notifications are not tried again until the app restarts (desktop-notifier's own
+warning with its traceback is kept out of the log). Clicking the notification, or the balloon
+that stands in for it, runs its `Action`.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import os
 import sys
 import threading
@@ -53,6 +58,35 @@ def desktop_backend_available(environ: dict[str, str] | None = None) -> bool:
     return Path(runtime, "bus").exists()
 
 
+class _SendFailures(logging.Filter):
+    """desktop-notifier catches a failed send and logs it as a warning with the traceback
+    ("Notification failed"); this filter keeps that record out of the log and hands the error
+    to the `Notifier` (per thread: each Notifier sends from its own loop thread)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.local = threading.local()
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.exc_info and record.exc_info[1] is not None:
+            self.local.error = record.exc_info[1]
+            return False
+        return True
+
+    def take(self) -> BaseException | None:
+        error = getattr(self.local, "error", None)
+        self.local.error = None
+        return error
+
+
+_SEND_FAILURES = _SendFailures()
+_BACKEND_LOGGER = "desktop_notifier.backends.base"
+
+
+def _one_line(exc: BaseException) -> str:
+    return " ".join(str(exc).split()) or type(exc).__name__
+
+
 class _AsyncLoop:
     """An asyncio loop on a daemon thread, for desktop-notifier's coroutines."""
 
@@ -74,6 +108,7 @@ class Notifier(QObject):
     clicked = Signal(object)  # Action
     fallback_text = Signal(str, str)  # title, body: no tray, no desktop notifications
     _dispatched = Signal(str)  # notification key, from the asyncio thread
+    _failed = Signal(str, str)  # notification key, why: the backend refused it (asyncio thread)
     _desktop_clicked = Signal(str)
     _button_pressed = Signal(object)  # Action of a notification's button, from the asyncio thread
 
@@ -94,6 +129,7 @@ class Notifier(QObject):
         self._desktop: Any = None
         self.shown: list[tuple[str, Notification]] = []  # (backend, notification), newest last
         self._dispatched.connect(self._on_dispatched)
+        self._failed.connect(self._on_failed)
         self._desktop_clicked.connect(self._on_desktop_clicked)
         self._button_pressed.connect(self.clicked.emit)
         if tray is not None:
@@ -114,6 +150,9 @@ class Notifier(QObject):
             if self._desktop is None:
                 from desktop_notifier import DesktopNotifier, Icon
 
+                backend_log = logging.getLogger(_BACKEND_LOGGER)
+                if _SEND_FAILURES not in backend_log.filters:
+                    backend_log.addFilter(_SEND_FAILURES)
                 self._desktop = DesktopNotifier(
                     app_name=tr("app.name"), app_icon=Icon(path=icon_path("app.svg"))
                 )
@@ -130,7 +169,8 @@ class Notifier(QObject):
             ]
             assert self._loop is not None
             self._loop.submit(
-                self._desktop.send(
+                self._deliver(
+                    key,
                     title=n.title,
                     message=n.body,
                     urgency=Urgency.Critical if n.urgent else Urgency.Normal,
@@ -144,6 +184,27 @@ class Notifier(QObject):
             log.warning("desktop notifications unavailable: %s", exc)
             self.use_desktop = False
             return False
+
+    async def _deliver(self, key: str, **kwargs: Any) -> None:
+        """On the loop thread: send, and say at once when the backend refused it."""
+        _SEND_FAILURES.take()
+        try:
+            await self._desktop.send(**kwargs)
+        except Exception as exc:  # noqa: BLE001 - any backend trouble: the tray instead
+            self._failed.emit(key, _one_line(exc))
+            return
+        error = _SEND_FAILURES.take()
+        if error is not None:
+            self._failed.emit(key, _one_line(error))
+
+    def _on_failed(self, key: str, why: str) -> None:
+        n = self._waiting.pop(key, None)
+        if n is None:
+            return
+        if self.use_desktop:  # said once: the next ones go straight to the tray
+            log.warning("desktop notifications unavailable (%s); the app shows them itself", why)
+        self.use_desktop = False
+        self._show_fallback(n)
 
     def _on_dispatched(self, key: str) -> None:
         n = self._waiting.pop(key, None)
@@ -175,6 +236,13 @@ class Notifier(QObject):
         else:
             self.fallback_text.emit(n.title, n.body)
             self.shown.append(("window", n))
+
+    def balloon(self, title: str, text: str, ms: int) -> None:
+        """A notice in the tray balloon (a warning, nothing to open): the balloon it replaces
+        no longer answers a click with its notification's action."""
+        if self.tray is not None:
+            self._balloon_action = None
+            self.tray.showMessage(title, text, QSystemTrayIcon.MessageIcon.Warning, ms)
 
     def _on_balloon_clicked(self) -> None:
         if self._balloon_action is not None:

@@ -77,16 +77,33 @@ def _llm_failed(counts: Mapping[str, int]) -> str:
     return "\n" + tr("notify.dream.llm_failed", n=n) if n else ""
 
 
-def _morning(now: datetime, cfg: NotifySettings) -> datetime | None:
-    """Today's morning notification time if it is still ahead, else None (show now)."""
+def dream_not_before(
+    now: datetime, morning_time: str, night: datetime | None = None
+) -> datetime | None:
+    """When to tell of a dream report that lands `now`: None (at once), or today's morning time.
+
+    A report is held only when it lands in the night: before today's `morning_time` (the
+    desktop's local time) and after the night's dream time `night` (the most recent scheduled
+    dream time at or before `now`, any time zone), when that dream time came after yesterday's
+    morning. So a report landing after the morning time, or before tonight's dream time (a
+    dream someone ran by hand to try it, late in the evening), is told when it lands; a
+    `morning_time` of 00:00 never holds anything. `night` None (the schedule is unknown): every
+    report landing before the morning time is held.
+    """
     try:
-        at = parse_hhmm(cfg.morning_time)
+        at = parse_hhmm(morning_time)
     except (
         ValueError
     ):  # the config schema refuses it; a hand-built NotifySettings may still hold it
         at = time(8, 0)
     morning = now.replace(hour=at.hour, minute=at.minute, second=0, microsecond=0)
-    return morning if now < morning else None
+    if now >= morning:
+        return None
+    if night is not None and now.tzinfo is None and night.tzinfo is not None:
+        night = night.astimezone().replace(tzinfo=None)  # a naive `now` is the local time
+    if night is not None and night <= morning - timedelta(days=1):
+        return None  # the last dream time was yesterday's day: this report is not the night's
+    return morning
 
 
 def dream_title(date: str, ran_on: str, counts: Mapping[str, int]) -> str:
@@ -123,7 +140,9 @@ def dream_now_finished(
     )
 
 
-def _one(event: EngineEvent, cfg: NotifySettings, now: datetime) -> Notification | None:
+def _one(
+    event: EngineEvent, cfg: NotifySettings, now: datetime, night: datetime | None
+) -> Notification | None:
     if isinstance(event, DreamLanded):
         if not cfg.dream_landed:
             return None
@@ -132,7 +151,7 @@ def _one(event: EngineEvent, cfg: NotifySettings, now: datetime) -> Notification
             title=dream_title(event.date, event.ran_on, event.counts),
             body=tr("notify.dream.body_hint") + _llm_failed(event.counts),
             action=Action(OPEN_REVIEW, str(event.report)),
-            not_before=_morning(now, cfg),
+            not_before=dream_not_before(now, cfg.morning_time, night),
         )
     if isinstance(event, ConflictsCreated):
         if not cfg.conflicts or not event.paths:
@@ -201,7 +220,7 @@ def _one(event: EngineEvent, cfg: NotifySettings, now: datetime) -> Notification
             title=dream_title(event.date, "local", event.counts),
             body=tr(why, date=event.date),
             action=Action(OPEN_REVIEW, str(event.report)) if event.report else None,
-            not_before=_morning(now, cfg),
+            not_before=dream_not_before(now, cfg.morning_time, night),
         )
     if isinstance(event, SecretFound):
         if not cfg.secrets:
@@ -228,12 +247,16 @@ def _one(event: EngineEvent, cfg: NotifySettings, now: datetime) -> Notification
 
 
 def notifications_for(
-    events: Iterable[EngineEvent], cfg: NotifySettings, now: datetime
+    events: Iterable[EngineEvent],
+    cfg: NotifySettings,
+    now: datetime,
+    night: datetime | None = None,
 ) -> list[Notification]:
-    """The notifications these events call for under the `[notify]` settings."""
+    """The notifications these events call for under the `[notify]` settings; `night` is the
+    night's dream time (see `dream_not_before`)."""
     out = []
     for event in events:
-        n = _one(event, cfg, now)
+        n = _one(event, cfg, now, night)
         if n is not None:
             out.append(n)
     return out

@@ -68,6 +68,12 @@ AREAS: dict[str, Area] = {
             ("dbus", "dbus-x11", "gnome-keyring"),
         ),
         Area(
+            "notification-daemon",
+            "a freedesktop notification daemon",
+            ("dunst", "dunstctl"),
+            ("dunst",),
+        ),
+        Area(
             "secret-tool",
             "an independent reader of the Secret Service",
             ("secret-tool",),

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -80,8 +79,9 @@ def test_without_a_notification_service_the_balloon_opens_the_review(
 def test_with_a_notification_daemon_its_click_opens_the_review(
     x_desktop: dict[str, str], bus: str, tmp_path: Path
 ) -> None:
-    if shutil.which("dunst") is None or shutil.which("dunstctl") is None:
-        pytest.skip("needs dunst, a freedesktop notification daemon (apt-get install dunst)")
+    from tests.prereqs import require
+
+    require("notification-daemon")
     env = {**x_desktop, "DBUS_SESSION_BUS_ADDRESS": bus}
     daemon = subprocess.Popen(
         ["dunst"],

@@ -213,6 +213,19 @@ def test_agent_changes_to_obsidian_plugins_are_held_until_the_person_decides(pai
     assert_identical(agent, phone)
 
 
+def test_help_is_usage_not_an_unknown_command(cli: Path) -> None:
+    """`node dist/cli.js --help` (or -h, or `help`) prints the usage, exit 0 (#39, item 8b);
+    no command at all is a usage error (2); an unknown one still names itself."""
+    for args in (["--help"], ["-h"], ["help"], ["sync", "--help"]):
+        r = subprocess.run(["node", str(cli), *args], capture_output=True, text=True, timeout=60)
+        assert r.returncode == 0, (args, r.stderr)
+        assert "unknown command" not in r.stderr and r.stdout.startswith("usage:"), args
+    r = subprocess.run(["node", str(cli)], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 2 and "usage:" in r.stdout + r.stderr
+    r = subprocess.run(["node", str(cli), "frob"], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 2 and "unknown command 'frob'" in r.stderr
+
+
 def test_exit_statuses_match_the_companion_cli(pair, tmp_path):
     agent, phone = pair
     # 2: not set up / passphrase file others can read

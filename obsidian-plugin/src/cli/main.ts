@@ -354,10 +354,16 @@ async function watch(pos: string[], opts: Record<string, string | true>): Promis
 
 export async function main(argv: string[]): Promise<number> {
   try {
+    if (!argv.length) {
+      console.error(USAGE);
+      return 2;
+    }
     const { cmd, pos, opts } = parseArgs(argv);
-    if (!cmd || opts.help || cmd === "help") {
+    // `--help`, `-h` or `help` in place of a command, or `--help` after one: the usage, as
+    // `companion --help` prints it (was "unknown command '--help'")
+    if (["--help", "-h", "help"].includes(cmd) || opts.help) {
       console.log(USAGE);
-      return cmd ? 0 : 2;
+      return 0;
     }
     if (cmd === "join") await join(pos, opts);
     else if (cmd === "sync") await sync(pos, opts);

@@ -13,6 +13,7 @@ import shlex
 import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -54,19 +55,33 @@ def verify(unit_dir: Path, *names: str, home: Path | None = None) -> subprocess.
         if m and not p.exists():
             p.symlink_to(unit_dir / f"{m[1]}{m[3]}")
         paths.append(str(p))
-    runtime = unit_dir.parent / "runtime"
-    runtime.mkdir(mode=0o700, exist_ok=True)
+    runtime = short_runtime_dir()
     env = dict(os.environ, XDG_RUNTIME_DIR=str(runtime))
     if home is not None:
         env["HOME"] = str(home)
-    return subprocess.run(
-        [SYSTEMD_ANALYZE, "verify", "--user", *paths],
-        capture_output=True,
-        text=True,
-        env=env,
-        cwd=unit_dir,
-        timeout=60,
-    )
+    try:
+        return subprocess.run(
+            [SYSTEMD_ANALYZE, "verify", "--user", *paths],
+            capture_output=True,
+            text=True,
+            env=env,
+            cwd=unit_dir,
+            timeout=60,
+        )
+    finally:
+        shutil.rmtree(runtime, ignore_errors=True)
+
+
+def short_runtime_dir() -> Path:
+    """A fresh XDG_RUNTIME_DIR for `systemd-analyze --user`, under a short system folder.
+
+    systemd-analyze loads the user's socket units too, whose paths sit under the runtime dir
+    and must fit a socket address (108 bytes): under pytest's tmp_path a long TMPDIR made them
+    "File name too long" (#39, item 3). So not under TMPDIR, whatever it is."""
+    for base in ("/tmp", "/dev/shm", "/var/tmp"):
+        if os.path.isdir(base) and os.access(base, os.W_OK | os.X_OK):
+            return Path(tempfile.mkdtemp(prefix="vc-rt-", dir=base))
+    return Path(tempfile.mkdtemp(prefix="vc-rt-"))
 
 
 def assert_verified(res: subprocess.CompletedProcess) -> None:
@@ -153,6 +168,17 @@ def test_an_interpreter_in_an_awkward_folder_is_found_by_systemd(tmp_path: Path)
     (odd / "python").unlink()
     res = verify(units, "companion-watch@srv-vault.service")
     assert res.returncode != 0 and "is not executable" in res.stderr
+
+
+@needs_analyze
+@linux_only
+def test_units_in_a_deep_folder_verify_whatever_the_temp_path(tmp_path: Path) -> None:
+    """The check itself must not depend on a short temp path (#39, item 3): units under a
+    folder far longer than a socket address still verify cleanly."""
+    deep = tmp_path / ("d" * 60) / ("e" * 60) / "units"
+    svc.write_units(svc.relay_units(svc.companion_command(), deep / "data"), deep)
+    assert len(str(deep)) > 120
+    assert_verified(verify(deep, "companion-relay.service"))
 
 
 def test_a_program_path_systemd_refuses_is_a_clear_error() -> None:

@@ -380,11 +380,45 @@ def test_relay_on_a_public_address_does_not_trust_forwarded_headers(
 def test_default_unit_dir_follows_xdg_config_home(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    monkeypatch.delenv("COMPANION_HOME", raising=False)
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))
     code, out, _ = run_main(["install-service", "relay"], capsys)
     assert code == 0
     assert (tmp_path / "xdg" / "systemd" / "user" / "companion-relay.service").is_file()
+    assert "systemctl --user link" not in out  # already where systemd looks
     assert svc.user_unit_dir({"HOME": "/home/ana"}) == Path("/home/ana/.config/systemd/user")
+
+
+@linux_only
+def test_with_companion_home_the_units_stay_under_it_and_the_command_says_how_to_link(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    companion_home: Path,
+) -> None:
+    """COMPANION_HOME moves all of a device's state; the units too, never into the real
+    ~/.config/systemd/user (#39, item 8g). The command says where they are and how to link
+    them into systemd's search path."""
+    xdg = tmp_path / "xdg"
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(xdg))
+    vault = tmp_path / "vault"
+    vault.mkdir()
+    here = companion_home / "systemd" / "user"
+    assert svc.install_unit_dir() == here
+    code, out, err = run_main(["install-service", "watch", "--vault", str(vault)], capsys)
+    assert code == 0, err
+    assert (here / "companion-watch@.service").is_file()
+    assert not xdg.exists()
+    assert f"created: {here / 'companion-watch@.service'}" in out
+    link = f"systemctl --user link {shlex.quote(str(here / 'companion-watch@.service'))}"
+    assert link in out
+    assert out.index(link) < out.index("systemctl --user enable --now")
+    code, out, _ = run_main(["install-service", "relay", "--dry-run"], capsys)
+    assert code == 0 and f"# --- {here / 'companion-relay.service'}" in out
+    assert not (here / "companion-relay.service").exists()
+    # --unit-dir still wins
+    code, out, _ = run_main(["install-service", "relay", "--unit-dir", str(tmp_path / "u")], capsys)
+    assert code == 0 and (tmp_path / "u" / "companion-relay.service").is_file()
 
 
 def test_frozen_binary_is_started_directly(monkeypatch: pytest.MonkeyPatch) -> None:

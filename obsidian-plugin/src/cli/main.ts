@@ -13,7 +13,7 @@ import { AuthError, CompanionError, InputError, MassDeleteRefused, NotConverged,
 import { RelayClient } from "../relay/client";
 import { fetchTransport } from "../relay/transport";
 import { SyncEngine } from "../sync/engine";
-import { joinVault } from "../sync/join";
+import { ensureLayoutFolders, joinVault } from "../sync/join";
 import { Backoff, retryDelay } from "../sync/policy";
 import type { RoundReport } from "../sync/report";
 import { copyDir, FilePartials, FileStateStore, loadDevice, readPassphraseFile, saveDevice, SecretsFile, VaultLock } from "./home";
@@ -124,6 +124,10 @@ async function join(pos: string[], opts: Record<string, string | true>): Promise
         created: Date.now() / 1000,
       });
     },
+  });
+  await ensureLayoutFolders({
+    exists: (p) => fsp.lstat(path.join(root, p)).then(() => true, () => false),
+    mkdir: (p) => fsp.mkdir(path.join(root, p)),
   });
   console.log(`${joined.createdVault ? "created" : "joined"} vault ${joined.vaultId} as '${name}' (human)`);
   console.log(`key fingerprint: ${joined.key.fingerprint} (the same on every device of this vault)`);

@@ -46,6 +46,45 @@ LAZY_COMMANDS: dict[str, str] = {
 }
 
 
+GLOBAL_VERBOSE = ("-v", "--verbose")
+
+
+def _verbose_after_command(ctx: click.Context, param: click.Parameter, value: int) -> int:
+    """`-v` given after the command (`companion watch VAULT -v`): counted with any before it,
+    and logging set up again at the new level."""
+    app = ctx.find_root().obj
+    if value and isinstance(app, AppContext):
+        app.verbose += value
+        setup_logging(app.paths.log_dir, app.verbose)
+        logging.getLogger("companion").debug(
+            "companion %s: %s", __version__, ctx.find_root().invoked_subcommand or "tray"
+        )
+    return value
+
+
+def accept_global_flags(cmd: click.Command) -> click.Command:
+    """Give `cmd` (and every command under it) the global `-v/--verbose` too, so it works
+    after the command as most command lines allow. Click parses each command's own options
+    first, so a value that looks like the flag (`--name -v`) stays a value."""
+    if getattr(cmd, "_companion_global_flags", False):
+        return cmd
+    if not any(set(GLOBAL_VERBOSE) & set(getattr(p, "opts", ())) for p in cmd.params):
+        cmd.params.append(
+            click.Option(
+                list(GLOBAL_VERBOSE),
+                count=True,
+                expose_value=False,
+                callback=_verbose_after_command,
+                help="Log to stderr too (-vv for debug); also accepted before the command.",
+            )
+        )
+    cmd._companion_global_flags = True  # type: ignore[attr-defined]
+    if isinstance(cmd, click.Group):
+        for sub in cmd.commands.values():
+            accept_global_flags(sub)
+    return cmd
+
+
 class LazyGroup(click.Group):
     def _available(self) -> dict[str, str]:
         """The registered commands whose module ships in this build.
@@ -69,12 +108,12 @@ class LazyGroup(click.Group):
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
         cmd = super().get_command(ctx, cmd_name)
         if cmd is not None:
-            return cmd
+            return accept_global_flags(cmd)
         target = self._available().get(cmd_name)
         if target is None:
             return None
         module_name, attr = target.split(":")
-        return getattr(importlib.import_module(module_name), attr)
+        return accept_global_flags(getattr(importlib.import_module(module_name), attr))
 
 
 @click.group(
@@ -83,7 +122,12 @@ class LazyGroup(click.Group):
     context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100},
 )
 @click.version_option(__version__, "--version", prog_name="companion")
-@click.option("-v", "--verbose", count=True, help="Log to stderr too (-vv for debug).")
+@click.option(
+    "-v",
+    "--verbose",
+    count=True,
+    help="Log to stderr too (-vv for debug); before or after the command.",
+)
 @click.pass_context
 def cli(ctx: click.Context, verbose: int) -> None:
     """Vault Companion: encrypted sync, secret guard and nightly dream for an agent's vault.
@@ -197,5 +241,3 @@ def exit_now(code: object) -> None:
         except (OSError, ValueError):  # a closed pipe (`companion status | head`): as a normal exit
             code = code or 120
     os._exit(code & 0xFF)
-
-

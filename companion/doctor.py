@@ -238,9 +238,9 @@ def _relay_data_dir(c: Context) -> Path | None:
     default relay folder when it exists."""
     if c.relay_data is not None:
         return c.relay_data
-    from companion.services.units import RELAY_UNIT, user_unit_dir
+    from companion.services.units import RELAY_UNIT, install_unit_dir
 
-    unit = (c.unit_dir or user_unit_dir()) / RELAY_UNIT
+    unit = (c.unit_dir or install_unit_dir()) / RELAY_UNIT
     if unit.is_file():
         for line in unit.read_text(encoding="utf-8", errors="replace").splitlines():
             if line.startswith("ExecStart="):
@@ -696,13 +696,13 @@ def check_services(c: Context) -> Check:
         MARKER,
         RELAY_UNIT,
         WATCH_TEMPLATE,
+        install_unit_dir,
         linger_enabled,
-        user_unit_dir,
     )
 
     if not sys.platform.startswith("linux"):
         return Check("services", "skip", "systemd user units are for Linux servers")
-    unit_dir = c.unit_dir or user_unit_dir()
+    unit_dir = c.unit_dir or install_unit_dir()  # where install-service writes them
     ours = []
     for name in (RELAY_UNIT, WATCH_TEMPLATE, DREAM_TEMPLATE, DREAM_TIMER):
         p = unit_dir / name

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from companion.demo.sample import PLANTED_BROKEN_LINKS, write_sample_vault
+from companion.vault import Vault, run_check
 from tests.conftest import run_companion
 
 
@@ -13,6 +15,9 @@ def test_demo_runs_twice_and_cleans_up(companion_home: Path) -> None:
         assert res.returncode == 0, res.stdout + res.stderr
         out = res.stdout
         assert "broken: knowledge/Backups.md:8  [[Restore drill]]" in out
+        # the check's errors are the sample's own, planted: said so, not a failure (#39, 8h)
+        assert "2 errors (2 broken links, 0 missing headings)" in out
+        assert "planted in the sample on purpose" in out
         assert "MEMORY (your personal notes) [" in out
         assert "USER PROFILE (who the user is) [" in out
         assert "== 6. The nightly dream on the server" in out
@@ -44,3 +49,14 @@ def test_demo_keep_leaves_the_vault(companion_home: Path) -> None:
     vault = companion_home / "data" / "demo" / "server" / "vault"
     assert (vault / "Home.md").is_file()
     assert (vault / "journal" / "2026-03-09.md").is_file()
+
+
+def test_the_planted_broken_links_are_the_only_errors(tmp_path: Path) -> None:
+    """What the demo calls planted is exactly what the check finds in the sample."""
+    import datetime as dt
+
+    write_sample_vault(tmp_path / "v", dt.date(2026, 3, 2))
+    d = run_check(Vault(tmp_path / "v"), tmp_path / "data").to_dict()
+    found = {(b["source"], b["raw"]) for b in d["broken_links"]}
+    assert found == set(PLANTED_BROKEN_LINKS)
+    assert d["problems"]["errors"] == len(PLANTED_BROKEN_LINKS)

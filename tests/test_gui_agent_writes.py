@@ -84,3 +84,40 @@ def test_with_no_agent_writes_the_dreams_changes_keep_the_height(qtbot, tmp_path
     w.show()
     qtbot.waitExposed(w)
     assert panel.height() <= panel.title.sizeHint().height() + 20, panel.height()
+
+
+def test_a_write_is_described_in_the_interfaces_language(qtbot, tmp_path: Path) -> None:
+    """The MCP server records an English sentence for the agent; the review words each write
+    itself, so a Spanish interface shows no English (#39, item 8f)."""
+    vault = tmp_path / "vault"
+    report = write_sample_vault(vault)
+    day = dt.datetime(2025, 11, 28, 15, 30, tzinfo=dt.UTC)
+    log = WriteLog(vault, "server", clock=lambda: day)
+    log.record(
+        AgentWrite(tool="append_journal", path="journal/2025-11-28.md", action="journal",
+                   message="added to today's journal journal/2025-11-28.md, in a new "
+                   "section '## Learned'", client="claude-code 2.1")
+    )  # fmt: skip
+    log.record(
+        AgentWrite(tool="write_note", path="knowledge/Solar (agent draft).md", action="sibling",
+                   requested="knowledge/Solar.md", message="you are editing knowledge/Solar.md:"
+                   " the text went to knowledge/Solar (agent draft).md", client="claude-code 2.1")
+    )  # fmt: skip
+    i18n.set_language("es")
+    window = ReviewWindow(report, NoteLocator(vault))
+    qtbot.addWidget(window)
+    panel = agent_writes.attach(window)
+    assert panel is not None and panel.tree.topLevelItemCount() == 2
+    seen = []
+    for i in range(2):
+        panel.tree.setCurrentItem(panel.tree.topLevelItem(i))
+        seen.append(panel.detail.toPlainText().split("\n")[0])
+        seen.append(panel.tree.topLevelItem(i).toolTip(1))
+    text = " ".join(seen)
+    assert "journal" not in text.replace("journal/", "") and "editing" not in text, seen
+    assert "diario" in seen[0] and "journal/2025-11-28.md" in seen[0]
+    assert "knowledge/Solar.md" in seen[2] and "borrador" in seen[2]
+    i18n.set_language("en")
+    panel.reload()
+    panel.tree.setCurrentItem(panel.tree.topLevelItem(0))
+    assert "journal/2025-11-28.md" in panel.detail.toPlainText()

@@ -428,3 +428,40 @@ def test_streamable_http_on_loopback(tmp_path: Path) -> None:
     finally:
         proc.terminate()
         proc.wait(15)
+
+
+def test_the_journal_heading_and_tag_follow_the_vaults_language(
+    tmp_path: Path, companion_home: Path
+) -> None:
+    """A Spanish setup (#39, item 8f): `append_journal` picks the heading as the dream does,
+    from `[dream] language`, the journal's own words, and with no journal to go by the
+    interface's language; a new day carries the tag the vault's days share (`diario`)."""
+    import datetime as dt
+
+    config = companion_home / "config" / "config.toml"
+    config.parent.mkdir(parents=True, exist_ok=True)
+    config.write_text('[gui]\nlanguage = "es"\n')
+    fresh = _vault(tmp_path / "fresh")
+
+    async def body(c: Client) -> Any:
+        return await call(c, "append_journal", section="learned", text="WAL en modo compartido")
+
+    err, res = run_session(fresh, body)
+    assert not err, res
+    (day,) = (fresh / "journal").glob("*.md")
+    text = day.read_text()
+    assert "## Aprendido" in text and "Learned" not in text
+
+    config.write_text("")  # an English interface: the Spanish journal still decides
+    used = _vault(tmp_path / "used")
+    before = (dt.datetime.now(dt.UTC) - dt.timedelta(days=3)).date().isoformat()
+    write_old(
+        used,
+        f"journal/{before}.md",
+        "---\ntags: [diario]\n---\n## Hecho\n\n- Terminé la copia de seguridad\n",
+    )
+    err, res = run_session(used, body)
+    assert not err, res
+    (new,) = [p for p in (used / "journal").glob("*.md") if p.stem != before]
+    text = new.read_text()
+    assert "## Aprendido" in text and "tags: [diario]" in text

@@ -128,6 +128,8 @@ def assert_identical(agent: Device, phone: PluginDevice) -> dict[str, bytes]:
 
 def test_join_edits_rename_delete_binary_and_nfd_names_converge(pair):
     agent, phone = pair
+    # folders do not sync: the join made the vault layout's own (#39, item 8e)
+    assert all((phone.vault / d).is_dir() for d in ("knowledge", "projects", "journal"))
     noise = os.urandom(300_000)
     big = os.urandom(5 * 1024 * 1024 + 123)  # more than one 4 MiB chunk
     agent.write("Home.md", "# Home\n\nSee [[knowledge/git]].\n")
@@ -211,6 +213,19 @@ def test_agent_changes_to_obsidian_plugins_are_held_until_the_person_decides(pai
     phone.synced()
     assert phone.status()["held"] == []
     assert_identical(agent, phone)
+
+
+def test_help_is_usage_not_an_unknown_command(cli: Path) -> None:
+    """`node dist/cli.js --help` (or -h, or `help`) prints the usage, exit 0 (#39, item 8b);
+    no command at all is a usage error (2); an unknown one still names itself."""
+    for args in (["--help"], ["-h"], ["help"], ["sync", "--help"]):
+        r = subprocess.run(["node", str(cli), *args], capture_output=True, text=True, timeout=60)
+        assert r.returncode == 0, (args, r.stderr)
+        assert "unknown command" not in r.stderr and r.stdout.startswith("usage:"), args
+    r = subprocess.run(["node", str(cli)], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 2 and "usage:" in r.stdout + r.stderr
+    r = subprocess.run(["node", str(cli), "frob"], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 2 and "unknown command 'frob'" in r.stderr
 
 
 def test_exit_statuses_match_the_companion_cli(pair, tmp_path):

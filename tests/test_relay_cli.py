@@ -173,6 +173,8 @@ def test_port_in_use_is_a_clear_error(tmp_path):
         out = run("serve", "--data", str(tmp_path / "r"), "--port", str(port))
     assert out.returncode == 1 and f"cannot serve on 127.0.0.1:{port}" in out.stderr
     assert "Traceback" not in out.stderr
+    # nothing was created for a relay that never served (#39, item 8d)
+    assert not (tmp_path / "r").exists()
 
 
 def test_serve_over_tls(tmp_path):

@@ -13,6 +13,7 @@ import shlex
 import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -54,19 +55,33 @@ def verify(unit_dir: Path, *names: str, home: Path | None = None) -> subprocess.
         if m and not p.exists():
             p.symlink_to(unit_dir / f"{m[1]}{m[3]}")
         paths.append(str(p))
-    runtime = unit_dir.parent / "runtime"
-    runtime.mkdir(mode=0o700, exist_ok=True)
+    runtime = short_runtime_dir()
     env = dict(os.environ, XDG_RUNTIME_DIR=str(runtime))
     if home is not None:
         env["HOME"] = str(home)
-    return subprocess.run(
-        [SYSTEMD_ANALYZE, "verify", "--user", *paths],
-        capture_output=True,
-        text=True,
-        env=env,
-        cwd=unit_dir,
-        timeout=60,
-    )
+    try:
+        return subprocess.run(
+            [SYSTEMD_ANALYZE, "verify", "--user", *paths],
+            capture_output=True,
+            text=True,
+            env=env,
+            cwd=unit_dir,
+            timeout=60,
+        )
+    finally:
+        shutil.rmtree(runtime, ignore_errors=True)
+
+
+def short_runtime_dir() -> Path:
+    """A fresh XDG_RUNTIME_DIR for `systemd-analyze --user`, under a short system folder.
+
+    systemd-analyze loads the user's socket units too, whose paths sit under the runtime dir
+    and must fit a socket address (108 bytes): under pytest's tmp_path a long TMPDIR made them
+    "File name too long" (#39, item 3). So not under TMPDIR, whatever it is."""
+    for base in ("/tmp", "/dev/shm", "/var/tmp"):
+        if os.path.isdir(base) and os.access(base, os.W_OK | os.X_OK):
+            return Path(tempfile.mkdtemp(prefix="vc-rt-", dir=base))
+    return Path(tempfile.mkdtemp(prefix="vc-rt-"))
 
 
 def assert_verified(res: subprocess.CompletedProcess) -> None:
@@ -153,6 +168,17 @@ def test_an_interpreter_in_an_awkward_folder_is_found_by_systemd(tmp_path: Path)
     (odd / "python").unlink()
     res = verify(units, "companion-watch@srv-vault.service")
     assert res.returncode != 0 and "is not executable" in res.stderr
+
+
+@needs_analyze
+@linux_only
+def test_units_in_a_deep_folder_verify_whatever_the_temp_path(tmp_path: Path) -> None:
+    """The check itself must not depend on a short temp path (#39, item 3): units under a
+    folder far longer than a socket address still verify cleanly."""
+    deep = tmp_path / ("d" * 60) / ("e" * 60) / "units"
+    svc.write_units(svc.relay_units(svc.companion_command(), deep / "data"), deep)
+    assert len(str(deep)) > 120
+    assert_verified(verify(deep, "companion-relay.service"))
 
 
 def test_a_program_path_systemd_refuses_is_a_clear_error() -> None:
@@ -354,11 +380,45 @@ def test_relay_on_a_public_address_does_not_trust_forwarded_headers(
 def test_default_unit_dir_follows_xdg_config_home(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    monkeypatch.delenv("COMPANION_HOME", raising=False)
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))
     code, out, _ = run_main(["install-service", "relay"], capsys)
     assert code == 0
     assert (tmp_path / "xdg" / "systemd" / "user" / "companion-relay.service").is_file()
+    assert "systemctl --user link" not in out  # already where systemd looks
     assert svc.user_unit_dir({"HOME": "/home/ana"}) == Path("/home/ana/.config/systemd/user")
+
+
+@linux_only
+def test_with_companion_home_the_units_stay_under_it_and_the_command_says_how_to_link(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    companion_home: Path,
+) -> None:
+    """COMPANION_HOME moves all of a device's state; the units too, never into the real
+    ~/.config/systemd/user (#39, item 8g). The command says where they are and how to link
+    them into systemd's search path."""
+    xdg = tmp_path / "xdg"
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(xdg))
+    vault = tmp_path / "vault"
+    vault.mkdir()
+    here = companion_home / "systemd" / "user"
+    assert svc.install_unit_dir() == here
+    code, out, err = run_main(["install-service", "watch", "--vault", str(vault)], capsys)
+    assert code == 0, err
+    assert (here / "companion-watch@.service").is_file()
+    assert not xdg.exists()
+    assert f"created: {here / 'companion-watch@.service'}" in out
+    link = f"systemctl --user link {shlex.quote(str(here / 'companion-watch@.service'))}"
+    assert link in out
+    assert out.index(link) < out.index("systemctl --user enable --now")
+    code, out, _ = run_main(["install-service", "relay", "--dry-run"], capsys)
+    assert code == 0 and f"# --- {here / 'companion-relay.service'}" in out
+    assert not (here / "companion-relay.service").exists()
+    # --unit-dir still wins
+    code, out, _ = run_main(["install-service", "relay", "--unit-dir", str(tmp_path / "u")], capsys)
+    assert code == 0 and (tmp_path / "u" / "companion-relay.service").is_file()
 
 
 def test_frozen_binary_is_started_directly(monkeypatch: pytest.MonkeyPatch) -> None:

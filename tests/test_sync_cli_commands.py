@@ -101,6 +101,29 @@ def test_exit_status_when_offline_locked_or_mass_deleting(pair, cluster) -> None
     assert "reach" in data["errors"][-1]["message"] or "answer" in data["errors"][-1]["message"]
 
 
+def test_status_shows_an_error_only_until_a_later_round_succeeds(pair, cluster) -> None:
+    """An old "cannot reach the relay" is history once a later round got through (#39, item
+    8c): `status` shows the last round's error, `--json` keeps the rolling list beside it."""
+    laptop, _server = pair
+    (laptop.vault / "a.md").write_text("a\n")
+    assert laptop("sync", str(laptop.vault))[0] == 0
+    cluster.relay.stop()
+    assert laptop("sync", str(laptop.vault))[0] == 5
+    code, out, _ = laptop("status", str(laptop.vault), "--offline")
+    assert code == 0 and "last error:" in out
+    data = json.loads(laptop("status", str(laptop.vault), "--offline", "--json")[1])
+    assert data["last_error"] is not None and data["last_error"]["kind"] == "offline"
+
+    cluster.relay.restart()
+    assert laptop("sync", str(laptop.vault))[0] == 0
+    code, out, _ = laptop("status", str(laptop.vault))
+    assert code == 0 and "online" in out
+    assert "last error" not in out and "reach" not in out, out
+    data = json.loads(laptop("status", str(laptop.vault), "--json")[1])
+    assert data["last_error"] is None
+    assert data["errors"][-1]["kind"] == "offline"  # still in the history
+
+
 def test_not_initialised_folder_is_a_usage_error(pair, tmp_path: Path) -> None:
     laptop, _ = pair
     other = tmp_path / "plain-folder"

@@ -50,6 +50,27 @@ def test_first_device_creates_the_vault_and_the_second_joins(cli, cluster) -> No
     assert token not in f.read_text()
 
 
+def test_every_joined_copy_gets_the_vault_layouts_folders(cli, cluster) -> None:
+    """Sync carries files, not folders: `vault init`'s empty knowledge/ never reached the
+    laptop (#39, item 8e). Joining creates the layout's folders on every copy (never Home.md,
+    a note that arrives by sync), and leaves what is there alone."""
+    server, laptop = cli("server"), cli("laptop")
+    assert server("vault", "init", str(server.vault))[0] == 0
+    assert server.init(kind="agent")[0] == 0
+    assert server("sync", str(server.vault))[0] == 0
+    laptop.vault.mkdir(parents=True)
+    (laptop.vault / "journal").write_text("a file where a folder would go\n")
+    code, _out, err = laptop.init()
+    assert code == 0, err
+    assert (laptop.vault / "knowledge").is_dir() and (laptop.vault / "projects").is_dir()
+    assert (laptop.vault / "journal").is_file()  # kept as it was
+    assert not (laptop.vault / "Home.md").exists()  # comes with the first sync
+    assert list((laptop.vault / "knowledge").iterdir()) == []
+    (laptop.vault / "journal").unlink()
+    assert laptop("sync", str(laptop.vault))[0] == 0
+    assert (laptop.vault / "Home.md").read_bytes() == (server.vault / "Home.md").read_bytes()
+
+
 def test_passphrase_file_readable_by_others_is_refused(cli, cluster, tmp_path: Path) -> None:
     laptop = cli("laptop")
     laptop.passphrase_file = _secret_file(tmp_path / "loose.txt", "some passphrase", 0o644)
@@ -190,6 +211,8 @@ def test_the_invite_decides_the_kind(cli, cluster) -> None:
     desk = cli("desk")
     code, _out, err = desk.init(invite=cluster.invite("agent"), kind="human")
     assert code == 1 and "kind" in err and err.count("\n") == 1
+
+
 def test_plain_http_to_another_host_needs_insecure_http(cli, cluster) -> None:
     """0.0.0.0 is not a loopback address, but connecting to it reaches this machine: the
     relay is really there, and still the token is not sent without --insecure-http."""

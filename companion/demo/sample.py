@@ -71,6 +71,13 @@ See [[Writing style]] and [[Publishing checklist]].
 """,
 }
 
+# The sample's two broken links, there on purpose so `vault check` has something to find; the
+# demo calls them planted only while they are exactly what the check reports.
+PLANTED_BROKEN_LINKS = (
+    ("knowledge/Backups.md", "[[Restore drill]]"),
+    ("projects/Blog.md", "[[Publishing checklist]]"),
+)
+
 # One entry per day, oldest first: (english?, done, decided, learned)
 JOURNAL_DAYS = [
     (

@@ -41,7 +41,7 @@ from companion.dream.read import (
     read_transcripts,
     sources_from_config,
 )
-from companion.dream.record import RunSummary, detect_language, journal_tag, record_journal
+from companion.dream.record import RunSummary, journal_tag, record_journal, vault_language
 from companion.dream.report import (
     Change,
     DreamReport,
@@ -288,7 +288,7 @@ def _read(run: _Run, since: dt.datetime | None) -> VaultIndex | None:
     run.messages = transcripts.messages
     days = journal_days(full_start.astimezone(run.tz).date(), run.today)
     run.entries, journal_texts = read_journal(run.root, days)
-    run.language = detect_language(journal_texts.values(), config.settings.dream.language)
+    run.language = vault_language(journal_texts.values(), config)
     run.journal_tag = journal_tag(journal_texts.values())
     v = Vault.from_config(run.root, config)
     index: VaultIndex | None

@@ -16,6 +16,7 @@ import datetime as dt
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from companion.dream import blocks
 from companion.dream.blocks import Ref
@@ -26,6 +27,9 @@ from companion.l10n import nsay, say
 from companion.vault.journal import section_key
 from companion.vault.layout import new_journal_text
 from companion.vault.note import load_frontmatter, split_frontmatter
+
+if TYPE_CHECKING:
+    from companion.config import Config
 
 _ES = frozenset(
     [
@@ -72,8 +76,9 @@ _EN = frozenset(
 _HEADING = re.compile(r"^#{1,6}[ \t]+(.*?)[ \t#]*$")
 
 
-def detect_language(texts: Iterable[str], configured: str = "auto") -> str:
-    """en or es: the configured language, else the journal's section names, else its words."""
+def detect_language(texts: Iterable[str], configured: str = "auto", fallback: str = "en") -> str:
+    """en or es: the configured language, else the journal's section names, else its words,
+    else (nothing to go by) `fallback`."""
     if configured in ("en", "es"):
         return configured
     es = en = 0
@@ -95,7 +100,21 @@ def detect_language(texts: Iterable[str], configured: str = "auto") -> str:
                     en_w += 1
     if es != en:
         return "es" if es > en else "en"
-    return "es" if es_w > en_w else "en"
+    if es_w != en_w:
+        return "es" if es_w > en_w else "en"
+    return fallback if fallback in ("en", "es") else "en"
+
+
+def vault_language(texts: Iterable[str], config: Config) -> str:
+    """The language the journal is written in, by the dream and by the MCP server's
+    `append_journal` alike: `[dream] language` when set; else what the journal's days say;
+    with nothing to go by (a new vault), this device's interface language (`[gui] language`,
+    else the system locale), so a Spanish setup starts its journal in Spanish."""
+    from companion.language import interface_language
+
+    return detect_language(
+        texts, config.settings.dream.language, fallback=interface_language(config)
+    )
 
 
 @dataclass
@@ -215,9 +234,7 @@ def dreaming_lines(s: RunSummary, lang: str) -> list[str]:
         bits.append(nsay(lang, "listed {n} note in [[Home]]", "listed {n} notes in [[Home]]",
                          s.listed))  # fmt: skip
     if s.repaired:
-        bits.append(
-            nsay(lang, "repaired {n} broken link", "repaired {n} broken links", s.repaired)
-        )
+        bits.append(nsay(lang, "repaired {n} broken link", "repaired {n} broken links", s.repaired))
     if s.orphans:
         bits.append(
             nsay(lang, "{n} orphan note in the report", "{n} orphan notes in the report",

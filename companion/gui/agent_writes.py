@@ -5,7 +5,9 @@ server like the dream reports. A review shows the writes made during its dream's
 the previous dream to this one), so every write appears in exactly one morning review; a
 report without a window shows its calendar day. Each write lists when, which note, what was
 done, which agent, the agent's stated reason and the diff (lines holding a secret are never in
-the record). `attach(window)` adds the panel to a `ReviewWindow` without changing that class.
+the record). Each write is worded in the interface's language from its action and paths
+(the record's English `message` is what the agent was told). `attach(window)` adds the panel
+to a `ReviewWindow` without changing that class.
 """
 
 from __future__ import annotations
@@ -79,6 +81,16 @@ def action_label(action: str) -> str:
     return tr(key) if key else action
 
 
+def describe(w: AgentWrite) -> str:
+    """One write in the interface's language: what was done to which note (and the note the
+    agent asked for, when its text went beside it). The record's `message` is the English
+    sentence the MCP server answered the agent, so it is not shown to the person."""
+    line = tr("agent.detail", what=action_label(w.action), note=w.path)
+    if w.requested and w.requested != w.path:
+        line += " " + tr("agent.requested", requested=w.requested)
+    return line
+
+
 class AgentWritesPanel(QWidget):
     """The list of agent writes of one review, with the selected write's reason and diff."""
 
@@ -121,7 +133,7 @@ class AgentWritesPanel(QWidget):
             shown = format_datetime(when) if when is not None else w.time
             item = QTreeWidgetItem([shown, w.path, action_label(w.action), w.client or w.device])
             item.setData(0, Qt.ItemDataRole.UserRole, i)
-            item.setToolTip(1, w.message)
+            item.setToolTip(1, describe(w))
             self.tree.addTopLevelItem(item)
         self.tree.setVisible(bool(n))
         self.detail.setVisible(bool(n))
@@ -147,7 +159,7 @@ class AgentWritesPanel(QWidget):
         if w is None:
             self.detail.setHtml("")
             return
-        head = f"<p>{html.escape(w.message)}</p>"
+        head = f"<p>{html.escape(describe(w))}</p>"
         if w.reason:
             head += f"<p><i>{html.escape(tr('agent.reason', reason=w.reason))}</i></p>"
         self.detail.setHtml(head + diff_html(w.diff.split("\n") if w.diff else []))

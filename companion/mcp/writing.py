@@ -321,8 +321,10 @@ def journal_key(section: str) -> str:
     return key
 
 
-def _language(ctx: VaultContext, today: dt.date) -> str:
-    from companion.dream.record import detect_language
+def _language(ctx: VaultContext, today: dt.date) -> tuple[str, str]:
+    """(language, journal tag) of the vault's journal, as the dream picks them
+    (`dream.record.vault_language`, `journal_tag`), from the last week's days."""
+    from companion.dream.record import journal_tag, vault_language
 
     texts = []
     for back in range(8):
@@ -332,7 +334,7 @@ def _language(ctx: VaultContext, today: dt.date) -> str:
             texts.append(cur.read_text(encoding="utf-8", errors="replace"))
         except OSError:
             continue
-    return detect_language(texts, ctx.config.settings.dream.language or "auto")
+    return vault_language(texts, ctx.config), journal_tag(texts)
 
 
 def _bullets(text: str) -> str:
@@ -356,11 +358,11 @@ def append_journal(ctx: VaultContext, section: str, text: str, reason: str) -> d
     today = dream_date(ctx.now(), dream_timezone(ctx.config))
     rel = f"journal/{today.isoformat()}.md"
     note_path(ctx, rel)
-    lang = _language(ctx, today)
+    lang, tag = _language(ctx, today)
     title = SECTION_NAMES[key][1 if lang == "es" else 0]
     body = _bullets(text)
     current = load(ctx, rel)
-    base = current.text if current.text is not None else new_journal_text(today)
+    base = current.text if current.text is not None else new_journal_text(today, tag)
     found = next((s for s in all_sections(base) if section_key(s.title) == key), None)
     recent = current.text is not None and ctx.edited_recently(rel)
     last = _last_section(base)

@@ -130,10 +130,16 @@ def serve(opts: ServeOptions, announce: Callable[[str], None] | None = None) -> 
         header_timeout=opts.header_timeout,
         idle_timeout=opts.idle_timeout,
     )
-    choice = StoreChoice(opts.data_dir, opts.database, opts.blobs, opts.s3_endpoint)
-    if opts.migrate:
-        migrate(choice)
-    storage = open_storage(choice)
+    # the address first: a busy port must fail before the data folder or database is touched
+    sock = bind_socket(opts.host, opts.port)
+    try:
+        choice = StoreChoice(opts.data_dir, opts.database, opts.blobs, opts.s3_endpoint)
+        if opts.migrate:
+            migrate(choice)
+        storage = open_storage(choice)
+    except BaseException:
+        sock.close()
+        raise
     retention = opts.retention or RetentionPolicy()
     app = create_app(
         storage,
@@ -142,7 +148,6 @@ def serve(opts: ServeOptions, announce: Callable[[str], None] | None = None) -> 
         retention=retention,
         prune_interval=PRUNE_INTERVAL_S,
     )
-    sock = bind_socket(opts.host, opts.port)
     tls = opts.certfile is not None
     url = url_for(sock, tls)
     port = sock.getsockname()[1]

@@ -21,6 +21,7 @@ from companion.services.units import (
     carried_environment,
     companion_command,
     dream_units,
+    install_unit_dir,
     instance_unit,
     linger_enabled,
     next_elapse,
@@ -72,7 +73,8 @@ def _sync_ready(app: AppContext, vault: Path) -> bool | None:
 @click.option(
     "--unit-dir",
     type=click.Path(file_okay=False, path_type=Path),
-    help="Write here instead of ~/.config/systemd/user (tests, packaging).",
+    help="Write here instead of ~/.config/systemd/user, or $COMPANION_HOME/systemd/user "
+    "when COMPANION_HOME is set (tests, packaging).",
 )
 @click.option("--dry-run", is_flag=True, help="Print the units and commands; write nothing.")
 @click.option("--force", is_flag=True, help="Replace unit files install-service did not write.")
@@ -98,7 +100,9 @@ def install_service(
     every night at [dream] time in [dream] timezone; a night missed while the machine was off
     runs at the next boot). The units start this same installation of the companion, and
     carry COMPANION_HOME, HERMES_HOME and COMPANION_PASSPHRASE_FILE when they are set.
-    Prints the systemctl lines that enable them; nothing is started for you.
+    The units go to ~/.config/systemd/user; with COMPANION_HOME set, under
+    $COMPANION_HOME/systemd/user, with the `systemctl --user link` lines that make them
+    known. Prints the systemctl lines that enable them; nothing is started for you.
 
     \b
     Example:
@@ -115,7 +119,7 @@ def install_service(
         )
     command = companion_command()
     env = carried_environment()
-    target_dir = (unit_dir or user_unit_dir()).expanduser()
+    target_dir = (unit_dir or install_unit_dir()).expanduser()
     enable: list[str] = []
     notes: list[str] = []
     if kind == "relay":
@@ -164,6 +168,15 @@ def install_service(
         for u, outcome in zip(units, write_units(units, target_dir, force), strict=True):
             click.echo(f"{outcome}: {target_dir / u.name}")
     quoted = " ".join(shlex.quote(n) for n in enable)
+    systemd_dir = user_unit_dir()
+    if unit_dir is None and target_dir.resolve() != systemd_dir.resolve():
+        click.echo("")
+        click.echo(
+            f"COMPANION_HOME is set, so the units are in {target_dir}, not where systemd looks "
+            f"({systemd_dir}). Link them there first:"
+        )
+        for u in units:
+            click.echo(f"  systemctl --user link {shlex.quote(str(target_dir / u.name))}")
     click.echo("")
     click.echo("Enable and start:" if not dry_run else "To enable and start (after writing):")
     click.echo("  systemctl --user daemon-reload")

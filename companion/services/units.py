@@ -1,7 +1,10 @@
 """systemd user units for the relay, the watch daemon and the dream (the library behind
 `companion install-service`; `companion.services.cli` is the command).
 
-Four units, written for the current user into `$XDG_CONFIG_HOME/systemd/user/`:
+Four units, written for the current user into `$XDG_CONFIG_HOME/systemd/user/` (with
+`COMPANION_HOME` set, into `$COMPANION_HOME/systemd/user/` instead, to be linked with
+`systemctl --user link`: that variable moves all of a device's state, so a test or a second
+device on the machine never writes systemd's real folder):
 
 - `companion-relay.service`: `companion relay serve` on localhost (behind a TLS reverse proxy);
 - `companion-watch@.service`: `companion watch VAULT`, one instance per vault, the instance
@@ -302,6 +305,16 @@ def user_unit_dir(environ: Mapping[str, str] | None = None) -> Path:
     env = os.environ if environ is None else environ
     base = env.get("XDG_CONFIG_HOME") or str(Path(env.get("HOME") or Path.home()) / ".config")
     return Path(base).expanduser() / "systemd" / "user"
+
+
+def install_unit_dir(environ: Mapping[str, str] | None = None) -> Path:
+    """Where install-service writes by default: `$COMPANION_HOME/systemd/user` when
+    `COMPANION_HOME` is set, else systemd's own `user_unit_dir`."""
+    env = os.environ if environ is None else environ
+    home = env.get("COMPANION_HOME")
+    if home:
+        return Path(home).expanduser().resolve() / "systemd" / "user"
+    return user_unit_dir(env)
 
 
 def write_units(units: Sequence[UnitFile], unit_dir: Path, force: bool = False) -> list[str]:

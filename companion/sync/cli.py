@@ -66,9 +66,7 @@ def _locked(app: AppContext, vault: Path, *, serves_requests: bool = False) -> A
     from companion.sync.device import vault_dir
     from companion.sync.lock import VaultLock
 
-    return VaultLock(
-        vault_dir(app.paths, os.path.realpath(vault)), serves_requests=serves_requests
-    )
+    return VaultLock(vault_dir(app.paths, os.path.realpath(vault)), serves_requests=serves_requests)
 
 
 def _round_errors(exc: BaseException) -> None:
@@ -411,8 +409,8 @@ def status(app: AppContext, vault: Path | None, as_json: bool, offline: bool) ->
         click.echo(f"conflicts ({len(data['conflicts'])} copies in the vault):")
         for c in data["conflicts"][-10:]:
             click.echo(f"  {shown(c.get('message') or c.get('copy') or '')}")
-    if data["errors"]:
-        last = data["errors"][-1]
+    last = data["last_error"]
+    if last:
         click.echo(f"last error: {_when(last.get('time'))}: {last.get('message')}")
 
 

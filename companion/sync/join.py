@@ -10,9 +10,11 @@
    refuses to create a second vault key. Otherwise the wrapped key is fetched and unwrapped with
    the passphrase (or a recovery key is checked against the vault's records).
 3. Only now are the token and the vault key stored in the secret store, and the device state
-   saved. If the key does not unlock, the device leaves the vault (its token is revoked on the
-   relay), so a device that never held the key never keeps a working token; the person asks for
-   a new invite and runs `init` again.
+   saved, and the vault layout's folders (knowledge/, projects/, journal/) created where
+   missing: sync carries files, not folders, so an empty area would never arrive. If the key
+   does not unlock, the device leaves the vault (its token is revoked on the relay), so a
+   device that never held the key never keeps a working token; the person asks for a new
+   invite and runs `init` again.
 
 The passphrase comes from `COMPANION_PASSPHRASE_FILE` (a file only its owner can read: one
 readable by group or others is refused), then from the secret store entry
@@ -54,6 +56,7 @@ from companion.sync.conflicts import KINDS
 from companion.sync.device import DeviceState, SecretMissing
 from companion.testmode import WEAK_KDF_ENV, escape_hatch
 from companion.textsafe import display_name_problem, shown
+from companion.vault.layout import ensure_area_folders
 
 log = get_logger("sync.join")
 
@@ -326,6 +329,7 @@ def join_vault(
     state.store_token(store, token)
     state.store_key(store, key)
     state.save(paths)
+    ensure_area_folders(root)  # folders do not sync: every copy gets the vault's layout
     return JoinResult(state, created, resumed)
 
 

@@ -67,9 +67,25 @@ def collect_status(
         "not_synced": saved.get("not_synced") or [],  # as the last round's scans found them
         "not_synced_count": saved.get("not_synced_count") or len(saved.get("not_synced") or []),
         "errors": saved.get("errors") or [],
+        "last_error": current_error(saved),
         "last_round": saved.get("last_round"),
         "daemon": holder,
     }
+
+
+def current_error(saved: dict[str, Any]) -> dict[str, Any] | None:
+    """The newest error if it belongs to the latest round (recorded at or after that round
+    started), else None: an old "cannot reach the relay" is history once a later round got
+    through, and stays only in the rolling `errors` list."""
+    errors = saved.get("errors") or []
+    last = errors[-1] if errors and isinstance(errors[-1], dict) else None
+    if last is None:
+        return None
+    started = saved.get("last_attempt")
+    when = last.get("time")
+    if isinstance(started, int | float) and isinstance(when, int | float) and when < started:
+        return None
+    return last
 
 
 def _alive(pid: object) -> bool:

@@ -2,6 +2,10 @@
 
 `init_vault` creates what is missing and never touches what exists (it creates files with
 exclusive mode, so a file that appears meanwhile is kept, not overwritten).
+
+Sync carries files, not folders, so an area still empty on the device that ran `vault init`
+would never reach the others: `ensure_area_folders` (called when a device joins the vault)
+creates the areas on every copy. Home.md is a note, and arrives by sync like any other.
 """
 
 from __future__ import annotations
@@ -77,6 +81,23 @@ def init_vault(root: str | Path) -> InitResult:
             f"cannot create the vault layout in {root}: {exc.strerror or exc}"
         ) from None
     return result
+
+
+def ensure_area_folders(root: str | Path) -> list[str]:
+    """Create the missing area folders (knowledge/, projects/, journal/) in an existing vault
+    folder; a file or link already named like one is left alone. The names created."""
+    root = Path(root)
+    created = []
+    for area in AREAS:
+        d = root / area
+        if d.exists() or d.is_symlink():
+            continue
+        try:
+            d.mkdir()
+        except OSError:
+            continue  # a race or a read-only folder: the vault works without it
+        created.append(area + "/")
+    return created
 
 
 def looks_like_vault(root: str | Path) -> bool:

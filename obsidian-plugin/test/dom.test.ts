@@ -67,22 +67,28 @@ function makeTab() {
   const app = { secretStorage: { getSecret: (k: string) => secrets.get(k) ?? null, setSecret: (k: string, v: string) => void secrets.set(k, v) } };
   const store = secretStore(app, null);
   const save = async () => void saved.push(JSON.stringify(settings));
+  const folders = new Set<string>(["journal"]); // the vault's folders (journal/ already there)
+  const made: string[] = [];
+  const adapter = {
+    exists: async (p: string) => folders.has(p),
+    mkdir: async (p: string) => void (folders.add(p), made.push(p)),
+  };
   const tab = new CompanionSettingTab(app as never, {} as never, {
     settings,
     state: () => null,
     saveSettings: save,
-    join: (form) => joinFromSettings(form, { transport: httpTransport, secrets: store, settings, save }),
+    join: (form) => joinFromSettings(form, { transport: httpTransport, secrets: store, settings, save, folders: adapter }),
     syncNow: async () => {},
     forget: async () => {},
   });
   document.body.appendChild(tab.containerEl);
-  return { tab, settings, saved, secrets };
+  return { tab, settings, saved, secrets, made };
 }
 
 describe("settings tab", () => {
   it("joins through the form; the token and key go to secret storage, never to data.json", async () => {
     const vid = await vaultWithKey();
-    const { tab, settings, saved, secrets } = makeTab();
+    const { tab, settings, saved, secrets, made } = makeTab();
     tab.display();
     type(input(tab, "Relay URL"), relay.url);
     type(input(tab, "Invite code"), await relay.invite(vid));
@@ -104,6 +110,8 @@ describe("settings tab", () => {
       expect(s).not.toContain(PASS);
     }
     expect(tab.containerEl.textContent).toContain(settings.fingerprint);
+    // folders do not sync: the vault layout's missing ones are made on joining (#39, 8e)
+    expect(made).toEqual(["knowledge", "projects"]);
   });
 
   it("shows a one-line error for a wrong passphrase and stays unjoined", async () => {

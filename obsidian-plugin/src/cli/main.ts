@@ -13,7 +13,7 @@ import { AuthError, CompanionError, InputError, MassDeleteRefused, NotConverged,
 import { RelayClient } from "../relay/client";
 import { fetchTransport } from "../relay/transport";
 import { SyncEngine } from "../sync/engine";
-import { joinVault } from "../sync/join";
+import { ensureLayoutFolders, joinVault } from "../sync/join";
 import { Backoff, retryDelay } from "../sync/policy";
 import type { RoundReport } from "../sync/report";
 import { copyDir, FilePartials, FileStateStore, loadDevice, readPassphraseFile, saveDevice, SecretsFile, VaultLock } from "./home";
@@ -124,6 +124,10 @@ async function join(pos: string[], opts: Record<string, string | true>): Promise
         created: Date.now() / 1000,
       });
     },
+  });
+  await ensureLayoutFolders({
+    exists: (p) => fsp.lstat(path.join(root, p)).then(() => true, () => false),
+    mkdir: (p) => fsp.mkdir(path.join(root, p)),
   });
   console.log(`${joined.createdVault ? "created" : "joined"} vault ${joined.vaultId} as '${name}' (human)`);
   console.log(`key fingerprint: ${joined.key.fingerprint} (the same on every device of this vault)`);
@@ -354,10 +358,16 @@ async function watch(pos: string[], opts: Record<string, string | true>): Promis
 
 export async function main(argv: string[]): Promise<number> {
   try {
+    if (!argv.length) {
+      console.error(USAGE);
+      return 2;
+    }
     const { cmd, pos, opts } = parseArgs(argv);
-    if (!cmd || opts.help || cmd === "help") {
+    // `--help`, `-h` or `help` in place of a command, or `--help` after one: the usage, as
+    // `companion --help` prints it (was "unknown command '--help'")
+    if (["--help", "-h", "help"].includes(cmd) || opts.help) {
       console.log(USAGE);
-      return cmd ? 0 : 2;
+      return 0;
     }
     if (cmd === "join") await join(pos, opts);
     else if (cmd === "sync") await sync(pos, opts);

@@ -3,14 +3,21 @@ import { toHex } from "../crypto/bytes";
 import { ensureSelfTest } from "../crypto/wrap";
 import { RelayClient } from "../relay/client";
 import type { Transport } from "../relay/transport";
-import { joinVault } from "../sync/join";
+import { ensureLayoutFolders, type FolderMaker, joinVault } from "../sync/join";
 import { keyId, type SecretStore, tokenId } from "./secrets";
 import type { JoinForm, PluginSettings } from "./settings";
 import { InputError } from "../errors";
 
 export async function joinFromSettings(
   form: JoinForm,
-  deps: { transport: Transport; secrets: SecretStore; settings: PluginSettings; save: () => Promise<void> },
+  deps: {
+    transport: Transport;
+    secrets: SecretStore;
+    settings: PluginSettings;
+    save: () => Promise<void>;
+    /** The vault's files (the adapter): the layout's folders are made there once joined. */
+    folders?: FolderMaker;
+  },
 ): Promise<string> {
   if (!/^https?:\/\//.test(form.relayUrl)) throw new InputError("the relay URL must start with https:// (or http:// on your own network)");
   await ensureSelfTest();
@@ -35,5 +42,6 @@ export async function joinFromSettings(
       await deps.save();
     },
   });
+  if (deps.folders) await ensureLayoutFolders(deps.folders);
   return `${joined.createdVault ? "Created" : "Joined"} vault ${joined.vaultId}. Key fingerprint ${joined.key.fingerprint} (compare it with your other devices). The token and key are in ${deps.secrets.description}.`;
 }

@@ -281,6 +281,7 @@ export default class VaultCompanionPlugin extends Plugin {
       secrets: this.secrets,
       settings: this.settings,
       save: () => this.saveSettings(),
+      folders: this.app.vault.adapter,
     });
     await this.openEngine();
     this.schedule(null);

@@ -72,6 +72,34 @@ async function checkRecoveryKey(client: RelayClient, vaultId: string, key: Vault
   }
 }
 
+/**
+ * The vault layout's folders (companion/vault/layout.py `AREAS`). Sync carries files, not
+ * folders, so an area still empty where `companion vault init` made it would never arrive:
+ * every joined copy creates them itself (docs/sync.md, "Folders").
+ */
+export const LAYOUT_FOLDERS: readonly string[] = ["knowledge", "projects", "journal"];
+
+export interface FolderMaker {
+  exists(path: string): Promise<boolean>;
+  mkdir(path: string): Promise<void>;
+}
+
+/** Create the missing layout folders; anything already named so (a file too) is left alone,
+ * and a folder that cannot be made is skipped (the vault works without it). The ones made. */
+export async function ensureLayoutFolders(fs: FolderMaker): Promise<string[]> {
+  const made: string[] = [];
+  for (const name of LAYOUT_FOLDERS) {
+    try {
+      if (await fs.exists(name)) continue;
+      await fs.mkdir(name);
+      made.push(name);
+    } catch {
+      /* a race or a read-only folder: skip it */
+    }
+  }
+  return made;
+}
+
 export async function joinVault(input: JoinInput): Promise<Joined> {
   const { client } = input;
   const kind: Kind = input.kind ?? "human";

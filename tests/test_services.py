@@ -26,8 +26,8 @@ from companion.services import units as svc
 
 SYSTEMD_ESCAPE = shutil.which("systemd-escape")
 SYSTEMD_ANALYZE = shutil.which("systemd-analyze")
-needs_escape = pytest.mark.skipif(SYSTEMD_ESCAPE is None, reason="systemd-escape not installed")
-needs_analyze = pytest.mark.skipif(SYSTEMD_ANALYZE is None, reason="systemd-analyze not installed")
+needs_escape = pytest.mark.needs("systemd")
+needs_analyze = pytest.mark.needs("systemd")
 linux_only = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="systemd is Linux")
 
 

@@ -203,3 +203,33 @@ def test_nightly_dreams_beside_watch_exit_0_and_leave_nothing_pending(tmp_path: 
         finally:
             watch.terminate()
             watch.wait(20)
+
+
+def test_the_dreaming_line_says_who_is_known_to_have_changed_a_note(tmp_path: Path) -> None:
+    """On the server, two notes changed within the human-edit window: one the person edited
+    on the laptop (synced, device kind human), one written on the server by a plain file write
+    (nobody the companion can name). Both wait; only the first is the person's editing
+    (#39.5)."""
+    with cluster(tmp_path / "c") as c:
+        server = c.add_device("server", "agent")
+        laptop = c.add_device("laptop", "human")
+        laptop.write("knowledge/Reading.md", "# Reading\n\nBooks for the winter.\n")
+        server.write("knowledge/Builds.md", "# Builds\n\nThe nightly builds.\n")
+        server.write(
+            "journal/2026-11-28.md",
+            "# 2026-11-28\n\n## Learned\n- [[Builds]] are kept for fourteen days on the NAS.\n"
+            "- [[Reading]] goes to the e-reader every Sunday evening.\n",
+        )
+        c.sync_all()
+        server.restart()
+        hermes = tmp_path / "hermes"
+        (hermes / "memories").mkdir(parents=True)
+        with server.paths.config_file.open("a", encoding="utf-8") as fh:
+            fh.write(f'\n[memory]\nhermes_home = "{hermes.as_posix()}"\n')
+            fh.write('\n[dream]\nlanguage = "en"\n')
+        out = server.cli("dream", str(server.vault), "--now", NIGHT.isoformat())
+        assert out.returncode == 0, out.stdout + out.stderr
+        day = (server.read("journal/2026-11-29.md") or b"").decode()
+        assert "[[Builds]] changed on this server outside the dream" in day, day
+        assert "until you finish editing [[Reading]]" in day, day
+        assert "finish editing [[Builds]]" not in day, day

@@ -6,6 +6,9 @@ from __future__ import annotations
 
 import datetime as dt
 
+import pytest
+
+from companion.cli import main
 from companion.dream import blocks
 from companion.dream.undo import undo_dream
 from tests.fixtures.dream import NOW
@@ -61,3 +64,36 @@ def test_files_undo_restored_are_not_a_persons_edit(tmp_path):
     assert "[[Restic]]" not in w.read("Home.md")
     rep = w.dream(now=NOW + dt.timedelta(days=1))
     assert "[[Restic]]" in w.read("Home.md"), rep.warnings
+
+
+def test_the_first_dream_after_vault_init_keeps_home_md(tmp_path, capsys):
+    """`companion vault init` wrote Home.md from its template: that is this device's own
+    command, not a person's edit, so the first dream keeps Home.md's index at once instead of
+    leaving it alone for `human_edit_window_hours` (#39.5)."""
+    w = Mini(tmp_path)
+    with pytest.raises(SystemExit) as ei:
+        main(["vault", "init", str(w.vault)])
+    assert not ei.value.code, capsys.readouterr()
+    w.note("knowledge/Restic.md", "# Restic\n\nBackups of the photos.\n")
+    rep = w.dream()
+    assert "[[Restic]]" in w.read("Home.md"), rep.warnings
+    assert not any("Home.md" in x for x in rep.warnings), rep.warnings
+
+
+def test_a_change_nobody_can_name_is_not_called_the_persons_editing(tmp_path):
+    """On the agent's device a note written by a plain file write still waits (the safe
+    side), but the Dreaming line says only what is known (#39.5)."""
+    w = Mini(tmp_path)
+    w.extra = {"sync": {"kind": "agent"}}
+    w.note("knowledge/Copias.md", NOTE, edited=NOW - dt.timedelta(minutes=20))
+    w.say(
+        "user",
+        "remember: las Copias con restic necesitan una política de purga.",
+        NOW - dt.timedelta(hours=5),
+    )
+    rep = w.dream(dream_config={"language": "en"})
+    assert w.read("knowledge/Copias.md") == NOTE  # it still waits
+    assert [s.code for s in rep.skipped] == ["being_edited"]
+    day = w.read("journal/2026-11-28.md")
+    assert "finish editing" not in day
+    assert "1 line waits: [[Copias]] changed outside the dream" in day

@@ -275,7 +275,9 @@ def _run(
 ) -> None:
     """One dream now (or a dry run of it)."""
     from companion.dream.engine import DreamSyncError, dream_timezone, run_dream  # noqa: PLC0415
+    from companion.dream.state import DreamState, default_editors  # noqa: PLC0415
     from companion.sync.dreamhook import dream_sync_hook  # noqa: PLC0415
+    from companion.sync.editors import dream_editors  # noqa: PLC0415
 
     config = app.config
     tz = dream_timezone(config)
@@ -283,8 +285,16 @@ def _run(
     hours = parse_window(window_text) if window_text else None
     # a sync copy: Verify syncs until quiet and the per-night lease keeps one dreamer
     hook_ctx = contextlib.nullcontext(None) if dry_run else dream_sync_hook(root, app.paths, config)
+    real = root.resolve()
+    state = DreamState.for_vault(app.paths.data_dir, real)
     try:
-        with hook_ctx as hook:
+        with (
+            hook_ctx as hook,
+            dream_editors(real, app.paths, default_editors(real, state, config)) as synced,
+        ):
+            # who changed a note the dream leaves alone: the sync index knows a person's
+            # device from this one; a folder that is not a sync copy changes only here
+            editors = synced or default_editors(real, state, config, here=True)
             rep = run_dream(
                 root,
                 config,
@@ -295,6 +305,7 @@ def _run(
                 dry_run=dry_run,
                 explain=explain,
                 sync=hook,
+                editors=editors,
             )
     except DreamSyncError as exc:
         _print_report(exc.report, dry_run=False, lang=interface_language(config))

@@ -241,9 +241,10 @@ def _write_note(
             explain.add(c, "skipped", "the note cannot be rewritten (not plain UTF-8)", rel)
         return
     if exists and plan.is_recent(rel):
-        # A person is editing it: not a byte is written; the lines wait for the next dream.
+        # A person is editing it (or someone we cannot name changed it): not a byte is
+        # written; the lines wait for the next dream.
+        why = f"the note was {plan.edit_note(rel)}: it waits for the next dream"
         for c, _m in items:
-            why = "a person is editing the note: it waits for the next dream"
             explain.add(c, "waiting", why, rel)
             out.skipped.append(Skipped.of(c, "being_edited", f"{rel}: {why}"))
             out.waiting.setdefault(rel, []).append(c)

@@ -53,7 +53,7 @@ from companion.dream.report import (
 )
 from companion.dream.represent import Represented, find_orphans, repair_links, update_home
 from companion.dream.secretgate import SecretGate
-from companion.dream.state import DreamState, EditorInfo, MtimeEditors, vault_key
+from companion.dream.state import DreamState, EditorInfo, default_editors, vault_key
 from companion.dream.text import norm_key
 from companion.dream.topics import NoteCatalog
 from companion.dream.verify import SyncHook, settle
@@ -372,7 +372,7 @@ def _consolidate(run: _Run) -> None:
         root=run.root,
         is_secret=run.gate,
         max_removals=int(run.config.settings.dream.max_removals),
-        editors=run.editors or MtimeEditors(run.root, run.state),
+        editors=run.editors or default_editors(run.root, run.state, run.config),
         now=run.now,
         human_window=dt.timedelta(hours=float(run.config.settings.vault.human_edit_window_hours)),
         id_start=run.id_start,
@@ -457,6 +457,7 @@ def _summary(run: _Run) -> RunSummary:
         repaired=len(rep.repaired),
         secrets=sum(1 for s in run.skipped if s.code == "secret"),
         waiting={n: len(cs) for n, cs in cons.waiting.items()},
+        waiting_origin={n: run.need_plan().edit_origin(n) for n in cons.waiting},
         contradictions=[c["note"] for c in cons.contradictions],
     )
 

@@ -29,7 +29,7 @@ from typing import Any
 from companion.dream import blocks
 from companion.dream import summary as summary_text
 from companion.dream.report import Change
-from companion.dream.state import DreamState, EditorInfo, edited_recently
+from companion.dream.state import DreamState, EditorInfo, edit_note, edit_origin, edited_recently
 from companion.fileio import KEEP, fsync_dir, write_atomic
 from companion.logs import get_logger
 
@@ -190,6 +190,15 @@ class Plan:
             self._recent[rel] = hit
         return hit
 
+    def edit_origin(self, rel: str) -> str:
+        """What is known of who made the edit `is_recent` saw (`companion.dream.state`)."""
+        return edit_origin(self.editors, rel)
+
+    def edit_note(self, rel: str) -> str:
+        """Why `rel` is left alone, saying only what is known ("edited by a person recently",
+        "changed on this server outside the dream recently")."""
+        return edit_note(self.edit_origin(rel))
+
     def removal_room(self) -> int:
         return max(0, self.max_removals - self.removed)
 
@@ -228,9 +237,7 @@ class Plan:
         try:
             check_edit(before, new_text, allow_link_edit=allow_link_edit)
             if f.has_secret is None:
-                f.has_secret = f.original is not None and self.is_secret(
-                    f.original.decode("utf-8")
-                )
+                f.has_secret = f.original is not None and self.is_secret(f.original.decode("utf-8"))
             if f.has_secret:
                 raise EditRefused("it holds a secret (run `companion secrets scan`)")
             old = set(blocks.split_lines(before or ""))

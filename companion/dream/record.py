@@ -22,6 +22,7 @@ from companion.dream import blocks
 from companion.dream.blocks import Ref
 from companion.dream.plan import Plan
 from companion.dream.report import DREAMS_DIR
+from companion.dream.state import HERE, PERSON, UNKNOWN
 from companion.dream.summary import fact
 from companion.l10n import nsay, say
 from companion.vault.journal import section_key
@@ -131,15 +132,27 @@ class RunSummary:
     orphans: int = 0
     secrets: int = 0
     waiting: dict[str, int] = field(default_factory=dict)  # note being edited -> lines waiting
+    # note being edited -> what is known of who changed it (companion.dream.state: person,
+    # here, unknown); a note not listed is a person's
+    waiting_origin: dict[str, str] = field(default_factory=dict)
     contradictions: list[str] = field(default_factory=list)  # notes to check
 
     def linked(self) -> set[str]:
         """The notes the Dreaming lines link (so they are nobody's orphan)."""
         out: set[str] = set()
-        for group in (self.lessons, self.decisions, self.status, self.waiting):
+        for group in (self.lessons, self.decisions, self.status):
             out.update(list(group)[:LIST_LIMIT])
+        for _origin, notes in self.waiting_groups():
+            out.update(notes[:LIST_LIMIT])
         out.update(list(dict.fromkeys(self.contradictions))[:LIST_LIMIT])
         return out
+
+    def waiting_groups(self) -> list[tuple[str, list[str]]]:
+        """The notes lines wait for, by what is known of who changed them (person first)."""
+        groups: dict[str, list[str]] = {PERSON: [], HERE: [], UNKNOWN: []}
+        for note in self.waiting:
+            groups.setdefault(self.waiting_origin.get(note, PERSON), []).append(note)
+        return [(origin, notes) for origin, notes in groups.items() if notes]
 
     @property
     def empty(self) -> bool:
@@ -266,13 +279,25 @@ def _attention(s: RunSummary, lang: str) -> list[str]:
     """One line for what needs the person: lines waiting for a note being edited, and
     contradictions between a new line and the person's."""
     bits = []
-    if s.waiting:
-        n = sum(s.waiting.values())
-        notes = _join([_link(p) for p in s.waiting], lang)
-        bits.append(
-            nsay(lang, "{n} line waits until you finish editing {notes}",
-                 "{n} lines wait until you finish editing {notes}", n, notes=notes)
-        )  # fmt: skip
+    for origin, waiting in s.waiting_groups():  # saying only what is known of who changed them
+        n = sum(s.waiting[p] for p in waiting)
+        notes = _join([_link(p) for p in waiting], lang)
+        if origin == PERSON:
+            bits.append(
+                nsay(lang, "{n} line waits until you finish editing {notes}",
+                     "{n} lines wait until you finish editing {notes}", n, notes=notes)
+            )  # fmt: skip
+        elif origin == HERE:
+            bits.append(
+                nsay(lang, "{n} line waits: {notes} changed on this server outside the dream",
+                     "{n} lines wait: {notes} changed on this server outside the dream", n,
+                     notes=notes)
+            )  # fmt: skip
+        else:
+            bits.append(
+                nsay(lang, "{n} line waits: {notes} changed outside the dream",
+                     "{n} lines wait: {notes} changed outside the dream", n, notes=notes)
+            )  # fmt: skip
     if s.contradictions:
         notes = _join([_link(p) for p in dict.fromkeys(s.contradictions)], lang)
         n = len(s.contradictions)
@@ -333,7 +358,7 @@ def record_journal(
     ref = Ref((DREAMS_DIR / f"{today.isoformat()}.json").as_posix())
     lines = [blocks.render_line(x, [ref]) for x in dreaming_lines(s, lang)]
     if text is not None and plan.is_recent(rel):
-        plan.warnings.append(f"{rel}: a person is editing it; the Dreaming lines are in the report")
+        plan.warnings.append(f"{rel}: {plan.edit_note(rel)}; the Dreaming lines are in the report")
         return False
     base = text if text is not None else new_journal_text(today, tag)
     if has_block:

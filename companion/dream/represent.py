@@ -104,7 +104,7 @@ def update_home(plan: Plan, catalog: NoteCatalog, language: str, out: Represente
         plan.warnings.append(f"{home}: not plain UTF-8 text; the index was not updated")
         return
     if plan.exists(home) and plan.is_recent(home):
-        plan.warnings.append(f"{home}: edited by a person recently; the index was not updated")
+        plan.warnings.append(f"{home}: {plan.edit_note(home)}; the index was not updated")
         return
     text = text or ""
     linked = _home_human_links(text, catalog) if text else set()
@@ -220,7 +220,7 @@ def repair_links(
     for rel, fixes in sorted(per_note.items()):
         if plan.is_recent(rel):
             plan.warnings.append(
-                f"{rel}: {len(fixes)} broken link(s) left as they are (edited by a person recently)"
+                f"{rel}: {len(fixes)} broken link(s) left as they are ({plan.edit_note(rel)})"
             )
             continue
         text = plan.read(rel)

@@ -6,10 +6,19 @@ those writes never count as a person's edit. Several processes record writes (a 
 MCP server can run at once), so `save` merges under a lock instead of overwriting: each
 instance writes back only the paths it recorded itself.
 
+`DreamState` also holds what this device's own commands wrote into the vault for nobody in
+particular (`companion vault init`'s Home.md, `record_command_writes`): a template is not a
+person's edit either.
+
 `EditorInfo` answers "when did a person last edit this note?". The default, `MtimeEditors`,
 uses the file's modification time unless the file still holds exactly what the agent side
 wrote; it cannot tell a person from the agent, so it counts every other edit (the safe side).
 `companion.sync.editors.SyncEditors` knows each synced version's device kind and does better.
+
+An `EditorInfo` may also say what is known of who made an edit (`edit_origin`): `PERSON` (a
+person's device: the person), `HERE` (this agent device, outside the companion: the agent's own
+file write as likely as a person over ssh) or `UNKNOWN`. The edit counts the same either way;
+what the dream tells the person (`edit_note`) says only what is known.
 
 `edited_recently` is the one rule every writer applies: a note a person edited within the
 window (`[vault] human_edit_window_hours`) is never rewritten, only appended to.
@@ -21,6 +30,7 @@ import datetime as dt
 import hashlib
 import json
 import os
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -91,10 +101,44 @@ class DreamState:
             self._touched.clear()
 
 
+def record_command_writes(data_dir: Path, vault: Path, rels: Iterable[str]) -> None:
+    """Remember what a command of this device just wrote at each vault-relative path in
+    `rels` (`companion vault init`): those bytes are nobody's edit until someone changes them."""
+    state = DreamState.for_vault(data_dir, vault)
+    for rel in rels:
+        try:
+            state.record_write(rel, (Path(vault) / rel).read_bytes())
+        except OSError:
+            continue
+    state.save()
+
+
+PERSON = "person"  # the edit is a person's (a human device's version, or made on one)
+HERE = "here"  # made on this agent device outside the companion: by the agent or a person
+UNKNOWN = "unknown"  # nothing more is known than that the file changed
+
+
 class EditorInfo(Protocol):
     def last_human_edit(self, path: str) -> dt.datetime | None:
         """When a person last changed the vault-relative `path` (None: never, or unknown)."""
         ...
+
+
+def edit_origin(editors: EditorInfo, path: str) -> str:
+    """What is known of who made the last edit of `path`: `PERSON`, `HERE` or `UNKNOWN`
+    (an `EditorInfo` without `edit_origin` knows nothing more)."""
+    origin = getattr(editors, "edit_origin", None)
+    value = origin(path) if callable(origin) else UNKNOWN
+    return value if value in (PERSON, HERE, UNKNOWN) else UNKNOWN
+
+
+def edit_note(origin: str) -> str:
+    """Why a file is left alone, in the report's words (English), saying only what is known."""
+    if origin == PERSON:
+        return "edited by a person recently"
+    if origin == HERE:
+        return "changed on this server outside the dream recently"
+    return "changed outside the dream recently"
 
 
 def edited_recently(editors: EditorInfo, path: str, now: dt.datetime, window: dt.timedelta) -> bool:
@@ -105,11 +149,17 @@ def edited_recently(editors: EditorInfo, path: str, now: dt.datetime, window: dt
 
 
 class MtimeEditors:
-    """File modification time, unless the file holds exactly what the agent side last wrote."""
+    """File modification time, unless the file holds exactly what the agent side last wrote.
+    `origin`: who makes the changes it counts, as far as this device knows (`PERSON` on a
+    person's device; on an agent's, `HERE` when nothing else writes into the vault)."""
 
-    def __init__(self, root: Path, state: DreamState) -> None:
+    def __init__(self, root: Path, state: DreamState, *, origin: str = UNKNOWN) -> None:
         self.root = Path(root)
         self.state = state
+        self.origin = origin
+
+    def edit_origin(self, path: str) -> str:
+        return self.origin
 
     def last_human_edit(self, path: str) -> dt.datetime | None:
         p = self.root / path
@@ -125,3 +175,14 @@ class MtimeEditors:
             except OSError:
                 return None
         return dt.datetime.fromtimestamp(st.st_mtime, dt.UTC)
+
+
+def default_editors(
+    root: Path, state: DreamState, config: Any, *, here: bool = False
+) -> MtimeEditors:
+    """`MtimeEditors` for a device of `config`'s kind: on a person's device every change is the
+    person's; on an agent's, who made it is unknown, or `here` (this device) when the caller
+    knows nothing else writes into the vault (it is not a sync copy)."""
+    if config.settings.sync.kind != "agent":
+        return MtimeEditors(root, state, origin=PERSON)
+    return MtimeEditors(root, state, origin=HERE if here else UNKNOWN)

@@ -3,16 +3,20 @@
 Two cases, because the nightly dream on a server usually runs while `companion watch` owns the
 vault copy:
 - nobody holds the engine lock: the hook takes it and runs sync rounds itself;
-- a daemon holds it: the daemon's watcher picks up what the dream wrote, so the hook only waits
-  (bounded) for the daemon's status to report a round that started after the dream wrote and
-  left nothing pending.
+- `companion watch` or the desktop app holds it: the hook asks that engine for each round the
+  way `companion sync` does (`sync/requests.py`: a request in the sync index, a touch of the
+  wake file) and waits for *that* round's outcome. The owner claims a request only in a round
+  that starts after it was recorded, once its watcher has noted every change made before
+  (`Daemon._watched_scope`), so a round that started before the dream wrote can never stand
+  for the dream's files; an idle daemon, which runs no round on its own, answers at once.
+  Another one-shot command holding the lock (it takes no requests) makes the round fail at
+  once with `LockHeld`, which Verify reports.
 The per-night lease goes straight to the relay in both cases (it needs no engine lock).
 """
 
 from __future__ import annotations
 
 import contextlib
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -20,14 +24,18 @@ from typing import Any
 from companion.logs import get_logger
 from companion.paths import DevicePaths
 from companion.relay.client import RelayClient
-from companion.sync.device import DeviceState, status_file, vault_dir
+from companion.sync import requests
+from companion.sync.device import DeviceState, sync_index_path, vault_dir
+from companion.sync.index import SyncIndex
 from companion.sync.lock import LockHeld, VaultLock
-from companion.sync.status import StatusStore
+from companion.sync.report import RoundReport
+from companion.sync.wake import request_round
 
 log = get_logger("sync.dreamhook")
 
-# how long one "round" may take when a daemon does the syncing
-DAEMON_ROUND_WAIT_S = 10.0
+# how long the hook waits for the owner to carry out one round it asked for (a quiet round
+# takes milliseconds; a big first download longer; a request nobody took is cancelled)
+OWNER_ROUND_WAIT_S = 120.0
 
 
 def rounds_until_quiet(round_once: Callable[[], Any], max_rounds: int) -> int:
@@ -56,26 +64,35 @@ class EngineSyncHook:
 
 
 class DaemonSyncHook:
-    """Waits for the `companion watch` daemon that owns this copy to sync the dream's writes."""
+    """Asks the engine that owns this copy (`companion watch`, the desktop app) for rounds, as
+    `companion sync` does through it, and waits for each one's outcome."""
 
-    def __init__(self, status: StatusStore, client: RelayClient, *, clock: Any = time) -> None:
-        self.status = status
+    def __init__(
+        self,
+        index: SyncIndex,
+        lock: VaultLock,
+        client: RelayClient,
+        *,
+        timeout: float = OWNER_ROUND_WAIT_S,
+    ) -> None:
+        self.index = index
+        self.lock = lock
         self.client = client
-        self.clock = clock
-        self.started = clock.time()
+        self.timeout = timeout
+
+    def round(self) -> RoundReport:
+        """One round by the owner, asked for now: its report (its failure raised with the exit
+        status the round would have had here)."""
+        if not self.lock.owner_serves_requests():
+            raise self.lock.held_elsewhere()  # a one-shot command: nobody to ask
+        rid = requests.submit(self.index, requests.ROUND)
+        request_round(self.lock.folder)
+        outcome = requests.wait(self.index, rid, timeout=self.timeout)
+        requests.raise_for(outcome)
+        return RoundReport.from_summary(outcome.report or {})
 
     def sync_until_quiet(self, max_rounds: int) -> int:
-        deadline = self.clock.monotonic() + DAEMON_ROUND_WAIT_S * max(1, max_rounds)
-        pending = 1
-        while self.clock.monotonic() < deadline:
-            st = self.status.read()
-            p = st.get("pending") or {}
-            pending = int(p.get("upload", 0)) + int(p.get("download", 0))
-            last = st.get("last_sync") or 0
-            if last >= self.started and pending == 0 and st.get("state") != "syncing":
-                return 0
-            self.clock.sleep(0.2)
-        return pending or 1
+        return rounds_until_quiet(self.round, max_rounds)
 
     def acquire_lease(self, name: str, ttl: float) -> bool:
         return bool(self.client.lease(name, ttl).acquired)
@@ -96,8 +113,12 @@ def dream_sync_hook(
     lock = VaultLock(vault_dir(paths, root), command="companion dream")
     try:
         lock.acquire()
-    except LockHeld as exc:
-        log.info("dream: %s; waiting for it to sync the dream's changes", exc)
+    except LockHeld:
+        holder = lock.holder() or {}
+        log.info(
+            "dream: pid %s (`%s`) syncs this copy; asking it for the dream's sync rounds",
+            holder.get("pid", "?"), holder.get("command", "?"),
+        )  # fmt: skip
         state = DeviceState.load(paths, root)
         store = open_store(config)
         client = RelayClient(
@@ -108,7 +129,8 @@ def dream_sync_hook(
             insecure_http=state.insecure_http,
         )
         try:
-            yield DaemonSyncHook(StatusStore(status_file(paths, root)), client)
+            with SyncIndex(sync_index_path(paths, root)) as index:
+                yield DaemonSyncHook(index, lock, client)
         finally:
             client.close()
         return

@@ -13,21 +13,33 @@ kind, fixed by that device's invite) and the file's stat identity as of that syn
 
 `SyncEditors` implements the dream's `EditorInfo`, so `edited_recently` applies the same rule
 to every writer. Without a sync index (a copy that never synced) only the local rules apply.
+
+`edit_origin` says what is known of who made a file's last edit, in the dream's terms
+(`companion.dream.state`: person, here, unknown): a human device's version, or a change made on
+a human device, is a person's; a change made on this agent device (pushed by it or not) is
+"here"; another agent device's version is "unknown". `DreamEditors` is what the nightly dream
+uses on a sync copy: whether and when a file was edited stay `MtimeEditors`' rule (every change
+that is not the agent side's own write counts, the safe side), and `edit_origin` words it.
 """
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import os
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
+from companion.paths import DevicePaths
 from companion.sync.conflicts import AGENT, HUMAN
 from companion.sync.filestate import FileState
-from companion.sync.index import Entry, SyncIndex
+from companion.sync.index import Entry, SyncIndex, SyncIndexError
 
 UNKNOWN = "unknown"
+# who made an edit, in the dream's terms (companion.dream.state.PERSON, HERE, UNKNOWN)
+BY_PERSON, BY_THIS_DEVICE = "person", "here"
 
 
 class OwnWrites(Protocol):
@@ -104,3 +116,46 @@ class SyncEditors:
     def last_human_edit(self, path: str) -> dt.datetime | None:
         w = self.last_writer(path)
         return w.when if w.by_person and not w.deleted else None
+
+    def edit_origin(self, path: str) -> str:
+        """What is known of who made the last edit of `path` (see the module docstring)."""
+        w = self.last_writer(path)
+        if w.kind == HUMAN:
+            return BY_PERSON
+        if w.synced and w.device != self.device_name:
+            return UNKNOWN  # another agent device's version
+        return BY_PERSON if self.device_kind == HUMAN else BY_THIS_DEVICE
+
+
+class DreamEditors(SyncEditors):
+    """The dream's `EditorInfo` on a sync copy: `own`'s rule says whether and when a file was
+    edited; the sync index says what is known of who did it (`edit_origin`)."""
+
+    def last_human_edit(self, path: str) -> dt.datetime | None:
+        return self.own.last_human_edit(path)
+
+
+@contextlib.contextmanager
+def dream_editors(
+    root: str | os.PathLike[str], paths: DevicePaths, own: OwnWrites
+) -> Iterator[DreamEditors | None]:
+    """`DreamEditors` for the vault copy at `root`, reading its sync index beside whatever
+    engine owns it; None when `root` is not a sync copy of this device."""
+    from companion.sync.device import DeviceState, sync_index_path
+
+    real = os.path.realpath(root)
+    if not DeviceState.exists(paths, real):
+        yield None
+        return
+    state = DeviceState.load(paths, real)
+    try:
+        index: SyncIndex | None = SyncIndex(sync_index_path(paths, real), readonly=True)
+    except (SyncIndexError, OSError):
+        index = None  # never synced yet: the local rules alone
+    try:
+        yield DreamEditors(
+            real, own, index=index, device_kind=state.kind, device_name=state.device_name
+        )
+    finally:
+        if index is not None:
+            index.close()

@@ -42,18 +42,24 @@ def vault() -> None:
 
 @vault.command("init")
 @click.argument("directory", type=click.Path(file_okay=True, dir_okay=True))
-def init(directory: str) -> None:
+@pass_app
+def init(app: AppContext, directory: str) -> None:
     """Create the vault layout in DIRECTORY: Home.md, knowledge/, projects/, journal/.
 
     Whatever already exists is left exactly as it is; only missing parts are created.
+    The Home.md it writes is this device's own, not a person's edit: the dream keeps its
+    index from the first night.
 
     \b
     Example:
       companion vault init ~/vault
     """
-    from companion.vault.layout import init_vault
+    from companion.dream.state import record_command_writes
+    from companion.vault.layout import HOME, init_vault
 
     result = init_vault(directory)
+    if HOME in result.created:
+        record_command_writes(app.paths.data_dir, result.root, [HOME])
     for item in result.created:
         click.echo(f"created  {item}")
     for item in result.kept:

@@ -233,3 +233,30 @@ def test_the_dreaming_line_says_who_is_known_to_have_changed_a_note(tmp_path: Pa
         assert "[[Builds]] changed on this server outside the dream" in day, day
         assert "until you finish editing [[Reading]]" in day, day
         assert "finish editing [[Builds]]" not in day, day
+
+
+def test_the_scheduled_dream_syncs_and_verifies_like_the_unit(tmp_path: Path) -> None:
+    """`companion dream --schedule` runs the same dream as the nightly unit: through the
+    running watch, verified (#39: its runner called run_dream with no sync at all, so its
+    report never reached the laptop until some later round and never took the lease)."""
+    from companion.dream.cli import scheduled_dream
+    from companion.dream.schedule import ScheduleState, nightly
+
+    with cluster(tmp_path / "c") as c:
+        server = c.add_device("server", "agent")
+        laptop = c.add_device("laptop", "human")
+        write_sample_vault(server.vault, dt.date.today())
+        c.sync_all()
+        watching = _Watching(server)
+        try:
+            nightly(server.vault, server.config, server.paths, scheduled_dream)
+            state = ScheduleState.for_vault(server.paths, server.vault)
+            assert state.last_success is not None, state.data
+            reports = sorted((server.vault / ".companion" / "dreams").glob("2???-??-??.json"))
+            assert reports, "the scheduled dream wrote no report"
+            verify = json.loads(reports[-1].read_text(encoding="utf-8"))["verify"]
+            assert verify["status"] == "synced", verify
+        finally:
+            watching.stop()
+        laptop.sync()
+        assert (laptop.vault / reports[-1].relative_to(server.vault)).exists()

@@ -252,7 +252,7 @@ def _schedule(app: AppContext, root: Path) -> None:
     from companion.dream.schedule import build_scheduler, dream_time  # noqa: PLC0415
 
     config = app.config
-    sched = build_scheduler(root.resolve(), config, app.paths, blocking=True)
+    sched = build_scheduler(root.resolve(), config, app.paths, blocking=True, run=scheduled_dream)
     at = dream_time(config)
     click.echo(
         f"Dreaming {root} nightly at {at:%H:%M} {config.settings.dream.timezone}; Ctrl+C stops."
@@ -261,6 +261,47 @@ def _schedule(app: AppContext, root: Path) -> None:
         sched.start()
     except (KeyboardInterrupt, SystemExit):
         pass
+
+
+def dream_copy(
+    root: Path,
+    config: Any,
+    paths: Any,
+    *,
+    now: Any = None,
+    window_hours: int | None = None,
+    distiller: str | None = None,
+    dry_run: bool = False,
+    explain: bool = False,
+) -> Any:
+    """One dream of `root` as the nightly unit runs it: on a sync copy Verify syncs until quiet
+    (through a running `watch` when one owns the copy) and the per-night lease keeps one
+    dreamer; who changed a note the dream leaves alone comes from the sync index. The one path
+    of `companion dream` and of `--schedule` (#39: the scheduler dreamt with no sync at all)."""
+    from companion.dream.engine import run_dream  # noqa: PLC0415
+    from companion.dream.state import DreamState, default_editors  # noqa: PLC0415
+    from companion.sync.dreamhook import dream_sync_hook  # noqa: PLC0415
+    from companion.sync.editors import dream_editors  # noqa: PLC0415
+
+    hook_ctx = contextlib.nullcontext(None) if dry_run else dream_sync_hook(root, paths, config)
+    real = root.resolve()
+    state = DreamState.for_vault(paths.data_dir, real)
+    with (
+        hook_ctx as hook,
+        dream_editors(real, paths, default_editors(real, state, config)) as synced,
+    ):
+        # who changed a note the dream leaves alone: the sync index knows a person's device
+        # from this one; a folder that is not a sync copy changes only here
+        editors = synced or default_editors(real, state, config, here=True)
+        return run_dream(
+            root, config, now, paths=paths, window_hours=window_hours, distiller=distiller,
+            dry_run=dry_run, explain=explain, sync=hook, editors=editors,
+        )  # fmt: skip
+
+
+def scheduled_dream(vault: Path, config: Any, paths: Any) -> Any:
+    """The runner `--schedule` gives its scheduler: tonight's dream, exactly as the unit's."""
+    return dream_copy(vault, config, paths)
 
 
 def _run(
@@ -274,39 +315,17 @@ def _run(
     distiller: str | None,
 ) -> None:
     """One dream now (or a dry run of it)."""
-    from companion.dream.engine import DreamSyncError, dream_timezone, run_dream  # noqa: PLC0415
-    from companion.dream.state import DreamState, default_editors  # noqa: PLC0415
-    from companion.sync.dreamhook import dream_sync_hook  # noqa: PLC0415
-    from companion.sync.editors import dream_editors  # noqa: PLC0415
+    from companion.dream.engine import DreamSyncError, dream_timezone  # noqa: PLC0415
 
     config = app.config
     tz = dream_timezone(config)
     now = parse_now(now_text, tz) if now_text else None
     hours = parse_window(window_text) if window_text else None
-    # a sync copy: Verify syncs until quiet and the per-night lease keeps one dreamer
-    hook_ctx = contextlib.nullcontext(None) if dry_run else dream_sync_hook(root, app.paths, config)
-    real = root.resolve()
-    state = DreamState.for_vault(app.paths.data_dir, real)
     try:
-        with (
-            hook_ctx as hook,
-            dream_editors(real, app.paths, default_editors(real, state, config)) as synced,
-        ):
-            # who changed a note the dream leaves alone: the sync index knows a person's
-            # device from this one; a folder that is not a sync copy changes only here
-            editors = synced or default_editors(real, state, config, here=True)
-            rep = run_dream(
-                root,
-                config,
-                now,
-                paths=app.paths,
-                window_hours=hours,
-                distiller=distiller,
-                dry_run=dry_run,
-                explain=explain,
-                sync=hook,
-                editors=editors,
-            )
+        rep = dream_copy(
+            root, config, app.paths, now=now, window_hours=hours, distiller=distiller,
+            dry_run=dry_run, explain=explain,
+        )  # fmt: skip
     except DreamSyncError as exc:
         _print_report(exc.report, dry_run=False, lang=interface_language(config))
         raise

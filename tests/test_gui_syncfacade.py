@@ -319,3 +319,45 @@ def test_companion_sync_goes_through_the_desktop_app(cluster: SyncCluster) -> No
         assert laptop.read("knowledge/git.md") == b"# Git\nrebase often\n"
     finally:
         f.close()
+
+
+def test_dream_now_does_not_call_the_agents_synced_note_the_persons_editing(
+    cluster: SyncCluster,
+) -> None:
+    """ "Dream now" on the laptop reads the sync index as `companion dream` does: a note the
+    agent wrote on the server and that reached the laptop by sync is the agent's, not "you
+    are editing" (#39.5; the desktop app took every recent change on a person's device for the
+    person's)."""
+    from datetime import UTC, datetime
+    from zoneinfo import ZoneInfo
+
+    server = cluster.add_device("server", "agent")
+    laptop = cluster.add_device("laptop", "human")
+    config = load_config(laptop.paths)
+    config.set("dream", "language", "en")
+    config.save()
+    today = datetime.now(UTC).astimezone(ZoneInfo(config.get("dream", "timezone"))).date()
+    server.write("knowledge/Builds.md", "# Builds\n\nThe nightly builds.\n")
+    laptop.write(
+        f"journal/{today.isoformat()}.md",
+        f"# {today.isoformat()}\n\n## Learned\n"
+        "- [[Builds]] are kept for fourteen days on the NAS.\n",
+    )
+    cluster.sync_all()
+    f = SyncFacade(
+        laptop.vault,
+        load_config(laptop.paths),
+        engine_options={"settle_ns": 0},
+        daemon_options=FAST,
+    )
+    try:
+        assert f.ready(15), "the first round did not finish"
+        report = f.dream_now()
+        assert report is not None
+        rep = load_report(laptop.vault, report.stem)
+        day = (laptop.vault / "journal" / f"{today.isoformat()}.md").read_text(encoding="utf-8")
+        assert "finish editing [[Builds]]" not in day, day
+        reasons = [s.reason for s in rep.skipped if "Builds" in s.reason]
+        assert reasons and not any("by a person" in r for r in reasons), reasons
+    finally:
+        f.close()

@@ -279,20 +279,11 @@ def dream_copy(
     dreamer; who changed a note the dream leaves alone comes from the sync index. The one path
     of `companion dream` and of `--schedule` (#39: the scheduler dreamt with no sync at all)."""
     from companion.dream.engine import run_dream  # noqa: PLC0415
-    from companion.dream.state import DreamState, default_editors  # noqa: PLC0415
     from companion.sync.dreamhook import dream_sync_hook  # noqa: PLC0415
-    from companion.sync.editors import dream_editors  # noqa: PLC0415
+    from companion.sync.editors import editors_for_dream  # noqa: PLC0415
 
     hook_ctx = contextlib.nullcontext(None) if dry_run else dream_sync_hook(root, paths, config)
-    real = root.resolve()
-    state = DreamState.for_vault(paths.data_dir, real)
-    with (
-        hook_ctx as hook,
-        dream_editors(real, paths, default_editors(real, state, config)) as synced,
-    ):
-        # who changed a note the dream leaves alone: the sync index knows a person's device
-        # from this one; a folder that is not a sync copy changes only here
-        editors = synced or default_editors(real, state, config, here=True)
+    with hook_ctx as hook, editors_for_dream(root, paths, config) as editors:
         return run_dream(
             root, config, now, paths=paths, window_hours=window_hours, distiller=distiller,
             dry_run=dry_run, explain=explain, sync=hook, editors=editors,

@@ -358,9 +358,15 @@ class SyncFacade(IdleEngine):
             self._dreaming = True
         if not self._paused:
             self._ensure_started()
+        from companion.sync.editors import editors_for_dream  # noqa: PLC0415
+
         hook = _DaemonSyncHook(self) if self._daemon is not None else None
         try:
-            report = run_dream(self.root, self.config, paths=self.paths, ran_on="local", sync=hook)
+            with editors_for_dream(self.root, self.paths, self.config) as editors:
+                report = run_dream(
+                    self.root, self.config, paths=self.paths, ran_on="local", sync=hook,
+                    editors=editors,
+                )  # fmt: skip
         except DreamSyncError as exc:  # landed here; sync settles once the relay answers
             log.warning("%s", exc)
             report = exc.report

@@ -30,7 +30,7 @@ import os
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 from companion.paths import DevicePaths
 from companion.sync.conflicts import AGENT, HUMAN
@@ -159,3 +159,19 @@ def dream_editors(
     finally:
         if index is not None:
             index.close()
+
+
+@contextlib.contextmanager
+def editors_for_dream(
+    root: str | os.PathLike[str], paths: DevicePaths, config: Any
+) -> Iterator[Any]:
+    """The editor information every dream of `root` uses (`companion dream`, `--schedule`, the
+    desktop app's "Dream now"): the sync index's word where `root` is a sync copy of this
+    device, else the local rule for a folder only this device writes (#39.5: the desktop app
+    called the agent's synced notes the person's editing)."""
+    from companion.dream.state import DreamState, default_editors
+
+    real = Path(os.path.realpath(root))
+    state = DreamState.for_vault(paths.data_dir, real)
+    with dream_editors(real, paths, default_editors(real, state, config)) as synced:
+        yield synced or default_editors(real, state, config, here=True)

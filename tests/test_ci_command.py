@@ -58,3 +58,11 @@ def test_app_and_test_sets_agree_on_every_shared_pin():
     app, test = pins("app"), pins("test")
     assert set(app) <= set(test)
     assert {k: v for k, v in app.items() if test[k] != v} == {}
+
+
+def test_the_hermes_lock_holds_the_pinned_hermes_agent():
+    """Bumping `.ci/hermes-agent.txt` without `tools/lock` would test one version and lock
+    another: the interop tests install the lock."""
+    from tests.interop.hermes import LOCK_FILE, pinned_requirement
+
+    assert re.search(rf"^{re.escape(pinned_requirement())} \\", LOCK_FILE.read_text("utf-8"), re.M)

@@ -1,7 +1,8 @@
 """Hermes Agent's own code, reached by subprocess in its own venv (never imported here).
 
 The venv is ``$HERMES_VENV`` or ``.cache/hermes-venv`` in the checkout, holding the version
-pinned in ``.ci/hermes-agent.txt``. ``.ci/run`` prepares it; when it is missing (a developer's
+pinned in ``.ci/hermes-agent.txt`` with every dependency from the lock ``requirements/hermes.txt``
+(``tools/lock`` writes it). ``tools/test`` prepares it; when it is missing (a developer's
 first run) `hermes_python` creates it the same way, under a lock, so an interop test never
 skips: a skipped interop test would prove nothing.
 """
@@ -19,6 +20,7 @@ from filelock import FileLock
 
 ROOT = Path(__file__).resolve().parents[2]
 PIN_FILE = ROOT / ".ci" / "hermes-agent.txt"
+LOCK_FILE = ROOT / "requirements" / "hermes.txt"
 DRIVER = Path(__file__).with_name("hermes_driver.py")
 
 
@@ -66,8 +68,9 @@ def hermes_python() -> Path:
                 "install",
                 "-q",
                 "--disable-pip-version-check",
+                "--require-hashes",
                 "-r",
-                str(PIN_FILE),
+                str(LOCK_FILE),
             ],
         ]
         for cmd in steps:

@@ -47,6 +47,25 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
 
 
 @pytest.fixture(autouse=True)
+def _companion_logger_as_it_was() -> Iterator[None]:
+    """An in-process command (`setup_logging`) leaves a stderr handler bound to that test's
+    captured stream on the 'companion' logger; a later test's records then hit the closed
+    stream and print "--- Logging error ---" with a traceback. Each test gets the logger back
+    as it found it."""
+    import logging
+
+    logger = logging.getLogger("companion")
+    handlers, level, propagate = list(logger.handlers), logger.level, logger.propagate
+    yield
+    for h in logger.handlers:
+        if h not in handlers:
+            h.close()
+    logger.handlers[:] = handlers
+    logger.setLevel(level)
+    logger.propagate = propagate
+
+
+@pytest.fixture(autouse=True)
 def companion_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     home = tmp_path / "companion-home"
     monkeypatch.setenv("COMPANION_HOME", str(home))

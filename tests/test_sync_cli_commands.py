@@ -32,7 +32,7 @@ def pair(cluster, monkeypatch, capsys):
 def test_sync_status_history_restore(pair) -> None:
     laptop, server = pair
     note = laptop.vault / "knowledge" / "git.md"
-    note.parent.mkdir(parents=True)
+    note.parent.mkdir(parents=True, exist_ok=True)  # the join made the layout (#39.8e)
     note.write_text("v1: rebase often\n")
     code, out, err = laptop("sync", str(laptop.vault))
     assert code == 0, err

@@ -159,6 +159,30 @@ def test_join_edits_rename_delete_binary_and_nfd_names_converge(pair):
     assert all(p == unicodedata.normalize("NFC", p) for p in files)
 
 
+def test_a_colon_after_a_first_letter_reaches_the_server_and_the_phone(tmp_path, cli):
+    """Issue 42.2: a Python laptop names a note `Q: open questions.md`; the Python server and
+    the plugin both receive it, byte for byte, and an edit on the phone comes back. It was
+    refused everywhere as an absolute path, exit 0, the copies different for good."""
+    name, data = "Q: open questions.md", b"# Open questions\n- how long does the relay keep?\n"
+    with SyncCluster(tmp_path) as cluster:
+        laptop = cluster.add_device("laptop", "human")
+        server = cluster.add_device("server", "agent")
+        phone = PluginDevice(cluster, cli)
+        phone.join()
+        laptop.write(name, data)
+        assert laptop.sync().uploaded == [name]
+        assert server.sync().downloaded == [name]
+        r = phone.sync("--json")
+        assert r.returncode == 0, r.stdout + r.stderr
+        assert json.loads(r.stdout)["downloaded"] == [name]
+        assert server.files() == phone.files() == laptop.files() == {name: data}
+        phone.write(name, data + b"- answered on the phone\n")
+        phone.synced()
+        laptop.sync()
+        server.sync()
+        assert laptop.read(name) == server.read(name) == data + b"- answered on the phone\n"
+
+
 def test_true_conflict_keeps_the_person_version_whichever_side_sees_it(pair):
     agent, phone = pair
     agent.write("plan.md", "step one\n")

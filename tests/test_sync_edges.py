@@ -197,6 +197,42 @@ def test_a_stale_save_that_wins_its_conflict_is_pushed(cluster: SyncCluster) -> 
     assert [files[c] for c in _copies(files)] == [b"status: done (agent)\n"]
 
 
+NOTE = "# Plan\nline 1\nline 2\nline 3\n"
+RECEIVED = "# Plan\nline 1, from the laptop\nline 2\nline 3\n"
+
+
+@pytest.mark.parametrize(
+    ("saved", "edit"),
+    [
+        # holds the laptop's line 1, edits line 2: a new edit (issue 42.3)
+        ("# Plan\nline 1, from the laptop\nline 2, the agent's\nline 3\n", True),
+        # drops the laptop's line 1 while editing line 2: stale, reconciled (a conflict)
+        ("# Plan\nline 1\nline 2, the agent's\nline 3\n", False),
+    ],
+)  # fmt: skip
+def test_an_agent_edit_next_to_a_line_it_just_received(
+    cluster: SyncCluster, saved: str, edit: bool
+) -> None:
+    """The agent receives the person's change to line 1 and, a second later, edits line 2 of
+    the same note. Its save holds the received change, so it is a new edit: no conflict copy,
+    both edits on every device. A save that drops the change just applied stays stale."""
+    laptop, agent = cluster.add_device("laptop", "human"), cluster.add_device("server", "agent")
+    third = cluster.add_device("desk", "human")
+    _arrives(laptop, agent, NOTE, RECEIVED)
+    agent.write("n.md", saved)  # within the window: its mtime is right after the apply
+    report = agent.sync()
+    cluster.sync_all()
+    files = cluster.assert_converged()
+    assert set(third.files()) == set(files)
+    if edit:
+        assert report.uploaded == ["n.md"] and not report.conflicts and not report.merged
+        assert files == {"n.md": saved.encode()}
+    else:  # the person's version stays, the agent's goes to a conflict copy
+        assert len(report.conflicts) == 1
+        assert files["n.md"] == RECEIVED.encode()
+        assert [files[c] for c in _copies(files)] == [saved.encode()]
+
+
 def test_a_save_long_after_the_apply_is_an_ordinary_edit(cluster: SyncCluster) -> None:
     a, b = _pair(cluster)
     a.write("n.md", "one\ntwo\n")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import unicodedata
 from pathlib import Path
@@ -69,3 +70,88 @@ def test_case_collision_on_a_case_insensitive_device_loses_nothing(cluster: Sync
     converged = cluster.assert_converged()
     assert sorted(converged.values()) == [b"capital\n", b"lower\n"]
     assert len({p.casefold() for p in converged}) == 2  # the rename reached every device
+
+
+# ------------------------------------------------------------------ ':' in a name (issue 42.2)
+
+COLON = "Q: open questions.md"
+COLON_TEXT = b"# Open questions\n- does the relay keep 30 days?\n"
+
+
+def _commit_raw(dev, path: str, data: bytes) -> None:
+    """Commit a record naming `path` as it is, past the engine's own checks (a buggy or
+    hostile device holding the key)."""
+    import hashlib
+
+    from companion.crypto import ChunkRef, FileMeta
+    from companion.sync.remote import Outgoing
+
+    core = dev.engine().core
+    bid = core.remote.blob_id(data)
+    core.remote.upload({bid: data})
+    meta = FileMeta(
+        path=path, size=len(data), sha256=hashlib.sha256(data).hexdigest(),
+        chunks=(ChunkRef(bid, len(data)),), device_id=core.device.device_id,
+        device_name=core.name, device_kind=core.kind,
+    )  # fmt: skip
+    assert core.remote.commit([[Outgoing(meta, 0)]]).committed
+
+
+def test_a_colon_after_a_first_letter_is_a_name_every_linux_device_holds(
+    cluster: SyncCluster, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`Q: open questions.md` made on a Linux laptop reaches the server byte for byte (it was
+    refused as an absolute path, exit 0, the copies different for good). A device that holds
+    Windows's rule cannot write it: a problem of that one file, listed by `status` with the
+    reason, `sync` exits 1, the rest syncs."""
+    from companion.sync import pathsafe
+    from tests.syncharness import CliRunnerInProcess
+
+    laptop = cluster.add_device("laptop", "human")
+    server = cluster.add_device("server", "agent")
+    laptop.write(COLON, COLON_TEXT)
+    laptop.write("ok.md", "fine\n")
+    assert sorted(laptop.sync().uploaded) == [COLON, "ok.md"]
+    report = server.sync()
+    assert sorted(report.downloaded) == [COLON, "ok.md"] and not report.quarantined
+    assert server.files() == {COLON: COLON_TEXT, "ok.md": b"fine\n"}
+    server.write(COLON, COLON_TEXT + b"- answered by the agent\n")
+    server.sync()
+    laptop.sync()
+    assert cluster.assert_converged()[COLON] == COLON_TEXT + b"- answered by the agent\n"
+
+    windows = CliRunnerInProcess(cluster, "windows", monkeypatch, capsys)
+    code, _, err = windows.init()
+    assert code == 0, err
+    monkeypatch.setattr(pathsafe, "WINDOWS_NAMES", True)
+    code, _, err = windows("sync", str(windows.vault))
+    assert code == 1 and COLON in err and "':'" in err
+    assert sorted(p.name for p in windows.vault.iterdir() if p.is_file()) == ["ok.md"]
+    code, out, _ = windows("status", str(windows.vault), "--json")
+    problems = json.loads(out)["problems"]
+    assert [p["path"] for p in problems] == [COLON] and "':'" in problems[0]["reason"]
+
+
+def test_a_record_that_names_no_vault_path_is_quarantined_not_skipped(
+    cluster: SyncCluster, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A record naming `../escape.md` or `/etc/x.md` is malformed: quarantined (status, exit
+    1), never skipped silently with exit 0 while the copies differ."""
+    from tests.syncharness import CliRunnerInProcess
+
+    agent = cluster.add_device("server", "agent")
+    agent.write("ok.md", "fine\n")
+    agent.sync()
+    _commit_raw(agent, "../escape.md", b"out\n")
+    person = CliRunnerInProcess(cluster, "laptop", monkeypatch, capsys)
+    code, _, err = person.init()
+    assert code == 0, err
+    code, _, err = person("sync", str(person.vault))
+    assert code == 1 and "quarantine" in err
+    assert sorted(p.name for p in person.vault.iterdir() if p.is_file()) == ["ok.md"]
+    assert not (person.vault.parent / "escape.md").exists()
+    code, out, _ = person("status", str(person.vault), "--json")
+    (q,) = json.loads(out)["quarantined"]
+    assert "escape.md" in q["reason"] and "not a vault path" in q["reason"]
+    code, _, _ = person("sync", str(person.vault))
+    assert code == 1  # every round, until someone decides

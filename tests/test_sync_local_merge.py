@@ -179,6 +179,17 @@ def test_a_clean_merge_never_invents_lines(base: str, ours: str, theirs: str) ->
         (b"a\nx\ny\nc\n", b"a\nx\nc\n", b"a\nx\nz\nc\n", True),
         # the same new line on both sides
         (b"a\n", b"a\nb\n", b"a\nb\n", False),
+        # issue 42.3: `head`'s new line kept, the line next to it edited (one stretch for
+        # merge3, `head`'s change and the edit side by side): the new version, edited
+        (b"l1\nl2\nl3\n", b"l1 head\nl2\nl3\n", b"l1 head\nl2 mine\nl3\n", False),
+        (b"l1\nl2\nl3\n", b"l1\nl2 head\nl3\n", b"l1 mine\nl2 head\nl3\n", False),
+        # `head` deleted line 1, `local` has no line 1 and edited line 2: it holds the deletion
+        (b"l1\nl2\nl3\n", b"l2\nl3\n", b"l2 mine\nl3\n", False),
+        # ... but one that keeps line 1, or puts another in its place, does not
+        (b"l1\nl2\nl3\n", b"l2\nl3\n", b"l1\nl2 mine\nl3\n", True),
+        (b"l1\nl2\nl3\n", b"l2\nl3\n", b"l1 mine\nl2 mine\nl3\n", True),
+        # the line next to `head`'s edited, `head`'s change dropped: stale
+        (b"l1\nl2\nl3\n", b"l1 head\nl2\nl3\n", b"l1\nl2 mine\nl3\n", True),
     ],
 )
 def test_whether_a_save_was_made_from_the_replaced_version(

@@ -32,6 +32,10 @@ from companion.sync.pathsafe import (
         (".companion/dreams/2024-05-01.json", ".companion/dreams/2024-05-01.json"),
         (".companionignore", ".companionignore"),
         ("a/..b/c..", "a/..b/c.."),
+        # a ':' is a name character (issue 42.2), also after a first letter: not a drive
+        ("Q: open questions.md", "Q: open questions.md"),
+        ("C:/Windows/x", "C:/Windows/x"),
+        ("c:x", "c:x"),
     ],
 )
 def test_normalize_accepts_and_canonicalises(raw: str, norm: str) -> None:
@@ -43,8 +47,6 @@ def test_normalize_accepts_and_canonicalises(raw: str, norm: str) -> None:
     [
         "",
         "/etc/passwd",
-        "C:/Windows/x",
-        "c:x",
         "..",
         "../x",
         "a/../../x",
@@ -63,6 +65,20 @@ def test_normalize_accepts_and_canonicalises(raw: str, norm: str) -> None:
 def test_normalize_refuses(bad: str) -> None:
     with pytest.raises(UnsafePath):
         normalize(bad)
+
+
+@pytest.mark.parametrize("rel", ["Q: open questions.md", "C:/Windows/x", "c:x", "d/E:x.md"])
+def test_a_drive_like_name_is_a_file_problem_only_where_windows_rules(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, rel: str
+) -> None:
+    """Where the file system has drive letters a ':' is refused like any ':' (`UnusableName`,
+    a problem of that one file), never joined as a drive; elsewhere it stays in the vault."""
+    from companion.sync import pathsafe
+
+    assert resolve_inside(tmp_path, rel) == tmp_path.resolve().joinpath(*rel.split("/"))
+    monkeypatch.setattr(pathsafe, "WINDOWS_NAMES", True)
+    with pytest.raises(pathsafe.UnusableName, match="':'"):
+        resolve_inside(tmp_path, rel)
 
 
 def test_unsafe_path_is_a_companion_error_with_a_clean_message() -> None:

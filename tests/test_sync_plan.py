@@ -44,6 +44,7 @@ from companion.sync.plan import (
     Wait,
     admit_head,
     cursor_after_own_commits,
+    is_new_edit,
     plan_admission,
     plan_apply,
     plan_decisions,
@@ -134,8 +135,14 @@ PERSON = HoldPolicy("human")
         (change("n.md", "a", 4), Index(), {"n.md": 3}, "enqueue"),
         # ignored here
         (change(".trash/n.md", "a", 1), Index(), {}, "ignored"),
-        # an unusable path
-        (change("../n.md", "a", 1), Index(), {}, "unsafe"),
+        # a path that is no vault path: malformed, so quarantined (listed, exit 1), never a
+        # silent skip (issue 42.2)
+        (change("../n.md", "a", 1), Index(), {}, "quarantine"),
+        (change("/etc/n.md", "a", 1), Index(), {}, "quarantine"),
+        # a ':' after a first letter is a name, not a drive, on the systems that hold it
+        # (Windows keeps it as a problem of that file when it writes it: `resolve_inside`)
+        (change("Q: open questions.md", "a", 1), Index(), {}, "enqueue"),
+        (change("C:/x.md", "a", 1), Index(), {}, "enqueue"),
         # an agent's plugin, an agent's settings, an agent's executable: held for the person
         (change(".obsidian/plugins/x/main.js", "js", 1, kind="agent"), Index(), {}, "hold"),
         (change(".Obsidian/App.json", "{}", 1, kind="agent"), Index(), {}, "hold"),
@@ -153,9 +160,17 @@ def test_admission(ch: RemoteChange, index: Index, queued: dict[str, int], want:
     rules = IgnoreRules("/nonexistent-vault")
     adm = plan_admission([ch], [], index, queued=queued, held=[], ignored=rules.is_ignored,
                          holds=PERSON)  # fmt: skip
-    got = "enqueue" if adm.enqueue else "hold" if adm.hold else adm.skip[0].why if adm.skip else ""
+    got = (
+        "enqueue" if adm.enqueue else "hold" if adm.hold else adm.skip[0].why if adm.skip
+        else "quarantine" if adm.quarantine else ""
+    )  # fmt: skip
     assert got == want
-    assert adm.healed == [ch.file_id]  # it verified: out of quarantine, if it was
+    if want == "quarantine":
+        (q,) = adm.quarantine
+        assert (q.file_id, q.rev) == (ch.file_id, ch.rev) and ch.path in q.reason
+        assert adm.healed == []
+    else:
+        assert adm.healed == [ch.file_id]  # it verified: out of quarantine, if it was
 
 
 def test_admission_takes_the_newest_of_each_file_and_releases_replaced_holds() -> None:
@@ -352,6 +367,42 @@ def test_a_save_soon_after_an_apply_is_checked_as_stale(saved_after_ns: int, sta
         assert plan.push == {}
     else:
         assert plan.steps == [] and list(plan.push) == ["n.md"]
+
+
+@pytest.mark.parametrize(
+    ("prev", "head", "saved", "edit"),
+    [
+        # issue 42.3: the agent received line 1 and edits line 2 a second later; its save
+        # holds the received change: a new edit, pushed as it is
+        ("line 1\nline 2\nline 3\n", "line 1, received\nline 2\nline 3\n",
+         "line 1, received\nline 2, agent\nline 3\n", True),
+        # the same, the edit on the line before the received one
+        ("line 1\nline 2\nline 3\n", "line 1\nline 2, received\nline 3\n",
+         "line 1, agent\nline 2, received\nline 3\n", True),
+        # a received line inserted, the agent's edit of the line right after it
+        ("a\nb\nc\n", "a\nnew\nb\nc\n", "a\nnew\nb, agent\nc\n", True),
+        # a received deletion of line 1, the agent's edit of line 2 (nothing took its place)
+        ("line 1\nline 2\nline 3\n", "line 2\nline 3\n", "line 2, agent\nline 3\n", True),
+        # the save drops the change just applied: stale, whatever else it changed
+        ("line 1\nline 2\nline 3\n", "line 1, received\nline 2\nline 3\n",
+         "line 1\nline 2, agent\nline 3\n", False),
+        ("line 1\nline 2\nline 3\n", "line 1, received\nline 2\nline 3\n",
+         "line 1\nline 2\nline 3\nline 4\n", False),
+        ("line 1\nline 2\nline 3\n", "line 2\nline 3\n", "line 1\nline 2, agent\nline 3\n",
+         False),
+        # the received line rewritten differently: no sign the save saw it
+        ("line 1\nline 2\n", "line 1, received\nline 2\n", "line 1, mine\nline 2\n", False),
+        # nothing to compare with (the replaced version too large to keep): an ordinary edit
+        (None, "x\n", "y\n", True),
+    ],
+)  # fmt: skip
+def test_a_save_in_the_window_that_holds_the_received_change_is_a_new_edit(
+    prev: str | None, head: str, saved: str, edit: bool
+) -> None:
+    """The stale-save rule (docs/sync.md): only a save that drops a change just applied is
+    stale; one that holds it is a new edit of the new version, however close to it."""
+    old = None if prev is None else prev.encode()
+    assert is_new_edit(old, head.encode(), saved.encode()) is edit
 
 
 # ------------------------------------------------------------------ push

@@ -19,6 +19,7 @@ from companion.mcp.context import ToolRefused, VaultContext
 from companion.sync.pathsafe import UnsafePath, normalize, resolve_inside, windows_name_problem
 
 _BAD_NEW_NAME = re.compile(r'[\[\]#^|\\:*?"<>]')
+_DRIVE_PATH = re.compile(r"^[A-Za-z]:[/\\]")  # C:/notes/x.md, C:\notes\x.md
 
 
 def _checked(ctx: VaultContext, raw: str, what: str) -> str:
@@ -28,6 +29,8 @@ def _checked(ctx: VaultContext, raw: str, what: str) -> str:
         raise ToolRefused(f"{what} is longer than {ctx.limits.path_chars} characters")
     if raw != raw.strip():
         raise ToolRefused(f"{what} {raw!r} starts or ends with spaces")
+    if _DRIVE_PATH.match(raw):  # a name on the vault's disks, but from an agent a Windows path
+        raise ToolRefused(f"{what} {raw!r} is absolute, expected a path inside the vault")
     try:
         rel = normalize(raw)
     except UnsafePath as exc:

@@ -34,7 +34,6 @@ from companion.sync.conflicts import Resolution, Version, case_collision_name, r
 from companion.sync.core import Core
 from companion.sync.filestate import FileState
 from companion.sync.index import AppliedRow, base_streams, pack_bases
-from companion.sync.merge import derives_from
 from companion.sync.model import Local, Outcome, entry_state
 from companion.sync.pathsafe import UnsafePath
 from companion.sync.plan import (
@@ -51,6 +50,7 @@ from companion.sync.plan import (
     RemoveHere,
     StaleSave,
     Wait,
+    is_new_edit,
 )
 from companion.sync.record import Synced, base_of, record_synced
 from companion.sync.remote import Refused, RemoteChange
@@ -510,7 +510,7 @@ class Applier:
             out.back[path] = lc
             return
         data = local[0]
-        if rec.prev_data is None or head is None or not derives_from(rec.prev_data, head, data):
+        if head is None or is_new_edit(rec.prev_data, head, data):
             out.back[path] = lc  # an edit of the new version: pushed as it is
             return
         author = entry.device or "another device"

@@ -115,10 +115,10 @@ def derives_from(prev: bytes, head: bytes, local: bytes) -> bool:
     """Whether `local` may have been written from `prev` without having seen `head` (all
     three derive from `prev`): the stale-save test. False only when `local` visibly holds
     `head`'s version: it equals `head`, or it carries one of the changes `head` made to `prev`
-    (`_carries`: an edit of the new version). A `local` that changed the same lines as `head`
-    differently, with none of `head`'s new lines, cannot tell, and counts as derived from
-    `prev`: the caller then reconciles it (a merge or a conflict copy) rather than overwrite
-    `head` silently. Binary contents: equality only."""
+    (`_carries`: an edit of the new version, even right next to `head`'s change). A `local`
+    that changed the same lines as `head` differently, with none of `head`'s new lines, cannot
+    tell, and counts as derived from `prev`: the caller then reconciles it (a merge or a
+    conflict copy) rather than overwrite `head` silently. Binary contents: equality only."""
     if local == prev:
         return True
     if local == head or not (is_text(prev) and is_text(head) and is_text(local)):
@@ -144,14 +144,37 @@ def _changed_runs(
 
 
 def _carries(base: list[str], ours: list[str], theirs: list[str]) -> bool:
-    """Whether `ours` carries the change `theirs` made to `base` in one stretch: the same
-    change (a deletion included), or `theirs`'s lines, one of them new, kept in a row among
-    what `ours` put there (a line typed right after the one `theirs` added)."""
+    """Whether `ours` carries one of the changes `theirs` made to `base` in one stretch: the
+    same change (a deletion included); lines `theirs` added, one of them new, kept in a row
+    among what `ours` put there (a line typed right after the one `theirs` added, or the line
+    next to it edited); or lines `theirs` deleted that `ours` dropped too, with nothing put in
+    their place. A stretch holds every line changed side by side, so `theirs`'s change is
+    looked for hunk by hunk (issue 42.3: an edit next to a line just received)."""
     if theirs == base:
         return False
     if ours == theirs:
         return True
-    if not theirs or all(line in base for line in theirs):
-        return False
-    n = len(theirs)
-    return any(ours[i : i + n] == theirs for i in range(len(ours) - n + 1))
+    from difflib import SequenceMatcher  # a stale save is rare: a quiet round never loads it
+
+    hunks = SequenceMatcher(None, base, theirs, autojunk=False).get_opcodes()
+    for tag, i1, i2, j1, j2 in hunks:
+        if tag == "equal":
+            continue
+        added = theirs[j1:j2]
+        if added:
+            if all(line in base for line in added):
+                continue  # moved or repeated lines: nothing only `theirs` could have made
+            n = len(added)
+            if any(ours[i : i + n] == added for i in range(len(ours) - n + 1)):
+                return True
+        elif _drops(base, ours, i1, i2):
+            return True
+    return False
+
+
+def _drops(base: list[str], ours: list[str], i1: int, i2: int) -> bool:
+    """Whether `ours` deleted `base[i1:i2]` with nothing in its place: none of those lines is
+    left, and `ours` is no longer than `base` without them (a line typed in their place, or
+    the deleted line edited, keeps the length: no sign of the deletion)."""
+    gone = base[i1:i2]
+    return not any(line in ours for line in gone) and len(ours) <= len(base) - len(gone)

@@ -27,7 +27,6 @@ from companion.errors import CompanionError
 from companion.fileio import TEMP_PREFIX  # one name for every temporary file we make
 from companion.textsafe import LONE_SURROGATES, SHOWN_PATH, is_unicode, shown
 
-_DRIVE = re.compile(r"^[A-Za-z]:")
 # the characters `name_problem` refuses, in one pattern for every entry a scan meets
 BAD_NAME_CHARS = re.compile(f"[\\x00-\\x1f\\x7f\\\\{LONE_SURROGATES}]")
 
@@ -93,7 +92,10 @@ def normalize(rel: str) -> str:
 
     Backslashes are taken as separators (a path typed on Windows); everything else that is not
     a plain relative path is refused rather than repaired, so two spellings never map to one
-    file silently.
+    file silently. A ':' is a name character here, also after a first letter: `Q: open
+    questions.md` is a note on Linux, macOS and Android, not a drive. Where the file system has
+    drive letters, `resolve_inside` refuses it as Windows refuses any ':' (`UnusableName`, a
+    problem of that one file), before it could ever be joined as a drive.
     """
     if not isinstance(rel, str) or not rel:
         raise UnsafePath("empty path")
@@ -103,7 +105,7 @@ def normalize(rel: str) -> str:
         raise UnsafePath(f"path {shown!r} contains a control character")
     if not is_unicode(p):
         raise UnsafePath(f"path {shown!r} is not valid UTF-8")
-    if p.startswith("/") or _DRIVE.match(p):
+    if p.startswith("/"):
         raise UnsafePath(f"path {shown!r} is absolute, expected a path inside the vault")
     for seg in p.split("/"):
         if seg == "":

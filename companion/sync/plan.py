@@ -8,8 +8,9 @@ them in the index.
 
 1. **Admission** (`plan_admission`): each verified remote change is queued in the inbox, held
    for the person (an agent's change to Obsidian's plugins or settings, or an executable bit,
-   on a human device: `HoldPolicy`), or skipped (already here, already queued, ignored, an
-   unusable path); a record that failed verification quarantines its file.
+   on a human device: `HoldPolicy`), or skipped (already here, already queued, ignored); a
+   record that failed verification, or names no vault path (absolute, `..`), quarantines its
+   file: listed by `status`, `sync` exits 1, never a silent skip.
 2. **Decisions** (`plan_decisions`) the person recorded on held and quarantined files, and the
    **resync** after a relay restored from a backup (`plan_resync`).
 3. **Apply** (`plan_apply`): each queued remote change against the local scan:
@@ -25,8 +26,10 @@ them in the index.
 
    And **a stale save**: a local save that lands within `STALE_SAVE_WINDOW_NS` after a remote
    change replaced the file (`StaleSave`): the editor may have written a buffer read before the
-   change arrived, so it is checked against the replaced version and, when it derives from it,
-   reconciled three-way against it (a merge, else a conflict copy), never silently pushed.
+   change arrived, so it is checked against the replaced version (`is_new_edit`): a save that
+   holds the change just applied is a new edit, pushed as it is, however close to that change;
+   one that drops it is reconciled three-way against the replaced version (a merge, else a
+   conflict copy), never silently pushed.
 4. **Push** (`plan_push`): each remaining local change becomes an `Upload` or a `Tombstone`
    (renames as the two together); deletions beyond the mass-deletion ratio are held back;
    changes to held or quarantined files wait for the person's decision.
@@ -42,6 +45,7 @@ from companion.sync.filestate import FileState
 from companion.sync.guard import is_mass_delete
 from companion.sync.holds import HoldPolicy
 from companion.sync.index import AppliedRow, Entry, HeldRow, QuarantineRow
+from companion.sync.merge import derives_from
 from companion.sync.model import Local, entry_state
 from companion.sync.pathsafe import UnsafePath, fold, normalize
 from companion.sync.remote import HUMAN, Refused, RemoteChange
@@ -85,8 +89,8 @@ class Hold:
 
 @dataclass(frozen=True)
 class Skip:
-    what: str  # the path, or the file id when the path is unusable
-    why: str  # "have", "queued", "ignored", "unsafe"
+    what: str  # the path
+    why: str  # "have", "queued", "ignored"
     detail: str = ""
 
 
@@ -125,13 +129,16 @@ def plan_admission(
     for ch in changes:
         newest[ch.file_id] = ch
     out = Admission(quarantine=list(refused))
-    out.healed = [ch.file_id for ch in newest.values()]
     by_path: dict[str, Enqueue | Hold] = {}
     for ch in newest.values():
         path = safe_path(ch)
-        if isinstance(path, UnsafePath):
-            out.skip.append(Skip(ch.file_id, "unsafe", str(path)))
+        if isinstance(path, UnsafePath):  # a malformed record: listed, never a silent skip
+            out.quarantine.append(Refused(
+                ch.file_id, ch.rev, ch.seq, f"its path is not a vault path: {path}",
+                ch.device_id, ch.author_name,
+            ))  # fmt: skip
             continue
+        out.healed.append(ch.file_id)
         entry = view.get(path)
         if entry is not None and ch.rev <= entry.rev:
             out.skip.append(Skip(path, "have"))  # our own commit, or already applied
@@ -348,6 +355,15 @@ class StaleSave:
 
     local: Local
     applied: AppliedRow
+
+
+def is_new_edit(prev: bytes | None, head: bytes, saved: bytes) -> bool:
+    """The stale-save rule, on the contents: whether a save in the window after `head`
+    replaced `prev` is a new edit of `head` (pushed as it is) rather than a stale one. Only a
+    save that drops the change just applied is stale; one that holds it (`head` itself, a line
+    `head` added, the same deletion) is new, even when it edits the line right next to that
+    change (`merge.derives_from`). Without `prev` (too large to keep) nothing says otherwise."""
+    return prev is None or not derives_from(prev, head, saved)
 
 
 ApplyStep = (

@@ -118,12 +118,6 @@ class Puller:
             ignored=core.ignore.is_ignored,
             holds=core.holds,
         )
-        for skip in plan.skip:
-            if skip.why == "unsafe":
-                report.skipped.append(
-                    f"a remote file with an unusable path was skipped: {skip.detail}"
-                )
-                log.info("skipping remote record of file %s: %s", skip.what[:12], skip.detail)
         now = time.time_ns()
         holds = [self._held_row(h, now) for h in plan.hold]
         refused = self._quarantine_rows(plan.quarantine)

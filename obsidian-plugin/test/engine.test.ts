@@ -10,6 +10,7 @@ import { joinVault } from "../src/sync/join";
 import { Backoff, retryDelay } from "../src/sync/policy";
 import { TEST_KDF_PARAMS } from "../src/crypto/wrap";
 import { MemoryVault } from "../src/sync/vaultfs";
+import { makeMeta, sha256Hex } from "../src/crypto/records";
 
 let relay: TestRelay;
 beforeAll(async () => {
@@ -326,6 +327,50 @@ describe("names this device cannot write", () => {
     expect(h.engine.state.inbox).toEqual({});
     expect(h.engine.state.state).toBe("synced");
     expect(h.vault.text("notes/What is X.md")).toBe("a question\n");
+  });
+});
+
+describe("a ':' after a first letter (issue 42.2)", () => {
+  it("is a name: it arrives byte for byte, and where Windows's rule holds it is a problem of that file", async () => {
+    const [h, a] = await pair(relay);
+    const w = await device(relay, await relay.invite(h.engine.remote.vaultId, "human"), "windows", "human", { vault: new MemoryVault(false, true) });
+    await a.vault.put("Q: open questions.md", "# Open questions\n");
+    await a.vault.put("ok.md", "fine\n");
+    await a.engine.round();
+    const r = await h.engine.round();
+    expect(r.downloaded.sort()).toEqual(["Q: open questions.md", "ok.md"]);
+    expect(r.skipped).toEqual([]);
+    expect(h.vault.text("Q: open questions.md")).toBe("# Open questions\n");
+    await h.vault.put("Q: open questions.md", "# Open questions\n- from the phone\n");
+    await h.engine.round();
+    await a.engine.round();
+    expect(a.vault.text("Q: open questions.md")).toBe("# Open questions\n- from the phone\n");
+    const rw = await w.engine.round();
+    expect(rw.downloaded).toEqual(["ok.md"]);
+    expect(rw.problems.map((p) => p.path)).toEqual(["Q: open questions.md"]);
+    expect(w.engine.state.inbox["Q: open questions.md"].problem).toContain("':'");
+  });
+
+  it("a record that names no vault path is quarantined with the reason, never skipped silently", async () => {
+    const [h, a] = await pair(relay);
+    // a buggy device holding the key commits a record naming "../escape.md" as it is
+    const data = new TextEncoder().encode("out\n");
+    const bid = await a.engine.remote.blobId(data);
+    await a.engine.remote.upload(new Map([[bid, data]]));
+    const dev = a.engine.device;
+    const meta = makeMeta({
+      path: "../escape.md", size: data.length, sha256: await sha256Hex(data), chunks: [{ blobId: bid, length: data.length }],
+      deviceId: dev.deviceId, deviceName: dev.deviceName, deviceKind: dev.kind,
+    });
+    const res = await a.engine.remote.commit([[{ meta, parentRev: 0 }]], async () => {});
+    expect(res.committed.size).toBe(1);
+    const rh = await h.engine.round();
+    expect(rh.quarantined).toHaveLength(1);
+    expect(rh.skipped).toEqual([]);
+    const q = Object.values(h.engine.state.quarantine);
+    expect(q).toHaveLength(1);
+    expect(q[0].reason).toContain("not a vault path");
+    expect(await h.vault.list()).toEqual([]);
   });
 });
 

@@ -112,7 +112,9 @@ describe("trust rules", () => {
 describe("paths and ignore rules", () => {
   it("normalises like pathsafe and ignores like the defaults", () => {
     expect(normalize("notas\\cafe\u0301.md")).toBe("notas/caf\u00e9.md");
-    for (const bad of ["/etc/passwd", "a/../b", "a//b", "C:x", "a/.companion-tmp-1", "a\u0007"]) expect(() => normalize(bad)).toThrow(UnsafePath);
+    for (const bad of ["/etc/passwd", "a/../b", "a//b", "a/.companion-tmp-1", "a\u0007"]) expect(() => normalize(bad)).toThrow(UnsafePath);
+    // a ':' is a name character, also after a first letter (issue 42.2): not a drive here
+    for (const ok of ["Q: open questions.md", "C:x", "C:/Windows/x"]) expect(normalize(ok)).toBe(ok);
     // a lone surrogate (JSON can spell one) is no name any disk or device can hold
     for (const bad of ["caf\udce9.md", "lone-\ud800-high.md"]) expect(() => normalize(bad)).toThrow(/not valid UTF-8/);
     expect(normalize("emoji-\u{1F600}.md")).toBe("emoji-\u{1F600}.md"); // a pair is fine

@@ -201,6 +201,13 @@ async function sync(pos: string[], opts: Record<string, string | true>): Promise
     const more = report.problems.length > 3 ? ` and ${report.problems.length - 3} more` : "";
     throw new CompanionError(`synced, except ${report.problems.length} remote change(s) this device cannot write: ${names}${more}`);
   }
+  const quarantined = Object.values(engine.state.quarantine);
+  if (quarantined.length) {
+    // as `companion sync`: a file whose record this device refused is never "all synced"
+    const names = quarantined.slice(0, 3).map((q) => q.path ?? `file ${q.fileId.slice(0, 12)}`).join(", ");
+    const more = quarantined.length > 3 ? ` and ${quarantined.length - 3} more` : "";
+    throw new CompanionError(`synced, except ${quarantined.length} quarantined file(s): ${names}${more} (see \`status\`)`);
+  }
   if (!report.converged) {
     throw new NotConverged(`changes still pending after ${report.passes} passes; run sync again`);
   }

@@ -29,7 +29,7 @@ import type { RelayClient, WireRecord } from "../relay/client";
 import { conflictCopyName, caseCollisionName, HUMAN, resolve } from "./conflicts";
 import { IGNORE_FILE, IgnoreRules } from "./ignore";
 import { isText } from "./merge";
-import { fold, normalize, tryNormalize } from "./paths";
+import { fold, normalize, pathProblem, tryNormalize } from "./paths";
 import { isMassDelete, type Kind, mustHold } from "./policy";
 import { MemoryPartials, type Outgoing, type PartialStore, pool, type RemoteChange, RemoteVault } from "./remote";
 import { RoundReport } from "./report";
@@ -313,7 +313,9 @@ export class SyncEngine {
     for (const ch of newest.values()) {
       const path = tryNormalize(ch.meta.path);
       if (!path) {
-        report.skipped.push(`a remote file with an unusable path was skipped (file ${ch.fileId.slice(0, 12)})`);
+        // a record naming no path a device can hold (absolute, "..", a name over 255 bytes):
+        // quarantined with the reason (status lists it, `sync` exits 1), never skipped silently
+        this.quarantine(ch.fileId, ch.rev, `its path is not a vault path: ${pathProblem(ch.meta.path)}`, report);
         continue;
       }
       const q = this.state.quarantine[ch.fileId];

@@ -1,6 +1,7 @@
 /**
  * Vault-relative paths: one canonical spelling (companion/sync/pathsafe.py). NFC, forward
  * slashes, relative, no empty/./.. segments, no control characters, never an engine temp name.
+ * A ':' is an ordinary character here, as on the systems that hold it.
  */
 
 import { isUnicode, utf8 } from "../crypto/bytes";
@@ -23,7 +24,10 @@ export function normalize(rel: string): string {
   const shown = JSON.stringify(rel).slice(1, -1).slice(0, 200);
   if (/[\x00-\x1f\x7f]/.test(p)) throw new UnsafePath(`path '${shown}' contains a control character`);
   if (!isUnicode(p)) throw new UnsafePath(`path '${shown}' is not valid UTF-8`);
-  if (p.startsWith("/") || /^[A-Za-z]:/.test(p)) throw new UnsafePath(`path '${shown}' is absolute, expected a path inside the vault`);
+  // a ':' is a name character, also after a first letter ("Q: open questions.md"): not a drive
+  // on Linux, macOS or Android; where Windows's rule holds, `windowsNameProblem` makes it a
+  // problem of that one file when it is written (issue 42.2)
+  if (p.startsWith("/")) throw new UnsafePath(`path '${shown}' is absolute, expected a path inside the vault`);
   for (const seg of p.split("/")) {
     if (seg === "") throw new UnsafePath(`path '${shown}' has an empty segment`);
     if (seg === "." || seg === "..") throw new UnsafePath(`path '${shown}' contains '${seg}'`);
@@ -56,6 +60,17 @@ export function tryNormalize(rel: string): string | null {
     return normalize(rel);
   } catch {
     return null;
+  }
+}
+
+/** Why `rel` is no vault path (the message of `normalize`'s refusal), or null. */
+export function pathProblem(rel: string): string | null {
+  try {
+    normalize(rel);
+    return null;
+  } catch (e) {
+    if (e instanceof UnsafePath) return e.message;
+    throw e;
   }
 }
 

@@ -264,7 +264,8 @@ def sync(
 
     Exit status: 0 synced; 1 failed (or changes still pending); 3 a mass deletion was held
     back; 4 another one-shot command (a `sync`, a dream) is syncing this folder; 5 the relay
-    is unreachable (local changes stay queued).
+    is unreachable (local changes stay queued); 6 vault folder missing (not there, or not this
+    vault's: is the drive mounted?), nothing synced.
 
     \b
     Example:

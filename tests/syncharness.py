@@ -34,6 +34,7 @@ from companion.relay.auth import issue_invite
 from companion.relay.sqlite_storage import SqliteStorage
 from companion.relay.testing import running_relay
 from companion.sync.engine import SyncEngine
+from companion.sync.folder import MARKER_NAME
 from companion.sync.join import TEST_KDF_PARAMS, join_vault
 from companion.sync.pathsafe import TEMP_PREFIX
 from companion.sync.report import RoundReport
@@ -330,11 +331,12 @@ class Device:
         os.rename(self.path(old), dst)
 
     def files(self) -> dict[str, bytes]:
-        """Every regular file in the vault (relative path -> bytes), engine temp files excluded."""
+        """Every regular file in the vault (relative path -> bytes), engine temp files and the
+        vault folder's marker (`sync/folder.py`, never synced) excluded."""
         out: dict[str, bytes] = {}
         for dirpath, _dirnames, filenames in os.walk(self.vault):
             for name in filenames:
-                if name.startswith(TEMP_PREFIX):
+                if name.startswith(TEMP_PREFIX) or name == MARKER_NAME:
                     continue
                 full = Path(dirpath, name)
                 out[full.relative_to(self.vault).as_posix()] = full.read_bytes()

@@ -125,6 +125,41 @@ def test_mass_delete_is_held_and_told(cluster: SyncCluster) -> None:
         f.close()
 
 
+def test_a_vault_folder_that_is_not_the_vaults_is_the_trays_error(
+    cluster: SyncCluster,
+) -> None:
+    """An unmounted drive (its bare mount point at the vault's path): the tray's state is an
+    error saying the vault folder is missing, tooltip included; nothing is written into the
+    folder; once the vault's folder is back it syncs, and the error is gone."""
+    from companion.gui.status import tooltip_text
+
+    laptop = cluster.add_device("laptop", "human")
+    phone = cluster.add_device("phone", "human")
+    laptop.write("Home.md", "# Home\n")
+    laptop.sync()
+    f = facade(laptop)
+    away = laptop.vault.with_name("laptop-away")
+    try:
+        laptop.vault.rename(away)
+        laptop.vault.mkdir()
+        phone.write("phone.md", "from the phone\n")
+        phone.sync()
+        with pytest.raises(CompanionError, match="Vault folder missing"):
+            f.sync_now()
+        snap = f.snapshot()
+        assert tray_state(snap) is TrayState.ERROR
+        assert any(e.startswith("Vault folder missing:") for e in snap.errors), snap.errors
+        assert "Vault folder missing" in tooltip_text(snap)
+        assert os.listdir(laptop.vault) == []
+        laptop.vault.rmdir()
+        away.rename(laptop.vault)
+        f.sync_now()
+        assert laptop.read("phone.md") == b"from the phone\n"
+        assert f.snapshot().errors == []
+    finally:
+        f.close()
+
+
 def test_a_secret_carried_by_a_round_is_told(cluster: SyncCluster) -> None:
     laptop = cluster.add_device("laptop", "human")
     server = cluster.add_device("server", "agent")

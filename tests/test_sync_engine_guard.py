@@ -74,14 +74,25 @@ def test_an_emptied_small_vault_folder_does_not_empty_other_devices(
     cluster: SyncCluster, notes: int
 ) -> None:
     """A new vault of a few notes, on a drive that is not mounted (its empty mount point in
-    its place): every note gone at once is held back whatever the vault's size. Below 10
-    files the share alone never asked, so the other copies were emptied, exit 0."""
+    its place): that folder is not the vault's (no marker, none of its files), so nothing is
+    derived from it. Every note deleted at once in the vault's own folder is held back
+    whatever the vault's size. Below 10 files the share alone never asked, so the other copies
+    were emptied, exit 0."""
     a, b = _vault_of(cluster, notes)
     a.write("Home.md", "# Home\n")
     a.sync()
     b.sync()
-    shutil.rmtree(a.vault)
-    a.vault.mkdir()
+    away = a.vault.with_name("unmounted")
+    a.vault.rename(away)
+    a.vault.mkdir()  # the bare mount point
+    with pytest.raises(VaultMissing, match="vault folder missing"):
+        a.sync()
+    b.sync()
+    assert len(b.files()) == notes + 1
+    a.vault.rmdir()
+    away.rename(a.vault)
+    shutil.rmtree(a.vault / "knowledge")
+    a.delete("Home.md")
     with pytest.raises(MassDeleteRefused) as err:
         a.sync()
     assert f"delete {notes + 1} of {notes + 1} files (100%)" in str(err.value)

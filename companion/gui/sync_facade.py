@@ -55,6 +55,7 @@ from companion.sync.device import (
 )
 from companion.sync.dreamhook import rounds_until_quiet
 from companion.sync.engine import SyncEngine
+from companion.sync.folder import VaultMissing
 from companion.sync.guard import MassDeleteRefused
 from companion.sync.lock import LockHeld, VaultLock
 from companion.sync.report import RoundReport
@@ -409,7 +410,10 @@ class SyncFacade(IdleEngine):
 def _readable(exc: BaseException) -> str:
     """A round's error as the app shows it. A held mass deletion is named in a few words:
     the main window explains it and offers the confirmation (the engine's own message tells a
-    terminal user to run `companion sync --allow-mass-delete`)."""
+    terminal user to run `companion sync --allow-mass-delete`). A vault folder that is missing or
+    not the vault's (`folder.VaultMissing`) is said in the app's language."""
     if isinstance(exc, MassDeleteRefused):
         return tr("engine.deletions_held", n=exc.n_deletes)
+    if isinstance(exc, VaultMissing):  # an unmounted drive: the tray's error, in words
+        return tr("engine.vault_folder_missing", path=exc.root)
     return redact(str(exc))

@@ -92,6 +92,7 @@ class Applier:
     def run(self, plan: ApplyPlan, report: RoundReport) -> Outcome:
         out = Outcome()
         core = self.core
+        core.check_folder()  # the folder may have gone since the scan (an unmounted drive)
         later: list[ApplyStep] = []
         for step in plan.steps:
             if core.stop_event.is_set():
@@ -123,6 +124,7 @@ class Applier:
         for group, contents, streams in self._prefetched(self._content_groups(changes)):
             if core.stop_event.is_set():
                 return out
+            core.check_folder()
             bulk: list[tuple[Download, bytes]] = []
             for ch in group:
                 step = by_change[(ch.file_id, ch.rev)]

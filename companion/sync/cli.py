@@ -4,7 +4,8 @@ Exit status (a contract for scripts): 0 done; 1 failed (relay refused, token rev
 the relay failed verification, changes still pending); 2 bad input or configuration; 3 a mass
 deletion was held back (run again with --allow-mass-delete if intended); 4 another one-shot
 command holds this vault copy's lock (a running `watch` or desktop app does the work asked of it
-instead: `sync/requests.py`); 5 the relay is unreachable (changes stay queued locally).
+instead: `sync/requests.py`); 5 the relay is unreachable (changes stay queued locally); 6 the
+vault folder is missing or not the vault's (an unmounted drive: `sync/folder.py`), nothing synced.
 """
 
 from __future__ import annotations
@@ -263,7 +264,8 @@ def sync(
 
     Exit status: 0 synced; 1 failed (or changes still pending); 3 a mass deletion was held
     back; 4 another one-shot command (a `sync`, a dream) is syncing this folder; 5 the relay
-    is unreachable (local changes stay queued).
+    is unreachable (local changes stay queued); 6 vault folder missing (not there, or not this
+    vault's: is the drive mounted?), nothing synced.
 
     \b
     Example:
@@ -382,7 +384,10 @@ def status(app: AppContext, vault: Path | None, as_json: bool, offline: bool) ->
     click.echo(f"device:     {dev['name']} ({dev['kind']}), id {dev['id']}")
     click.echo(f"vault id:   {data['vault_id']}  key fingerprint {data['key_fingerprint']}")
     click.echo(f"relay:      {data['relay']} ({online})")
-    click.echo(f"state:      {data['state']}")
+    state = data["state"]
+    if state == "vault_missing":
+        state = f"vault folder missing ({data['vault']} is not there or not this vault's)"
+    click.echo(f"state:      {state}")
     click.echo(f"last sync:  {_when(data['last_sync_ts'])}")
     pend = data["pending"]
     click.echo(f"pending:    {pend['upload']} to upload, {pend['download']} to download")

@@ -23,6 +23,7 @@ from companion.sync.atomic import atomic_write
 from companion.sync.chunking import CHUNK_SIZE
 from companion.sync.device import DeviceState
 from companion.sync.filestate import FileState, NotRegularFile, open_nofollow, stat_key
+from companion.sync.folder import check_folder
 from companion.sync.holds import HoldPolicy
 from companion.sync.ignore import IgnoreRules
 from companion.sync.index import SyncIndex
@@ -95,6 +96,13 @@ class Core:
         if self.on_phase is not None:
             self.on_phase(name)
 
+    def check_folder(self) -> None:
+        """Raise `folder.VaultMissing` unless the root is this copy's vault folder (its marker;
+        `folder.py`): called at the start of a round, after its scans and before the executors
+        write or delete, so nothing is written into, or derived from, a folder that is not the
+        vault's (an unmounted drive's mount point)."""
+        check_folder(self.root, self.device.vault_id, self.device.device_id, self.index)
+
     # ------------------------------------------------------------------ local files
 
     def read_local(
@@ -146,6 +154,7 @@ class Core:
         moved in and removed."""
         mtime = meta.mtime_ns if meta is not None else None
         executable = meta.executable if meta is not None else None
+        self.check_folder()
         if isinstance(content, Path):
             with open(content, "rb") as stream:
                 state = atomic_write(

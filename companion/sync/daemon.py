@@ -17,6 +17,12 @@ Several sources wake the engine, and one thread runs its rounds, one at a time:
   wait on disk, found by the next scan, so nothing is lost across restarts of either side, and
   the daemon never exits because a relay asked it to slow down.
 
+- the **vault folder** gone or not the vault's (`folder.VaultMissing`: an unmounted drive's
+  mount point): the round writes and deletes nothing; the daemon keeps running and tries again
+  when the watcher sees another folder at the vault's path (it compares the folder's identity
+  every few seconds) or every `FOLDER_RETRY_S`, and the first round that finds the vault's
+  folder back scans every file.
+
 After every round, `on_round_done` callbacks hear its outcome (report or error). Echo
 suppression: the engine reports each file it writes to `Watcher.expect`, so applying a remote
 change does not come back as a local one; files the watcher sees open for writing are left
@@ -57,6 +63,7 @@ from companion.secrets.watch import ChangeScanner
 from companion.sync import requests
 from companion.sync.device import vault_dir
 from companion.sync.engine import SyncEngine
+from companion.sync.folder import VaultMissing
 from companion.sync.guard import MassDeleteRefused
 from companion.sync.index import RequestRow
 from companion.sync.report import RoundReport
@@ -67,6 +74,7 @@ log = get_logger("sync.daemon")
 
 POLL_WAIT_S = 25.0
 WAKE_CHECK_S = 2.0  # how often an idle daemon looks at the wake file, besides watching it
+FOLDER_RETRY_S = 10.0  # a missing vault folder is looked for again (besides the watcher's look)
 
 
 class Backoff:
@@ -177,6 +185,7 @@ class Daemon:
         self._listeners: list[Callable[[RoundOutcome], None]] = []
         self._watcher: Watcher | None = None
         self.online: bool | None = None
+        self.folder_missing = False  # the last round found no vault folder (VaultMissing)
         self.rounds = 0
         self.fatal: str | None = None
         self.ready = threading.Event()  # set after the first round
@@ -290,6 +299,9 @@ class Daemon:
             self._cond.notify_all()
 
     def _on_batch(self, batch: Batch) -> None:
+        if batch.overflow and self.folder_missing:
+            with self._cond:  # another folder at the vault's path: maybe the vault's, look now
+                self._retry_at = None
         self._wake(paths=set(batch.paths), full=batch.overflow)
 
     def _on_rescan(self) -> None:
@@ -475,6 +487,9 @@ class Daemon:
         found = self._warn_secrets(report)
         if self.online is not True:
             log.info("connected to the relay")
+        if self.folder_missing:
+            log.info("the vault folder %s is back; syncing again", self.engine.root)
+            self.folder_missing = False
         self.online = True
         self.backoff.reset()
         return RoundOutcome(self.rounds, report, None, tuple(found))
@@ -493,6 +508,11 @@ class Daemon:
             self.stop()
         elif isinstance(exc, MassDeleteRefused):
             log.error("%s", exc)  # held until the person confirms; other changes went through
+        elif isinstance(exc, VaultMissing):
+            if not self.folder_missing:  # said once, not at every look
+                log.error("%s; looking again every %g s", exc, FOLDER_RETRY_S)
+            self.folder_missing = True
+            self._schedule_retry(FOLDER_RETRY_S, full=True)
         elif isinstance(exc, TamperDetected):
             log.error("%s", exc)
             self._schedule_retry(max(self.backoff.next_delay(), 30.0), full=True)

@@ -16,6 +16,12 @@ the relay again for quarantined files, then runs passes (at most `MAX_PASSES`). 
 The round ends when a pass finds nothing to pull, apply or push. Nothing is ever written
 outside the vault or through a symlink (`pathsafe`), and every version that is not kept in the
 note goes to a conflict copy, which is then synced like any other file.
+
+Only the vault's folder is synced (`folder.py`): the round checks its marker first, again after
+each scan and before the executors write or delete. A folder that is not the vault's (an
+unmounted drive's mount point) ends the round with `VaultMissing` ("vault folder missing",
+exit 6), nothing written, deleted or recorded from it; the next round that finds the folder
+back scans every file.
 """
 
 from __future__ import annotations
@@ -40,6 +46,7 @@ from companion.sync.atomic import remove_stale_temps
 from companion.sync.core import VERIFY_BYTES_PER_ROUND, VERIFY_PER_ROUND, Clock, Core
 from companion.sync.device import DeviceState, status_file, sync_index_path, vault_dir
 from companion.sync.filestate import FileState, current_state
+from companion.sync.folder import VaultMissing
 from companion.sync.guard import MassDeleteRefused
 from companion.sync.holds import policy_from_config
 from companion.sync.ignore import IgnoreRules
@@ -107,11 +114,17 @@ class SyncEngine:
         clock: Clock = time.time_ns,
     ) -> None:
         root = Path(os.path.realpath(vault_root))
-        if not root.is_dir():
+        if not root.is_dir() and not DeviceState.exists(app_paths, root):
             raise InputError(f"the vault folder {os.fspath(vault_root)!r} does not exist")
         self.paths = app_paths
         self.config = config
         device = device or DeviceState.load(app_paths, root)
+        if not root.is_dir():  # set up here, and gone: an unmounted drive, not a bad argument
+            raise VaultMissing(
+                f"vault folder missing: {root} is not there (is the drive mounted?); "
+                "nothing was synced",
+                root,
+            )
         store = store if store is not None else open_store(config)
         # the token first: when the store lost both, joining again (which brings the key back
         # too) is the advice, not the key's unlock, which needs the token
@@ -156,6 +169,9 @@ class SyncEngine:
         # symbolic link): path -> (reason, detail); a full scan replaces it, a partial one
         # updates what it looked at. Shown by status and the desktop app, never synced.
         self.not_synced: dict[str, tuple[str, str]] = {}
+        # the last round found the vault folder missing: the next one that finds it back
+        # scans every file (whatever a watcher noted meanwhile was about another folder)
+        self.folder_was_missing = False
 
     # ------------------------------------------------------------------ the shared parts
 
@@ -282,6 +298,11 @@ class SyncEngine:
         report = RoundReport()
         core.status.update(state=status_file_mod.SYNCING, last_attempt=time.time())
         try:
+            core.check_folder()  # nothing of a folder that is not the vault's
+            if self.folder_was_missing:
+                log.info("the vault folder %s is back: scanning every file", core.root)
+                paths = None
+            self.folder_was_missing = False
             rules_changed = self._check_ignore_rules()
             core.index.prune_applied(core.clock() - STALE_SAVE_WINDOW_NS)
             # new ignore rules may let in files no watcher reported (it skips ignored paths)
@@ -314,6 +335,12 @@ class SyncEngine:
         except AuthError as exc:
             self._failed(report, t0, status_file_mod.ERROR, "auth", exc, online=True)
             raise
+        except VaultMissing as exc:
+            self.folder_was_missing = True
+            self._failed(
+                report, t0, status_file_mod.VAULT_MISSING, "vault_missing", exc, online=None
+            )
+            raise
         except TamperDetected as exc:
             self._failed(report, t0, status_file_mod.ERROR, "tamper", exc, online=True)
             raise type(exc)(
@@ -344,6 +371,7 @@ class SyncEngine:
         self.puller.pull(report)
         inbox = self.puller.load_inbox()
         res = self._scan(None if scope is None else scope | set(inbox), verify)
+        core.check_folder()  # the folder may have gone during the scan: nothing derives from it
         report.full_scan |= not res.partial
         core.phase("scanned")
         for nfc, twin in res.twins:

@@ -18,6 +18,7 @@ from pathlib import Path
 from pathspec import GitIgnoreSpec
 
 from companion.logs import get_logger
+from companion.sync.folder import MARKER_NAME
 from companion.sync.pathsafe import TEMP_PREFIX
 
 log = get_logger("sync.ignore")
@@ -61,8 +62,9 @@ DEFAULT_PATTERNS: tuple[str, ...] = (
     "*.partial",  # older Firefox, Internet Explorer
     "*.opdownload",  # Opera
     "*.download/",  # Safari (a folder)
-    # the engine's own temporary files
+    # the engine's own temporary files, and the marker naming the vault folder's device
     TEMP_PREFIX + "*",
+    MARKER_NAME,
 )
 
 

@@ -10,8 +10,10 @@
    refuses to create a second vault key. Otherwise the wrapped key is fetched and unwrapped with
    the passphrase (or a recovery key is checked against the vault's records).
 3. Only now are the token and the vault key stored in the secret store, and the device state
-   saved, and the vault layout's folders (knowledge/, projects/, journal/) created where
-   missing: sync carries files, not folders, so an empty area would never arrive. If the key
+   saved, the vault layout's folders (knowledge/, projects/, journal/) created where
+   missing (sync carries files, not folders, so an empty area would never arrive), and the
+   folder marked as this device's copy of the vault (`folder.py`: no round syncs a folder
+   without it, such as an unmounted drive's mount point). If the key
    does not unlock, the device leaves the vault (its token is revoked on the relay), so a
    device that never held the key never keeps a working token; the person asks for a new
    invite and runs `init` again.
@@ -54,6 +56,7 @@ from companion.relay.client import RelayClient, check_relay_url
 from companion.relay.errors import ConflictError
 from companion.sync.conflicts import KINDS
 from companion.sync.device import DeviceState, SecretMissing
+from companion.sync.folder import check_folder, write_marker
 from companion.testmode import WEAK_KDF_ENV, escape_hatch
 from companion.textsafe import display_name_problem, shown
 from companion.vault.layout import ensure_area_folders
@@ -330,6 +333,7 @@ def join_vault(
     state.store_key(store, key)
     state.save(paths)
     ensure_area_folders(root)  # folders do not sync: every copy gets the vault's layout
+    write_marker(root, state.vault_id, state.device_id)  # the folder is this copy's vault
     return JoinResult(state, created, resumed)
 
 
@@ -362,6 +366,7 @@ def rejoin_vault(
             f"{root} still has its relay token in {store.description}: nothing to join again; "
             f"if its key is missing, {old.unlock_hint()}"
         )
+    _check_folder_before_rejoin(paths, root, old)  # before the invite is used up
     client = client_factory(
         old.relay_url, verify=old.verify, insecure_http=old.insecure_http
     )  # fmt: skip
@@ -402,11 +407,29 @@ def rejoin_vault(
     state.store_token(store, joined.token)
     state.store_key(store, key)
     state.save(paths)
+    write_marker(root, state.vault_id, state.device_id)  # the folder now names the new device
     log.info(
         "joined vault %s again as device %s (was %s)", state.vault_id, state.device_id,
         old.device_id,
     )  # fmt: skip
     return JoinResult(state, False, True)
+
+
+def _check_folder_before_rejoin(paths: DevicePaths, root: Path, old: DeviceState) -> None:
+    """The folder must still be the vault's (under the old device's marker, or the upgrade
+    rule): a rejoin never marks an unmounted drive's mount point as the vault."""
+    from companion.sync.device import sync_index_path
+    from companion.sync.index import SyncIndex, SyncIndexError
+
+    try:
+        index: SyncIndex | None = SyncIndex(sync_index_path(paths, root), readonly=True)
+    except SyncIndexError:
+        index = None
+    try:
+        check_folder(root, old.vault_id, old.device_id, index, adopt=False)
+    finally:
+        if index is not None:
+            index.close()
 
 
 def remember_join(config: Any, state: DeviceState) -> None:

@@ -21,6 +21,7 @@ from companion.sync.atomic import ChangedSinceScan
 from companion.sync.chunking import iter_chunks
 from companion.sync.core import Core
 from companion.sync.filestate import FileState, NotRegularFile
+from companion.sync.folder import VaultMissing
 from companion.sync.index import Entry, base_streams, pack_bases
 from companion.sync.model import Prepared, Pushed
 from companion.sync.pathsafe import UnsafePath, resolve_inside
@@ -46,6 +47,12 @@ class Pusher:
             for ups, tombs in _batches(plan):
                 if core.stop_event.is_set():
                     break
+                try:  # no deletion derived from a folder that is not the vault's
+                    core.check_folder()
+                except VaultMissing:
+                    while sending:  # what went out is recorded, the rest waits
+                        committed += self._record(*sending.popleft(), report, out)
+                    raise
                 batch = self._prepare_batch(ups, tombs, out)
                 while len(sending) >= SENDERS:
                     committed += self._record(*sending.popleft(), report, out)

@@ -45,7 +45,6 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from stat import S_ISREG
 
-from companion.errors import CompanionError
 from companion.logs import get_logger
 from companion.sync.filestate import (
     FileState,
@@ -56,6 +55,7 @@ from companion.sync.filestate import (
     hash_file,
     inode_key,
 )
+from companion.sync.folder import VaultMissing
 from companion.sync.ignore import IgnoreRules
 from companion.sync.index import SyncIndex
 from companion.sync.pathsafe import (
@@ -153,10 +153,6 @@ class ScanResult:
 
     def of_kind(self, kind: ChangeKind) -> list[LocalChange]:
         return [c for c in self.changed if c.kind is kind]
-
-
-class VaultMissing(CompanionError):
-    """The vault folder is gone or not a folder (unmounted drive?); nothing is scanned."""
 
 
 _warned: set[tuple[str, str]] = set()
@@ -532,8 +528,9 @@ def scan(
     root_s = os.path.realpath(root)
     if not os.path.isdir(root_s):
         raise VaultMissing(
-            f"the vault folder {os.fspath(root)!r} is missing or not a folder "
-            "(is the drive mounted?); nothing was synced"
+            f"vault folder missing: {os.fspath(root)} is not there (is the drive mounted?); "
+            "nothing was synced",
+            root,
         )
     ignore.reload_if_changed()
     s = _Scan(

@@ -27,6 +27,7 @@ ERROR = "error"
 CONFLICT = "conflict"
 PENDING = "pending"
 NEVER = "never_synced"
+VAULT_MISSING = "vault_missing"  # the vault folder is not there or not the vault's (folder.py)
 
 
 def _empty() -> dict[str, Any]:

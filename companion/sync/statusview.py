@@ -40,7 +40,8 @@ def collect_status(
     holder = lock.holder()
     if holder is not None and not _alive(holder.get("pid")):
         holder = None
-    upload, inbox, cursor = local_pending(paths, config, root)
+    missing = folder_missing(paths, root, state)
+    upload, inbox, cursor = local_pending(paths, config, root, scan_folder=not missing)
     attention = _attention(paths, root, saved.get("conflicts") or [])
     download: int | None = inbox
     online: bool | None = None
@@ -55,7 +56,7 @@ def collect_status(
         "key_fingerprint": state.key_fingerprint,
         "relay": state.relay_url,
         "online": online,
-        "state": _state(saved.get("state"), attention),
+        "state": "vault_missing" if missing else _state(saved.get("state"), attention),
         "last_sync": _iso(saved.get("last_sync")),
         "last_sync_ts": saved.get("last_sync"),
         "last_attempt": _iso(saved.get("last_attempt")),
@@ -139,12 +140,41 @@ def _attention(
         )
 
 
-def local_pending(paths: DevicePaths, config: Any, root: str) -> tuple[int, int, int]:
+def folder_missing(paths: DevicePaths, root: str, state: DeviceState) -> str | None:
+    """Why the folder at `root` is not this copy's vault folder now (`folder.check_folder`,
+    read-only: an unmarked folder the next round would adopt counts as the vault's), or None."""
+    from companion.sync.folder import VaultMissing, check_folder
+    from companion.sync.index import SyncIndex, SyncIndexError
+
+    try:
+        index: SyncIndex | None = SyncIndex(sync_index_path(paths, root), readonly=True)
+    except SyncIndexError:
+        index = None
+    try:
+        check_folder(root, state.vault_id, state.device_id, index, adopt=False)
+    except VaultMissing as exc:
+        return str(exc)
+    finally:
+        if index is not None:
+            index.close()
+    return None
+
+
+def local_pending(
+    paths: DevicePaths, config: Any, root: str, *, scan_folder: bool | None = None
+) -> tuple[int, int, int]:
     """(local changes not pushed yet, remote changes queued, cursor) without writing anything.
 
     The one count of what waits to go out: `companion status` and the desktop app (while the
-    relay cannot be reached, when no round can say) both ask it. Lock-free and read-only.
+    relay cannot be reached, when no round can say) both ask it. Lock-free and read-only. A
+    folder that is not the vault's (`folder_missing`; `scan_folder` when the caller knows) has
+    nothing to go out: its count is 0.
     """
+    if scan_folder is None:
+        try:
+            scan_folder = folder_missing(paths, root, DeviceState.load(paths, root)) is None
+        except CompanionError:
+            scan_folder = False
     from companion.sync.ignore import IgnoreRules
     from companion.sync.index import SyncIndex, SyncIndexError
     from companion.sync.scanner import scan, size_limit
@@ -157,6 +187,8 @@ def local_pending(paths: DevicePaths, config: Any, root: str) -> tuple[int, int,
     with index:
         inbox = index.inbox_count()
         cursor = int(index.get_meta("cursor") or 0)
+        if not scan_folder:
+            return 0, inbox, cursor
         try:
             res = scan(
                 root,

@@ -18,6 +18,7 @@ import { Backoff, retryDelay } from "../sync/policy";
 import type { RoundReport } from "../sync/report";
 import { copyDir, FilePartials, FileStateStore, loadDevice, readPassphraseFile, saveDevice, SecretsFile, VaultLock } from "./home";
 import { NodeVault } from "./nodevault";
+import { weakKdfRequested } from "./testmode";
 
 const USAGE = `usage:
   node dist/cli.js join VAULT --relay URL --invite CODE --device-name NAME [--recovery-key-file F]
@@ -89,6 +90,7 @@ async function join(pos: string[], opts: Record<string, string | true>): Promise
   const invite = str(opts, "invite");
   const name = str(opts, "device-name");
   if (!vault || !relay || !invite || !name) throw new InputError("join needs VAULT --relay URL --invite CODE --device-name NAME");
+  const weak = weakKdfRequested(process.env); // refused outside the test suite, before anything
   await fsp.mkdir(vault, { recursive: true });
   const root = realpathSync(vault);
   const dir = copyDir(root);
@@ -110,7 +112,7 @@ async function join(pos: string[], opts: Record<string, string | true>): Promise
     kind: "human",
     passphrase: recoveryKey ? undefined : await passphrase(),
     recoveryKey,
-    kdf: process.env.COMPANION_TEST_WEAK_KDF === "1" ? TEST_KDF_PARAMS : DEFAULT_KDF_PARAMS,
+    kdf: weak ? TEST_KDF_PARAMS : DEFAULT_KDF_PARAMS,
     persist: async (j) => {
       await secrets.set({ [`relay-token-${j.deviceId}`]: j.token, [`vault-key-${j.vaultId}`]: toHex(j.key.toBytes()) });
       await saveDevice(dir, {

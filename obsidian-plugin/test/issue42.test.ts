@@ -210,6 +210,20 @@ describe("status", () => {
   });
 });
 
+describe("conflict copies on every device", () => {
+  it("the engine lists the copies in the vault, not only those it made", async () => {
+    const [h, a] = await pair(relay);
+    await a.vault.put("x (conflict laptop 2025-01-15 0905).md", "the laptop's\n");
+    await a.engine.round();
+    await h.engine.round();
+    expect(h.engine.state.conflicts).toEqual([]);
+    const v = await h.engine.conflictCopies();
+    expect(v.map((c) => [c.path, c.copy, c.moved])).toEqual([["x.md", "x (conflict laptop 2025-01-15 0905).md", "laptop"]]);
+    h.vault.files = new Map();
+    expect(await h.engine.conflictCopies()).toEqual([]); // not from a folder that is not the vault
+  });
+});
+
 describe("COMPANION_TEST_WEAK_KDF", () => {
   it("is honoured only inside a test suite with COMPANION_HOME, refused elsewhere", () => {
     expect(weakKdfRequested({})).toBe(false);

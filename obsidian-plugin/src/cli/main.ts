@@ -24,7 +24,6 @@ import {
 } from "../errors";
 import { RelayClient } from "../relay/client";
 import { fetchTransport } from "../relay/transport";
-import { conflictViews, isKeptCopy } from "../sync/conflicts";
 import { SyncEngine } from "../sync/engine";
 import { FOLDER_MARKER, folderMissingMessage, markerText } from "../sync/folder";
 import { ensureLayoutFolders, joinVault } from "../sync/join";
@@ -272,8 +271,7 @@ async function status(pos: string[], opts: Record<string, string | true>): Promi
   const root = (engine.fs as NodeVault).root;
   const missing = (await engine.folderStatus()) === "missing";
   // every conflict copy in the vault, not only those this device made (views.copy_paths)
-  const copies = missing ? [] : (await engine.fs.list()).map((f) => f.path).filter((p) => isKeptCopy(p.slice(p.lastIndexOf("/") + 1)) && !engine.ignore.isIgnored(p));
-  const conflicts = conflictViews(copies, s.conflicts);
+  const conflicts = await engine.conflictCopies();
   const problems = Object.entries(s.inbox).flatMap(([path, q]) => (q.problem ? [{ path, reason: q.problem }] : []));
   const { online, newer } = opts.offline ? { online: null, newer: null } : await probe(engine);
   let state: string = s.state;

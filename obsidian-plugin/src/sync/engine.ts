@@ -27,7 +27,7 @@ import {
   VaultFolderMissing,
 } from "../errors";
 import type { RelayClient, WireRecord } from "../relay/client";
-import { conflictCopyName, caseCollisionName, HUMAN, resolve } from "./conflicts";
+import { conflictCopyName, caseCollisionName, conflictViews, type CopyView, HUMAN, isKeptCopy, resolve } from "./conflicts";
 import { FOLDER_MARKER, folderMissingMessage, markerText, parseMarker } from "./folder";
 import { IGNORE_FILE, IgnoreRules } from "./ignore";
 import { isText } from "./merge";
@@ -1168,6 +1168,16 @@ export class SyncEngine {
 
   waitForChanges(waitS: number): Promise<boolean> {
     return this.remote.waitForChanges(this.state.cursor, waitS);
+  }
+
+  /** Every conflict copy (and name-collision copy) in the vault, with what this device knows
+   * of it: those other devices made too (views.copy_paths); none while the folder is missing. */
+  async conflictCopies(): Promise<CopyView[]> {
+    if ((await this.folderStatus()) === "missing") return [];
+    const copies = (await this.fs.list())
+      .map((f) => f.path)
+      .filter((p) => isKeptCopy(p.slice(p.lastIndexOf("/") + 1)) && !this.ignore.isIgnored(p));
+    return conflictViews(copies, this.state.conflicts);
   }
 
   conflictCopyName(path: string, device: string): string {

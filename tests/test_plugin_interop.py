@@ -9,12 +9,19 @@ names, a held `.obsidian/plugins` change (accepted) and a held config change (re
 exit statuses, and `watch` (long-poll and file watching) with a clean SIGTERM. After each
 scenario both copies are byte-identical.
 
+Issue #42: a vault folder swapped under the plugin (moved away, an empty folder at its path)
+writes and deletes nothing and exits 6, under `sync` and `watch`, and syncs again once it is
+back; a merge keeps a UTF-8 BOM byte for byte; a rename racing an edit leaves no duplicate;
+quarantined files make `sync` exit 1; `status` lists every conflict copy in the vault and says
+when the relay cannot be reached; the weak-KDF test hatch is refused outside the test suite.
+
 `dist/cli.js` is built by the README's test command (`npm run build`); when it is missing the
 fixture builds it, and fails if that is impossible (never skipped).
 """
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import signal
@@ -26,7 +33,9 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import wait_for
-from tests.syncharness import Device, SyncCluster
+from tests.syncharness import Device, SyncCluster, WireProxy
+
+MARKER = ".companion-folder.json"  # each copy's own folder marker (#42): never synced
 
 PLUGIN = Path(__file__).resolve().parent.parent / "obsidian-plugin"
 CLI = PLUGIN / "dist" / "cli.js"
@@ -105,7 +114,7 @@ class PluginDevice:
     def files(self) -> dict[str, bytes]:
         out = {}
         for p in self.vault.rglob("*"):
-            if p.is_file() and not p.name.startswith(".companion-tmp-"):
+            if p.is_file() and not p.name.startswith(".companion-tmp-") and p.name != MARKER:
                 out[p.relative_to(self.vault).as_posix()] = p.read_bytes()
         return out
 
@@ -121,6 +130,7 @@ def pair(tmp_path: Path, cli: Path) -> Iterator[tuple[Device, PluginDevice]]:
 
 def assert_identical(agent: Device, phone: PluginDevice) -> dict[str, bytes]:
     a, b = agent.files(), phone.files()
+    a.pop(MARKER, None)  # the Python copy's own marker, if its engine writes one
     assert sorted(a) == sorted(b)
     assert [p for p in a if a[p] != b[p]] == []
     return a
@@ -328,3 +338,233 @@ def test_watch_propagates_both_ways_and_stops_on_sigterm(pair):
         out, err = proc.communicate(timeout=30)
     assert proc.returncode == 0, err
     assert_identical(agent, phone)
+
+
+# ------------------------------------------------------------------------------- issue #42
+
+
+def _one_line_naming(stderr: str, folder: Path) -> None:
+    lines = [ln for ln in stderr.splitlines() if ln.strip()]
+    assert len(lines) == 1 and "vault folder missing" in lines[0], stderr
+    assert str(folder.resolve()) in lines[0], stderr
+
+
+def test_a_vault_folder_swapped_under_the_plugin_writes_and_deletes_nothing(pair, tmp_path):
+    agent, phone = pair
+    laptop = phone.cluster.add_device("laptop", "human")
+    marker = json.loads((phone.vault / MARKER).read_text())  # written by `cli.js join`
+    assert marker["device_id"] and marker["vault_id"] == phone.cluster.vault_id
+    agent.write("a.md", "alpha\n")
+    agent.write("b.md", "beta\n")
+    agent.sync()
+    phone.synced()
+    laptop.sync()
+    assert agent.read(MARKER) is None or json.loads(agent.read(MARKER) or b"{}") != marker
+    # the real folder moves away; an empty one (a mount point) takes its path
+    away = tmp_path / "away"
+    os.rename(phone.vault, away)
+    phone.vault.mkdir()
+    agent.write("new.md", "written while the phone's folder was away\n")
+    agent.sync()
+    for _ in range(2):  # every round checks again
+        r = phone.sync()
+        assert r.returncode == 6, r.stdout + r.stderr
+        _one_line_naming(r.stderr, phone.vault)
+        assert list(phone.vault.iterdir()) == []  # nothing written into the wrong folder
+    st = phone.status()
+    assert st["state"] == "vault_missing"
+    out = phone.run("status", str(phone.vault)).stdout
+    assert "vault folder missing" in out and "synced" not in out
+    # nothing was deleted anywhere
+    agent.sync()
+    laptop.sync()
+    for dev in (agent, laptop):
+        assert dev.read("a.md") == b"alpha\n" and dev.read("b.md") == b"beta\n"
+    # no folder at all at the path: missing too, not "not set up"
+    phone.vault.rmdir()
+    r = phone.sync()
+    assert r.returncode == 6, r.stdout + r.stderr
+    _one_line_naming(r.stderr, phone.vault)
+    # back: the note written meanwhile arrives, nothing is deleted anywhere
+    os.rename(away, phone.vault)
+    phone.synced()
+    assert phone.read("new.md") == b"written while the phone's folder was away\n"
+    assert phone.status()["state"] == "synced"
+    agent.sync()
+    laptop.sync()
+    files = assert_identical(agent, phone)
+    assert sorted(files) == ["a.md", "b.md", "new.md"]
+    assert {k: v for k, v in laptop.files().items() if k != MARKER} == files
+
+
+def test_watch_waits_while_the_vault_folder_is_swapped_and_resumes(pair, tmp_path):
+    agent, phone = pair
+    agent.write("seed.md", "seed\n")
+    agent.sync()
+    phone.synced()
+    proc = subprocess.Popen(
+        ["node", str(phone.cli), "watch", str(phone.vault)],
+        env=phone.env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    away = tmp_path / "away"
+    try:
+        os.rename(phone.vault, away)
+        phone.vault.mkdir()
+        agent.write("late.md", "while away\n")
+        agent.sync()  # the long-poll wakes the daemon: its round finds the folder missing
+        state = next((phone.home / "data" / "obsidian-cli").iterdir()) / "state.json"
+        wait_for(  # the daemon's own round found it (`status` would tell on its own)
+            lambda: json.loads(state.read_text())["state"] == "vault_missing",
+            what="the daemon's folder check",
+        )
+        assert proc.poll() is None  # still watching
+        assert list(phone.vault.iterdir()) == []
+        agent.sync()
+        assert agent.read("seed.md") == b"seed\n"
+        phone.vault.rmdir()
+        os.rename(away, phone.vault)
+        wait_for(lambda: phone.read("late.md") == b"while away\n", what="the resumed daemon")
+        phone.write("after.md", "the watcher follows the folder that is back\n")
+
+        def arrived() -> bool:
+            agent.sync()
+            return agent.read("after.md") is not None
+
+        wait_for(arrived, what="the watcher on the folder that is back")
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        out, err = proc.communicate(timeout=30)
+    assert proc.returncode == 0, err
+    assert "vault folder missing" in err
+    assert_identical(agent, phone)
+
+
+BOM = b"\xef\xbb\xbf"
+
+
+def test_a_merge_keeps_the_persons_exact_bytes_on_every_device(pair):
+    agent, phone = pair
+    laptop = phone.cluster.add_device("laptop", "human")
+    agent.write("bom.md", BOM + b"one\ntwo\nthree\nfour\n")
+    agent.sync()
+    phone.synced()
+    agent.write("bom.md", BOM + b"one\ntwo\nthree\nfour, the agent's\n")
+    agent.sync()
+    phone.write("bom.md", BOM + b"one, mine\ntwo\nthree\nfour\n")
+    out = phone.synced()
+    assert "1 merged" in out
+    want = BOM + b"one, mine\ntwo\nthree\nfour, the agent's\n"
+    agent.sync()
+    laptop.sync()
+    for dev in (agent, phone, laptop):
+        assert dev.read("bom.md") == want, dev.name
+
+
+def test_a_rename_racing_an_edit_leaves_no_duplicate(pair):
+    agent, phone = pair
+    agent.write("a.md", "one\ntwo\n")
+    agent.write("c.md", "c\n")
+    agent.sync()
+    phone.synced()
+    # renamed on the phone, edited on the server
+    agent.write("a.md", "one\ntwo\nthe agent's line\n")
+    agent.sync()
+    (phone.vault / "a.md").rename(phone.vault / "b.md")
+    phone.synced()
+    assert phone.read("a.md") is None
+    assert phone.read("b.md") == b"one\ntwo\nthe agent's line\n"
+    report = agent.sync()
+    assert ("a.md", "b.md") in report.renamed_local
+    # renamed on the server, edited on the phone
+    agent.rename("c.md", "d.md")
+    agent.sync()
+    phone.write("c.md", "c\nmine\n")
+    phone.synced()
+    assert phone.read("c.md") is None
+    assert phone.read("d.md") == b"c\nmine\n"
+    agent.sync()
+    phone.synced()
+    assert sorted(assert_identical(agent, phone)) == ["b.md", "d.md"]
+
+
+def test_sync_exits_1_while_a_file_is_quarantined(pair):
+    agent, phone = pair
+    agent.write("x.md", "x\n")
+    agent.sync()
+    proxy = WireProxy(phone.cluster.relay.url)
+    try:
+        dev_file = next((phone.home / "data" / "obsidian-cli").iterdir()) / "device.json"
+        dev = json.loads(dev_file.read_text())
+        dev["relayUrl"] = proxy.url
+        dev_file.write_text(json.dumps(dev))
+
+        def flip(ex):
+            if ex.method == "GET" and "/changes" in ex.path and ex.status == 200:
+                body = json.loads(ex.response_body)
+                for rec in body["records"]:
+                    sealed = bytearray(base64.b64decode(rec["sealed"]))
+                    sealed[len(sealed) // 2] ^= 0x04
+                    rec["sealed"] = base64.b64encode(bytes(sealed)).decode()
+                ex.response_body = json.dumps(body).encode()
+            return ex
+
+        proxy.tamper = flip
+        r = phone.sync()
+        assert r.returncode == 1, r.stdout + r.stderr
+        assert "quarantined" in r.stderr
+        assert phone.read("x.md") is None
+        proxy.tamper = None
+        r = phone.sync()  # still quarantined: not in sync, so not 0
+        assert r.returncode == 1 and "1 quarantined file(s)" in r.stderr, r.stderr
+        agent.write("x.md", "x, again\n")  # a newer revision heals it
+        agent.sync()
+        phone.synced()
+        assert phone.read("x.md") == b"x, again\n"
+    finally:
+        proxy.close()
+
+
+def test_status_lists_every_conflict_copy_and_says_when_the_relay_is_down(pair):
+    agent, phone = pair
+    agent.write("todo.md", "milk\n")
+    agent.sync()
+    phone.synced()
+    # the person commits first: the Python agent detects the conflict and makes the copy
+    phone.write("todo.md", "oat milk\n")
+    agent.write("todo.md", "almond milk\n")
+    phone.synced()
+    assert len(agent.sync().conflicts) == 1
+    phone.synced()
+    st = phone.status()
+    copies = [c["copy"] for c in st["conflicts"]]
+    assert len(copies) == 1 and copies[0].startswith("todo (conflict server ")
+    assert st["conflicts"][0]["path"] == "todo.md"
+    assert st["state"] == "conflict" and st["online"] is True
+    # the relay cannot be reached: never a plain "synced"
+    dev_file = next((phone.home / "data" / "obsidian-cli").iterdir()) / "device.json"
+    dev = json.loads(dev_file.read_text())
+    dev["relayUrl"] = "http://127.0.0.1:9"
+    dev_file.write_text(json.dumps(dev))
+    assert phone.status()["online"] is False
+    out = phone.run("status", str(phone.vault)).stdout
+    assert "offline" in out
+
+
+def test_the_weak_kdf_hatch_is_refused_outside_the_test_suite(pair, tmp_path):
+    _, phone = pair
+    env = {k: v for k, v in phone.env().items() if k not in ("PYTEST_CURRENT_TEST", "VITEST")}
+    vault = tmp_path / "real"
+    r = subprocess.run(
+        ["node", str(phone.cli), "join", str(vault), "--relay", phone.cluster.relay.url,
+         "--invite", phone.cluster.invite("human"), "--device-name", "real"],
+        capture_output=True, text=True, env=env, timeout=120,
+    )  # fmt: skip
+    assert r.returncode == 2, r.stderr
+    assert "COMPANION_TEST_WEAK_KDF" in r.stderr
+    assert "only for the companion's own test suite" in r.stderr
+    assert not (vault / MARKER).exists()
+    # inside the suite (PYTEST_CURRENT_TEST and COMPANION_HOME) it works, as every test here shows
+    assert os.environ.get("PYTEST_CURRENT_TEST")

@@ -92,3 +92,8 @@ export class Locked extends CompanionError {
   exitCode = 4;
 }
 export class NotConverged extends CompanionError {}
+/** The vault folder is missing, or is not this copy's (issue #42): nothing is written to it,
+ * deleted from it or derived from it until it is back (exit status 6, as `companion sync`). */
+export class VaultFolderMissing extends CompanionError {
+  exitCode = 6;
+}

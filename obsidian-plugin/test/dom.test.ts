@@ -69,9 +69,11 @@ function makeTab() {
   const save = async () => void saved.push(JSON.stringify(settings));
   const folders = new Set<string>(["journal"]); // the vault's folders (journal/ already there)
   const made: string[] = [];
+  const written = new Map<string, string>();
   const adapter = {
     exists: async (p: string) => folders.has(p),
     mkdir: async (p: string) => void (folders.add(p), made.push(p)),
+    write: async (p: string, data: string) => void written.set(p, data),
   };
   const tab = new CompanionSettingTab(app as never, {} as never, {
     settings,
@@ -82,13 +84,13 @@ function makeTab() {
     forget: async () => {},
   });
   document.body.appendChild(tab.containerEl);
-  return { tab, settings, saved, secrets, made };
+  return { tab, settings, saved, secrets, made, written };
 }
 
 describe("settings tab", () => {
   it("joins through the form; the token and key go to secret storage, never to data.json", async () => {
     const vid = await vaultWithKey();
-    const { tab, settings, saved, secrets, made } = makeTab();
+    const { tab, settings, saved, secrets, made, written } = makeTab();
     tab.display();
     type(input(tab, "Relay URL"), relay.url);
     type(input(tab, "Invite code"), await relay.invite(vid));
@@ -112,6 +114,10 @@ describe("settings tab", () => {
     expect(tab.containerEl.textContent).toContain(settings.fingerprint);
     // folders do not sync: the vault layout's missing ones are made on joining (#39, 8e)
     expect(made).toEqual(["knowledge", "projects"]);
+    // the vault folder's marker: this copy's folder, never synced (#42)
+    const marker = JSON.parse(written.get(".companion-folder.json")!);
+    expect([marker.vault_id, marker.device_id]).toEqual([vid, settings.deviceId]);
+    expect(typeof marker.created).toBe("number");
   });
 
   it("shows a one-line error for a wrong passphrase and stays unjoined", async () => {
@@ -166,6 +172,13 @@ describe("status bar", () => {
     expect(el.title).toBe("cannot reach the relay");
     bar.render(st, false, "Argon2id self-test failed");
     expect(el.textContent).toBe("Vault ⚠ off");
+    // the vault folder gone or swapped (#42): said so, never "synced"
+    st.state = "vault_missing" as never;
+    st.errors.push({ time: 2, kind: "vault_missing", message: "vault folder missing: /v is missing" });
+    bar.render(st);
+    expect(el.textContent).toBe("Vault ⚠ vault folder missing · 1 held · 1 quarantined");
+    expect(el.title).toBe("vault folder missing: /v is missing");
+    expect(el.classList.contains("vc-error")).toBe(true);
   });
 });
 

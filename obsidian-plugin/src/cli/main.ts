@@ -1,29 +1,43 @@
 /**
  * The headless entry of the plugin's sync core: `node dist/cli.js join|sync|watch|status|held`.
  * Same conventions and exit statuses as `companion init/sync/watch` (docs/sync.md): 0 done;
- * 1 failed (relay refused, tampering, still pending); 2 bad input; 3 mass deletion held back;
- * 4 another companion holds the lock; 5 relay unreachable (changes stay queued).
+ * 1 failed (relay refused, tampering, still pending, quarantined files); 2 bad input; 3 mass
+ * deletion held back; 4 another companion holds the lock; 5 relay unreachable (changes stay
+ * queued); 6 the vault folder is missing or not this copy's (nothing written, deleted or sent).
  */
 import { promises as fsp, watch as fsWatch, realpathSync } from "node:fs";
 import * as path from "node:path";
 import { fromHex, toHex } from "../crypto/bytes";
 import { VaultKey } from "../crypto/keys";
 import { DEFAULT_KDF_PARAMS, ensureSelfTest, TEST_KDF_PARAMS } from "../crypto/wrap";
-import { AuthError, CompanionError, InputError, MassDeleteRefused, NotConverged, RelayBusy, RelayUnreachable, TamperDetected } from "../errors";
+import {
+  AuthError,
+  CompanionError,
+  InputError,
+  MassDeleteRefused,
+  NotConverged,
+  RelayBusy,
+  RelayError,
+  RelayUnreachable,
+  TamperDetected,
+  VaultFolderMissing,
+} from "../errors";
 import { RelayClient } from "../relay/client";
 import { fetchTransport } from "../relay/transport";
 import { SyncEngine } from "../sync/engine";
+import { FOLDER_MARKER, folderMissingMessage, markerText } from "../sync/folder";
 import { ensureLayoutFolders, joinVault } from "../sync/join";
 import { Backoff, retryDelay } from "../sync/policy";
 import type { RoundReport } from "../sync/report";
 import { copyDir, FilePartials, FileStateStore, loadDevice, readPassphraseFile, saveDevice, SecretsFile, VaultLock } from "./home";
 import { NodeVault } from "./nodevault";
+import { weakKdfRequested } from "./testmode";
 
 const USAGE = `usage:
   node dist/cli.js join VAULT --relay URL --invite CODE --device-name NAME [--recovery-key-file F]
   node dist/cli.js sync VAULT [--allow-mass-delete] [--json]
   node dist/cli.js watch VAULT [--rescan-minutes M] [--allow-mass-delete]
-  node dist/cli.js status VAULT [--json]
+  node dist/cli.js status VAULT [--json] [--offline]
   node dist/cli.js held VAULT [--accept PATH | --refuse PATH]
 The passphrase comes from COMPANION_PASSPHRASE_FILE (an owner-only file) or a prompt;
 state lives under COMPANION_HOME (as for the Python companion).`;
@@ -37,7 +51,7 @@ function parseArgs(argv: string[]): { cmd: string; pos: string[]; opts: Record<s
     if (a.startsWith("--")) {
       const [k, v] = a.slice(2).split("=", 2);
       if (v !== undefined) opts[k] = v;
-      else if (["allow-mass-delete", "json", "help"].includes(k)) opts[k] = true;
+      else if (["allow-mass-delete", "json", "help", "offline"].includes(k)) opts[k] = true;
       else {
         if (i + 1 >= rest.length) throw new InputError(`--${k} needs a value`);
         opts[k] = rest[++i];
@@ -89,6 +103,7 @@ async function join(pos: string[], opts: Record<string, string | true>): Promise
   const invite = str(opts, "invite");
   const name = str(opts, "device-name");
   if (!vault || !relay || !invite || !name) throw new InputError("join needs VAULT --relay URL --invite CODE --device-name NAME");
+  const weak = weakKdfRequested(process.env); // refused outside the test suite, before anything
   await fsp.mkdir(vault, { recursive: true });
   const root = realpathSync(vault);
   const dir = copyDir(root);
@@ -110,7 +125,7 @@ async function join(pos: string[], opts: Record<string, string | true>): Promise
     kind: "human",
     passphrase: recoveryKey ? undefined : await passphrase(),
     recoveryKey,
-    kdf: process.env.COMPANION_TEST_WEAK_KDF === "1" ? TEST_KDF_PARAMS : DEFAULT_KDF_PARAMS,
+    kdf: weak ? TEST_KDF_PARAMS : DEFAULT_KDF_PARAMS,
     persist: async (j) => {
       await secrets.set({ [`relay-token-${j.deviceId}`]: j.token, [`vault-key-${j.vaultId}`]: toHex(j.key.toBytes()) });
       await saveDevice(dir, {
@@ -125,6 +140,8 @@ async function join(pos: string[], opts: Record<string, string | true>): Promise
       });
     },
   });
+  // this copy's folder marker (sync/folder.ts): a folder swapped under it is never taken for it
+  await fsp.writeFile(path.join(root, FOLDER_MARKER), markerText(joined.vaultId, joined.deviceId, Date.now() / 1000));
   await ensureLayoutFolders({
     exists: (p) => fsp.lstat(path.join(root, p)).then(() => true, () => false),
     mkdir: (p) => fsp.mkdir(path.join(root, p)),
@@ -134,12 +151,17 @@ async function join(pos: string[], opts: Record<string, string | true>): Promise
   console.log(`next: node dist/cli.js sync ${root}`);
 }
 
-async function openEngine(vault: string | undefined): Promise<{ engine: SyncEngine; lockDir: string }> {
+async function openEngine(vault: string | undefined, probeCase = true): Promise<{ engine: SyncEngine; lockDir: string }> {
   if (!vault) throw new InputError("give the vault folder");
   let root: string;
   try {
     root = realpathSync(vault);
   } catch {
+    // a folder set up for sync that is gone (an unmounted drive): missing, not a typo
+    const gone = path.resolve(vault);
+    if (await fsp.access(path.join(copyDir(gone), "device.json")).then(() => true, () => false)) {
+      throw new VaultFolderMissing(folderMissingMessage(gone));
+    }
     throw new InputError(`the vault folder '${vault}' does not exist`);
   }
   const dir = copyDir(root);
@@ -149,8 +171,9 @@ async function openEngine(vault: string | undefined): Promise<{ engine: SyncEngi
   const keyHex = await secrets.get(`vault-key-${dev.vaultId}`);
   if (!token || !keyHex) throw new CompanionError(`this device's token or vault key is missing from ${secrets.file}; join again with a new invite`);
   const client = new RelayClient(dev.relayUrl, fetchTransport(), { token, vaultId: dev.vaultId });
+  const fs = await NodeVault.open(root, false);
   const engine = new SyncEngine({
-    fs: await NodeVault.open(root),
+    fs,
     client,
     key: await VaultKey.fromBytes(fromHex(keyHex)),
     vaultId: dev.vaultId,
@@ -159,6 +182,8 @@ async function openEngine(vault: string | undefined): Promise<{ engine: SyncEngi
     partials: new FilePartials(path.join(dir, "partial")),
   });
   await engine.load();
+  // the case probe writes a temp file: only into a folder that is this copy's
+  if (probeCase && (await engine.folderStatus()) !== "missing") await fs.probeCase();
   return { engine, lockDir: dir };
 }
 
@@ -194,43 +219,88 @@ async function sync(pos: string[], opts: Record<string, string | true>): Promise
   } finally {
     lock.release();
   }
-  if (opts.json) console.log(JSON.stringify(report.summary(), null, 2));
-  else printReport(report);
+  const quarantined = Object.values(engine.state.quarantine);
+  if (opts.json) {
+    console.log(
+      JSON.stringify(
+        {
+          ...report.summary(),
+          quarantined_files: quarantined.map((q) => q.path ?? q.fileId),
+          problem_files: Object.entries(engine.state.inbox).flatMap(([path, q]) => (q.problem ? [{ path, reason: q.problem }] : [])),
+        },
+        null,
+        2,
+      ),
+    );
+  } else printReport(report);
   if (report.problems.length) {
     const names = report.problems.slice(0, 3).map((p) => p.path).join(", ");
     const more = report.problems.length > 3 ? ` and ${report.problems.length - 3} more` : "";
     throw new CompanionError(`synced, except ${report.problems.length} remote change(s) this device cannot write: ${names}${more}`);
   }
-  const quarantined = Object.values(engine.state.quarantine);
   if (quarantined.length) {
-    // as `companion sync`: a file whose record this device refused is never "all synced"
-    const names = quarantined.slice(0, 3).map((q) => q.path ?? `file ${q.fileId.slice(0, 12)}`).join(", ");
+    // as `companion sync`: a file whose newest record cannot be opened is not in sync
+    const names = quarantined.slice(0, 3).map((q) => q.path ?? `id ${q.fileId.slice(0, 12)}`).join(", ");
     const more = quarantined.length > 3 ? ` and ${quarantined.length - 3} more` : "";
-    throw new CompanionError(`synced, except ${quarantined.length} quarantined file(s): ${names}${more} (see \`status\`)`);
+    throw new CompanionError(
+      `synced, except ${quarantined.length} quarantined file(s) whose newest record cannot be opened: ${names}${more} (see \`node dist/cli.js held VAULT\`)`,
+    );
   }
   if (!report.converged) {
     throw new NotConverged(`changes still pending after ${report.passes} passes; run sync again`);
   }
 }
 
+/** The relay answers (and how many records are newer than the cursor), with a short timeout:
+ * `status` never says "synced" about a relay it cannot reach (statusview._probe). */
+async function probe(engine: SyncEngine): Promise<{ online: boolean; newer: number | null }> {
+  engine.client.timeoutMs = 3000; // a one-shot look: never wait long for an answer
+  try {
+    const page = await engine.client.changesPage(engine.state.cursor, 0, 1000);
+    return { online: true, newer: page.records.length };
+  } catch (e) {
+    if (e instanceof RelayUnreachable) return { online: false, newer: null };
+    if (e instanceof RelayError) return { online: true, newer: null };
+    throw e;
+  }
+}
+
 async function status(pos: string[], opts: Record<string, string | true>): Promise<void> {
-  const { engine } = await openEngine(pos[0]);
+  const { engine } = await openEngine(pos[0], false);
   const s = engine.state;
+  const root = (engine.fs as NodeVault).root;
+  const missing = (await engine.folderStatus()) === "missing";
+  // every conflict copy in the vault, not only those this device made (views.copy_paths)
+  const conflicts = await engine.conflictCopies();
+  const problems = Object.entries(s.inbox).flatMap(([path, q]) => (q.problem ? [{ path, reason: q.problem }] : []));
+  const { online, newer } = opts.offline ? { online: null, newer: null } : await probe(engine);
+  let state: string = s.state;
+  if (missing) state = "vault_missing";
+  else if (state === "vault_missing") state = "pending"; // back: the next round rescans it
+  else if (state === "synced" || state === "conflict") state = problems.length ? "pending" : conflicts.length ? "conflict" : "synced";
   const out = {
-    state: s.state,
+    vault: root,
+    state,
+    online,
+    relay: engine.client.baseUrl,
     last_sync: s.lastSync,
-    pending: s.pending,
+    pending: { upload: s.pending.upload, download: Object.keys(s.inbox).length + (newer ?? 0) },
     held: Object.values(s.held).map((h) => ({ path: h.path, reason: h.reason, device: h.deviceName, rev: h.rev })),
     quarantined: Object.values(s.quarantine).map((q) => ({ file_id: q.fileId, path: q.path, rev: q.rev, reason: q.reason })),
-    conflicts: s.conflicts,
-    problems: Object.entries(s.inbox).flatMap(([path, q]) => (q.problem ? [{ path, reason: q.problem }] : [])),
+    conflicts,
+    problems,
     errors: s.errors,
     device: engine.device,
   };
   if (opts.json) console.log(JSON.stringify(out, null, 2));
   else {
-    console.log(`device:  ${engine.device.deviceName} (${engine.device.kind})\nstate:   ${s.state}`);
-    console.log(`held:    ${out.held.length}, quarantined: ${out.quarantined.length}, conflicts: ${s.conflicts.length}`);
+    const net = { true: "online", false: "offline: the relay cannot be reached", null: "not checked" }[String(online) as "true" | "false" | "null"];
+    console.log(`vault:   ${root}`);
+    console.log(`device:  ${engine.device.deviceName} (${engine.device.kind})`);
+    console.log(`relay:   ${out.relay} (${net})`);
+    console.log(`state:   ${missing ? `vault folder missing: ${root} is missing or is not this copy's folder` : state}`);
+    console.log(`held:    ${out.held.length}, quarantined: ${out.quarantined.length}, conflicts: ${conflicts.length}`);
+    for (const c of conflicts.slice(-10)) console.log(`conflict: ${c.message}`);
     for (const p of out.problems) console.log(`cannot write here: ${p.path}: ${p.reason}`);
   }
 }
@@ -281,13 +351,23 @@ async function watch(pos: string[], opts: Record<string, string | true>): Promis
   process.on("SIGTERM", onSignal);
   process.on("SIGINT", onSignal);
   let debounce: NodeJS.Timeout | null = null;
-  const watcher = fsWatch(root, { recursive: true }, (_ev, name) => {
-    if (!name) {
+  const watchRoot = () => {
+    const w = fsWatch(root, { recursive: true }, (_ev, name) => {
+      if (!name) {
+        full = true;
+      } else paths.add(String(name).split(path.sep).join("/"));
+      if (debounce) clearTimeout(debounce);
+      debounce = setTimeout(poke, 50);
+    });
+    // the folder moved away or unmounted under the watcher: rounds check and rescan instead
+    w.on("error", () => {
       full = true;
-    } else paths.add(String(name).split(path.sep).join("/"));
-    if (debounce) clearTimeout(debounce);
-    debounce = setTimeout(poke, 50);
-  });
+      poke();
+    });
+    return w;
+  };
+  let watcher = watchRoot();
+  let missing = false;
   const rescan = setInterval(() => {
     full = true;
     poke();
@@ -330,6 +410,15 @@ async function watch(pos: string[], opts: Record<string, string | true>): Promis
     remote = false;
     try {
       const r = await engine.round({ paths: scope, allowMassDelete });
+      if (missing) {
+        // the vault folder is back (maybe another inode at the same path): watch that one
+        missing = false;
+        console.error(`the vault folder ${root} is back; syncing again`);
+        watcher.close();
+        watcher = watchRoot();
+        full = true; // what changed before the new watcher was up: the next round scans it all
+        if (!(engine.fs as NodeVault).probed) await (engine.fs as NodeVault).probeCase();
+      }
       await engine.markReported();
       if (r.changed || r.held.length || r.quarantined.length) printReport(r);
       backoff.reset();
@@ -344,6 +433,12 @@ async function watch(pos: string[], opts: Record<string, string | true>): Promis
         stop = true;
       } else if (e instanceof MassDeleteRefused) {
         console.error(e.message);
+      } else if (e instanceof VaultFolderMissing) {
+        // nothing is written or sent meanwhile; every round checks again (exit 6 for `sync`)
+        if (!missing) console.error(e.message);
+        missing = true;
+        full = true;
+        retryAt = Date.now() + 2000;
       } else if (e instanceof TamperDetected) {
         console.error(e.message);
         retryAt = Date.now() + Math.max(backoff.next(), 30) * 1000;

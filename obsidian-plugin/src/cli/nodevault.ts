@@ -12,8 +12,33 @@ export class NodeVault implements VaultFS {
 
   constructor(readonly root: string) {}
 
-  static async open(root: string): Promise<NodeVault> {
+  get location(): string {
+    return this.root;
+  }
+
+  /** The folder at the vault's path is a folder (not gone, not a link or a file). */
+  async rootExists(): Promise<boolean> {
+    try {
+      return (await fsp.lstat(this.root)).isDirectory();
+    } catch {
+      return false;
+    }
+  }
+
+  /** `probe`: find out now whether the disk is case-insensitive, by writing an empty temp file
+   * in the root; else call `probeCase` once the folder is known to be the vault's (#42: no
+   * write into a folder that may not be the vault's). */
+  static async open(root: string, probe = true): Promise<NodeVault> {
     const v = new NodeVault(await fsp.realpath(root));
+    if (probe) await v.probeCase();
+    return v;
+  }
+
+  probed = false;
+
+  async probeCase(): Promise<void> {
+    const v = this;
+    this.probed = true;
     const probe = path.join(v.root, `${TEMP_PREFIX}case-${randomBytes(4).toString("hex")}`);
     await fsp.writeFile(probe, "");
     try {
@@ -24,7 +49,6 @@ export class NodeVault implements VaultFS {
     } finally {
       await fsp.unlink(probe).catch(() => undefined);
     }
-    return v;
   }
 
   private abs(rel: string): string {

@@ -7,6 +7,7 @@ import { ensureLayoutFolders, type FolderMaker, joinVault } from "../sync/join";
 import { keyId, type SecretStore, tokenId } from "./secrets";
 import type { JoinForm, PluginSettings } from "./settings";
 import { InputError } from "../errors";
+import { FOLDER_MARKER, markerText } from "../sync/folder";
 
 export async function joinFromSettings(
   form: JoinForm,
@@ -42,6 +43,8 @@ export async function joinFromSettings(
       await deps.save();
     },
   });
+  // this copy's folder marker (sync/folder.ts): a folder swapped under it is never taken for it
+  if (deps.folders?.write) await deps.folders.write(FOLDER_MARKER, markerText(joined.vaultId, joined.deviceId, Date.now() / 1000));
   if (deps.folders) await ensureLayoutFolders(deps.folders);
   return `${joined.createdVault ? "Created" : "Joined"} vault ${joined.vaultId}. Key fingerprint ${joined.key.fingerprint} (compare it with your other devices). The token and key are in ${deps.secrets.description}.`;
 }

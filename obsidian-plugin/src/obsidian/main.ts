@@ -8,7 +8,7 @@ import { type App, MarkdownView, Notice, Platform, Plugin, requestUrl, type TAbs
 import { fromHex } from "../crypto/bytes";
 import { VaultKey } from "../crypto/keys";
 import { ensureSelfTest } from "../crypto/wrap";
-import { AuthError, MassDeleteRefused, RelayBusy, RelayUnreachable } from "../errors";
+import { AuthError, MassDeleteRefused, RelayBusy, RelayUnreachable, VaultFolderMissing } from "../errors";
 import { RelayClient } from "../relay/client";
 import type { Transport } from "../relay/transport";
 import { SyncEngine } from "../sync/engine";
@@ -84,6 +84,7 @@ export default class VaultCompanionPlugin extends Plugin {
   private backoff = new Backoff();
   private polling = false;
   private unloaded = false;
+  private folderNoticeShown = false;
 
   private get stateDir(): string {
     return `${this.app.vault.configDir}/plugins/${this.manifest.id}/state`;
@@ -223,6 +224,7 @@ export default class VaultCompanionPlugin extends Plugin {
     this.render();
     try {
       const report = await engine.round({ paths, allowMassDelete });
+      this.folderNoticeShown = false;
       this.backoff.reset();
       this.retryAt = 0;
       for (const c of report.conflicts) new Notice(`Vault Companion: ${c.message}`);
@@ -239,6 +241,10 @@ export default class VaultCompanionPlugin extends Plugin {
         new Notice(`Vault Companion: ${e.message}`, 0);
       } else if (e instanceof AuthError) {
         new Notice(`Vault Companion: the relay refused this device (${e.message})`, 0);
+      } else if (e instanceof VaultFolderMissing) {
+        // nothing written, deleted or sent; the status bar says so, and each round checks again
+        if (!this.folderNoticeShown) new Notice(`Vault Companion: ${e.message}`, 0);
+        this.folderNoticeShown = true;
       }
       throw e;
     } finally {

@@ -83,13 +83,18 @@ export class ConflictsModal extends Modal {
   }
 
   onOpen(): void {
+    void this.render();
+  }
+
+  /** Every conflict copy in the vault, made here or on another device (as `companion status`). */
+  private async render(): Promise<void> {
     const c = this.contentEl;
     el(c, "h2", "Conflicts");
-    const list = [...this.engine.state.conflicts].reverse();
+    const list = (await this.engine.conflictCopies()).reverse();
     if (!list.length) el(c, "p", "No conflicts.");
     for (const k of list) {
       const row = el(c, "div", undefined, "vault-companion-row");
-      el(row, "div", `${new Date(k.time * 1000).toLocaleString()}: ${k.message}`);
+      el(row, "div", k.time !== null ? `${new Date(k.time * 1000).toLocaleString()}: ${k.message}` : k.message);
       const b = el(row, "button", "Open the copy");
       b.addEventListener("click", () => this.openPath(k.copy));
     }

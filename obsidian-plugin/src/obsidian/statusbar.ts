@@ -37,6 +37,12 @@ export function statusView(state: SyncState | null, busy: boolean, problem: stri
         return { text: `Vault ✓${tail}`, title: `Synced, except what this device cannot write: ${path}: ${q.problem}${more}. Rename it on the device that made it.`, cls: "attention" };
       }
       return { text: `Vault … pending${tail}`, title: "Changes are still pending", cls: "busy" };
+    case "vault_missing":
+      return {
+        text: `Vault ⚠ vault folder missing${tail}`,
+        title: last ? last.message : "The vault folder is missing or is not this copy's: nothing is synced until it is back",
+        cls: "error",
+      };
     case "error":
       return { text: `Vault ⚠ error${tail}`, title: last ? last.message : "Sync failed", cls: "error" };
     default:

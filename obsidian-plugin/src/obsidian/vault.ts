@@ -39,6 +39,11 @@ export class ObsidianVault implements VaultFS {
     }
   }
 
+  /** For messages: the vault as Obsidian names it. */
+  get location(): string {
+    return `the vault folder of "${this.app.vault.getName()}"`;
+  }
+
   private get adapter() {
     return this.app.vault.adapter;
   }

@@ -163,3 +163,41 @@ export function resolve(
     copy,
   );
 }
+// What `conflictCopyName` and `caseCollisionName` write, read back (companion/sync/conflicts.py
+// is_kept_copy and views.py): "<stem> (conflict <device> <date> <HHMM>[ N])<ext>", and the
+// names kept after a case or Unicode-spelling collision.
+const COPY_NAME = /^(?<stem>.+) \((?:conflict (?<device>.+) \d{4}-\d{2}-\d{2} \d{4}|(?:case|unicode) conflict)(?: \d+)?\)(?<ext>\.[^.]*)?$/u;
+
+/** A conflict copy, or a file kept under another name after a name collision: what `status`
+ * lists as conflicts to look at, on every device (not only the one that made it). */
+export function isKeptCopy(name: string): boolean {
+  return COPY_NAME.test(name);
+}
+
+function split(copy: string): [string, RegExpMatchArray | null] {
+  const slash = copy.lastIndexOf("/");
+  return [slash < 0 ? "" : copy.slice(0, slash + 1), copy.slice(slash + 1).match(COPY_NAME)];
+}
+
+export interface CopyView {
+  path: string;
+  copy: string;
+  kept: string;
+  moved: string;
+  outcome: string;
+  message: string;
+  time: number | null;
+}
+
+/** The conflict copies in the vault (sorted), each with what this device knows of it (the round
+ * that made it) or else what its name says (views.conflict_views). */
+export function conflictViews(copies: string[], recent: readonly CopyView[]): CopyView[] {
+  const known = new Map(recent.filter((c) => c.copy).map((c) => [c.copy, c]));
+  return [...copies].sort().map((copy) => {
+    const k = known.get(copy);
+    if (k) return { ...k };
+    const [folder, m] = split(copy);
+    const original = m ? folder + m.groups!.stem + (m.groups!.ext ?? "") : copy;
+    return { path: original, copy, kept: "", moved: m?.groups?.device ?? "", outcome: "", message: `${copy} holds another version of ${original}`, time: null };
+  });
+}

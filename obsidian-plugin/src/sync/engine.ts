@@ -24,9 +24,11 @@ import {
   MassDeleteRefused,
   RelayUnreachable,
   TamperDetected,
+  VaultFolderMissing,
 } from "../errors";
 import type { RelayClient, WireRecord } from "../relay/client";
-import { conflictCopyName, caseCollisionName, HUMAN, resolve } from "./conflicts";
+import { conflictCopyName, caseCollisionName, conflictViews, type CopyView, HUMAN, isKeptCopy, resolve } from "./conflicts";
+import { FOLDER_MARKER, folderMissingMessage, markerText, parseMarker } from "./folder";
 import { IGNORE_FILE, IgnoreRules } from "./ignore";
 import { isText } from "./merge";
 import { fold, normalize, pathProblem, tryNormalize } from "./paths";
@@ -43,7 +45,7 @@ import {
   type StateStore,
   type SyncState,
 } from "./state";
-import { type BulkItem, type FileStat, UnusableName, type VaultFS } from "./vaultfs";
+import { type BulkItem, type FileStat, UnusableName, type VaultFS, type WriteOptions } from "./vaultfs";
 
 export const MAX_PASSES = 10;
 export const CHUNK_SIZE = 4 * 1024 * 1024;
@@ -194,12 +196,16 @@ export class SyncEngine {
     await this.load();
     const t0 = Date.now();
     const report = new RoundReport();
+    // back after the folder was missing: everything is scanned again, whatever the round was for
+    const wasMissing = this.state.state === "vault_missing";
     this.state.state = "syncing";
     this.state.lastAttempt = Date.now() / 1000;
     this.unwritable.clear();
     try {
+      await this.ensureFolder();
       await this.checkIgnoreRules();
-      let scope: Set<string> | null = opts.paths ? new Set(opts.paths.map((p) => tryNormalize(p)).filter((p): p is string => !!p)) : null;
+      let scope: Set<string> | null =
+        opts.paths && !wasMissing ? new Set(opts.paths.map((p) => tryNormalize(p)).filter((p): p is string => !!p)) : null;
       for (let i = 0; i < (opts.maxPasses ?? MAX_PASSES); i++) {
         if (this.stopped) break;
         report.passes++;
@@ -215,6 +221,17 @@ export class SyncEngine {
       report.liveFiles = this.liveCount();
     } catch (e) {
       report.elapsedS = (Date.now() - t0) / 1000;
+      if (e instanceof VaultFolderMissing) {
+        // nothing derived from this round's scan counts: back to the state saved before it
+        // (the queued remote changes, the cursor), then only the condition is recorded
+        this.state = (await this.store.load()) ?? emptyState();
+        this.verified.clear();
+        this.state.state = "vault_missing";
+        this.state.lastAttempt = Date.now() / 1000;
+        addError(this.state, "vault_missing", e.message);
+        await this.save();
+        throw e;
+      }
       addConflicts(this.state, report.conflicts);
       const kind =
         e instanceof RelayUnreachable ? "offline" : e instanceof AuthError ? "auth" : e instanceof TamperDetected ? "tamper" : "error";
@@ -253,6 +270,64 @@ export class SyncEngine {
     return n;
   }
 
+  // ------------------------------------------------------------------ the vault folder
+
+  /** "ok": the folder at the vault's path is this copy's (its marker names this vault and
+   * device); "unmarked": no marker, but the folder holds a file the state knows as live, or the
+   * state knows none (a copy from before markers, a fresh one); else "missing" (sync/folder.ts). */
+  async folderStatus(): Promise<"ok" | "unmarked" | "missing"> {
+    await this.load();
+    if (this.fs.rootExists && !(await this.fs.rootExists())) return "missing";
+    const st = await this.fs.stat(FOLDER_MARKER);
+    if (st) {
+      let m = null;
+      try {
+        m = parseMarker(await this.fs.read(FOLDER_MARKER));
+      } catch {
+        m = null;
+      }
+      return m && m.vault_id === this.remote.vaultId && m.device_id === this.device.deviceId ? "ok" : "missing";
+    }
+    const live = Object.entries(this.state.files).filter(([, e]) => !e.deleted);
+    if (!live.length) return "unmarked";
+    for (const [p] of live) if (await this.fs.stat(p)) return "unmarked";
+    return "missing";
+  }
+
+  private folderMissing(): VaultFolderMissing {
+    return new VaultFolderMissing(folderMissingMessage(this.fs.location ?? "the vault folder"));
+  }
+
+  /** At the start of a round: the folder must be this copy's (an unmarked one gets its marker). */
+  private async ensureFolder(): Promise<void> {
+    const s = await this.folderStatus();
+    if (s === "missing") throw this.folderMissing();
+    if (s === "unmarked") {
+      await this.fs.write(FOLDER_MARKER, new TextEncoder().encode(markerText(this.remote.vaultId, this.device.deviceId, Date.now() / 1000)));
+      if ((await this.folderStatus()) !== "ok") throw this.folderMissing();
+    }
+  }
+
+  /** Before anything is written, deleted or renamed here, or sent from a scan. */
+  private async guard(): Promise<void> {
+    if ((await this.folderStatus()) !== "ok") throw this.folderMissing();
+  }
+
+  private async write(path: string, data: Uint8Array, opts?: WriteOptions): Promise<FileStat> {
+    await this.guard();
+    return this.fs.write(path, data, opts);
+  }
+
+  private async remove(path: string): Promise<void> {
+    await this.guard();
+    await this.fs.remove(path);
+  }
+
+  private async rename(from: string, to: string): Promise<FileStat> {
+    await this.guard();
+    return this.fs.rename(from, to);
+  }
+
   private async checkIgnoreRules(): Promise<void> {
     let text: string | null = null;
     const st = await this.fs.stat(IGNORE_FILE);
@@ -277,6 +352,7 @@ export class SyncEngine {
     const pulled = await this.pull(report);
     const inboxPaths = Object.keys(this.state.inbox);
     const local = await this.scan(scope ? new Set([...scope, ...inboxPaths]) : null, report);
+    await this.guard(); // the scan was of this copy's folder: no deletion from another one
     const applied = await this.applyInbox(local, report, touched);
     const pushed = await this.push(local, allowMassDelete, report, touched);
     await this.save();
@@ -361,8 +437,9 @@ export class SyncEngine {
         // a decomposed (NFD) name, e.g. from macOS: rename it to its NFC spelling in place
         if (onDisk.has(p) || seen.has(p)) continue;
         try {
-          st = await this.fs.rename(st.path, p);
-        } catch {
+          st = await this.rename(st.path, p);
+        } catch (e) {
+          if (e instanceof VaultFolderMissing) throw e;
           continue;
         }
       }
@@ -479,6 +556,7 @@ export class SyncEngine {
     this.verified.clear();
     if (!todo.size) return true;
     await this.applyRenames(todo, local, report, touched);
+    await this.followLocalRenames(todo, local, report, touched);
     for (const [p, ch] of [...todo]) {
       if (!ch.meta.deleted) continue;
       todo.delete(p);
@@ -524,6 +602,7 @@ export class SyncEngine {
         expected: e && !e.deleted ? { size: e.size, mtime: e.mtime } : null,
       };
     });
+    await this.guard();
     const results = await this.fs.writeMany!(items);
     results.forEach((r, i) => {
       const ch = group[i];
@@ -586,7 +665,7 @@ export class SyncEngine {
         this.state.inbox[p] = queued(ch);
         return;
       }
-      await this.fs.remove(p);
+      await this.remove(p);
       report.deletedLocal.push(p);
     }
     this.record(p, ch, null);
@@ -619,7 +698,7 @@ export class SyncEngine {
       const other = Object.entries(this.state.files).find(([q, x]) => q !== p && !x.deleted && fold(q) === fold(p));
       if (other) {
         const copy = caseCollisionName(p, (c) => this.taken(c));
-        const st = await this.fs.write(copy, content, this.writeOpts(ch.meta));
+        const st = await this.write(copy, content, this.writeOpts(ch.meta));
         void st;
         this.record(p, ch, null);
         this.state.files[p].mtime = 0; // synced but absent here: the next scan pushes the rename
@@ -630,7 +709,7 @@ export class SyncEngine {
     }
     let st: FileStat;
     try {
-      st = await this.fs.write(p, content, this.writeOpts(ch.meta));
+      st = await this.write(p, content, this.writeOpts(ch.meta));
     } catch (e) {
       if (!(e instanceof UnusableName)) throw e;
       this.cannotWrite(p, ch, e.message, report);
@@ -662,16 +741,25 @@ export class SyncEngine {
       if (ch.meta.deleted || !old) continue;
       const oldCh = todo.get(old);
       if (!oldCh || !oldCh.meta.deleted) continue;
-      if (local.has(old) || local.has(nu)) continue;
       const oe = this.state.files[old];
       const ne = this.state.files[nu];
+      const lo = local.get(old);
+      if (lo?.kind === "modified" && !local.has(nu) && !(ne && !ne.deleted) && !this.caseTaken(nu, old) && !(await this.fs.stat(nu))) {
+        // renamed there, edited here: the edit follows the rename (plan.FollowRemoteRename)
+        await this.followRemoteRename(old, nu, oldCh, ch, lo, local, report, touched);
+        todo.delete(old);
+        todo.delete(nu);
+        continue;
+      }
+      if (local.has(old) || local.has(nu)) continue;
       if (!oe || oe.deleted || oe.sha256 !== ch.meta.sha256) continue;
       if (ne && !ne.deleted) continue;
       if (!(await this.unchanged(old)) || (await this.fs.stat(nu))) continue;
       let st: FileStat;
       try {
-        st = await this.fs.rename(old, nu);
-      } catch {
+        st = await this.rename(old, nu);
+      } catch (e) {
+        if (e instanceof VaultFolderMissing) throw e;
         continue;
       }
       todo.delete(old);
@@ -679,6 +767,101 @@ export class SyncEngine {
       this.record(old, oldCh, null);
       this.record(nu, ch, st);
       report.renamedLocal.push([old, nu]);
+      touched.add(old);
+      touched.add(nu);
+    }
+  }
+
+  /** On a case-insensitive disk, another live file whose name folds like `path`'s. */
+  private caseTaken(path: string, except: string): boolean {
+    if (!this.fs.caseInsensitive) return false;
+    const f = fold(path);
+    return Object.entries(this.state.files).some(([q, x]) => q !== path && q !== except && !x.deleted && fold(q) === f);
+  }
+
+  private resolveHere(path: string, localData: Uint8Array, ch: RemoteChange, remote: Uint8Array, base: Uint8Array | null) {
+    return resolve(
+      path,
+      { data: localData, deviceName: this.device.deviceName, deviceKind: this.device.kind },
+      { data: remote, deviceName: ch.deviceName, deviceKind: ch.kind },
+      base,
+      this.now(),
+      this.taken,
+    );
+  }
+
+  private reportResolution(path: string, res: ReturnType<typeof resolve>, ch: RemoteChange, report: RoundReport): void {
+    if (res.copy) {
+      report.conflicts.push(
+        this.conflictInfo(path, res.copy.path, res.outcome === "local_wins" ? this.device.deviceName : ch.deviceName, res.copy.deviceName, res.outcome, res.message),
+      );
+    } else if (res.outcome === "merged") report.merged.push(path);
+  }
+
+  /** The last common version of `old`, for a text merge of two versions of it (else null). */
+  private async textBase(old: string, a: Uint8Array, b: Uint8Array): Promise<Uint8Array | null> {
+    return isText(a) && isText(b) ? this.base(old) : null;
+  }
+
+  /** Renamed there (`old` -> `nu`), edited here at `old`: the local edit goes to `nu`, merged
+   * with the remote version against the last common version of `old`; `old` goes (Python's
+   * `Applier._follow_remote`). Never the old path with the edit beside the renamed file. */
+  private async followRemoteRename(
+    old: string,
+    nu: string,
+    gone: RemoteChange,
+    came: RemoteChange,
+    lo: Local,
+    local: Map<string, Local>,
+    report: RoundReport,
+    touched: Set<string>,
+  ): Promise<void> {
+    const remote = (await this.fetchContents([came])).get(came.meta.sha256)!;
+    const res = this.resolveHere(nu, lo.data!, came, remote, await this.textBase(old, lo.data!, remote));
+    if (res.copy) {
+      await this.write(res.copy.path, res.copy.data);
+      touched.add(res.copy.path);
+    }
+    let st: FileStat | null = null;
+    if (res.note !== null) st = await this.write(nu, res.note, sameBytes(res.note, remote) ? this.writeOpts(came.meta) : {});
+    // the old path goes, unless it changed again since the scan (then it stays, as a new file)
+    const now = await this.fs.stat(old);
+    if (now && lo.stat && now.size === lo.stat.size && now.mtime === lo.stat.mtime) await this.remove(old);
+    this.record(old, gone, null);
+    this.record(nu, came, sameBytes(res.note, remote) ? st : null); // else the next scan pushes it
+    local.delete(old);
+    report.renamedLocal.push([old, nu]);
+    this.reportResolution(nu, res, came, report);
+    touched.add(old);
+    touched.add(nu);
+  }
+
+  /** Renamed here (`old` -> `nu`, not pushed yet), edited there at `old`: the remote edit is
+   * reconciled into `nu` (a merge against the last common version of `old`, else the conflict
+   * rules), and the rename goes out on top of the remote revision (Python's
+   * `Applier._follow_local`). Never the old path with the edit beside the renamed file. */
+  private async followLocalRenames(todo: Map<string, RemoteChange>, local: Map<string, Local>, report: RoundReport, touched: Set<string>) {
+    for (const [old, ch] of [...todo].sort()) {
+      if (ch.meta.deleted) continue;
+      const lo = local.get(old);
+      const nu = lo?.kind === "deleted" ? lo.renameTo : undefined;
+      const ln = nu ? local.get(nu) : undefined;
+      if (!nu || !ln || ln.kind === "deleted" || todo.has(nu)) continue;
+      const remote = (await this.fetchContents([ch])).get(ch.meta.sha256)!;
+      const res = this.resolveHere(nu, ln.data!, ch, remote, await this.textBase(old, ln.data!, remote));
+      if (res.copy) {
+        await this.write(res.copy.path, res.copy.data);
+        touched.add(res.copy.path);
+      }
+      if (res.note !== null && !sameBytes(res.note, ln.data!)) {
+        const st = await this.write(nu, res.note);
+        Object.assign(ln, { data: res.note, sha256: await sha256Hex(res.note), stat: st });
+      }
+      // `old` at the remote revision: its tombstone (the rename's first half) goes on top of it
+      this.record(old, ch, null);
+      todo.delete(old);
+      this.reportResolution(nu, res, ch, report);
+      if (res.outcome === "take_remote") report.downloaded.push(nu);
       touched.add(old);
       touched.add(nu);
     }
@@ -727,13 +910,13 @@ export class SyncEngine {
     );
     if (res.copy) {
       // the losing version is safe on disk before the note changes
-      await this.fs.write(res.copy.path, res.copy.data);
+      await this.write(res.copy.path, res.copy.data);
       touched.add(res.copy.path);
     }
     let st: FileStat | null = null;
     if (res.writeLocal) {
-      if (res.note === null) await this.fs.remove(p);
-      else st = await this.fs.write(p, res.note, sameBytes(res.note, remote) ? this.writeOpts(ch.meta) : {});
+      if (res.note === null) await this.remove(p);
+      else st = await this.write(p, res.note, sameBytes(res.note, remote) ? this.writeOpts(ch.meta) : {});
     } else if (res.note !== null) st = lc.stat ?? null;
     const inSync = sameBytes(res.note, remote);
     this.record(p, ch, inSync ? st : null);
@@ -761,6 +944,7 @@ export class SyncEngine {
     }
     report.pendingUpload = local.size;
     if (!local.size) return false;
+    await this.guard();
     const deletes = [...local.values()].filter((c) => c.kind === "deleted" && !c.renameTo).map((c) => c.path);
     const live = this.liveCount();
     const heldDel = new Set(deletes.length && !allowMassDelete && isMassDelete(deletes.length, live, this.massDeleteRatio) ? deletes : []);
@@ -980,12 +1164,22 @@ export class SyncEngine {
     if (!ch) throw new InputError(`the relay has no revision ${rev} of '${rel}' (old revisions are pruned after the relay's retention period)`);
     if (ch.meta.deleted) throw new InputError(`revision ${rev} of '${rel}' is a deletion; restore an earlier revision`);
     const content = (await this.fetchContents([ch])).get(ch.meta.sha256)!;
-    await this.exclusive(() => this.fs.write(rel, content));
+    await this.exclusive(() => this.write(rel, content));
     return this.round({ paths: [rel] });
   }
 
   waitForChanges(waitS: number): Promise<boolean> {
     return this.remote.waitForChanges(this.state.cursor, waitS);
+  }
+
+  /** Every conflict copy (and name-collision copy) in the vault, with what this device knows
+   * of it: those other devices made too (views.copy_paths); none while the folder is missing. */
+  async conflictCopies(): Promise<CopyView[]> {
+    if ((await this.folderStatus()) === "missing") return [];
+    const copies = (await this.fs.list())
+      .map((f) => f.path)
+      .filter((p) => isKeptCopy(p.slice(p.lastIndexOf("/") + 1)) && !this.ignore.isIgnored(p));
+    return conflictViews(copies, this.state.conflicts);
   }
 
   conflictCopyName(path: string, device: string): string {

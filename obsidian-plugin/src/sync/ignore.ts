@@ -5,6 +5,7 @@
  */
 
 import ignore, { type Ignore } from "ignore";
+import { FOLDER_MARKER } from "./folder";
 import { TEMP_PREFIX } from "./paths";
 
 export const IGNORE_FILE = ".companionignore";
@@ -40,6 +41,7 @@ export const DEFAULT_PATTERNS: readonly string[] = [
   "*.opdownload",
   "*.download/",
   TEMP_PREFIX + "*",
+  FOLDER_MARKER, // this copy's folder marker (sync/folder.ts): never travels
 ];
 
 function compile(lines: string[]): string[] {

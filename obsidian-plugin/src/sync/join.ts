@@ -82,6 +82,8 @@ export const LAYOUT_FOLDERS: readonly string[] = ["knowledge", "projects", "jour
 export interface FolderMaker {
   exists(path: string): Promise<boolean>;
   mkdir(path: string): Promise<void>;
+  /** Write a small text file at the vault root (the folder marker); Obsidian's adapter has it. */
+  write?(path: string, data: string): Promise<void>;
 }
 
 /** Create the missing layout folders; anything already named so (a file too) is left alone,

@@ -6,7 +6,11 @@
  */
 
 import { diff3Merge } from "node-diff3";
-import { fromUtf8, isUtf8 } from "../crypto/bytes";
+import { isUtf8 } from "../crypto/bytes";
+
+/** Strict, and keeping a byte-order mark as U+FEFF: the person's exact bytes come back out of a
+ * merge (TextDecoder drops a leading BOM by default; Python's `bytes.decode` keeps it). */
+const exact = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true });
 
 export interface MergeResult {
   clean: boolean;
@@ -68,5 +72,5 @@ export function mergeText(base: string, ours: string, theirs: string): MergeResu
 
 export function mergeBytes(base: Uint8Array, ours: Uint8Array, theirs: Uint8Array): MergeResult {
   if (!(isText(base) && isText(ours) && isText(theirs))) return { clean: false, text: null, conflicts: 1 };
-  return mergeText(fromUtf8(base), fromUtf8(ours), fromUtf8(theirs));
+  return mergeText(exact.decode(base), exact.decode(ours), exact.decode(theirs));
 }

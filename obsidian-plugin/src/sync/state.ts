@@ -71,7 +71,7 @@ export interface ErrorInfo {
   message: string;
 }
 
-export type SyncStateName = "synced" | "conflict" | "pending" | "syncing" | "offline" | "error" | "never_synced" | "held";
+export type SyncStateName = "synced" | "conflict" | "pending" | "syncing" | "offline" | "error" | "never_synced" | "held" | "vault_missing";
 
 export interface SyncState {
   version: 1;

@@ -64,12 +64,19 @@ export interface VaultFS {
   readonly tracksExec: boolean;
   /** Whether two names differing only by case are one file here. */
   readonly caseInsensitive: boolean;
+  /** Whether the vault's root folder is there (optional: assumed when absent). */
+  rootExists?(): Promise<boolean>;
+  /** Where the vault is, for messages (a folder's path). */
+  readonly location?: string;
 }
 
 /** An in-memory vault for unit tests; `clock` gives mtimes so tests control them. */
 export class MemoryVault implements VaultFS {
   files = new Map<string, { data: Uint8Array; mtime: number; executable: boolean }>();
   readonly tracksExec = true;
+  /** Test switch: false is a vault folder that is not there at all. */
+  present = true;
+  readonly location = "the in-memory vault";
   private tick = 1_700_000_000_000;
   /** `windowsNames`: refuse the names Windows refuses, as its file system does. */
   constructor(
@@ -91,6 +98,10 @@ export class MemoryVault implements VaultFS {
     if (!this.caseInsensitive) return undefined;
     const low = path.toLowerCase();
     return [...this.files.keys()].find((k) => k.toLowerCase() === low);
+  }
+
+  async rootExists(): Promise<boolean> {
+    return this.present;
   }
 
   async list(): Promise<FileStat[]> {

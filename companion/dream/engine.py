@@ -54,7 +54,8 @@ from companion.dream.report import (
 from companion.dream.represent import Represented, find_orphans, repair_links, update_home
 from companion.dream.secretgate import SecretGate
 from companion.dream.state import DreamState, EditorInfo, default_editors, vault_key
-from companion.dream.text import norm_key
+from companion.dream.taint import Refused
+from companion.dream.text import collapse, norm_key
 from companion.dream.topics import NoteCatalog
 from companion.dream.verify import SyncHook, settle
 from companion.errors import CompanionError, ConfigError, InputError
@@ -128,6 +129,7 @@ class _Run:
     # 1. read
     messages: list[Message] = field(default_factory=list)
     entries: list[JournalEntry] = field(default_factory=list)
+    refused: list[Refused] = field(default_factory=list)  # quoted lines: never sources
     language: str = "en"
     journal_tag: str = "journal"
     catalog: NoteCatalog | None = None
@@ -287,7 +289,8 @@ def _read(run: _Run, since: dt.datetime | None) -> VaultIndex | None:
     report.warnings.extend(transcripts.problems)
     run.messages = transcripts.messages
     days = journal_days(full_start.astimezone(run.tz).date(), run.today)
-    run.entries, journal_texts = read_journal(run.root, days)
+    run.entries, journal_texts = read_journal(run.root, days, refused=run.refused)
+    run.refused.extend(transcripts.refused)
     run.language = vault_language(journal_texts.values(), config)
     run.journal_tag = journal_tag(journal_texts.values())
     v = Vault.from_config(run.root, config)
@@ -324,6 +327,7 @@ def _distill(run: _Run) -> None:
     run.distilled = rules_distiller(run.entries, run.messages, run.gate)
     if report.distiller == "llm":
         _distill_llm(run)
+    run.distilled.skipped.extend(_quoted(r, run.gate) for r in run.refused)
     report.candidates = len(run.cands) + len(run.distilled.skipped)
     run.ledger = ledger = Ledger.load(run.root)
     for c in run.cands:
@@ -335,6 +339,18 @@ def _distill(run: _Run) -> None:
             c.promote = "recurrence"
     ledger.prune(run.today)
     run.clock.lap("distill")
+
+
+def _quoted(r: Refused, gate: SecretGate) -> Skipped:
+    """A quoted or relayed line that would have been a candidate: reported with its reason
+    (the line itself withheld when it holds a secret)."""
+    return Skipped(
+        "quoted",
+        r.reason,
+        None if gate(r.text) else collapse(r.text),
+        r.kind,
+        [{"source": r.ref.source, "line": r.ref.line, "message_id": r.ref.message_id}],
+    )
 
 
 def _distill_llm(run: _Run) -> None:
@@ -456,6 +472,7 @@ def _summary(run: _Run) -> RunSummary:
         listed=len(rep.listed),
         repaired=len(rep.repaired),
         secrets=sum(1 for s in run.skipped if s.code == "secret"),
+        quoted=sum(1 for s in run.skipped if s.code == "quoted"),
         waiting={n: len(cs) for n, cs in cons.waiting.items()},
         waiting_origin={n: run.need_plan().edit_origin(n) for n in cons.waiting},
         contradictions=[c["note"] for c in cons.contradictions],

@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
-from companion.dream import blocks
+from companion.dream import blocks, taint
 from companion.dream import read_agents as ra
 from companion.dream.markers import match_marker
 from companion.dream.model import JournalEntry, Message, ToolCall
@@ -105,6 +105,8 @@ class ReadResult:
     messages: list[Message] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
     counts: dict[str, int] = field(default_factory=dict)
+    # marked lines quoted or relayed from a tool result: never sources (companion.dream.taint)
+    refused: list[taint.Refused] = field(default_factory=list)
 
 
 def _contract_home(path: Path) -> str:
@@ -630,7 +632,8 @@ def read_transcripts(specs: Iterable[SourceSpec], window: Window) -> ReadResult:
             result.problems.append(f"{spec.name}: cannot read ({exc})")
             log.warning("transcript source %s unreadable: %s", spec.name, exc)
             continue
-        msgs = pair_results(msgs)
+        msgs, refused = taint.gate_messages(pair_results(msgs))
+        result.refused.extend(refused)
         result.counts[spec.name] = len(msgs)
         result.messages.extend(msgs)
     result.messages.sort(key=lambda m: (m.time, m.source, m.id))
@@ -691,11 +694,43 @@ def read_journal_text(root: Path, day: dt.date) -> str | None:
 
 
 def journal_entries(
-    rel: str, day: dt.date, text: str, names: Mapping[str, Sequence[str]] = SECTION_NAMES
+    rel: str,
+    day: dt.date,
+    text: str,
+    names: Mapping[str, Sequence[str]] = SECTION_NAMES,
+    refused: list[taint.Refused] | None = None,
 ) -> list[JournalEntry]:
     """Items of the Done/Decided/Learned sections, and marked lines anywhere else (outside
-    code, the dream's blocks and the `## Dreaming` section)."""
+    code, the dream's blocks and the `## Dreaming` section). Quoted lines are never sources
+    (`companion.dream.taint`): those that would have been candidates go to `refused`."""
     clean = blocks.blank_blocks(text)
+    _yaml, body_start, body_line, _w = split_frontmatter(clean)
+    body = clean[body_start:].split("\n")
+    why = taint.line_taint(clean[body_start:])
+    if not any(why):
+        return _journal_entries(rel, day, clean, names)
+    kept = "\n".join("" if w else ln for ln, w in zip(body, why, strict=True))
+    kept_text = clean[:body_start] + kept
+    entries = _journal_entries(rel, day, kept_text, names)
+    if refused is not None:
+        have = {e.line for e in entries}
+        for e in _journal_entries(rel, day, clean, names):
+            w = why[e.line - body_line] if 0 <= e.line - body_line < len(why) else None
+            if w is None or e.line in have:
+                continue
+            mk = match_marker(e.text)
+            kind = (mk.kind if mk else e.section) or ""
+            kind = {"always": "knowledge", "learned": "knowledge", "decided": "decision"}.get(
+                kind, kind
+            )
+            if kind in ("knowledge", "decision", "status"):
+                refused.append(taint.Refused(e.ref(), e.text, w, kind))
+    return entries
+
+
+def _journal_entries(
+    rel: str, day: dt.date, clean: str, names: Mapping[str, Sequence[str]]
+) -> list[JournalEntry]:
     sections = parse_journal(clean, names)
     out: list[JournalEntry] = []
     taken: set[int] = set()
@@ -731,9 +766,13 @@ def journal_entries(
 
 
 def read_journal(
-    root: Path, days: Sequence[dt.date], names: Mapping[str, Sequence[str]] = SECTION_NAMES
+    root: Path,
+    days: Sequence[dt.date],
+    names: Mapping[str, Sequence[str]] = SECTION_NAMES,
+    refused: list[taint.Refused] | None = None,
 ) -> tuple[list[JournalEntry], dict[str, str]]:
-    """(entries, {path: text}) of the journal days that exist."""
+    """(entries, {path: text}) of the journal days that exist (quoted lines that would have
+    been candidates go to `refused`)."""
     entries: list[JournalEntry] = []
     texts: dict[str, str] = {}
     for day in days:
@@ -742,5 +781,5 @@ def read_journal(
             continue
         rel = f"journal/{day.isoformat()}.md"
         texts[rel] = text
-        entries.extend(journal_entries(rel, day, text, names))
+        entries.extend(journal_entries(rel, day, text, names, refused))
     return entries, texts

@@ -131,6 +131,7 @@ class RunSummary:
     repaired: int = 0
     orphans: int = 0
     secrets: int = 0
+    quoted: int = 0  # marked lines quoted or relayed from a tool result: never sources
     waiting: dict[str, int] = field(default_factory=dict)  # note being edited -> lines waiting
     # note being edited -> what is known of who changed it (companion.dream.state: person,
     # here, unknown); a note not listed is a person's
@@ -200,6 +201,8 @@ def dreaming_lines(s: RunSummary, lang: str) -> list[str]:
             )  # fmt: skip
         if s.secrets:
             extra.append(_withheld(s.secrets, lang))
+        if s.quoted:
+            extra.append(_quoted(s.quoted, lang))
         if extra:
             line = line[:-1] + " (" + "; ".join(extra) + ")."
         return _with_attention([line], s, lang)
@@ -255,6 +258,8 @@ def dreaming_lines(s: RunSummary, lang: str) -> list[str]:
         )  # fmt: skip
     if s.secrets:
         bits.append(_withheld(s.secrets, lang))
+    if s.quoted:
+        bits.append(_quoted(s.quoted, lang))
     if bits:
         out.append(_sentence(bits))
     return _with_attention(out[:3], s, lang)
@@ -262,6 +267,10 @@ def dreaming_lines(s: RunSummary, lang: str) -> list[str]:
 
 def _withheld(n: int, lang: str) -> str:
     return nsay(lang, "{n} candidate withheld (secrets)", "{n} candidates withheld (secrets)", n)
+
+
+def _quoted(n: int, lang: str) -> str:
+    return nsay(lang, "{n} quoted line ignored", "{n} quoted lines ignored", n)
 
 
 def _with_attention(lines: list[str], s: RunSummary, lang: str) -> list[str]:

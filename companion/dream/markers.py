@@ -11,6 +11,9 @@ is matched without regard to case or accents, and is followed by a colon:
 - `status:` / `estado:` -> the linked project's current state.
 
 Decisions and status lines need a `[[link]]` to a note in `projects/`.
+
+The matcher reads a line as written, `>` included; quoted and relayed lines never reach it as
+sources: `companion.dream.taint` blanks them first (a marker under `>` is somebody else's words).
 """
 
 from __future__ import annotations

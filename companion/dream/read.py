@@ -15,7 +15,10 @@ Transcript sources (each read-only; formats in docs/dream.md and HERMES-MEMORY.m
 Only what the person and the agent said counts: user and assistant text, and the assistant's
 tool calls. Tool results and system text are never sources (they may echo files of the vault,
 including the dream's own output), and any line carrying a dream provenance comment or marker is
-dropped from a message before it is used.
+dropped from a message before it is used. Quoted and relayed text is never a source either
+(`companion.dream.taint`): block quotes, code, forwarded mail, and an assistant's lines
+restating a tool result are blanked from journal days and messages here, and the marked lines
+refused are kept in `refused` for the report.
 
 Journal: the days the window touches, each read with the dream's blocks blanked out and without
 its `## Dreaming` section.

@@ -26,7 +26,7 @@ from companion.dream.model import JournalEntry, Message, ToolCall
 from companion.dream.read import journal_entries
 from companion.dream.record import RunSummary, dreaming_lines
 from companion.dream.secretgate import SecretGate
-from companion.dream.taint import gate_messages
+from companion.dream.taint import gate_messages, tool_family
 from companion.paths import device_paths
 from tests.fixtures.dream import MADRID, NOW, build, utc, write_config, write_jsonl
 
@@ -420,6 +420,25 @@ def test_claude_code_relaying_an_email_writes_nothing_of_it(tmp_path) -> None:
     _assert_nothing_hostile(fx, rep)
     quoted = {s.reason.split(":")[0] for s in rep.skipped if s.code == "quoted"}
     assert quoted == {"quoted from an email", "in a block quote"}
+
+
+@pytest.mark.parametrize(
+    ("name", "family"),
+    [
+        ("web_extract", "web"),
+        ("WebFetch", "web"),
+        ("browser_navigate", "web"),
+        ("mcp__gmail__read_email", "email"),
+        ("himalaya_read", "email"),
+        ("read_file", "file"),
+        ("Read", "file"),
+        ("terminal", "tool"),
+        ("docker_ps", "tool"),
+        ("get_location", "tool"),
+    ],
+)
+def test_tool_families_name_the_reason(name: str, family: str) -> None:
+    assert tool_family(name) == family
 
 
 def test_tool_results_themselves_are_never_sources() -> None:

@@ -104,6 +104,17 @@ _HEADER_NEXT = re.compile(
     r"|datum|an|betreff|inviato|oggetto|data|assunto|enviada)[ \t]*:",
 )
 _JSON_START = ("{", "[", '"')
+_CAMEL = re.compile(r"([a-z0-9])([A-Z])")
+_NAME_WORD = re.compile(r"[a-z]+")
+_EMAIL_WORDS = frozenset({"inbox", "imap", "smtp", "outlook", "himalaya", "message", "messages"})
+_WEB_WORDS = frozenset(
+    {"web", "fetch", "browse", "browser", "http", "https", "url", "search", "crawl", "scrape",
+     "navigate", "curl", "wget", "page", "website"}
+)  # fmt: skip
+_FILE_WORDS = frozenset(
+    {"read", "file", "files", "open", "view", "cat", "grep", "glob", "pdf", "doc", "docs",
+     "document", "drive", "notion", "ls"}
+)  # fmt: skip
 
 Result = tuple[str, str]  # (family: web, email, file or tool; the result's text)
 
@@ -213,16 +224,14 @@ def relayed_from(line: str, results: Sequence[Result]) -> str | None:
 
 
 def tool_family(name: str) -> str:
-    """web, email, file or tool, from a tool's name (`web_extract`, `WebFetch`,
+    """web, email, file or tool, from the words of a tool's name (`web_extract`, `WebFetch`,
     `mcp__gmail__read_email`, `read_file`, `terminal`...)."""
-    n = name.casefold()
-    if any(w in n for w in ("mail", "inbox", "imap", "smtp", "outlook", "himalaya")):
+    parts = set(_NAME_WORD.findall(_CAMEL.sub(r"\1 \2", name).casefold()))
+    if parts & _EMAIL_WORDS or any("mail" in p for p in parts):
         return "email"
-    if any(w in n for w in ("web", "fetch", "brows", "http", "url", "search", "crawl",
-                            "scrape", "navigate", "curl", "wget")):  # fmt: skip
+    if parts & _WEB_WORDS:
         return "web"
-    if any(w in n for w in ("read", "file", "open", "view", "cat", "grep", "glob", "pdf",
-                            "doc", "drive", "notion")):  # fmt: skip
+    if parts & _FILE_WORDS:
         return "file"
     return "tool"
 

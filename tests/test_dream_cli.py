@@ -59,15 +59,26 @@ def test_verify_passes_then_fails_after_tampering(fx):
     invoke(str(fx.vault), "--now", NOW)
     ok = invoke(str(fx.vault), "--verify")
     assert ok.exit_code == 0 and "0 unresolved" in ok.output
-    note = fx.vault / "knowledge/SQLite.md"
-    text = note.read_text(encoding="utf-8")
-    note.write_text(
+    # the dream's own line whose source no longer says it (issue 40: a line the person
+    # changed in the note is theirs, "edited by a person", not a failure)
+    source = fx.vault / "journal/2026-11-26.md"
+    text = source.read_text(encoding="utf-8")
+    source.write_text(
         text.replace("fails on NFS shares", "works great on NFS shares"), encoding="utf-8"
     )
     bad = invoke(str(fx.vault), "--verify", "--json")
     assert bad.exit_code == 1
     problems = json.loads(bad.output)["problems"]
-    assert [p["note"] for p in problems] == ["knowledge/SQLite.md"]
+    unresolved = [p for p in problems if p["status"] == "unresolved"]
+    assert [p["note"] for p in unresolved] == ["knowledge/SQLite.md"]
+    source.write_text(text, encoding="utf-8")
+    note = fx.vault / "knowledge/SQLite.md"
+    note.write_text(
+        note.read_text(encoding="utf-8").replace("fails on NFS shares", "works on NFS shares"),
+        encoding="utf-8",
+    )
+    edited = invoke(str(fx.vault), "--verify")
+    assert edited.exit_code == 0 and "edited by a person" in edited.output
 
 
 def test_undo_via_cli(fx):

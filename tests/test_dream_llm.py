@@ -30,6 +30,7 @@ from companion.dream.distill_llm import (
     distill_llm,
 )
 from companion.dream.engine import run_dream
+from companion.dream.ledger import Ledger
 from companion.dream.verify import verify_vault
 from companion.paths import device_paths
 from tests.fixtures.dream import NOW, SECRET, build, config_dict
@@ -241,8 +242,14 @@ def test_grounded_proposal_kept_ungrounded_rejected(tmp_path, stand_in):
     assert "0x76" in (fx.vault / "knowledge/Raspberry Pi setup.md").read_text(encoding="utf-8")
     assert verify_vault(fx.vault).ok  # the model's line resolves through its recorded quote
     note = fx.vault / "knowledge/Backups.md"
-    note.write_text(backups.replace("policy on the NAS.", "policy in the cloud."), "utf-8")
-    assert not verify_vault(fx.vault).ok  # ...that exact line, not any text citing the source
+    altered = backups.replace("policy on the NAS.", "policy in the cloud.")
+    note.write_text(altered, "utf-8")
+    result = verify_vault(fx.vault)  # a person changed it: theirs (issue 40), not a failure
+    assert result.ok and [c.status for c in result.checks if "cloud" in c.text] == ["edited"]
+    ledger = Ledger.load(fx.vault)  # had the dream written it so, it would resolve only...
+    ledger.wrote("knowledge/Backups.md", backups, altered, "2026-11-28")
+    ledger.save()
+    assert not verify_vault(fx.vault).ok  # ...through that exact line, not any text citing it
     note.write_text(backups, "utf-8")
     sent = json.dumps(stand_in.requests)
     assert SECRET not in sent and "[secret removed]" in sent
@@ -393,11 +400,11 @@ def test_verify_rechecks_the_meaning_of_a_model_line(tmp_path):
     (vault / "journal/2026-11-27.md").write_text(
         "# 2026-11-27\n\n## Learned\n- The server publishes on 127.0.0.1 by default.\n", "utf-8"
     )
-    (vault / "knowledge/Server.md").write_text(
+    server = (
         "# Server\n\n<!-- dream:begin -->\n- The server publishes on 0.0.0.0 by default. "
-        "<!-- src: journal/2026-11-27.md#L4 -->\n<!-- dream:end -->\n",
-        "utf-8",
+        "<!-- src: journal/2026-11-27.md#L4 -->\n<!-- dream:end -->\n"
     )
+    (vault / "knowledge/Server.md").write_text(server, "utf-8")
     report = {
         "version": 1,
         "date": "2026-11-28",
@@ -406,6 +413,8 @@ def test_verify_rechecks_the_meaning_of_a_model_line(tmp_path):
                 "id": "c1",
                 "kind": "consolidated",
                 "note": "knowledge/Server.md",
+                "before": None,
+                "after": server,  # the dream wrote the line (the ledger is rebuilt from this)
                 "provenance": [
                     {
                         "source": "journal/2026-11-27.md",

@@ -72,12 +72,16 @@ def test_a_contradiction_with_the_persons_line_is_flagged(tmp_path):
 
 
 def test_the_dreams_own_stale_line_is_corrected(tmp_path):
+    """The line is the dream's own: a dream wrote it (the ledger holds it) and nobody changed
+    it since (issue 40: a line the person wrote or changed is never replaced)."""
     w = Mini(tmp_path)
+    w.note("knowledge/Copias.md", "# Copias\n")
     w.note(
-        "knowledge/Copias.md",
-        "# Copias\n\n<!-- dream:begin -->\n- Las copias del NAS empiezan a las 03:00. "
-        "<!-- src: journal/2026-11-20.md#L7 -->\n<!-- dream:end -->\n",
+        "journal/2026-11-20.md",
+        journal("2026-11-20", {"Aprendido": ["Las copias del NAS empiezan a las 03:00."]}),
     )
+    w.dream(now=NOW - dt.timedelta(days=7))
+    assert "03:00" in w.read("knowledge/Copias.md")
     w.note(
         "journal/2026-11-27.md",
         journal("2026-11-27", {"Aprendido": ["Las copias del NAS empiezan a las 04:30."]}),

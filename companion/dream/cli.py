@@ -211,7 +211,7 @@ def _verify(root: Path, as_json: bool) -> None:
         click.echo(
             f"{sum(c.values())} dream-written lines: {c['ok']} ok, {c['moved']} "
             f"moved, {c['unreachable']} with an unreachable source, "
-            f"{c['unresolved']} unresolved"
+            f"{c['edited']} edited by a person, {c['unresolved']} unresolved"
         )
         for chk in result.checks:
             if chk.status != "ok":

@@ -12,6 +12,13 @@ Project notes get `Decided YYYY-MM-DD: ...` lines and one `Status YYYY-MM-DD: ..
 vault's language: `Decidido`, `Estado`); a newer status replaces the dream's older status line
 (a removal, within the cap), except in a note a person edited recently, where lines are only
 ever appended at the end and the report says so.
+
+Ownership: only the dream's own lines, those the ledger (`companion.dream.ledger`) says it
+wrote and nobody changed since, are ever superseded. A line of a block the person wrote or
+changed is theirs, like the text outside blocks: a candidate that disagrees with it (the same
+subject, `meaning.same_subject`, with another value) is written as a flagged contradiction,
+`- ⚠ Disagrees with your line (DAY): ...`, right under it when it is inside a block, and the
+person decides.
 """
 
 from __future__ import annotations
@@ -20,16 +27,18 @@ import datetime as dt
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any
 
 from companion.dream import blocks
-from companion.dream.meaning import contradicts, meaning, same_statement
+from companion.dream.meaning import contradicts, meaning, same_statement, same_subject
 from companion.dream.model import Candidate
 from companion.dream.plan import Plan
 from companion.dream.report import Skipped
 from companion.dream.summary import fact
 from companion.dream.text import fold, norm_key
 from companion.dream.topics import NoteCatalog, TopicMatch
+from companion.l10n import LANGUAGES, say
 
 LABELS = {
     "en": {"decision": "Decided", "status": "Status"},
@@ -38,6 +47,23 @@ LABELS = {
 PREFIX_RE = re.compile(r"^(?:Decided|Decidido|Status|Estado) \d{4}-\d{2}-\d{2}: ")
 _STATUS_LINE = re.compile(r"^- (?:Status|Estado) \d{4}-\d{2}-\d{2}: ")
 _BULLET = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+(?:\[[ xX]\]\s+)?")
+FLAG = "⚠"
+
+
+def flag_text(text: str, day: str, language: str) -> str:
+    """A new line that disagrees with the person's, as the person reads it."""
+    return f"{FLAG} {say(language, 'Disagrees with your line')} ({day}): {text}"
+
+
+@lru_cache(maxsize=1)
+def _flag_re() -> re.Pattern[str]:
+    labels = sorted({say(lang, "Disagrees with your line") for lang in LANGUAGES}, key=len)
+    alts = "|".join(re.escape(x) for x in reversed(labels))
+    return re.compile(rf"^{FLAG}\ufe0f? (?:{alts}) \(\d{{4}}-\d{{2}}-\d{{2}}\): ")
+
+
+def is_flag_line(line: str) -> bool:
+    return bool(_flag_re().match(_BULLET.sub("", line, count=1)))
 
 
 @dataclass
@@ -63,7 +89,7 @@ def line_core(line: str) -> str:
     if m:
         line = line[: m.start()]
     line = _BULLET.sub("", line, count=1).strip()
-    return PREFIX_RE.sub("", line)
+    return PREFIX_RE.sub("", _flag_re().sub("", line, count=1))
 
 
 def _cores(text: str) -> list[tuple[int, str]]:
@@ -76,23 +102,39 @@ def _cores(text: str) -> list[tuple[int, str]]:
     return out
 
 
+def _everything_own(_line: str) -> bool:
+    return True
+
+
 @dataclass
 class _Known:
     """What a note already says: the person's lines and the dream's own, as statements (each
-    with its folded text, a cheap first filter before comparing meanings)."""
+    with its folded text, a cheap first filter before comparing meanings). The person's lines
+    are those outside the dream's blocks and those inside that the dream did not write as they
+    are (`owns`: the ledger)."""
 
     keys: set[str]
-    human: list[tuple[int, str, str]]  # (line, statement, folded) outside the dream's blocks
-    dream: list[tuple[str, str]]  # (statement, folded) of the dream's content lines
+    # (line index, statement, folded, the raw line when it is inside a content block)
+    human: list[tuple[int, str, str, str | None]]
+    dream: list[tuple[str, str]]  # (statement, folded) of the dream's own content lines
 
     @classmethod
-    def of(cls, text: str) -> _Known:
-        human = [(i, c, fold(c)) for i, c in _cores(blocks.blank_blocks(text))]
-        dream = [
-            (c, fold(c))
-            for c in (line_core(dl.text) for dl in blocks.dream_lines(text) if dl.kind == "content")
+    def of(cls, text: str, owns: Callable[[str], bool] = _everything_own) -> _Known:
+        human: list[tuple[int, str, str, str | None]] = [
+            (i, c, fold(c), None) for i, c in _cores(blocks.blank_blocks(text))
         ]
-        keys = {norm_key(c) for _i, c, _f in human} | {norm_key(c) for c, _f in dream}
+        dream: list[tuple[str, str]] = []
+        raw = blocks.split_lines(text)
+        for dl in blocks.dream_lines(text):
+            if dl.kind != "content":
+                continue
+            c = line_core(dl.text)
+            line = raw[dl.line - 1].rstrip("\r")
+            if owns(line):
+                dream.append((c, fold(c)))
+            elif c and not c.startswith("<!--") and not c.startswith("#"):
+                human.append((dl.line - 1, c, fold(c), line))
+        keys = {norm_key(h[1]) for h in human} | {norm_key(c) for c, _f in dream}
         return cls(keys, human, dream)
 
     @staticmethod
@@ -105,21 +147,22 @@ class _Known:
     def says(self, text: str) -> bool:
         if norm_key(text) in self.keys:
             return True
-        pool = [(c, f) for _i, c, f in self.human] + self.dream
+        pool = [(h[1], h[2]) for h in self.human] + self.dream
         return any(same_statement(text, c) for c in self._near(text, pool))
 
     def stale_own(self, text: str) -> set[str]:
         """The dream's own lines `text` makes stale."""
         return {c for c in self._near(text, self.dream) if contradicts(text, c)}
 
-    def clashes(self, text: str) -> list[tuple[int, str, str]]:
-        """(line, statement, how) of the person's lines `text` contradicts."""
-        near = set(self._near(text, [(c, f) for _i, c, f in self.human]))
+    def clashes(self, text: str) -> list[tuple[int, str, str, str | None]]:
+        """(line, statement, how, raw line inside a block) of the person's lines `text`
+        disagrees with (the same subject, even said with more words, another value)."""
+        near = set(self._near(text, [(h[1], h[2]) for h in self.human]))
         out = []
-        for i, c, _f in self.human:
-            how = contradicts(text, c) if c in near else None
+        for i, c, _f, raw in self.human:
+            how = same_subject(text, c) if c in near else None
             if how:
-                out.append((i, c, how))
+                out.append((i, c, how, raw))
         return out
 
     def add(self, text: str) -> None:
@@ -146,20 +189,39 @@ def _is_status_line(line: str) -> bool:
     return bool(_STATUS_LINE.match(line))
 
 
-def _drop_own_lines(text: str, stale: Callable[[str], bool], plan: Plan) -> tuple[str, int]:
-    """`text` without the dream's content lines `stale` picks (a removal each, within the
-    removal cap: over it, nothing is removed)."""
+def _drop_own_lines(
+    text: str, stale: Callable[[str], bool], plan: Plan, owns: Callable[[str], bool]
+) -> tuple[str, int]:
+    """`text` without the dream's own content lines `stale` picks (a removal each, within the
+    removal cap: over it, nothing is removed). A line the ledger does not hold as the dream's
+    (`owns`) is the person's and never removed."""
     lines = blocks.split_lines(text)
     drop = {
         i
         for b in blocks.find_blocks(lines)
         if b.kind == "content"
         for i in b.body
-        if lines[i].strip() and stale(lines[i])
+        if lines[i].strip() and stale(lines[i]) and owns(lines[i])
     }
     if not drop or len(drop) > plan.removal_room():
         return text, 0
     return "\n".join(ln for i, ln in enumerate(lines) if i not in drop), len(drop)
+
+
+def _insert_after(text: str, anchor: str, line: str) -> str:
+    """`text` with `line` added right under the content-block line `anchor` (after the flags
+    already there), or at the end of the last content block when `anchor` is gone."""
+    lines = blocks.split_lines(text)
+    for b in blocks.find_blocks(lines):
+        if b.kind != "content":
+            continue
+        for i in b.body:
+            if lines[i] == anchor:
+                j = i + 1
+                while j < b.end and is_flag_line(lines[j]):
+                    j += 1
+                return "\n".join([*lines[:j], line, *lines[j:]])
+    return blocks.add_lines(text, [line])
 
 
 @dataclass
@@ -182,7 +244,11 @@ def consolidate(
     today: dt.date,
     explain: Explanation,
     rejected: Callable[[str], str | None] = lambda _k: None,
+    owns: Callable[[str, str], bool] | None = None,
 ) -> Consolidated:
+    """Plan the candidates into their notes. `owns(note, line)`: whether the dream wrote that
+    block line and nobody changed it (the ledger); without it every block line is the
+    dream's."""
     out = Consolidated()
     labels = LABELS.get(language, LABELS["en"])
     catalog.prefetch(c.text for c in cands if c.kind == "knowledge")
@@ -221,7 +287,8 @@ def consolidate(
             latest_status[m.path] = c
         targets.setdefault(m.path, []).append((c, m))
     for rel, items in targets.items():
-        _write_note(rel, items, plan, labels, today, explain, out)
+        own = _everything_own if owns is None else (lambda ln, rel=rel: owns(rel, ln))
+        _write_note(rel, items, plan, labels, today, explain, out, own, language)
     return out
 
 
@@ -233,6 +300,8 @@ def _write_note(
     today: dt.date,
     explain: Explanation,
     out: Consolidated,
+    owns: Callable[[str], bool] = _everything_own,
+    language: str = "en",
 ) -> None:
     text = plan.read(rel)
     exists = plan.exists(rel)
@@ -251,16 +320,22 @@ def _write_note(
         return
     title = next((m.title for _c, m in items if m.title), None)
     base = text if text is not None else new_note_text(today, title)
-    known = _Known.of(base)
+    known = _Known.of(base, owns)
     stale: set[str] = set()  # the dream's own lines a newer candidate makes stale
     by_kind: dict[str, list[tuple[Candidate, str]]] = {}
+    anchors: dict[str, str] = {}  # a flagged line -> the person's block line it goes under
+    flagged = 0
     for c, m in items:
         if known.says(c.text):
             explain.add(c, "duplicate", "the note already says this", rel)
             continue
+        day = (c.day or today).isoformat()
+        shown = c.text if c.kind == "knowledge" else f"{labels[c.kind]} {day}: {c.text}"
+        anchor: str | None = None
         if c.kind == "knowledge":
             stale |= known.stale_own(c.text)
-            for line_no, core, clash in known.clashes(c.text):
+            clashes = known.clashes(c.text)
+            for line_no, core, clash, raw in clashes:
                 out.contradictions.append(
                     {
                         "note": rel,
@@ -268,12 +343,17 @@ def _write_note(
                         "existing": core,
                         "new": c.text,
                         "why": clash,
+                        "edited": raw is not None,  # a dream line the person changed
                     }
                 )
+            if clashes:
+                shown = flag_text(c.text, day, language)
+                flagged += 1
+                anchor = next((raw for *_x, raw in clashes if raw is not None), None)
         known.add(c.text)
-        day = (c.day or today).isoformat()
-        shown = c.text if c.kind == "knowledge" else f"{labels[c.kind]} {day}: {c.text}"
         line = blocks.render_line(shown, c.refs())
+        if anchor is not None:
+            anchors[line] = anchor
         by_kind.setdefault(c.kind, []).append((c, line))
         how = {
             "link": "its wikilink",
@@ -288,13 +368,16 @@ def _write_note(
         lines = by_kind.get(kind)
         if not lines:
             continue
-        new_lines = [ln for _c, ln in lines]
+        new_lines = [ln for _c, ln in lines if ln not in anchors]
         trial, removed = current, 0
         if kind == "status":
-            trial, removed = _drop_own_lines(current, _is_status_line, plan)
+            trial, removed = _drop_own_lines(current, _is_status_line, plan, owns)
         elif kind == "knowledge" and stale:
-            trial, removed = _drop_own_lines(current, lambda ln: line_core(ln) in stale, plan)
+            trial, removed = _drop_own_lines(current, lambda ln: line_core(ln) in stale, plan, owns)
         after = blocks.add_lines(trial, new_lines)
+        for _c, ln in lines:
+            if ln in anchors:
+                after = _insert_after(after, anchors[ln], ln)
         cands = [c for c, _ln in lines]
         n = len(cands)
         if kind == "knowledge":
@@ -307,6 +390,8 @@ def _write_note(
             facts.append(fact("new_note"))
         if kind == "knowledge" and removed:
             facts.append(fact("stale_lines_replaced", n=removed))
+        if kind == "knowledge" and flagged:
+            facts.append(fact("disagreements_flagged", n=flagged))
         change = plan.write(
             rel,
             after,

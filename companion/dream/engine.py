@@ -401,6 +401,7 @@ def _consolidate(run: _Run) -> None:
         today=run.today,
         explain=run.why,
         rejected=run.ledger.rejected_on,
+        owns=run.ledger.owns,
     )
     run.report.contradictions = run.cons.contradictions
     waiting = [
@@ -475,7 +476,13 @@ def _summary(run: _Run) -> RunSummary:
         quoted=sum(1 for s in run.skipped if s.code == "quoted"),
         waiting={n: len(cs) for n, cs in cons.waiting.items()},
         waiting_origin={n: run.need_plan().edit_origin(n) for n in cons.waiting},
-        contradictions=[c["note"] for c in cons.contradictions],
+        contradictions=[c["note"] for c in cons.contradictions if not c.get("edited")],
+        kept=[
+            note
+            for note, _line in dict.fromkeys(
+                (c["note"], c["line"]) for c in cons.contradictions if c.get("edited")
+            )
+        ],
     )
 
 
@@ -523,6 +530,7 @@ def _apply(run: _Run) -> None:
         run_changes: list[Change] = [*plan.changes, *mem_changes]
     else:
         landed = plan.apply(run.state)
+        _own_lines(ledger, landed, run.today)
         mem_changes, more = apply_promotions(pp, run.stores, dry_run=False, next_id=next_id)
         run_changes = [*landed, *mem_changes]
         try:
@@ -548,6 +556,16 @@ def _apply(run: _Run) -> None:
         except CompanionError:
             continue
     run.clock.lap("apply")
+
+
+def _own_lines(ledger: Ledger, landed: list[Change], today: dt.date) -> None:
+    """The ledger learns the block lines this dream wrote into each file it changed."""
+    per_file: dict[str, list[Change]] = {}
+    for c in landed:
+        per_file.setdefault(c.note, []).append(c)
+    for rel, chs in per_file.items():
+        if chs[-1].after is not None:
+            ledger.wrote(rel, chs[0].before, chs[-1].after, today.isoformat())
 
 
 def _verify(run: _Run) -> None:

@@ -13,7 +13,8 @@ stopwords or one small adverb. Three jobs need to see them, and this module is t
   negations and hedges; a line that only differs in a number is another statement;
 - **contradiction** (`contradicts`): the same subject (the words other than values match, or
   one line's are all in the other's) with another value, or with the opposite polarity: the
-  newer line makes the older one stale.
+  newer line makes the older one stale; `same_subject`, looser, recognises a person's line on
+  the subject that says more words around it (a disagreement to flag, never a removal).
 
 Stems are crude on purpose (`text.stem`: folded, a plural s off, the first five letters): the
 dream works offline, in English and Spanish, without a language model, and every decision
@@ -228,4 +229,26 @@ def contradicts(new: str, old: str) -> str | None:
         return "value"
     if a.value_set == b.value_set and bool(a.negations) != bool(b.negations):
         return "negation"
+    return None
+
+
+SUBJECT_COVER = 0.8  # share of the shorter line's subject words the other holds
+
+
+def same_subject(new: str, old: str) -> str | None:
+    """How `new` disagrees with a person's line `old`, or None: `contradicts`, or the same
+    subject said with more (or other) words around it -- at least `MIN_STEMS` subject words
+    shared, covering `SUBJECT_COVER` of the shorter line's -- with another value. Looser than
+    `contradicts` on purpose: it only ever flags a disagreement for the person, never removes
+    a line."""
+    how = contradicts(new, old)
+    if how:
+        return how
+    a, b = meaning(new), meaning(old)
+    shared = a.stems & b.stems
+    small = min(len(a.stems), len(b.stems))
+    if len(shared) < MIN_STEMS or len(shared) < SUBJECT_COVER * small:
+        return None
+    if a.values and b.values and a.value_set != b.value_set:
+        return "value"
     return None

@@ -137,6 +137,8 @@ class RunSummary:
     # here, unknown); a note not listed is a person's
     waiting_origin: dict[str, str] = field(default_factory=dict)
     contradictions: list[str] = field(default_factory=list)  # notes to check
+    # one note per line of the person's inside a block that a new line disagrees with
+    kept: list[str] = field(default_factory=list)
 
     def linked(self) -> set[str]:
         """The notes the Dreaming lines link (so they are nobody's orphan)."""
@@ -146,6 +148,7 @@ class RunSummary:
         for _origin, notes in self.waiting_groups():
             out.update(notes[:LIST_LIMIT])
         out.update(list(dict.fromkeys(self.contradictions))[:LIST_LIMIT])
+        out.update(list(dict.fromkeys(self.kept))[:LIST_LIMIT])
         return out
 
     def waiting_groups(self) -> list[tuple[str, list[str]]]:
@@ -307,6 +310,12 @@ def _attention(s: RunSummary, lang: str) -> list[str]:
                 nsay(lang, "{n} line waits: {notes} changed outside the dream",
                      "{n} lines wait: {notes} changed outside the dream", n, notes=notes)
             )  # fmt: skip
+    if s.kept:
+        notes = _join([_link(p) for p in dict.fromkeys(s.kept)], lang)
+        bits.append(
+            nsay(lang, "kept your line in {notes}; a session disagrees",
+                 "kept your {n} lines in {notes}; sessions disagree", len(s.kept), notes=notes)
+        )  # fmt: skip
     if s.contradictions:
         notes = _join([_link(p) for p in dict.fromkeys(s.contradictions)], lang)
         n = len(s.contradictions)

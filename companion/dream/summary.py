@@ -30,6 +30,9 @@ _WORDS: dict[str, tuple[str, str]] = {
         "appended at the end: a person edited the note recently",
     ),
     "stale_lines_replaced": N_("{n} stale line replaced", "{n} stale lines replaced"),
+    "disagreements_flagged": N_(
+        "kept your line; {n} disagreement flagged", "kept your lines; {n} disagreements flagged"
+    ),
     "facts_added": N_("{n} fact added", "{n} facts added"),
     "entries_replaced": N_("{n} stale entry replaced", "{n} stale entries replaced"),
     "entries_removed": N_("{n} stale entry removed", "{n} stale entries removed"),

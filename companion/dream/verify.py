@@ -15,6 +15,9 @@ says "not a sync copy".
   values, negations and hedges (`companion.dream.meaning.grounding_problem`, the check the
   distiller made). A transcript that is not on this machine is
   "unreachable", not a failure;
+  A content line the ledger does not hold as the dream's (`companion.dream.ledger`: a person
+  wrote or changed it) is the person's: "edited", reported as "edited by a person", never a
+  failure;
 - index lines of Home.md: the link resolves to a note;
 - Dreaming lines: the report they cite exists.
 """
@@ -30,6 +33,7 @@ from typing import Any, Protocol
 from companion.dream import blocks
 from companion.dream.blocks import Ref
 from companion.dream.consolidate import line_core
+from companion.dream.ledger import Ledger
 from companion.dream.meaning import grounding_problem
 from companion.dream.read import find_messages
 from companion.dream.report import list_reports
@@ -89,7 +93,7 @@ class LineCheck:
     note: str
     line: int
     text: str
-    status: str  # ok, moved, unresolved, unreachable
+    status: str  # ok, moved, unresolved, unreachable, edited (a person's line)
     detail: str = ""
 
     def to_dict(self) -> dict[str, Any]:
@@ -108,7 +112,7 @@ class VerifyResult:
 
     @property
     def counts(self) -> dict[str, int]:
-        out = {"ok": 0, "moved": 0, "unresolved": 0, "unreachable": 0}
+        out = {"ok": 0, "moved": 0, "unresolved": 0, "unreachable": 0, "edited": 0}
         for c in self.checks:
             out[c.status] = out.get(c.status, 0) + 1
         return out
@@ -245,7 +249,9 @@ def verify_vault(vault: Path) -> VerifyResult:
     result = VerifyResult()
     quotes = _report_quotes(Path(vault))
     src = _Sources(Path(vault))
+    ledger = Ledger.load(Path(vault))
     found: list[tuple[str, blocks.DreamLine]] = []
+    persons: set[tuple[str, int]] = set()  # (note, line) of content lines a person changed
     for rel in v.note_paths():
         try:
             text = (Path(vault) / rel).read_text(encoding="utf-8", errors="replace")
@@ -253,7 +259,12 @@ def verify_vault(vault: Path) -> VerifyResult:
             continue
         if not blocks.has_marker(text):
             continue
-        found.extend((rel, dl) for dl in blocks.dream_lines(text.replace("\r\n", "\n")))
+        text = text.replace("\r\n", "\n")
+        raw = text.split("\n")
+        for dl in blocks.dream_lines(text):
+            found.append((rel, dl))
+            if dl.kind == "content" and not ledger.owns(rel, raw[dl.line - 1]):
+                persons.add((rel, dl.line))
     src.prefetch(r for _rel, dl in found for r in dl.refs)
     for rel, dl in found:
         if dl.kind == "index":
@@ -284,6 +295,9 @@ def verify_vault(vault: Path) -> VerifyResult:
                     "" if ok else "its dream report is missing",
                 )
             )
+            continue
+        if (rel, dl.line) in persons:
+            result.checks.append(LineCheck(rel, dl.line, dl.text, "edited", "edited by a person"))
             continue
         if not dl.refs:
             result.checks.append(

@@ -249,10 +249,13 @@ def chapter_relay(world: DemoWorld) -> None:
 
 
 def _tree(root: Path) -> dict[str, bytes]:
+    """The synced files of a copy: not its temporary files, nor its own folder marker."""
+    from companion.sync.folder import MARKER_NAME
+
     return {
         p.relative_to(root).as_posix(): p.read_bytes()
         for p in sorted(root.rglob("*"))
-        if p.is_file() and ".companion-tmp" not in p.name
+        if p.is_file() and ".companion-tmp" not in p.name and p.name != MARKER_NAME
     }
 
 

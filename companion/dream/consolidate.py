@@ -56,6 +56,19 @@ class Explanation:
             }
         )
 
+    def amend(self, c: Candidate, note: str, was: str, decision: str, why: str) -> None:
+        """Correct what was said of `c` for `note` (`was`: the decision said at planning)
+        once the write turned out otherwise (the memory lock refused it)."""
+        text = None if c.secret else c.text
+        for item in self.items:
+            if (
+                item["text"] == text
+                and item["source"] == c.where()
+                and item["note"] == note
+                and item["decision"] == was
+            ):
+                item["decision"], item["why"] = decision, why
+
 
 def line_core(line: str) -> str:
     """A note line as a statement: no bullet, no provenance comment, no Decided/Status prefix."""

@@ -26,11 +26,14 @@ from companion.dream.distill_rules import Distilled, merge_candidates, screen
 from companion.dream.distill_rules import distill_rules as rules_distiller
 from companion.dream.ledger import Ledger
 from companion.dream.model import Candidate, JournalEntry, Message
+from companion.dream.pending import load_pending, pending_path, save_pending
 from companion.dream.plan import Plan
 from companion.dream.promote import (
     RECURRENCE,
     PromotionPlan,
     apply_promotions,
+    lock_free,
+    locked_why,
     plan_promotions,
     stage_promotions,
 )
@@ -68,6 +71,7 @@ from companion.vault.vault import Vault
 log = get_logger("dream")
 
 LEASE_TTL = 2 * 3600.0
+MEMORY_LOCK_WAIT = 10.0  # seconds the dream waits for the agent's memory lock (as Hermes)
 MIN_WINDOW, MAX_WINDOW = 24, 48
 
 
@@ -334,7 +338,23 @@ def _distill(run: _Run) -> None:
         if c.promote is None and c.seen >= RECURRENCE:
             c.promote = "recurrence"
     ledger.prune(run.today)
+    _retry_blocked(run)
     run.clock.lap("distill")
+
+
+def _retry_blocked(run: _Run) -> None:
+    """Promotions a past dream could not make (the agent held the memory lock) join this
+    run's candidates, to be promoted only, even when the window no longer reads their
+    source (`companion.dream.pending`)."""
+    here = {(c.target, c.key): c for c in run.cands}
+    for p in load_pending(pending_path(run.paths.state_dir, run.root)):
+        same = here.get((p.target, p.key))
+        if same is not None:  # read again in this window: promote it as it was then
+            same.promote = same.promote or p.promote
+            same.retry_since = p.retry_since
+            continue
+        run.cands.append(p)
+        here[(p.target, p.key)] = p
 
 
 def _distill_llm(run: _Run) -> None:
@@ -412,13 +432,19 @@ def _promote(run: _Run) -> None:
     if hermes_cfg.problem:
         report.warnings.append(f"{hermes_cfg.problem}; using Hermes's default memory settings")
     limits = effective_limits(run.config, hermes_cfg)
-    run.stores = {t: MemoryStore(run.home, t, limits[t]) for t in TARGETS if hermes_cfg.enabled[t]}
+    run.stores = {
+        t: MemoryStore(run.home, t, limits[t], lock_timeout=MEMORY_LOCK_WAIT)
+        for t in TARGETS
+        if hermes_cfg.enabled[t]
+    }
     for t in TARGETS:
         if not hermes_cfg.enabled[t]:
             report.warnings.append(
                 f"{TARGETS[t]}: {hermes_cfg.enabled_key(t)} is false in {hermes_cfg.path}, so "
                 "the agent does not load it; nothing promoted to it"
             )
+    # a file whose lock another writer holds gets nothing now: its facts wait for the next run
+    blocked = set() if run.dry_run else {t for t, s in run.stores.items() if not lock_free(s)}
     run.pp = plan_promotions(
         run.cands,
         run.stores,
@@ -427,6 +453,7 @@ def _promote(run: _Run) -> None:
         run.ledger.rejected_on,
         edits=run.distilled.memory_edits,
         was_in_memory=run.ledger.was_in_memory,
+        blocked=blocked,
     )
     report.warnings.extend(run.pp.warnings)
     run.staging = hermes_cfg.write_approval  # the person approves every write: stage only
@@ -453,6 +480,7 @@ def _summary(run: _Run) -> RunSummary:
         else {run.stores[t].name: len(ops) for t, ops in pp.ops.items() if ops},
         replaced=sum(1 for ops in pp.ops.values() for p in ops if p.replaced),
         not_fit=sum(1 for s in pp.skipped if s.code == "over_budget"),
+        blocked=len(pp.pending),
         listed=len(rep.listed),
         repaired=len(rep.repaired),
         secrets=sum(1 for s in run.skipped if s.code == "secret"),
@@ -517,10 +545,19 @@ def _apply(run: _Run) -> None:
             if key not in refused:
                 ledger.saw_in_memory(key, run.today.isoformat())
         ledger.save()
+        for c in pp.pending:  # refused at write time: say so, not "promoted"
+            store = run.stores[c.target]
+            run.why.amend(c, store.name, "promoted", "not promoted", locked_why(store))
+        try:
+            save_pending(
+                pending_path(run.paths.state_dir, run.root), pp.pending, run.today.isoformat()
+            )
+        except OSError as exc:
+            report.warnings.append(f"cannot keep the promotions the memory lock blocked: {exc}")
     run.skipped.extend([*staged, *more])
     report.run_changes = run_changes
     report.changes = [*(run.existing.changes if run.existing else []), *run_changes]
-    report.skipped = run.skipped
+    report.skipped = _day_skipped(run.existing.skipped if run.existing else [], run.skipped)
     report.warnings.extend(plan.warnings)
     report.explanations = run.why.items if run.explain else []
     report.memory = {}
@@ -531,6 +568,19 @@ def _apply(run: _Run) -> None:
         except CompanionError:
             continue
     run.clock.lap("apply")
+
+
+def _day_skipped(earlier: list[Skipped], now: list[Skipped]) -> list[Skipped]:
+    """The day's skipped items: every earlier run's, then this run's (an item said the same
+    way twice is listed once)."""
+    out: list[Skipped] = []
+    seen: set[str] = set()
+    for s in [*earlier, *now]:
+        k = repr(sorted(s.to_dict().items()))
+        if k not in seen:
+            seen.add(k)
+            out.append(s)
+    return out
 
 
 def _verify(run: _Run) -> None:

@@ -1,6 +1,7 @@
-"""Issue 40, finding 6: a promotion the agent's memory lock blocked is retried at the next
-dream (even when the next window no longer reads its source), the day's report keeps every
-run's skipped items, `--explain` says what happened."""
+"""Issue 40, finding 6 and the USER.md part of 7: a promotion the agent's memory lock blocked is
+retried at the next dream (even when the next window no longer reads its source), the day's
+report keeps every run's skipped items, `--explain` says what happened; USER.md gets
+Hermes's third person, and no report or note names a source by its absolute path."""
 
 from __future__ import annotations
 
@@ -80,3 +81,14 @@ def test_a_second_run_the_same_day_keeps_the_first_runs_skipped(tmp_path, quick_
     assert ("transient", "Tonight I am working from the café.") in kept, kept
     assert ("locked", FACT) in kept, kept
     assert w.entries("memory") == [FACT]
+
+
+def test_i_prefer_lands_in_user_md_in_the_third_person(tmp_path):
+    w = Mini(tmp_path)
+    w.say("user", "remember: I prefer short answers.", NOW - dt.timedelta(hours=5))
+    w.say("user", "recuerda: prefiero que me llames Lu", NOW - dt.timedelta(hours=4))
+    w.dream()
+    assert w.entries("user") == [
+        "The user prefers short answers.",
+        "El usuario prefiere que le llames Lu",
+    ]

@@ -40,6 +40,7 @@ from companion.dream.plan import Plan
 from companion.dream.quality import promotion_problem
 from companion.dream.report import Change, Skipped
 from companion.dream.summary import fact, render
+from companion.dream.voice import third_person
 from companion.memory import MemoryRefused, MemoryStore, Op
 from companion.memory import format as fmt
 from companion.memory.pending import stage
@@ -88,6 +89,11 @@ class PromotionPlan:
     in_memory: list[str] = field(default_factory=list)  # keys of facts there after the plan
     # facts the agent's memory lock kept out this run: the next dream retries them
     pending: list[Candidate] = field(default_factory=list)
+
+
+def _in_third_person(c: Candidate) -> bool:
+    """A statement of the person about themselves, headed for USER.md, in their own words."""
+    return c.target == "user" and c.origin != "memory-tool"
 
 
 def _file_text(store: MemoryStore) -> str | None:
@@ -211,7 +217,10 @@ def plan_promotions(
             continue
         store = found
         entries = working[c.target]
-        content = fmt.normalise_entry(c.entry or c.text)
+        said = fmt.normalise_entry(c.entry or c.text)
+        # USER.md speaks of the person in the third person, as Hermes writes it; the agent's
+        # own entries are already in its words
+        content = third_person(said) if _in_third_person(c) else said
         if rejected(c.key):
             explain.add(c, "not promoted", f"undone on {rejected(c.key)}", store.name)
             continue
@@ -220,7 +229,8 @@ def plan_promotions(
             explain.add(c, "not promoted", f"{problem}: never injected", store.name)
             out.skipped.append(Skipped.of(c, "not_promotable", f"{problem}: not promoted"))
             continue
-        if content in entries:
+        if content in entries or said in entries:  # an older dream's first-person entry
+            content = content if content in entries else said
             out.in_memory.append(c.key)
             stale = _stale_entry(content, entries, fresh[c.target])
             if stale is None or plan.removal_room() < 1:

@@ -6,6 +6,7 @@ Hermes's third person, and no report or note names a source by its absolute path
 from __future__ import annotations
 
 import datetime as dt
+import json
 
 import pytest
 from filelock import FileLock
@@ -14,7 +15,7 @@ from companion.dream.cli import _print_explain
 from companion.dream.report import load_report
 from companion.memory import MemoryStore
 from tests.fixtures.dream import NOW
-from tests.fixtures.mini import Mini
+from tests.fixtures.mini import Mini, journal
 
 FACT = "The backup NAS is called atlas."
 
@@ -92,3 +93,32 @@ def test_i_prefer_lands_in_user_md_in_the_third_person(tmp_path):
         "The user prefers short answers.",
         "El usuario prefiere que le llames Lu",
     ]
+
+
+def test_no_absolute_path_in_any_report_or_note_provenance(tmp_path, quick_lock):
+    w = Mini(tmp_path)  # the transcript and Hermes's home are outside the home folder
+    w.note("Home.md", "# Home\n")
+    w.note(
+        "journal/2026-11-27.md",
+        journal("2026-11-27", {"Learned": ["SQLite WAL mode fails on NFS shares."]}),
+    )
+    at = NOW - dt.timedelta(hours=3)
+    w.say("assistant", "always: the backup NAS is called atlas.", at)
+    w.say("user", "remember: I prefer short answers.", at)
+    with held(w, "user"):
+        w.dream(explain=True)
+    w.dream(now=NOW + dt.timedelta(hours=1))
+    report = (w.vault / ".companion" / "dreams" / "2026-11-28.json").read_text(encoding="utf-8")
+    data = json.loads(report)
+    sources = [p["source"] for c in data["changes"] for p in c["provenance"]] + [
+        r["source"] for s in data["skipped"] for r in s["refs"]
+    ]
+    assert sources and not [s for s in sources if str(tmp_path) in s], sources
+    reasons = [s["reason"] for s in data["skipped"]] + data["warnings"]
+    assert not [r for r in reasons if str(tmp_path) in r], reasons
+    for rel in w.files():
+        text = w.read(rel)
+        for line in text.split("\n"):
+            if "<!-- src:" in line:
+                assert str(tmp_path) not in line, (rel, line)
+    assert w.entries("user") == ["The user prefers short answers."]

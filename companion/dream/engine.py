@@ -28,6 +28,7 @@ from companion.dream.ledger import Ledger
 from companion.dream.model import Candidate, JournalEntry, Message
 from companion.dream.pending import load_pending, pending_path, save_pending
 from companion.dream.plan import Plan
+from companion.dream.portable import rename_sources, scrub, source_names, source_roots
 from companion.dream.promote import (
     RECURRENCE,
     PromotionPlan,
@@ -131,6 +132,7 @@ class _Run:
     why: Explanation = field(default_factory=Explanation)
     # 1. read
     messages: list[Message] = field(default_factory=list)
+    source_roots: list[tuple[str, str]] = field(default_factory=list)
     entries: list[JournalEntry] = field(default_factory=list)
     language: str = "en"
     journal_tag: str = "journal"
@@ -290,6 +292,10 @@ def _read(run: _Run, since: dt.datetime | None) -> VaultIndex | None:
     transcripts = read_transcripts(specs, window)
     report.warnings.extend(transcripts.problems)
     run.messages = transcripts.messages
+    # provenance names no absolute path: a source outside the home folder is named from its
+    # root (the Hermes home, the vault, its own folder)
+    rename_sources(run.messages, source_names(specs, vault=run.root, hermes_home=run.home))
+    run.source_roots = source_roots(specs, vault=run.root, hermes_home=run.home)
     days = journal_days(full_start.astimezone(run.tz).date(), run.today)
     run.entries, journal_texts = read_journal(run.root, days)
     run.language = vault_language(journal_texts.values(), config)
@@ -560,6 +566,7 @@ def _apply(run: _Run) -> None:
     report.skipped = _day_skipped(run.existing.skipped if run.existing else [], run.skipped)
     report.warnings.extend(plan.warnings)
     report.explanations = run.why.items if run.explain else []
+    _no_absolute_paths(run)
     report.memory = {}
     for t, store in run.stores.items():
         try:
@@ -568,6 +575,20 @@ def _apply(run: _Run) -> None:
         except CompanionError:
             continue
     run.clock.lap("apply")
+
+
+def _no_absolute_paths(run: _Run) -> None:
+    """The report's free text names this machine's folders from their roots (`portable`)."""
+
+    def clean(text: str) -> str:
+        return scrub(text, vault=run.root, hermes_home=run.home, sources=run.source_roots)
+
+    report = run.report
+    report.warnings = [clean(w) for w in report.warnings]
+    for s in report.skipped:
+        s.reason = clean(s.reason)
+    for e in report.explanations:
+        e["why"] = clean(str(e["why"]))
 
 
 def _day_skipped(earlier: list[Skipped], now: list[Skipped]) -> list[Skipped]:

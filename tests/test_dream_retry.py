@@ -95,8 +95,9 @@ def test_i_prefer_lands_in_user_md_in_the_third_person(tmp_path):
     ]
 
 
-def test_no_absolute_path_in_any_report_or_note_provenance(tmp_path, quick_lock):
-    w = Mini(tmp_path)  # the transcript and Hermes's home are outside the home folder
+def test_no_absolute_path_in_any_report_or_note_provenance(tmp_path, quick_lock, monkeypatch):
+    monkeypatch.setenv("HOME", str(tmp_path))  # transcripts where people keep them: under ~
+    w = Mini(tmp_path)
     w.note("Home.md", "# Home\n")
     w.note(
         "journal/2026-11-27.md",

@@ -30,6 +30,7 @@ from companion.dream.report import Skipped
 from companion.dream.summary import fact
 from companion.dream.text import fold, norm_key
 from companion.dream.topics import NoteCatalog, TopicMatch
+from companion.l10n import LANGUAGES, say
 
 LABELS = {
     "en": {"decision": "Decided", "status": "Status"},
@@ -198,6 +199,8 @@ def consolidate(
 ) -> Consolidated:
     out = Consolidated()
     labels = LABELS.get(language, LABELS["en"])
+    catalog.inbox = say(language, "Inbox")  # TRANSLATORS: the note lessons without a topic wait in
+    catalog.inbox_names = tuple(dict.fromkeys(say(lang, "Inbox") for lang in LANGUAGES))
     catalog.prefetch(c.text for c in cands if c.kind == "knowledge")
     targets: dict[str, list[tuple[Candidate, TopicMatch]]] = {}
     latest_status: dict[str, Candidate] = {}
@@ -293,8 +296,14 @@ def _write_note(
             "title": "the note's title",
             "alias": "an alias",
             "similar": f"full-text similarity {m.score}",
+            "mention": "the note that names its topic",
         }.get(m.how, m.how)
-        why = "no note on this topic yet: a new note" if m.is_new else f"matched by {how}"
+        if m.how == "inbox":
+            why = "no topic to name a note by: it waits in the inbox for you to sort"
+        elif m.is_new:
+            why = "no note on this topic yet: a new note named by its topic"
+        else:
+            why = f"matched by {how}"
         explain.add(c, "consolidated", why, rel)
     current = base
     for kind in ("knowledge", "decision", "status"):

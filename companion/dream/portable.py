@@ -6,14 +6,18 @@ lines are vault-relative already. A transcript is named by its kind and its path
 the home folder written `~` (`companion.dream.read.SourceSpec.name`); a path outside the home
 folder is written from the root it belongs to instead:
 
-- inside the Hermes home: `$HERMES_HOME/...` (`hermes:$HERMES_HOME/state.db`), which
-  `--verify` resolves wherever `HERMES_HOME` names that home;
-- inside the vault: vault-relative;
-- anywhere else: relative to the configured source's own folder (`jsonl:agent.jsonl`,
-  `claude:projects/p/s.jsonl`), a name `--verify` cannot reach (`unreachable`, never a
-  failure).
+- inside the Hermes home, when `HERMES_HOME` names it: `$HERMES_HOME/...`
+  (`hermes:$HERMES_HOME/state.db`), which `--verify` resolves wherever `HERMES_HOME` names
+  that home;
+- anywhere else, for now, the path as configured: `--verify` (`read.find_messages`, which
+  this module does not own) resolves a name only through `~` and environment variables, and a
+  provenance name it cannot resolve would turn every such line `unreachable`. Naming those
+  sources from their own folder (`jsonl:agent.jsonl`) waits for `--verify` to map names
+  through `[dream] sources`.
 
-`scrub` writes the same roots out of the report's free text (warnings, skip reasons).
+`scrub` writes this machine's folders out of the report's free text (warnings, skip reasons,
+explanations): the vault's as vault-relative, the Hermes home's as `$HERMES_HOME`, a source's
+as its short name, the home folder's as `~`.
 """
 
 from __future__ import annotations
@@ -32,11 +36,18 @@ def _under(path: Path, root: Path) -> str | None:
         return None
 
 
+def _env_home_is(home: Path) -> bool:
+    """`$HERMES_HOME` names `home` here (so `--verify` in this environment reads the same
+    state.db, never another home's)."""
+    env = os.environ.get("HERMES_HOME")
+    return bool(env) and os.path.realpath(os.path.expanduser(str(env))) == os.path.realpath(home)
+
+
 def portable_path(path: Path, *, vault: Path, hermes_home: Path | None) -> str:
     """`path` (absolute) written from its root: `~/...`, `$HERMES_HOME/...`, vault-relative,
     or (none of those) its own name."""
     path = Path(os.path.abspath(path))
-    if hermes_home is not None:
+    if hermes_home is not None and _env_home_is(hermes_home):
         rel = _under(path, Path(os.path.abspath(hermes_home)))
         if rel is not None and not _under(Path(os.path.abspath(hermes_home)), Path.home()):
             return "$HERMES_HOME" + ("/" + rel if rel != "." else "")
@@ -47,6 +58,11 @@ def portable_path(path: Path, *, vault: Path, hermes_home: Path | None) -> str:
     if rel is not None and rel != ".":
         return rel
     return path.name or "source"
+
+
+def _resolvable(name: str) -> bool:
+    """`--verify` (`read.find_messages`) can find the source by this name on this machine."""
+    return name.startswith(("~", "$HERMES_HOME"))
 
 
 def source_names(
@@ -61,7 +77,9 @@ def source_names(
         if not path or not os.path.isabs(path):
             continue
         real = Path(getattr(spec, "real_path", path))
-        out[name] = f"{kind}:{portable_path(real, vault=vault, hermes_home=hermes_home)}"
+        short = portable_path(real, vault=vault, hermes_home=hermes_home)
+        if _resolvable(short):  # else the name as configured, until --verify can map it
+            out[name] = f"{kind}:{short}"
     return out
 
 

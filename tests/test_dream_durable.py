@@ -84,8 +84,8 @@ def test_the_persons_preference_goes_to_user_md(tmp_path):
     before = w.files()
     rep = w.dream()
     assert w.entries("user") == [
-        "Prefiero que me llames Lu",
-        "I prefer metric units in every answer.",
+        "El usuario prefiere que le llames Lu",  # Hermes's third person (issue 40)
+        "The user prefers metric units in every answer.",
     ]
     assert not [p for p in w.new_notes(before) if p.startswith("knowledge/")]
     assert not [c for c in rep.run_changes if c.kind == "consolidated"]

@@ -277,7 +277,9 @@ def test_removal_cap_holds(tmp_path):
 
 
 def test_removal_cap_keeps_home_index_when_notes_vanish(tmp_path):
-    fx, paths, config = _setup(tmp_path, max_removals=2)
+    # the dream's new notes are few since a lesson without a topic waits in the Inbox (issue
+    # 40), and the Inbox comes back the next night: no removal allowed
+    fx, paths, config = _setup(tmp_path, max_removals=0)
     _dream(fx, paths, config)
     created = sorted((fx.vault / "knowledge").glob("*.md"))
     gone = [
@@ -286,15 +288,15 @@ def test_removal_cap_keeps_home_index_when_notes_vanish(tmp_path):
         if p.name
         not in ("SQLite.md", "Raspberry Pi setup.md", "Backups.md", "Docker networking.md")
     ]
-    assert len(gone) >= 4
+    assert len(gone) >= 2
     for p in gone:  # a sync accident: the dream's new notes vanished
         p.unlink()
     rep = run_dream(fx.vault, config, NOW.replace(day=29), paths=paths)
     home = (fx.vault / "Home.md").read_text(encoding="utf-8")
     still = [p for p in gone if f"[[{p.stem}]]" in home]
-    assert len(still) == len(gone) - 2
-    assert sum(c.removed for c in rep.run_changes) <= 2
-    assert any("removal cap" in w for w in rep.warnings)
+    assert len(still) == len(gone)
+    assert sum(c.removed for c in rep.run_changes) == 0
+    assert any("removal cap" in w for w in rep.warnings), rep.warnings
 
 
 def test_undo_restores_byte_for_byte(tmp_path):

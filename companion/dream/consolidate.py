@@ -82,6 +82,19 @@ class Explanation:
             }
         )
 
+    def amend(self, c: Candidate, note: str, was: str, decision: str, why: str) -> None:
+        """Correct what was said of `c` for `note` (`was`: the decision said at planning)
+        once the write turned out otherwise (the memory lock refused it)."""
+        text = None if c.secret else c.text
+        for item in self.items:
+            if (
+                item["text"] == text
+                and item["source"] == c.where()
+                and item["note"] == note
+                and item["decision"] == was
+            ):
+                item["decision"], item["why"] = decision, why
+
 
 def line_core(line: str) -> str:
     """A note line as a statement: no bullet, no provenance comment, no Decided/Status prefix."""
@@ -251,6 +264,8 @@ def consolidate(
     dream's."""
     out = Consolidated()
     labels = LABELS.get(language, LABELS["en"])
+    catalog.inbox = say(language, "Inbox")  # TRANSLATORS: the note lessons without a topic wait in
+    catalog.inbox_names = tuple(dict.fromkeys(say(lang, "Inbox") for lang in LANGUAGES))
     catalog.prefetch(c.text for c in cands if c.kind == "knowledge")
     targets: dict[str, list[tuple[Candidate, TopicMatch]]] = {}
     latest_status: dict[str, Candidate] = {}
@@ -360,8 +375,14 @@ def _write_note(
             "title": "the note's title",
             "alias": "an alias",
             "similar": f"full-text similarity {m.score}",
+            "mention": "the note that names its topic",
         }.get(m.how, m.how)
-        why = "no note on this topic yet: a new note" if m.is_new else f"matched by {how}"
+        if m.how == "inbox":
+            why = "no topic to name a note by: it waits in the inbox for you to sort"
+        elif m.is_new:
+            why = "no note on this topic yet: a new note named by its topic"
+        else:
+            why = f"matched by {how}"
         explain.add(c, "consolidated", why, rel)
     current = base
     for kind in ("knowledge", "decision", "status"):

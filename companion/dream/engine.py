@@ -26,11 +26,15 @@ from companion.dream.distill_rules import Distilled, merge_candidates, screen
 from companion.dream.distill_rules import distill_rules as rules_distiller
 from companion.dream.ledger import Ledger
 from companion.dream.model import Candidate, JournalEntry, Message
+from companion.dream.pending import load_pending, pending_path, save_pending
 from companion.dream.plan import Plan
+from companion.dream.portable import rename_sources, scrub, source_names, source_roots
 from companion.dream.promote import (
     RECURRENCE,
     PromotionPlan,
     apply_promotions,
+    lock_free,
+    locked_why,
     plan_promotions,
     stage_promotions,
 )
@@ -69,6 +73,7 @@ from companion.vault.vault import Vault
 log = get_logger("dream")
 
 LEASE_TTL = 2 * 3600.0
+MEMORY_LOCK_WAIT = 10.0  # seconds the dream waits for the agent's memory lock (as Hermes)
 MIN_WINDOW, MAX_WINDOW = 24, 48
 
 
@@ -128,6 +133,7 @@ class _Run:
     why: Explanation = field(default_factory=Explanation)
     # 1. read
     messages: list[Message] = field(default_factory=list)
+    source_roots: list[tuple[str, str]] = field(default_factory=list)
     entries: list[JournalEntry] = field(default_factory=list)
     refused: list[Refused] = field(default_factory=list)  # quoted lines: never sources
     language: str = "en"
@@ -288,6 +294,10 @@ def _read(run: _Run, since: dt.datetime | None) -> VaultIndex | None:
     transcripts = read_transcripts(specs, window)
     report.warnings.extend(transcripts.problems)
     run.messages = transcripts.messages
+    # provenance names no absolute path: a source outside the home folder is named from its
+    # root (the Hermes home, the vault, its own folder)
+    rename_sources(run.messages, source_names(specs, vault=run.root, hermes_home=run.home))
+    run.source_roots = source_roots(specs, vault=run.root, hermes_home=run.home)
     days = journal_days(full_start.astimezone(run.tz).date(), run.today)
     run.entries, journal_texts = read_journal(run.root, days, refused=run.refused)
     run.refused.extend(transcripts.refused)
@@ -338,6 +348,7 @@ def _distill(run: _Run) -> None:
         if c.promote is None and c.seen >= RECURRENCE:
             c.promote = "recurrence"
     ledger.prune(run.today)
+    _retry_blocked(run)
     run.clock.lap("distill")
 
 
@@ -351,6 +362,21 @@ def _quoted(r: Refused, gate: SecretGate) -> Skipped:
         r.kind,
         [{"source": r.ref.source, "line": r.ref.line, "message_id": r.ref.message_id}],
     )
+
+
+def _retry_blocked(run: _Run) -> None:
+    """Promotions a past dream could not make (the agent held the memory lock) join this
+    run's candidates, to be promoted only, even when the window no longer reads their
+    source (`companion.dream.pending`)."""
+    here = {(c.target, c.key): c for c in run.cands}
+    for p in load_pending(pending_path(run.paths.state_dir, run.root)):
+        same = here.get((p.target, p.key))
+        if same is not None:  # read again in this window: promote it as it was then
+            same.promote = same.promote or p.promote
+            same.retry_since = p.retry_since
+            continue
+        run.cands.append(p)
+        here[(p.target, p.key)] = p
 
 
 def _distill_llm(run: _Run) -> None:
@@ -429,13 +455,19 @@ def _promote(run: _Run) -> None:
     if hermes_cfg.problem:
         report.warnings.append(f"{hermes_cfg.problem}; using Hermes's default memory settings")
     limits = effective_limits(run.config, hermes_cfg)
-    run.stores = {t: MemoryStore(run.home, t, limits[t]) for t in TARGETS if hermes_cfg.enabled[t]}
+    run.stores = {
+        t: MemoryStore(run.home, t, limits[t], lock_timeout=MEMORY_LOCK_WAIT)
+        for t in TARGETS
+        if hermes_cfg.enabled[t]
+    }
     for t in TARGETS:
         if not hermes_cfg.enabled[t]:
             report.warnings.append(
                 f"{TARGETS[t]}: {hermes_cfg.enabled_key(t)} is false in {hermes_cfg.path}, so "
                 "the agent does not load it; nothing promoted to it"
             )
+    # a file whose lock another writer holds gets nothing now: its facts wait for the next run
+    blocked = set() if run.dry_run else {t for t, s in run.stores.items() if not lock_free(s)}
     run.pp = plan_promotions(
         run.cands,
         run.stores,
@@ -444,6 +476,7 @@ def _promote(run: _Run) -> None:
         run.ledger.rejected_on,
         edits=run.distilled.memory_edits,
         was_in_memory=run.ledger.was_in_memory,
+        blocked=blocked,
     )
     report.warnings.extend(run.pp.warnings)
     run.staging = hermes_cfg.write_approval  # the person approves every write: stage only
@@ -470,6 +503,7 @@ def _summary(run: _Run) -> RunSummary:
         else {run.stores[t].name: len(ops) for t, ops in pp.ops.items() if ops},
         replaced=sum(1 for ops in pp.ops.values() for p in ops if p.replaced),
         not_fit=sum(1 for s in pp.skipped if s.code == "over_budget"),
+        blocked=len(pp.pending),
         listed=len(rep.listed),
         repaired=len(rep.repaired),
         secrets=sum(1 for s in run.skipped if s.code == "secret"),
@@ -542,12 +576,22 @@ def _apply(run: _Run) -> None:
             if key not in refused:
                 ledger.saw_in_memory(key, run.today.isoformat())
         ledger.save()
+        for c in pp.pending:  # refused at write time: say so, not "promoted"
+            store = run.stores[c.target]
+            run.why.amend(c, store.name, "promoted", "not promoted", locked_why(store))
+        try:
+            save_pending(
+                pending_path(run.paths.state_dir, run.root), pp.pending, run.today.isoformat()
+            )
+        except OSError as exc:
+            report.warnings.append(f"cannot keep the promotions the memory lock blocked: {exc}")
     run.skipped.extend([*staged, *more])
     report.run_changes = run_changes
     report.changes = [*(run.existing.changes if run.existing else []), *run_changes]
-    report.skipped = run.skipped
+    report.skipped = _day_skipped(run.existing.skipped if run.existing else [], run.skipped)
     report.warnings.extend(plan.warnings)
     report.explanations = run.why.items if run.explain else []
+    _no_absolute_paths(run)
     report.memory = {}
     for t, store in run.stores.items():
         try:
@@ -566,6 +610,33 @@ def _own_lines(ledger: Ledger, landed: list[Change], today: dt.date) -> None:
     for rel, chs in per_file.items():
         if chs[-1].after is not None:
             ledger.wrote(rel, chs[0].before, chs[-1].after, today.isoformat())
+
+
+def _no_absolute_paths(run: _Run) -> None:
+    """The report's free text names this machine's folders from their roots (`portable`)."""
+
+    def clean(text: str) -> str:
+        return scrub(text, vault=run.root, hermes_home=run.home, sources=run.source_roots)
+
+    report = run.report
+    report.warnings = [clean(w) for w in report.warnings]
+    for s in report.skipped:
+        s.reason = clean(s.reason)
+    for e in report.explanations:
+        e["why"] = clean(str(e["why"]))
+
+
+def _day_skipped(earlier: list[Skipped], now: list[Skipped]) -> list[Skipped]:
+    """The day's skipped items: every earlier run's, then this run's (an item said the same
+    way twice is listed once)."""
+    out: list[Skipped] = []
+    seen: set[str] = set()
+    for s in [*earlier, *now]:
+        k = repr(sorted(s.to_dict().items()))
+        if k not in seen:
+            seen.add(k)
+            out.append(s)
+    return out
 
 
 def _verify(run: _Run) -> None:

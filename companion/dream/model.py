@@ -111,6 +111,9 @@ class Candidate:
     days: set[str] = field(default_factory=set)
     seen: int = 0  # distinct sessions or days so far (the ledger's count), for recurrence
     entry: str | None = None  # the exact memory entry (may span lines) a memory-tool add stored
+    # the day a past dream's promotion of it was blocked by the agent's memory lock: it is
+    # retried (companion.dream.pending), and only promoted, never consolidated again
+    retry_since: str | None = None
 
     @property
     def key(self) -> str:

@@ -15,14 +15,22 @@ polarity -- is replaced instead (or removed, when the fact is already there), wh
 against the removal cap. The
 character budget is never exceeded: a fact that does not fit is reported (with the usage),
 never dropped silently, and nothing is evicted to make room.
+
+Nothing is lost to the agent's lock: a file whose lock is held when the dream plans
+(`lock_free`), or that refuses a write as `locked`, gets nothing this run; its facts are
+reported (`locked`, "blocked by the memory lock: will retry at the next dream"), never said to
+be promoted, and kept in `PromotionPlan.pending` for `companion.dream.pending`, which hands
+them to the next dream.
 """
 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from filelock import FileLock, Timeout
 
 from companion.dream.consolidate import Explanation
 from companion.dream.distill_rules import MemoryEdit
@@ -32,12 +40,35 @@ from companion.dream.plan import Plan
 from companion.dream.quality import promotion_problem
 from companion.dream.report import Change, Skipped
 from companion.dream.summary import fact, render
+from companion.dream.voice import third_person
 from companion.memory import MemoryRefused, MemoryStore, Op
 from companion.memory import format as fmt
 from companion.memory.pending import stage
 
 RECURRENCE = 3  # distinct days
 _ORDER = {"memory-tool": 0, "marker": 1, "recurrence": 2}
+LOCKED = "blocked by the memory lock: will retry at the next dream"
+
+
+def locked_why(store: MemoryStore) -> str:
+    """Why a fact for `store` waits, without a path (the report names no absolute path)."""
+    return f"{LOCKED} ({store.name}.lock is held by the agent or another writer)"
+
+
+def lock_free(store: MemoryStore) -> bool:
+    """True unless another writer holds `store`'s lock for longer than the store waits for it
+    (`MemoryStore.lock_timeout`). Nothing is created: a missing folder has no lock held."""
+    if not store.lock_path.parent.is_dir():
+        return True
+    lock = FileLock(store.lock_path, timeout=store.lock_timeout, preserve_lock_file=True)
+    try:
+        lock.acquire()
+    except Timeout:
+        return False
+    except OSError:
+        return True  # cannot even open the lock file: the write will say why
+    lock.release()
+    return True
 
 
 @dataclass
@@ -45,6 +76,7 @@ class _Planned:
     op: Op
     cand: Candidate
     replaced: str | None = None
+    edit: bool = False  # the agent's replace or remove call, followed
 
 
 @dataclass
@@ -55,6 +87,13 @@ class PromotionPlan:
     skipped: list[Skipped] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     in_memory: list[str] = field(default_factory=list)  # keys of facts there after the plan
+    # facts the agent's memory lock kept out this run: the next dream retries them
+    pending: list[Candidate] = field(default_factory=list)
+
+
+def _in_third_person(c: Candidate) -> bool:
+    """A statement of the person about themselves, headed for USER.md, in their own words."""
+    return c.target == "user" and c.origin != "memory-tool"
 
 
 def _file_text(store: MemoryStore) -> str | None:
@@ -132,7 +171,7 @@ def _follow_edits(
             consolidate=False,
             time=e.time,
         )
-        out.ops.setdefault(e.target, []).append(_Planned(op, cand, old))
+        out.ops.setdefault(e.target, []).append(_Planned(op, cand, old, edit=True))
 
 
 def plan_promotions(
@@ -144,14 +183,19 @@ def plan_promotions(
     *,
     edits: Sequence[MemoryEdit] = (),
     was_in_memory: Callable[[str], str | None] = lambda _k: None,
+    blocked: Collection[str] = (),
 ) -> PromotionPlan:
     """Plan the writes to the injected memory: the agent's own replace and remove calls
     first, then each eligible fact (see the module docstring). `was_in_memory` tells a fact
-    a past dream saw there: gone now, a person (or the agent) deleted it, and it stays out."""
+    a past dream saw there: gone now, a person (or the agent) deleted it, and it stays out.
+    `blocked` names the targets whose lock another writer holds: nothing is planned for them,
+    their facts are reported and kept in `pending`."""
     out = PromotionPlan()
     working: dict[str, list[str]] = {}
     fresh: dict[str, set[str]] = {}
     for target, store in stores.items():
+        if target in blocked:
+            continue
         try:
             working[target] = store.read()
         except MemoryRefused as exc:
@@ -164,11 +208,19 @@ def plan_promotions(
     eligible.sort(key=lambda c: (_ORDER.get(c.promote or "", 9), c.time or 0))  # type: ignore[operator]
     for c in eligible:
         found = stores.get(c.target)
+        if found is not None and c.target in blocked:
+            explain.add(c, "not promoted", locked_why(found), found.name)
+            out.skipped.append(Skipped.of(c, "locked", locked_why(found)))
+            out.pending.append(c)
+            continue
         if c.target not in working or found is None:
             continue
         store = found
         entries = working[c.target]
-        content = fmt.normalise_entry(c.entry or c.text)
+        said = fmt.normalise_entry(c.entry or c.text)
+        # USER.md speaks of the person in the third person, as Hermes writes it; the agent's
+        # own entries are already in its words
+        content = third_person(said) if _in_third_person(c) else said
         if rejected(c.key):
             explain.add(c, "not promoted", f"undone on {rejected(c.key)}", store.name)
             continue
@@ -177,7 +229,8 @@ def plan_promotions(
             explain.add(c, "not promoted", f"{problem}: never injected", store.name)
             out.skipped.append(Skipped.of(c, "not_promotable", f"{problem}: not promoted"))
             continue
-        if content in entries:
+        if content in entries or said in entries:  # an older dream's first-person entry
+            content = content if content in entries else said
             out.in_memory.append(c.key)
             stale = _stale_entry(content, entries, fresh[c.target])
             if stale is None or plan.removal_room() < 1:
@@ -232,6 +285,8 @@ def plan_promotions(
             "marker": "marked always/siempre",
             "recurrence": f"came up on {c.seen} distinct days",
         }.get(c.promote or "", c.promote or "")
+        if c.retry_since:
+            why += f"; retried: the memory lock blocked it on {c.retry_since}"
         if stale:
             why += "; replaces the stale entry on the same subject"
         explain.add(c, "promoted", why, store.name)
@@ -263,20 +318,25 @@ def apply_promotions(
             # meanwhile), fall back to one batch per fact so one refusal blocks nothing else.
             try:
                 result = store.apply_batch([p.op for p in planned])
-            except MemoryRefused:
-                pass
+            except MemoryRefused as exc:
+                if exc.reason == "locked":  # the agent holds it: every fact waits
+                    _lock_refused(planned, store, pp, skipped)
+                    planned = []
             else:
                 done = list(planned) if result.changed else []
                 planned = []
-        for p in planned:
+        for i, p in enumerate(planned):
             if dry_run:
                 done.append(p)
                 continue
             try:
                 result = store.apply_batch([p.op])
             except MemoryRefused as exc:
+                if exc.reason == "locked":
+                    _lock_refused(planned[i:], store, pp, skipped)
+                    break
                 why = (
-                    exc.message
+                    _no_home(exc.message, store)
                     if exc.reason != "over_limit"
                     else (f"does not fit in {store.name} any more ({exc.usage})")
                 )
@@ -323,6 +383,23 @@ def apply_promotions(
             )
         )
     return changes, skipped
+
+
+def _lock_refused(
+    planned: Sequence[_Planned], store: MemoryStore, pp: PromotionPlan, skipped: list[Skipped]
+) -> None:
+    """The lock was taken between planning and writing: these facts wait for the next dream."""
+    for p in planned:
+        if p.edit:  # the agent's own replace or remove: its call, not a fact to carry over
+            skipped.append(Skipped.of(p.cand, "locked", f"{store.name} is locked: not followed"))
+            continue
+        skipped.append(Skipped.of(p.cand, "locked", locked_why(store)))
+        pp.pending.append(p.cand)
+
+
+def _no_home(message: str, store: MemoryStore) -> str:
+    """A store's message with its folder written `$HERMES_HOME` (no absolute path)."""
+    return message.replace(str(store.home), "$HERMES_HOME")
 
 
 def stage_promotions(pp: PromotionPlan, home: Path, *, dry_run: bool) -> list[Skipped]:

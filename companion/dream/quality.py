@@ -13,7 +13,9 @@
 `transient_reason` keeps what is true only today out of notes and memory: a reminder or a
 state anchored to a relative day ("Mañana a las 18:00 tengo dentista", "Hoy trabajo desde
 casa", "Tonight I work from the café") and filler about the day ("Hoy ha sido un día largo").
-A reminder belongs in the journal, where it already is, or nowhere.
+A reminder belongs in the journal, where it already is, or nowhere. So does a remark scoped to
+the session or to work in progress ("for this session only, test with ...", "while we debug X,
+use bucket Y": `companion.dream.durability`, one table per language).
 
 `personal_fact` tells the person's own statements about themselves ("recuerda: prefiero que me
 llames Lu", "remember: I prefer metric units"): they belong in USER.md, never in a note.
@@ -28,6 +30,7 @@ from __future__ import annotations
 
 import re
 
+from companion.dream.durability import transient_phrase
 from companion.dream.text import collapse, unwrap_links, word_list
 
 MIN_WORDS = 3
@@ -284,8 +287,12 @@ _FILLER = frozenset(
 
 
 def transient_reason(text: str) -> str | None:
-    """Why `text` is true only for a day (a reminder, a state of today, filler), or None."""
+    """Why `text` is true only for a day (a reminder, a state of today, filler) or only while
+    something lasts (a session, work in progress: `companion.dream.durability`), or None."""
     plain = unwrap_links(text)
+    scope = transient_phrase(plain)
+    if scope is not None:
+        return f"scoped to the session or to work in progress ({scope!r}), not lasting knowledge"
     if _RELATIVE.search(plain) and not _LEARNED_PREFACE.match(plain):
         return "tied to a relative day (a reminder or a state of that day, not lasting knowledge)"
     from companion.vault.query import STOPWORDS  # noqa: PLC0415

@@ -127,6 +127,7 @@ class RunSummary:
     promoted: dict[str, int] = field(default_factory=dict)  # MEMORY.md -> facts
     replaced: int = 0
     not_fit: int = 0
+    blocked: int = 0  # facts the agent's memory lock kept out: the next dream retries them
     listed: int = 0
     repaired: int = 0
     orphans: int = 0
@@ -315,6 +316,12 @@ def _attention(s: RunSummary, lang: str) -> list[str]:
         bits.append(
             nsay(lang, "kept your line in {notes}; a session disagrees",
                  "kept your {n} lines in {notes}; sessions disagree", len(s.kept), notes=notes)
+        )  # fmt: skip
+    if s.blocked:
+        bits.append(
+            nsay(lang, "{n} fact waits for the agent's memory lock: the next dream promotes it",
+                 "{n} facts wait for the agent's memory lock: the next dream promotes them",
+                 s.blocked)
         )  # fmt: skip
     if s.contradictions:
         notes = _join([_link(p) for p in dict.fromkeys(s.contradictions)], lang)

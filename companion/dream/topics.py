@@ -13,8 +13,13 @@ For a lesson (area `knowledge/`), in this order:
    topic. The window's journal days are in the index too; their words are taken out of the
    counts (`discount`), or a lesson's own words on its own day would count as known and dilute
    the match;
-4. otherwise a new note: `knowledge/<Title>.md`, titled by the wikilink the text names (a link
-   to a note that does not exist yet) or by the text's leading phrase.
+4. otherwise its topic: the wikilink the text names (a link to a note that does not exist
+   yet), else the name the text is about (`topic_name`: `SQLite`, `BME280`, `Home Assistant`):
+   the note that speaks most of that name (full-text search for it, as a phrase), else a new
+   note named by it, `knowledge/<Topic>.md`; never the sentence cut short;
+5. with no topic to name, the vault's inbox note (`Inbox`, `Bandeja de entrada`: its name in
+   the vault's language), where the lesson waits for the person to sort it; the inbox is never
+   a topic itself.
 Decisions and status lines go to the note in `projects/` their link (or the project's name in
 the text) points to; with neither they are skipped, never guessed.
 """
@@ -53,14 +58,15 @@ _TIME_COLON = re.compile(r"(?<=\d):(?=\d)")
 @dataclass
 class TopicMatch:
     path: str | None  # the note (existing or to create); None: no home for the candidate
-    how: str  # link, title, alias, similar, new, none
+    how: str  # link, title, alias, similar, new, inbox, none
     score: float = 1.0
     reason: str = ""
     title: str | None = None  # a new note's title as written (its H1; ":" kept)
+    created: bool = False  # the inbox note does not exist yet
 
     @property
     def is_new(self) -> bool:
-        return self.how == "new"
+        return self.how == "new" or (self.how == "inbox" and self.created)
 
 
 def derive_title(text: str) -> str:
@@ -75,6 +81,65 @@ def derive_title(text: str) -> str:
     while len(ws) > 2 and fold(ws[-1]).strip(".,;:") in STOPWORDS:
         ws.pop()
     return clean_title(" ".join(ws))
+
+
+_WORD = re.compile(r"[^\W_](?:[\w+#.-]*[\w+#])?")
+_IGNORED = re.compile(r"`[^`]*`|\S+@\S+|\w+://\S+")
+
+
+def _is_tech(w: str) -> bool:
+    """A name written as only a name is: SQLite, PostgreSQL, macOS, NAS, BME280, IPv6."""
+    letters = [c for c in w if c.isalpha()]
+    if len(letters) < 1 or "." in w:
+        return False
+    if any(c.isdigit() for c in w):
+        return len(letters) >= 1 and w[:1].isalpha()
+    if len(letters) >= 2 and all(c.isupper() for c in letters):
+        return True
+    return any(c.isupper() for c in w[1:]) and any(c.islower() for c in w)
+
+
+def _is_cap(w: str) -> bool:
+    return len(w) >= 2 and w[:1].isupper() and w[1:].islower() and fold(w) not in STOPWORDS
+
+
+def topic_name(text: str) -> str | None:
+    """The topic a statement names, as a note title, or None: its first name written as only
+    a name is (`SQLite`, `NAS`, `BME280`), or its first run of two or more capitalised words
+    (`Home Assistant`, `Raspberry Pi`, which may end in such a name). A sentence's first word
+    starts a run only when a capitalised word follows it. Never the sentence itself."""
+    plain = _IGNORED.sub(" ", unwrap_links(text))
+    run: list[str] = []
+    starter = False  # the run opens with a sentence's first word
+    prev_end = 0
+    for m in _WORD.finditer(plain):
+        w = m.group(0)
+        gap = plain[prev_end : m.start()]
+        before = plain[: m.start()].rstrip()
+        initial = not before or before[-1] in ".!?:;"
+        prev_end = m.end()
+        if run and gap.strip():  # punctuation between the words: the run is over
+            if len(run) >= 2:
+                break
+            run = []
+        if _is_tech(w) and (not run or (len(run) == 1 and starter)):
+            return clean_title(w)  # "Restart NAS daily": the name, not the verb before it
+        if _is_tech(w):
+            run.append(w)
+            break
+        if _is_cap(w) and not initial:
+            starter = starter and bool(run)
+            run.append(w)
+            continue
+        if _is_cap(w) and initial:
+            run, starter = [w], True  # kept only if a capitalised word follows
+            continue
+        if len(run) >= 2:
+            break
+        run = []
+    if len(run) >= 2:
+        return clean_title(" ".join(run[:4]))
+    return None
 
 
 def clean_title(title: str) -> str:
@@ -198,6 +263,9 @@ class NoteCatalog:
     index: Any = None  # companion.vault.index.VaultIndex
     aliases: dict[str, list[str]] = field(default_factory=dict)
     created: set[str] = field(default_factory=set)
+    # the note lessons without a topic wait in, in the vault's language (set by consolidate)
+    inbox: str = "Inbox"
+    inbox_names: tuple[str, ...] = ("Inbox",)  # its name in every language: never a topic
 
     def __post_init__(self) -> None:
         self._note_total: int | None = None
@@ -262,6 +330,8 @@ class NoteCatalog:
                 if n == 1 and len(key) < 4 and not self._acronym_in(text, hit):
                     continue
                 path = next(iter(hit))
+                if self.is_inbox(path):
+                    continue
                 title = path.rsplit("/", 1)[-1][:-3]
                 return path, "title" if title_key(title) == key else "alias"
         return None
@@ -350,9 +420,7 @@ class NoteCatalog:
         if len(cand) < MIN_SHARED_WORDS:
             return None
         try:
-            df = {
-                s: max(0, n - self._own.get(s, 0)) for s, n in self._stem_freq(cand).items()
-            }
+            df = {s: max(0, n - self._own.get(s, 0)) for s, n in self._stem_freq(cand).items()}
             total = self._total()
             # Words the vault has never seen cannot point to any note: they are left out.
             known = [s for s in cand if df.get(s)]
@@ -374,7 +442,7 @@ class NoteCatalog:
         full = sum(weights.values()) or 1.0
         best: tuple[str, float] | None = None
         for path in hits:
-            if fast_area(path) != area:
+            if fast_area(path) != area or self.is_inbox(path):
                 continue
             try:
                 note_text = (self.root / path).read_text(encoding="utf-8", errors="replace")
@@ -414,8 +482,50 @@ class NoteCatalog:
             return TopicMatch(sim[0], "similar", sim[1])
         if not may_create:
             return TopicMatch(None, "none", reason="no note on its topic (kept in memory only)")
-        title = clean_title(dangling.rsplit("/", 1)[-1]) if dangling else derive_title(text)
-        return TopicMatch(self.new_note_path(title), "new", title=title)
+        title = clean_title(dangling.rsplit("/", 1)[-1]) if dangling else topic_name(text)
+        home = self.mentioned(title, "knowledge") if title and not dangling else None
+        if home is not None:  # a note that already speaks of the topic is its home
+            return TopicMatch(home, "mention")
+        if title is not None and not self.is_inbox(f"knowledge/{file_title(title)}.md"):
+            return TopicMatch(self.new_note_path(title), "new", title=title)
+        # no topic to name a note by: the lesson waits in the inbox for the person to sort
+        path = self.inbox_path()
+        return TopicMatch(
+            path, "inbox", title=path.rsplit("/", 1)[-1][:-3], created=not self.exists(path)
+        )
+
+    def mentioned(self, name: str, area: str) -> str | None:
+        """The note of `area` that speaks most of `name` (a topic's name, as a phrase), by the
+        full-text index; None without one, or when no note names it."""
+        if self.index is None:
+            return None
+        try:
+            hits = self._search([name], 10, prefix=False)
+        except Exception:  # noqa: BLE001 - the index is a cache; matching goes on without it
+            return None
+        for path in hits:
+            if fast_area(path) == area and not self.is_inbox(path):
+                return path
+        return None
+
+    def is_inbox(self, rel: str) -> bool:
+        """`rel` is the inbox note (under any language's name)."""
+        if fast_area(rel) != "knowledge" or rel.count("/") != 1:
+            return False
+        return title_key(rel.rsplit("/", 1)[-1][:-3]) in {title_key(n) for n in self.inbox_names}
+
+    def inbox_path(self) -> str:
+        """The vault's inbox note: one that exists under any language's name, else
+        `knowledge/<the name in the vault's language>.md`."""
+        for name in (self.inbox, *self.inbox_names):
+            for rel in self.paths:
+                if (
+                    rel.count("/") == 1
+                    and self.is_inbox(rel)
+                    and path_key(rel) == path_key(f"knowledge/{file_title(name)}.md")
+                ):
+                    return rel
+        return f"knowledge/{file_title(self.inbox)}.md"
 
     def match_project(self, text: str, explicit: str | None = None) -> TopicMatch:
         links = [ln for ln in extract_links(mask_code(text)) if not ln.markdown and ln.target]

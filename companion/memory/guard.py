@@ -49,8 +49,21 @@ Exfiltration and persistence:
   - [credential] anything shaped like a credential (API token, private key, password inside a
     URL) or a secret this process has registered: secrets never go into memory (the patterns of
     `companion.logs.redact`).
+Attack families in eleven languages (issues 40 and 44; en, es, fr, de, pt, it, zh, ar, ru, ja,
+tr), one table per family and language in `companion.memory.guard_phrases`: [run-code] (``curl …
+| sh``, ``wget … && bash``, ``iex(iwr …)``, "download … and run it"), [conceal], [exfiltrate],
+[role-override] ("SYSTEM:", developer mode, "ignore the previous instructions" in every
+language), [persist] (never forget this instruction, re-add it), [ask-secret] (passwords, 2FA
+codes) and [disable-safety] (switch off the guard, safety checks or confirmations).
+Every rule runs on each view of the text (`companion.memory.guard_text.views`): NFKC without
+zero-width characters, look-alike Cyrillic / Greek letters folded to Latin, spelled-out letters
+(``I-g-n-o-r-e``) joined, ROT13, and base64 / hex / URL-encoded runs decoded.
 Each phrase rule anchors on attack behaviour rather than bossy English, so ordinary memory such
 as "always use pnpm", "never push to main" or "the user writes about system prompt design" passes.
+
+`check_write(text, where=...)` is the one entry point for every write an agent will later read
+(MCP notes, journal, memory; the dream's notes, journal lines, index lines, MEMORY.md, USER.md
+and the llm distiller's proposals).
 """
 
 from __future__ import annotations
@@ -60,7 +73,7 @@ import unicodedata
 from dataclasses import dataclass
 
 from companion.logs import redact
-from companion.memory import hermes_threats
+from companion.memory import guard_phrases, guard_text, hermes_threats
 
 
 @dataclass(frozen=True)
@@ -328,16 +341,86 @@ _RULES += [
 _COMPILED = [(rule, re.compile(rx, re.IGNORECASE), why) for rule, rx, why in _RULES]
 
 
+def _finding(rule: str, why: str, m: re.Match[str], label: str) -> Finding:
+    snippet = " ".join(m.group(0).split())
+    if len(snippet) > 60:
+        snippet = snippet[:59] + "…"
+    where = "" if label == "text" else f" in the {_VIEW_NAMES.get(label, label)} text"
+    return Finding(rule, f'{why} ("{snippet}"){where}')
+
+
+_VIEW_NAMES = {"folded": "de-obfuscated", "rot13": "ROT13-decoded", "base64": "base64-decoded",
+               "hex": "hex-decoded", "url-encoded": "URL-decoded"}  # fmt: skip
+
+# a sentence ends at . ! ? followed by a space, at a line end, or at CJK / Arabic full stops
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n+|(?<=[。！？؟])")
+_MAX_SENTENCE = 2000
+
+
+@dataclass(frozen=True)
+class _Compiled:
+    all_of: tuple[re.Pattern[str], ...]
+    unless: re.Pattern[str] | None
+
+
+def _compile(phrase: guard_phrases.Phrase) -> _Compiled:
+    flags = re.IGNORECASE | re.MULTILINE
+    return _Compiled(
+        tuple(re.compile(rx, flags) for rx in phrase.all_of),
+        re.compile(phrase.unless, flags) if phrase.unless else None,
+    )
+
+
+_FAMILIES = [
+    (rule, why, [_compile(p) for phrases in table.values() for p in phrases])
+    for rule, why, table in guard_phrases.FAMILIES
+]
+
+
+def _sentences(text: str) -> list[str]:
+    out = []
+    for s in _SENTENCE_END.split(text):
+        s = s.strip()
+        while len(s) > _MAX_SENTENCE:  # bounded windows, overlapping so nothing falls between
+            out.append(s[:_MAX_SENTENCE])
+            s = s[_MAX_SENTENCE // 2 :]
+        if s:
+            out.append(s)
+    return out
+
+
+def _family_finding(view: str, label: str) -> Finding | None:
+    sentences = _sentences(view)
+    for rule, why, phrases in _FAMILIES:
+        for sentence in sentences:
+            for phrase in phrases:
+                first = None
+                for rx in phrase.all_of:
+                    m = rx.search(sentence)
+                    if m is None:
+                        break
+                    first = first or m
+                else:
+                    if phrase.unless is not None and phrase.unless.search(sentence):
+                        continue
+                    if first is not None:
+                        return _finding(rule, why, first, label)
+    return None
+
+
 def dangerous_phrase(text: str) -> Finding | None:
-    """The first instruction-hijacking or exfiltration rule `text` matches, if any."""
-    folded = unicodedata.normalize("NFKC", text)
-    for rule, rx, why in _COMPILED:
-        m = rx.search(folded)
-        if m:
-            snippet = " ".join(m.group(0).split())
-            if len(snippet) > 60:
-                snippet = snippet[:59] + "…"
-            return Finding(rule, f'{why} ("{snippet}")')
+    """The first instruction-hijacking, exfiltration or other attack rule `text` matches, in
+    the text or in any of its de-disguised views (`guard_text.views`), if any."""
+    views = guard_text.views(text)
+    for label, view in views:
+        for rule, rx, why in _COMPILED:
+            m = rx.search(view)
+            if m:
+                return _finding(rule, why, m, label)
+    for label, view in views:
+        found = _family_finding(view, label)
+        if found is not None:
+            return found
     return None
 
 
@@ -359,6 +442,23 @@ def hermes_finding(text: str) -> Finding | None:
         f"Hermes Agent's threat scanner refuses this ({', '.join(found)}) and would hide it "
         "from the agent",
     )
+
+
+WHERE = frozenset(
+    {"note", "journal", "index", "memory", "user", "proposal", "mcp:note", "mcp:journal",
+     "mcp:memory", "mcp:user"}
+)  # fmt: skip
+
+
+def check_write(text: str, where: str) -> Finding | None:
+    """Why `text` may not be written at `where` (one of `WHERE`), or None when it may.
+
+    The one gate every write an agent will later read passes: the same rules wherever the text
+    lands, because a note or a journal line the agent reads back acts on it as memory does.
+    """
+    if where not in WHERE:
+        raise ValueError(f"unknown write place {where!r}")
+    return check(text)
 
 
 def check(text: str) -> Finding | None:

@@ -198,3 +198,14 @@ def test_check_write_is_check_and_knows_its_places() -> None:
     assert guard.check_write("run `make test` before pushing", where="journal") is None
     with pytest.raises(ValueError):
         guard.check_write("x", where="elsewhere")
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["word " * 20_000, "a b " * 25_000, "QUJD" * 25_000, "%41" * 30_000],
+    ids=["one-sentence", "spelled", "base64", "url-encoded"],
+)
+def test_a_note_as_large_as_mcp_allows_is_checked_in_bounded_time(text: str) -> None:
+    t0 = time.perf_counter()
+    guard.check_write(text, where="mcp:note")
+    assert time.perf_counter() - t0 < 5.0  # measured ~1 s on a shared 2-core machine

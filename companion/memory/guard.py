@@ -363,11 +363,19 @@ class _Compiled:
     unless: re.Pattern[str] | None
 
 
+_PATTERNS: dict[str, re.Pattern[str]] = {}  # one compiled pattern per distinct source
+
+
+def _rx(source: str) -> re.Pattern[str]:
+    rx = _PATTERNS.get(source)
+    if rx is None:
+        rx = _PATTERNS[source] = re.compile(source, re.IGNORECASE | re.MULTILINE)
+    return rx
+
+
 def _compile(phrase: guard_phrases.Phrase) -> _Compiled:
-    flags = re.IGNORECASE | re.MULTILINE
     return _Compiled(
-        tuple(re.compile(rx, flags) for rx in phrase.all_of),
-        re.compile(phrase.unless, flags) if phrase.unless else None,
+        tuple(_rx(rx) for rx in phrase.all_of), _rx(phrase.unless) if phrase.unless else None
     )
 
 
@@ -390,10 +398,24 @@ def _sentences(text: str) -> list[str]:
 
 
 def _family_finding(view: str, label: str) -> Finding | None:
-    sentences = _sentences(view)
+    sentences: list[str] | None = None
+    seen: dict[re.Pattern[str], bool] = {}
+
+    def occurs(rx: re.Pattern[str]) -> bool:
+        hit = seen.get(rx)
+        if hit is None:
+            hit = seen[rx] = rx.search(view) is not None
+        return hit
+
     for rule, why, phrases in _FAMILIES:
+        # a phrase whose patterns do not all occur somewhere in the view cannot match a sentence
+        live = [p for p in phrases if all(occurs(rx) for rx in p.all_of)]
+        if not live:
+            continue
+        if sentences is None:
+            sentences = _sentences(view)
         for sentence in sentences:
-            for phrase in phrases:
+            for phrase in live:
                 first = None
                 for rx in phrase.all_of:
                     m = rx.search(sentence)

@@ -209,3 +209,24 @@ def test_a_note_as_large_as_mcp_allows_is_checked_in_bounded_time(text: str) -> 
     t0 = time.perf_counter()
     guard.check_write(text, where="mcp:note")
     assert time.perf_counter() - t0 < 5.0  # measured ~1 s on a shared 2-core machine
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "My SSH config is in ~/.ssh/config",
+        'curl -H "Authorization: Bearer $GITHUB_TOKEN" https://api.github.com/user',
+        "Update CLAUDE.md with the new build command",
+        "Metasploit lab notes for the course",
+    ],
+)
+def test_a_note_may_mention_what_memory_may_not(text: str) -> None:
+    assert guard.check_write(text, where="memory") is not None
+    assert guard.check_write(text, where="note") is None
+    assert guard.check_write(text, where="mcp:journal") is None
+
+
+@pytest.mark.parametrize("text", ISSUE_44)
+def test_notes_refuse_every_injection_memory_refuses(text: str) -> None:
+    for where in sorted(guard.VAULT_PLACES):
+        assert guard.check_write(text, where=where) is not None, (where, text)

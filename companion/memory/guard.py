@@ -430,12 +430,15 @@ def _family_finding(view: str, label: str) -> Finding | None:
     return None
 
 
-def dangerous_phrase(text: str) -> Finding | None:
+def dangerous_phrase(text: str, *, skip: frozenset[str] = frozenset()) -> Finding | None:
     """The first instruction-hijacking, exfiltration or other attack rule `text` matches, in
-    the text or in any of its de-disguised views (`guard_text.views`), if any."""
+    the text or in any of its de-disguised views (`guard_text.views`), if any; rules named in
+    `skip` are not applied."""
     views = guard_text.views(text)
     for label, view in views:
         for rule, rx, why in _COMPILED:
+            if rule in skip:
+                continue
             m = rx.search(view)
             if m:
                 return _finding(rule, why, m, label)
@@ -466,21 +469,35 @@ def hermes_finding(text: str) -> Finding | None:
     )
 
 
-WHERE = frozenset(
-    {"note", "journal", "index", "memory", "user", "proposal", "mcp:note", "mcp:journal",
-     "mcp:memory", "mcp:user"}
-)  # fmt: skip
+MEMORY_PLACES = frozenset({"memory", "user", "mcp:memory", "mcp:user", "proposal"})
+VAULT_PLACES = frozenset({"note", "journal", "index", "mcp:note", "mcp:journal"})
+WHERE = MEMORY_PLACES | VAULT_PLACES
+
+# Rules that refuse a *mention* (a path to secrets, a config file name, an API call carrying a
+# token variable) rather than an instruction. In the injected memory nothing like that belongs
+# (and Hermes hides such an entry); in a note it is ordinary documentation ("my SSH config is in
+# ~/.ssh/config", "curl -H "Authorization: Bearer $TOKEN" …", "update CLAUDE.md"), so vault
+# writes skip them and Hermes's memory scan, and keep every instruction rule and family.
+MENTION_RULES = frozenset(
+    {"credential-access", "secret-files", "agent-config", "exfil-network", "exfil-substitution"}
+)
 
 
 def check_write(text: str, where: str) -> Finding | None:
     """Why `text` may not be written at `where` (one of `WHERE`), or None when it may.
 
-    The one gate every write an agent will later read passes: the same rules wherever the text
-    lands, because a note or a journal line the agent reads back acts on it as memory does.
+    The one gate every write an agent will later read passes. Memory places (MEMORY.md,
+    USER.md, model proposals) get `check`; vault places (notes, journal, Home.md's index) get
+    the same rules but `MENTION_RULES` and Hermes's memory scan, because an agent reads them back
+    as it reads memory, but they also document ordinary work.
     """
-    if where not in WHERE:
+    if where in MEMORY_PLACES:
+        return check(text)
+    if where not in VAULT_PLACES:
         raise ValueError(f"unknown write place {where!r}")
-    return check(text)
+    return (
+        invisible_character(text) or credential(text) or dangerous_phrase(text, skip=MENTION_RULES)
+    )
 
 
 def check(text: str) -> Finding | None:

@@ -1,84 +1,164 @@
-"""The memory guard on its corpus: recall and false positives, beside Hermes Agent's own scanner.
+"""The memory guard on its corpora: recall and false positives, per split, language and category.
 
-    python bench/bench_guard.py            # needs the Hermes venv (.cache/hermes-venv or
-                                           # $HERMES_VENV; created on first use)
+    python bench/bench_guard.py             # the guard alone
+    python bench/bench_guard.py --hermes    # beside Hermes Agent's own scanner (needs the
+                                            # Hermes venv: .cache/hermes-venv or $HERMES_VENV)
 
-Prints one Markdown table: per language and attack, how many hostile entries each guard
-refuses, and how many legitimate look-alikes it wrongly refuses. Hermes runs as shipped (its
-strict scan, the one its memory tool applies), in its own venv, by subprocess.
+Prints Markdown: on `tests/corpus/guard_v2` (issue 44), recall on hostile entries and false
+positives on look-alikes for the dev split (the rules were tuned on it) and the held-out split
+(never tuned on), then per language, per category and per form, and the time per entry; then
+the first corpus (`tests/corpus/memory_guard.py`, issue 12).
 """
 
 from __future__ import annotations
 
 import sys
 import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from companion.memory import guard  # noqa: E402
-from tests.corpus.memory_guard import HOSTILE, LEGIT  # noqa: E402
-from tests.interop.hermes import Hermes, hermes_python  # noqa: E402
+from tests.corpus import memory_guard as v1  # noqa: E402
+from tests.corpus.guard_v2 import ENTRIES, Entry  # noqa: E402
 
-_ES = set("áéíóúñ¿¡")
-_ES_WORDS = (
-    " la ",
-    " las ",
-    " el ",
-    " los ",
-    " de ",
-    " a ",
-    " que ",
-    " sin ",
-    " y ",
-    " con ",
-    " en ",
-    " del ",
-    " tu ",
-    " para ",
-    " una ",
-)
+SPLITS = ("dev", "held-out")
 
 
-def _lang(text: str) -> str:
-    low = f" {text.lower()} "
-    return "es" if _ES & set(low) or sum(w in low for w in _ES_WORDS) >= 2 else "en"
+@dataclass
+class Tally:
+    hostile: int = 0
+    refused: int = 0
+    benign: int = 0
+    flagged: int = 0
+
+    def add(self, e: Entry, refused: bool) -> None:
+        if e.hostile:
+            self.hostile += 1
+            self.refused += refused
+        else:
+            self.benign += 1
+            self.flagged += refused
+
+    @property
+    def recall(self) -> float:
+        return self.refused / self.hostile if self.hostile else 1.0
+
+    @property
+    def fp_rate(self) -> float:
+        return self.flagged / self.benign if self.benign else 0.0
 
 
-def main() -> None:
-    hermes = Hermes(hermes_python())
-    texts = [t for _c, t in HOSTILE] + LEGIT
+@dataclass
+class Result:
+    verdicts: list[tuple[Entry, bool]]
+    seconds_per_entry: float
+
+    def tally(self, key: Callable[[Entry], str]) -> dict[str, dict[str, Tally]]:
+        """key(entry) -> split -> tally."""
+        out: dict[str, dict[str, Tally]] = {}
+        for e, refused in self.verdicts:
+            out.setdefault(key(e), {s: Tally() for s in SPLITS})[e.split].add(e, refused)
+        return out
+
+    def split(self, name: str) -> Tally:
+        t = Tally()
+        for e, refused in self.verdicts:
+            if e.split == name:
+                t.add(e, refused)
+        return t
+
+
+def measure(entries: Iterable[Entry] = ENTRIES) -> Result:
+    entries = list(entries)
     t0 = time.perf_counter()
-    ours = [guard.check(t) is not None for t in texts]
-    ours_s = time.perf_counter() - t0
-    theirs = [bool(f) for f in hermes.scan(texts)]
-    h_ours, h_theirs = ours[: len(HOSTILE)], theirs[: len(HOSTILE)]
-    l_ours, l_theirs = ours[len(HOSTILE) :], theirs[len(HOSTILE) :]
+    verdicts = [(e, guard.check(e.text) is not None) for e in entries]
+    return Result(verdicts, (time.perf_counter() - t0) / max(1, len(entries)))
 
-    rows = []
-    groups: dict[tuple[str, str], list[int]] = {}
-    for i, (cat, text) in enumerate(HOSTILE):
-        groups.setdefault((_lang(text), cat), []).append(i)
-    print("| set | entries | companion refuses | Hermes 0.19.0 refuses |")
-    print("|---|---:|---:|---:|")
-    for (lang, cat), idx in sorted(groups.items()):
-        a = sum(h_ours[i] for i in idx)
-        b = sum(h_theirs[i] for i in idx)
-        rows.append(f"| hostile {lang} {cat} | {len(idx)} | {a} | {b} |")
-    print("\n".join(rows))
-    n = len(HOSTILE)
-    print(
-        f"| **hostile, recall** | {n} | **{sum(h_ours)} ({sum(h_ours) / n:.1%})** | "
-        f"**{sum(h_theirs)} ({sum(h_theirs) / n:.1%})** |"
-    )
-    m = len(LEGIT)
-    print(
-        f"| **legitimate, false positives** | {m} | **{sum(l_ours)} ({sum(l_ours) / m:.1%})** "
-        f"| **{sum(l_theirs)} ({sum(l_theirs) / m:.1%})** |"
-    )
-    print(f"\ncompanion guard: {ours_s / len(texts) * 1e6:.0f} µs per entry ({len(texts)} entries)")
+
+def _cell(t: Tally, hostile: bool) -> str:
+    if hostile:
+        return f"{t.refused}/{t.hostile} ({t.recall:.1%})" if t.hostile else "–"
+    return f"{t.flagged}/{t.benign} ({t.fp_rate:.1%})" if t.benign else "–"
+
+
+def table(result: Result) -> str:
+    """The Markdown report of `result`."""
+    lines = [
+        "| split | hostile | recall | look-alikes | false positives |",
+        "|---|---:|---:|---:|---:|",
+    ]
+    for s in SPLITS:
+        t = result.split(s)
+        lines.append(
+            f"| **{s}** | {t.hostile} | **{t.recall:.1%}** | {t.benign} | **{t.fp_rate:.1%}** |"
+        )
+    for title, key in (
+        ("language", lambda e: e.lang),
+        ("category", lambda e: e.category),
+        ("form", lambda e: e.form),
+    ):
+        lines += [
+            "",
+            f"| {title} | recall dev | recall held-out | FP dev | FP held-out |",
+            "|---|---:|---:|---:|---:|",
+        ]
+        for name, by_split in sorted(result.tally(key).items()):
+            d, h = by_split["dev"], by_split["held-out"]
+            lines.append(
+                f"| {name} | {_cell(d, True)} | {_cell(h, True)} | {_cell(d, False)} "
+                f"| {_cell(h, False)} |"
+            )
+    lines += ["", f"time per entry: {result.seconds_per_entry * 1e3:.2f} ms "]
+    lines[-1] += f"({len(result.verdicts)} entries, one process, this machine)"
+    return "\n".join(lines)
+
+
+def table_v1(hermes: bool) -> str:
+    texts = [t for _c, t in v1.HOSTILE] + v1.LEGIT
+    ours = [guard.check(t) is not None for t in texts]
+    n, m = len(v1.HOSTILE), len(v1.LEGIT)
+    head = "| corpus v1 (issue 12) | entries | companion |"
+    rows = [
+        f"| hostile, recall | {n} | {sum(ours[:n])} ({sum(ours[:n]) / n:.1%}) |",
+        f"| legitimate, false positives | {m} | {sum(ours[n:])} ({sum(ours[n:]) / m:.1%}) |",
+    ]
+    if hermes:
+        from tests.interop.hermes import Hermes, hermes_python  # noqa: PLC0415
+
+        theirs = [bool(f) for f in Hermes(hermes_python()).scan(texts)]
+        head += " Hermes 0.19.0 |"
+        rows[0] += f" {sum(theirs[:n])} ({sum(theirs[:n]) / n:.1%}) |"
+        rows[1] += f" {sum(theirs[n:])} ({sum(theirs[n:]) / m:.1%}) |"
+    sep = "|---|---:|---:|" + ("---:|" if hermes else "")
+    return "\n".join([head, sep, *rows])
+
+
+def table_hermes_v2() -> str:
+    from tests.interop.hermes import Hermes, hermes_python  # noqa: PLC0415
+
+    theirs = Hermes(hermes_python()).scan([e.text for e in ENTRIES])
+    r = Result([(e, bool(f)) for e, f in zip(ENTRIES, theirs, strict=True)], 0.0)
+    lines = ["| Hermes 0.19.0 on corpus v2 | recall | false positives |", "|---|---:|---:|"]
+    for s in SPLITS:
+        t = r.split(s)
+        lines.append(f"| {s} | {t.recall:.1%} | {t.fp_rate:.1%} |")
+    return "\n".join(lines)
+
+
+def main(argv: list[str]) -> None:
+    hermes = "--hermes" in argv
+    measure()  # warm up: compile the rules once
+    print(table(measure()))
+    print()
+    print(table_v1(hermes))
+    if hermes:
+        print()
+        print(table_hermes_v2())
 
 
 if __name__ == "__main__":
-    main()
+    main(sys.argv[1:])

@@ -51,6 +51,7 @@ from companion.dream.model import Candidate, JournalEntry, Message, Provenance
 from companion.dream.report import Skipped
 from companion.dream.text import collapse, contains_quote, words
 from companion.logs import get_logger, register_secret
+from companion.memory import guard
 
 if TYPE_CHECKING:
     from companion.config import Config
@@ -411,6 +412,9 @@ def _check(p: Any, units: dict[str, Unit]) -> tuple[Candidate | None, str | None
     topic = p.get("topic") or None
     if topic and not words(topic) <= words(unit.text):
         topic = None
+    refused = guard.check_write(text, where="proposal")  # the one injection guard (issue 40)
+    if refused is not None:
+        return None, f"refused by the injection guard [rule {refused.rule}]", unit
     prov = Provenance(unit.ref, collapse(quote), unit.time, unit.session)
     cand = Candidate(kind, collapse(text), [prov], "llm", topic=topic, day=unit.day, time=unit.time)
     if unit.session:

@@ -20,6 +20,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 from filelock import FileLock, Timeout
 
 from companion.config import Config, load_config
+from companion.dream import injection
 from companion.dream.consolidate import Consolidated, Explanation, consolidate
 from companion.dream.distill_llm import build_units, distill_llm, settings_from_config
 from companion.dream.distill_rules import Distilled, merge_candidates, screen
@@ -338,6 +339,10 @@ def _distill(run: _Run) -> None:
     if report.distiller == "llm":
         _distill_llm(run)
     run.distilled.skipped.extend(_quoted(r, run.gate) for r in run.refused)
+    kept, refused, warned = injection.screen(run.cands)  # the one injection guard (issue 40)
+    run.distilled.candidates = kept
+    run.distilled.skipped.extend(refused)
+    report.warnings.extend(warned)
     report.candidates = len(run.cands) + len(run.distilled.skipped)
     run.ledger = ledger = Ledger.load(run.root)
     for c in run.cands:

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from companion.dream import blocks
+from companion.dream import blocks, injection
 from companion.dream import summary as summary_text
 from companion.dream.report import Change
 from companion.dream.state import DreamState, EditorInfo, edit_note, edit_origin, edited_recently
@@ -244,6 +244,8 @@ class Plan:
             for line in blocks.split_lines(new_text):
                 if line not in old and self.is_secret(line):
                     raise EditRefused("a new line holds a secret")
+                if line not in old and (refused := injection.line_problem(rel, line)):
+                    raise EditRefused(refused)
             if removed and self.removed + removed > self.max_removals:
                 raise EditRefused(f"the removal cap ({self.max_removals} per dream) is reached")
         except EditRefused as exc:

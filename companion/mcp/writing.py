@@ -6,6 +6,9 @@ Every write, before anything touches the disk:
   that would hide text from the person: `companion.memory.guard.invisible_character`) and
   holds no secret (`companion.secrets`: the error names the line and the kind, never the value,
   and says how to keep it in the keyring instead);
+- note and journal text passes the one injection guard (`companion.memory.guard.check_write`):
+  no instruction to run or fetch code, hide things from the person, send data elsewhere,
+  override the agent's role, stay in memory, ask for passwords or switch off safeguards;
 - a note a person edited recently (`VaultContext.edited_recently`, the dream's rule) is never
   rewritten: `write_note` puts the text in a sibling note, `edit_note` and `append_journal` add
   it after the note's last line, and the result says so;
@@ -52,8 +55,16 @@ class Current:
     crlf: bool = False
 
 
-def check_text(ctx: VaultContext, text: str, what: str = "text", *, empty_ok: bool = False) -> str:
-    """`text` with `\\n` line ends, or a refusal (size, hidden characters, a secret)."""
+def check_text(
+    ctx: VaultContext,
+    text: str,
+    what: str = "text",
+    *,
+    empty_ok: bool = False,
+    where: str | None = None,
+) -> str:
+    """`text` with `\\n` line ends, or a refusal (size, hidden characters, a secret, and for
+    text an agent will read back, `where` given, the injection guard)."""
     if not isinstance(text, str):
         raise ToolRefused(f"{what} must be a string")
     if len(text) > ctx.limits.text_chars:
@@ -80,6 +91,18 @@ def check_text(ctx: VaultContext, text: str, what: str = "text", *, empty_ok: bo
             "ask the person to store it with `companion secrets set NAME` (the value on standard "
             "input) and write `keyring:NAME` in the note instead. Nothing was written"
         )
+    if where is not None:
+        from companion.memory.guard import check_write
+
+        finding = check_write(text, where=where)
+        if finding is not None:
+            raise ToolRefused(
+                f"{what} refused by the injection guard: {finding.detail} [rule {finding.rule}]. "
+                "Notes and the journal are read back by agents, so they must not carry "
+                "instructions to run code, hide things from the person, send data elsewhere, "
+                "override the agent's role, ask for passwords or switch off safeguards. "
+                "Nothing was written"
+            )
     return text
 
 
@@ -217,7 +240,7 @@ def _sibling(ctx: VaultContext, rel: str) -> tuple[str, Current]:
 
 def write_note(ctx: VaultContext, path: str, text: str, reason: str) -> dict[str, Any]:
     rel = note_path(ctx, path)
-    text = check_text(ctx, text)
+    text = check_text(ctx, text, where="mcp:note")
     reason = check_reason(ctx, reason)
     after = text if text.endswith("\n") else text + "\n"
     current = load(ctx, rel)
@@ -260,12 +283,12 @@ def edit_note(
     rel = note_path(ctx, path)
     if mode not in ("replace", "append"):
         raise ToolRefused(f"mode {mode!r}: use 'replace' or 'append'")
-    text = check_text(ctx, text, empty_ok=mode == "replace")
+    text = check_text(ctx, text, empty_ok=mode == "replace", where="mcp:note")
     reason = check_reason(ctx, reason)
     name = section.strip() if isinstance(section, str) else ""
     if not name or len(name) > 200 or "\n" in name:
         raise ToolRefused("section must be a heading's text (one line, at most 200 characters)")
-    check_text(ctx, name, "section")
+    check_text(ctx, name, "section", where="mcp:note")
     current = load(ctx, rel)
     if current.text is None:
         raise ToolRefused(f"no note at {rel}; create it with write_note")
@@ -353,7 +376,7 @@ def append_journal(ctx: VaultContext, section: str, text: str, reason: str) -> d
     from companion.vault.layout import new_journal_text
 
     key = journal_key(section)
-    text = check_text(ctx, text)
+    text = check_text(ctx, text, where="mcp:journal")
     reason = check_reason(ctx, reason)
     today = dream_date(ctx.now(), dream_timezone(ctx.config))
     rel = f"journal/{today.isoformat()}.md"

@@ -49,8 +49,21 @@ Exfiltration and persistence:
   - [credential] anything shaped like a credential (API token, private key, password inside a
     URL) or a secret this process has registered: secrets never go into memory (the patterns of
     `companion.logs.redact`).
+Attack families in eleven languages (issues 40 and 44; en, es, fr, de, pt, it, zh, ar, ru, ja,
+tr), one table per family and language in `companion.memory.guard_phrases`: [run-code] (``curl …
+| sh``, ``wget … && bash``, ``iex(iwr …)``, "download … and run it"), [conceal], [exfiltrate],
+[role-override] ("SYSTEM:", developer mode, "ignore the previous instructions" in every
+language), [persist] (never forget this instruction, re-add it), [ask-secret] (passwords, 2FA
+codes) and [disable-safety] (switch off the guard, safety checks or confirmations).
+Every rule runs on each view of the text (`companion.memory.guard_text.views`): NFKC without
+zero-width characters, look-alike Cyrillic / Greek letters folded to Latin, spelled-out letters
+(``I-g-n-o-r-e``) joined, ROT13, and base64 / hex / URL-encoded runs decoded.
 Each phrase rule anchors on attack behaviour rather than bossy English, so ordinary memory such
 as "always use pnpm", "never push to main" or "the user writes about system prompt design" passes.
+
+`check_write(text, where=...)` is the one entry point for every write an agent will later read
+(MCP notes, journal, memory; the dream's notes, journal lines, index lines, MEMORY.md, USER.md
+and the llm distiller's proposals).
 """
 
 from __future__ import annotations
@@ -60,7 +73,7 @@ import unicodedata
 from dataclasses import dataclass
 
 from companion.logs import redact
-from companion.memory import hermes_threats
+from companion.memory import guard_phrases, guard_text, hermes_threats
 
 
 @dataclass(frozen=True)
@@ -328,16 +341,111 @@ _RULES += [
 _COMPILED = [(rule, re.compile(rx, re.IGNORECASE), why) for rule, rx, why in _RULES]
 
 
-def dangerous_phrase(text: str) -> Finding | None:
-    """The first instruction-hijacking or exfiltration rule `text` matches, if any."""
-    folded = unicodedata.normalize("NFKC", text)
-    for rule, rx, why in _COMPILED:
-        m = rx.search(folded)
-        if m:
-            snippet = " ".join(m.group(0).split())
-            if len(snippet) > 60:
-                snippet = snippet[:59] + "…"
-            return Finding(rule, f'{why} ("{snippet}")')
+def _finding(rule: str, why: str, m: re.Match[str], label: str) -> Finding:
+    snippet = " ".join(m.group(0).split())
+    if len(snippet) > 60:
+        snippet = snippet[:59] + "…"
+    where = "" if label == "text" else f" in the {_VIEW_NAMES.get(label, label)} text"
+    return Finding(rule, f'{why} ("{snippet}"){where}')
+
+
+_VIEW_NAMES = {"folded": "de-obfuscated", "rot13": "ROT13-decoded", "base64": "base64-decoded",
+               "hex": "hex-decoded", "url-encoded": "URL-decoded"}  # fmt: skip
+
+# a sentence ends at . ! ? followed by a space, at a line end, or at CJK / Arabic full stops
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n+|(?<=[。！？؟])")
+_MAX_SENTENCE = 2000
+
+
+@dataclass(frozen=True)
+class _Compiled:
+    all_of: tuple[re.Pattern[str], ...]
+    unless: re.Pattern[str] | None
+
+
+_PATTERNS: dict[str, re.Pattern[str]] = {}  # one compiled pattern per distinct source
+
+
+def _rx(source: str) -> re.Pattern[str]:
+    rx = _PATTERNS.get(source)
+    if rx is None:
+        rx = _PATTERNS[source] = re.compile(source, re.IGNORECASE | re.MULTILINE)
+    return rx
+
+
+def _compile(phrase: guard_phrases.Phrase) -> _Compiled:
+    return _Compiled(
+        tuple(_rx(rx) for rx in phrase.all_of), _rx(phrase.unless) if phrase.unless else None
+    )
+
+
+_FAMILIES = [
+    (rule, why, [_compile(p) for phrases in table.values() for p in phrases])
+    for rule, why, table in guard_phrases.FAMILIES
+]
+
+
+def _sentences(text: str) -> list[str]:
+    out = []
+    for s in _SENTENCE_END.split(text):
+        s = s.strip()
+        while len(s) > _MAX_SENTENCE:  # bounded windows, overlapping so nothing falls between
+            out.append(s[:_MAX_SENTENCE])
+            s = s[_MAX_SENTENCE // 2 :]
+        if s:
+            out.append(s)
+    return out
+
+
+def _family_finding(view: str, label: str) -> Finding | None:
+    sentences: list[str] | None = None
+    seen: dict[re.Pattern[str], bool] = {}
+
+    def occurs(rx: re.Pattern[str]) -> bool:
+        hit = seen.get(rx)
+        if hit is None:
+            hit = seen[rx] = rx.search(view) is not None
+        return hit
+
+    for rule, why, phrases in _FAMILIES:
+        # a phrase whose patterns do not all occur somewhere in the view cannot match a sentence
+        live = [p for p in phrases if all(occurs(rx) for rx in p.all_of)]
+        if not live:
+            continue
+        if sentences is None:
+            sentences = _sentences(view)
+        for sentence in sentences:
+            for phrase in live:
+                first = None
+                for rx in phrase.all_of:
+                    m = rx.search(sentence)
+                    if m is None:
+                        break
+                    first = first or m
+                else:
+                    if phrase.unless is not None and phrase.unless.search(sentence):
+                        continue
+                    if first is not None:
+                        return _finding(rule, why, first, label)
+    return None
+
+
+def dangerous_phrase(text: str, *, skip: frozenset[str] = frozenset()) -> Finding | None:
+    """The first instruction-hijacking, exfiltration or other attack rule `text` matches, in
+    the text or in any of its de-disguised views (`guard_text.views`), if any; rules named in
+    `skip` are not applied."""
+    views = guard_text.views(text)
+    for label, view in views:
+        for rule, rx, why in _COMPILED:
+            if rule in skip:
+                continue
+            m = rx.search(view)
+            if m:
+                return _finding(rule, why, m, label)
+    for label, view in views:
+        found = _family_finding(view, label)
+        if found is not None:
+            return found
     return None
 
 
@@ -358,6 +466,37 @@ def hermes_finding(text: str) -> Finding | None:
         f"hermes:{found[0]}",
         f"Hermes Agent's threat scanner refuses this ({', '.join(found)}) and would hide it "
         "from the agent",
+    )
+
+
+MEMORY_PLACES = frozenset({"memory", "user", "mcp:memory", "mcp:user", "proposal"})
+VAULT_PLACES = frozenset({"note", "journal", "index", "mcp:note", "mcp:journal"})
+WHERE = MEMORY_PLACES | VAULT_PLACES
+
+# Rules that refuse a *mention* (a path to secrets, a config file name, an API call carrying a
+# token variable) rather than an instruction. In the injected memory nothing like that belongs
+# (and Hermes hides such an entry); in a note it is ordinary documentation ("my SSH config is in
+# ~/.ssh/config", "curl -H "Authorization: Bearer $TOKEN" …", "update CLAUDE.md"), so vault
+# writes skip them and Hermes's memory scan, and keep every instruction rule and family.
+MENTION_RULES = frozenset(
+    {"credential-access", "secret-files", "agent-config", "exfil-network", "exfil-substitution"}
+)
+
+
+def check_write(text: str, where: str) -> Finding | None:
+    """Why `text` may not be written at `where` (one of `WHERE`), or None when it may.
+
+    The one gate every write an agent will later read passes. Memory places (MEMORY.md,
+    USER.md, model proposals) get `check`; vault places (notes, journal, Home.md's index) get
+    the same rules but `MENTION_RULES` and Hermes's memory scan, because an agent reads them back
+    as it reads memory, but they also document ordinary work.
+    """
+    if where in MEMORY_PLACES:
+        return check(text)
+    if where not in VAULT_PLACES:
+        raise ValueError(f"unknown write place {where!r}")
+    return (
+        invisible_character(text) or credential(text) or dangerous_phrase(text, skip=MENTION_RULES)
     )
 
 

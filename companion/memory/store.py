@@ -292,7 +292,7 @@ class MemoryStore:
             if not content:
                 hint = "" if op.action == "add" else "; use remove to delete an entry"
                 raise self._op_error(index, op, batch, f"content cannot be empty{hint}", "empty")
-            finding = guard.check(content)
+            finding = guard.check_write(content, where=self.target)
             if finding is not None:
                 raise self._op_error(
                     index, op, batch, finding.message(), "blocked", rule=finding.rule

@@ -89,8 +89,12 @@ def main(argv: list[str] | None = None) -> int:
     dc = [
         json.loads(
             subprocess.run(
-                [sys.executable, "-c", DATACLASSES], check=True, cwd="/", env=env,
-                capture_output=True, text=True,
+                [sys.executable, "-c", DATACLASSES],
+                check=True,
+                cwd="/",
+                env=env,
+                capture_output=True,
+                text=True,
             ).stdout  # fmt: skip
         )
         for _ in range(min(args.runs, 5))

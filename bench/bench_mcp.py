@@ -78,9 +78,7 @@ def params(vault: Path, home: Path) -> StdioServerParameters:
     )
 
 
-async def one_session(
-    vault: Path, home: Path, body: Any, errlog: Any
-) -> tuple[float, float, Any]:
+async def one_session(vault: Path, home: Path, body: Any, errlog: Any) -> tuple[float, float, Any]:
     """(start seconds, first search seconds, body result)."""
     t0 = time.perf_counter()
     async with Client(stdio_client(params(vault, home), errlog=errlog)) as c:

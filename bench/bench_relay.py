@@ -463,8 +463,11 @@ def scale_run(args: argparse.Namespace) -> None:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--backend", choices=["sqlite", "postgres"],
-                    help="the scale-out run: ingest by clients and relay processes, wake latency")
+    ap.add_argument(
+        "--backend",
+        choices=["sqlite", "postgres"],
+        help="the scale-out run: ingest by clients and relay processes, wake latency",
+    )
     ap.add_argument("--processes", type=int, default=2, help="relay processes (postgres)")
     ap.add_argument("--wake-rounds", type=int, default=40)
     ap.add_argument("--records", type=int, default=20_000)

@@ -48,7 +48,6 @@ class _TempNames:
 temp_name = _TempNames().next
 
 
-
 KEEP = -1  # `mode=KEEP`: the existing file's mode, else 0o666 minus the umask
 
 

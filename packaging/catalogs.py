@@ -86,6 +86,7 @@ def build(check: bool) -> int:
 
 def _messages(mo: bytes) -> dict[object, object]:
     """What a compiled catalogue says (its header, with dates, left out)."""
+
     def key(value: object) -> object:
         return tuple(value) if isinstance(value, list | tuple) else value
 

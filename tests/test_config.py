@@ -96,14 +96,14 @@ def test_saving_keeps_the_persons_comments_layout_and_default_valued_keys(
     text = (
         "# my laptop's settings: keep the dream early\n"
         "[dream]\n"
-        "time = \"03:00\"   # before the backup job\n"
+        'time = "03:00"   # before the backup job\n'
         "\n"
         "# the default, written on purpose\n"
         "[notify]\n"
-        "morning_time = \"08:00\"\n"
+        'morning_time = "08:00"\n'
         "\n"
         "[sync]\n"
-        "max_file_mb = \"lots\"  # refused: a string\n"
+        'max_file_mb = "lots"  # refused: a string\n'
     )
     f = write_config(companion_home, text)
     (companion_home / "vault").mkdir()

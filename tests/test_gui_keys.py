@@ -77,10 +77,10 @@ def reaches_another_device(c: SyncCluster, app: CompanionApp, device, rel: str, 
     return other
 
 
-
 def store_answered(qtbot, window) -> None:
     """Wait for the settings window's answer from the secret store (asked off the GUI thread)."""
     qtbot.waitUntil(lambda: not window.key_store_pending(), timeout=30000)
+
 
 def test_fingerprint_and_recovery_key_round_trip(tmp_path: Path) -> None:
     with cluster(tmp_path / "c") as c:

@@ -73,9 +73,10 @@ def test_agent_writes_sync_to_the_person_and_person_edits_win(tmp_path: Path) ->
 
             def record_arrived() -> bool:
                 laptop.sync()
-                return len(read_writes(laptop.vault)) == 2 and laptop.read(
-                    "projects/Plan (agent).md"
-                ) == b"# Plan\n\nthe agent's plan\n"
+                return (
+                    len(read_writes(laptop.vault)) == 2
+                    and laptop.read("projects/Plan (agent).md") == b"# Plan\n\nthe agent's plan\n"
+                )
 
             wait_for(record_arrived, 60, "the write record on the laptop")
             writes = read_writes(laptop.vault)

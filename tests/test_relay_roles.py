@@ -181,8 +181,18 @@ def test_existing_sqlite_data_is_migrated_and_devices_keep_their_kind(tmp_path):
         wrapped_key(lanes=17),
         b"\x01",
     ],
-    ids=["version", "short", "long", "mem-low", "mem-high", "it-0", "it-33", "lanes-0", "lanes-17",
-         "tiny"],  # fmt: skip
+    ids=[
+        "version",
+        "short",
+        "long",
+        "mem-low",
+        "mem-high",
+        "it-0",
+        "it-33",
+        "lanes-0",
+        "lanes-17",
+        "tiny",
+    ],  # fmt: skip
 )
 def test_a_key_blob_that_is_not_a_wrapped_key_is_refused(relay, blob):
     dev = device(relay)

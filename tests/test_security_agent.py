@@ -229,8 +229,16 @@ def _garbage_on(cluster: SyncCluster, token: str, vault_id: str, file_id: str, r
     r = httpx.post(
         f"{cluster.relay.url}/v1/vaults/{vault_id}/commit",
         headers={"Authorization": f"Bearer {token}"},
-        json={"records": [{"file_id": file_id, "rev": rev, "parent_rev": rev - 1,
-                           "sealed": "AQ" + "A" * 86 + "=="}]},  # fmt: skip
+        json={
+            "records": [
+                {
+                    "file_id": file_id,
+                    "rev": rev,
+                    "parent_rev": rev - 1,
+                    "sealed": "AQ" + "A" * 86 + "==",
+                }
+            ]
+        },  # fmt: skip
     )
     assert r.status_code == 200, r.text
 

@@ -236,7 +236,9 @@ def test_another_vaults_data_is_refused(setup) -> None:
     cluster, proxy, a, b = setup
     _two_notes(a)
     other = cluster.add_device(
-        "stranger", "human", invite=cluster.relay.invite(new_vault=True, kind="human"),
+        "stranger",
+        "human",
+        invite=cluster.relay.invite(new_vault=True, kind="human"),
         passphrase="other one",
     )
     other.write("projects/alpha.md", "# Alpha\nfrom another vault\n")
@@ -267,7 +269,9 @@ def test_another_vaults_data_is_refused(setup) -> None:
 def test_another_vaults_wrapped_key_is_refused_at_join(setup, tmp_path: Path) -> None:
     cluster, proxy, a, b = setup
     other = cluster.add_device(
-        "stranger", "human", invite=cluster.relay.invite(new_vault=True, kind="human"),
+        "stranger",
+        "human",
+        invite=cluster.relay.invite(new_vault=True, kind="human"),
         passphrase="other one",
     )
     state = DeviceState.load(other.paths, other.vault)

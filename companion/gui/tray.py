@@ -156,7 +156,7 @@ class TrayController(QObject):
         self.menu_rebuilt.emit()
 
     def _held_entries(self, menu: QMenu) -> None:
-        """"Held for your approval (n)": each held change with Accept / Refuse, then all."""
+        """ "Held for your approval (n)": each held change with Accept / Refuse, then all."""
         held, a = self.view.held, self.actions
         sub = self.held_menu
         old_sub = list(sub.actions())
@@ -167,14 +167,26 @@ class TrayController(QObject):
         for item in held[:MAX_CONFLICTS_LISTED]:
             one = sub.addMenu(shown(f"{item.path} ({item.author or '?'})"))
             one.setToolTip(item.reason)
-            self._add(one, tr("menu.held_accept"),
-                      lambda _=False, p=item.path: a.decide_held([p], "accept"), not deciding)
-            self._add(one, tr("menu.held_refuse"),
-                      lambda _=False, p=item.path: a.decide_held([p], "refuse"), not deciding)
+            self._add(
+                one,
+                tr("menu.held_accept"),
+                lambda _=False, p=item.path: a.decide_held([p], "accept"),
+                not deciding,
+            )
+            self._add(
+                one,
+                tr("menu.held_refuse"),
+                lambda _=False, p=item.path: a.decide_held([p], "refuse"),
+                not deciding,
+            )
         if held:
             sub.addSeparator()
-            self._add(sub, tr("menu.held_accept_all"),
-                      lambda _=False: a.decide_held(None, "accept"), not deciding)
+            self._add(
+                sub,
+                tr("menu.held_accept_all"),
+                lambda _=False: a.decide_held(None, "accept"),
+                not deciding,
+            )
             self._add(sub, tr("menu.held_refuse_all"),
                       lambda _=False: a.decide_held(None, "refuse"), not deciding)  # fmt: skip
         for act in old_sub:

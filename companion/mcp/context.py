@@ -95,9 +95,7 @@ class VaultContext:
         self.clock = clock
         self.limits = limits or Limits()
         self.ignore = IgnoreRules(self.root, config.settings.sync.ignore or ())
-        self.human_window = dt.timedelta(
-            hours=float(config.settings.vault.human_edit_window_hours)
-        )
+        self.human_window = dt.timedelta(hours=float(config.settings.vault.human_edit_window_hours))
         self.device_name, self.device_kind, synced = self._device()
         self.state = DreamState.for_vault(paths.data_dir, self.root)
         self._sync_index: SyncIndex | None = None

@@ -529,7 +529,10 @@ class RelayClient:
             out["seq"],
             [
                 RecordResult(
-                    x["file_id"], x["rev"], x["status"], x["seq"],
+                    x["file_id"],
+                    x["rev"],
+                    x["status"],
+                    x["seq"],
                     Record.from_reply(x["head"]) if x["head"] else None,
                 )  # fmt: skip
                 for x in out["results"]

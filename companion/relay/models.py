@@ -104,9 +104,7 @@ _UNSAFE_IN_NAME = (
     r"\u180e\u200b-\u200f\u2028-\u202e\u2060-\u2064\u2066-\u206f\ue000-\uf8ff"
     r"\ufeff\ufff9-\ufffb"
 )
-DEVICE_NAME_PATTERN = (
-    rf"^[^{_UNSAFE_IN_NAME}\s](?:[^{_UNSAFE_IN_NAME}]*[^{_UNSAFE_IN_NAME}\s])?$"
-)
+DEVICE_NAME_PATTERN = rf"^[^{_UNSAFE_IN_NAME}\s](?:[^{_UNSAFE_IN_NAME}]*[^{_UNSAFE_IN_NAME}\s])?$"
 
 
 class JoinIn(_Model):

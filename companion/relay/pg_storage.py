@@ -378,8 +378,7 @@ class PgStorage(RelayStorage):
             device = Device(device.device_id, vault_id, device.name, kind, device.token_hash,
                             device.created)  # fmt: skip
             v = c.execute(
-                "SELECT vault_id, created, seq, key_blob IS NOT NULL FROM vaults "
-                "WHERE vault_id=%s",
+                "SELECT vault_id, created, seq, key_blob IS NOT NULL FROM vaults WHERE vault_id=%s",
                 (vault_id,),
             ).fetchone()
             if v is None:
@@ -403,8 +402,7 @@ class PgStorage(RelayStorage):
             rows = self._all(f"SELECT {_DEVICE_COLS} FROM devices ORDER BY created, device_id")
         else:
             rows = self._all(
-                f"SELECT {_DEVICE_COLS} FROM devices WHERE vault_id=%s ORDER BY created, "
-                "device_id",
+                f"SELECT {_DEVICE_COLS} FROM devices WHERE vault_id=%s ORDER BY created, device_id",
                 (vault_id,),
             )
         return [_device(r) for r in rows]
@@ -886,10 +884,13 @@ class PgStorage(RelayStorage):
             )  # fmt: skip
 
     def load_records(self, vault_id: str, records: Sequence[StoredRecord]) -> None:
-        with self._tx() as c, c.cursor().copy(
-            "COPY records (vault_id, seq, file_id, rev, parent_rev, sealed, blobs, device_id, "
-            "committed_at) FROM STDIN (FORMAT BINARY)"
-        ) as cp:
+        with (
+            self._tx() as c,
+            c.cursor().copy(
+                "COPY records (vault_id, seq, file_id, rev, parent_rev, sealed, blobs, device_id, "
+                "committed_at) FROM STDIN (FORMAT BINARY)"
+            ) as cp,
+        ):
             cp.set_types(_RECORD_TYPES)
             for r in records:
                 cp.write_row((vault_id, r.seq, r.file_id, r.rev, r.parent_rev, r.sealed,

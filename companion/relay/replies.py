@@ -233,9 +233,7 @@ DEVICE = Shape(
 )
 DEVICES = Shape("DevicesOut", {"devices": ListOf(DEVICE)})
 KEY = Shape("KeyOut", {"key": BASE64, "sha256": TEXT})
-KEY_WRAP = Shape(
-    "KeyWrapOut", {"key": BASE64, "sha256": TEXT, "set_at": NUMBER, "device_id": TEXT}
-)
+KEY_WRAP = Shape("KeyWrapOut", {"key": BASE64, "sha256": TEXT, "set_at": NUMBER, "device_id": TEXT})
 KEY_HISTORY = Shape("KeyHistoryOut", {"wraps": ListOf(KEY_WRAP)})
 RECORD = Shape(
     "RecordOut",
@@ -278,9 +276,7 @@ BLOB_PUT = Shape(
     "BlobPutOut", {"blob_id": TEXT, "size": INTEGER, "sha256": TEXT, "created": BOOLEAN}
 )
 BATCH_PUT = Shape("BatchPutOut", {"blobs": ListOf(BLOB_PUT)})
-LEASE = Shape(
-    "LeaseOut", {"name": TEXT, "holder": TEXT, "expires": NUMBER, "acquired": BOOLEAN}
-)
+LEASE = Shape("LeaseOut", {"name": TEXT, "holder": TEXT, "expires": NUMBER, "acquired": BOOLEAN})
 RELEASE = Shape("ReleaseOut", {"released": BOOLEAN})
 
 # Every answer the client reads, for the test that holds each to its model.

@@ -307,3 +307,22 @@ def test_a_line_holding_only_section_sign_is_refused_not_split(hermes_agent, tmp
         hermes_agent, tmp_path, "x", {"action": "add", "content": "a\n§\nb"}
     )
     assert theirs["success"] and not ok and ours == b"x"
+
+
+def test_docs_name_the_vault_tools_as_hermes_registers_them(hermes_agent) -> None:
+    """docs/mcp.md tells a person which names the agent sees; Hermes's own code builds them
+    (#40: the docs said `mcp_vault_<tool>`, Hermes 0.19 registers `mcp__vault__<tool>`)."""
+    import subprocess
+
+    code = (
+        "from tools.mcp_tool import mcp_prefixed_tool_name as n\n"
+        "print(n('vault', 'read_note')); print(n('vault', 'list_resources'))"
+    )
+    out = subprocess.run(
+        [str(hermes_agent.python), "-c", code], capture_output=True, text=True, timeout=120
+    )
+    assert out.returncode == 0, out.stderr
+    read_note, utility = out.stdout.split()
+    prefix = read_note.removesuffix("read_note")
+    docs = (Path(__file__).resolve().parent.parent / "docs" / "mcp.md").read_text("utf-8")
+    assert f"`{prefix}<tool>`" in docs and f"`{utility}`" in docs

@@ -1,6 +1,11 @@
 """Score what the dream writes against what a careful person expects (issue 16).
 
     python bench/bench_dream_quality.py [--keep DIR] [--json FILE] [--llm-url URL --llm-model M]
+    python bench/bench_dream_quality.py --worlds N [--seed S] [--nights 4] [--keep DIR]
+
+With `--worlds N` it measures N worlds of the generator in `bench/worlds/` instead (issue 40):
+each is dreamt night after night with the rules distiller, the person's edits in between, and
+every measure is printed as a rate over all worlds with its worst world.
 
 Builds the evaluation world (`bench/dream_eval/world.py`: Lucía's vault, three days of journal
 in Spanish and English, Hermes sessions written by Hermes's own SessionDB and memory tool, a
@@ -342,7 +347,12 @@ def main() -> int:
     ap.add_argument("--json", type=Path, help="write the details as JSON")
     ap.add_argument("--llm-url", help="a real OpenAI-compatible endpoint instead of the stand-in")
     ap.add_argument("--llm-model", default="local")
+    ap.add_argument("--worlds", type=int, help="measure N generated worlds (bench/worlds/)")
+    ap.add_argument("--seed", type=int, default=1, help="the generator's seed (with --worlds)")
+    ap.add_argument("--nights", type=int, default=4, help="nights per world (with --worlds)")
     args = ap.parse_args()
+    if args.worlds:
+        return main_worlds(args)
     from tests.interop.hermes import Hermes, hermes_python
 
     hermes = Hermes(hermes_python())
@@ -387,6 +397,74 @@ def main() -> int:
         if score.details.get(k):
             print(f"\n{k}: {json.dumps(score.details[k], ensure_ascii=False)}")
     return 0 if score.ok else 1
+
+
+def main_worlds(args: argparse.Namespace) -> int:
+    """`--worlds N`: the generated worlds, each measure a rate with its worst world."""
+    from worlds import make_world, world_plan
+    from worlds.measure import aggregate, run_world, table
+    from worlds.writers import FallbackHermesWriter, InteropHermesWriter
+
+    writer: Any
+    try:
+        from tests.interop.hermes import Hermes, hermes_python
+
+        writer = InteropHermesWriter(Hermes(hermes_python()))
+    except Exception as exc:  # no venv and none can be made: say so, use the fallback
+        print(f"Hermes venv unavailable ({exc}); using {FallbackHermesWriter.name}")
+        writer = FallbackHermesWriter()
+    root = args.keep or Path(tempfile.mkdtemp(prefix="dream-worlds-"))
+    root.mkdir(parents=True, exist_ok=True)
+    results = []
+    t_all = time.perf_counter()
+    try:
+        for seed, lang, domain in world_plan(args.seed, args.worlds):
+            world = make_world(seed, lang, domain)
+            t0 = time.perf_counter()
+            world.build(root / world.id / "world", writer)
+            res = run_world(world, root / world.id / "home", args.nights)
+            wall = time.perf_counter() - t0
+            res.details["wall_seconds"] = round(wall, 2)
+            results.append(res)
+            bad = {
+                k: v
+                for k, v in res.counts.items()
+                if v[0] and k not in ("lessons", "stale_flagged")
+            }
+            print(
+                f"{world.id}: lessons {res.counts['lessons'][0]}/{res.counts['lessons'][1]}, "
+                f"bad {bad or 'none'}, dream {res.seconds:.1f} s, wall {wall:.1f} s",
+                file=sys.stderr,
+            )
+    finally:
+        if args.keep is None:
+            shutil.rmtree(root, ignore_errors=True)
+    rows = aggregate(results)
+    elapsed = time.perf_counter() - t_all
+    print(
+        f"Dream quality over {len(results)} generated worlds (seed {args.seed}) × {args.nights} "
+        f"nights, rules distiller, Hermes written by {writer.name}; {elapsed:.0f} s in all\n"
+    )
+    print(table(rows, results))
+    ok = all(met for *_r, met in rows)
+    print(f"\ntargets {'met' if ok else 'NOT met'}")
+    if args.json:
+        args.json.write_text(
+            json.dumps(
+                {
+                    "rows": rows,
+                    "worlds": [
+                        {"id": r.id, "counts": r.counts, "seconds": r.seconds, "details": r.details}
+                        for r in results
+                    ],
+                },
+                indent=2,
+                ensure_ascii=False,
+                default=str,
+            ),
+            encoding="utf-8",
+        )
+    return 0 if ok else 1
 
 
 if __name__ == "__main__":

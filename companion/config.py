@@ -240,11 +240,11 @@ class DreamSettings:
         "Most lines/entries one dream may remove.",
         minimum=0,
     )
-    language: Literal["auto", "en", "es"] = setting(
+    language: Literal["auto", "en", "es", "fr", "de", "pt", "it"] = setting(
         str,
         "auto",
-        "Journal language: auto, en or es.",
-        choices=("auto", "en", "es"),
+        "Journal language: auto, en, es, fr, de, pt or it.",
+        choices=("auto", "en", "es", "fr", "de", "pt", "it"),
     )
     sources: tuple[dict[str, Any], ...] = setting(
         list,

@@ -23,7 +23,7 @@ from babel.messages.pofile import read_po, write_po
 ROOT = Path(__file__).resolve().parent.parent
 LOCALE = ROOT / "companion" / "locale"
 KEYWORDS = {"say": (2,), "nsay": (2, 3), "N_": (1, 2)}
-LANGUAGES = ("es",)
+LANGUAGES = ("es", "fr", "de", "pt", "it")  # English is the source language
 
 
 def extract() -> Catalog:
@@ -60,17 +60,21 @@ def build(check: bool) -> int:
     for lang in LANGUAGES:
         po_file = LOCALE / lang / "LC_MESSAGES" / "companion.po"
         mo_file = po_file.with_suffix(".mo")
-        with open(po_file, "rb") as fh:
-            catalog = read_po(fh, locale=lang)
+        if po_file.exists():
+            with open(po_file, "rb") as fh:
+                catalog = read_po(fh, locale=lang)
+        else:  # a new language: its strings arrive untranslated
+            catalog = Catalog(locale=lang, project="vault-companion", domain="companion")
         _two_plural_forms(catalog)
         catalog.update(pot, no_fuzzy_matching=True)
         missing = [m.id for m in catalog if m.id and not _translated(m.string)]
         for mid in missing:
             print(f"{lang}: untranslated: {mid!r}", file=sys.stderr)
         new_po = _po_bytes(catalog)
-        if _strip_dates(po_file.read_bytes()) != _strip_dates(new_po):
+        if not po_file.exists() or _strip_dates(po_file.read_bytes()) != _strip_dates(new_po):
             stale.append(str(po_file.relative_to(ROOT)))
             if not check:
+                po_file.parent.mkdir(parents=True, exist_ok=True)
                 po_file.write_bytes(new_po)
         new_mo = _mo_bytes(catalog)
         if not mo_file.exists() or _messages(mo_file.read_bytes()) != _messages(new_mo):
@@ -95,7 +99,8 @@ def _messages(mo: bytes) -> dict[object, object]:
 
 def _two_plural_forms(catalog: Catalog) -> None:
     """One and other, as Python's gettext and the translations use (CLDR gives Spanish a third
-    form for millions, which no string here needs)."""
+    form for millions, which no string here needs; French says "0 leçon", and the dream never
+    writes a count of 0)."""
     catalog._num_plurals = 2  # noqa: SLF001 - Babel has no public setter
     catalog._plural_expr = "(n != 1)"  # noqa: SLF001
 

@@ -320,11 +320,11 @@ def test_a_journal_quoting_a_page_and_an_email_writes_nothing_of_them(tmp_path) 
     rep = run_dream(fx.vault, config, NOW, paths=paths, explain=True)
     _assert_nothing_hostile(fx, rep)
     quoted = [s for s in rep.skipped if s.code == "quoted"]
-    assert len(quoted) == 4  # the four with a marker the dream knows
+    assert len(quoted) == 5  # every marker the dream knows (French `toujours:` since #40.8)
     assert all("block quote" in s.reason and "not a source" in s.reason for s in quoted)
     assert {s.refs[0]["source"] for s in quoted} == {"journal/2026-11-26.md"}
     journal = (fx.vault / "journal/2026-11-28.md").read_text(encoding="utf-8")
-    assert "4 quoted lines ignored" in journal
+    assert "5 quoted lines ignored" in journal
     # the rest of the night is untouched
     assert "raspi-config" in (fx.vault / "knowledge/Raspberry Pi setup.md").read_text("utf-8")
 

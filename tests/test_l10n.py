@@ -34,7 +34,43 @@ def test_journal_lines_and_summaries_follow_the_language() -> None:
     assert render([fact("lessons_added", n=1), fact("new_note")], "es") == (
         "1 lección añadida; nota nueva"
     )
-    assert catalog("fr").gettext("Nothing changed.") == "Nothing changed."  # no catalogue
+    assert catalog("nl").gettext("Nothing changed.") == "Nothing changed."  # no catalogue
+    assert dreaming_lines(s, "fr")[0] == "2 leçons consolidées dans [[NAS]]."
+    assert dreaming_lines(s, "de")[0] == "2 Lektionen in [[NAS]] zusammengeführt."
+    assert dreaming_lines(s, "pt")[0] == "2 lições consolidadas em [[NAS]]."
+    assert dreaming_lines(s, "it")[0] == "2 lezioni consolidate in [[NAS]]."
+
+
+def test_every_language_has_a_catalogue_that_keeps_the_fields() -> None:
+    """Each language the dream writes has its catalogue (#40.8), the build script knows it,
+    and every translation keeps the `{fields}` of its English, so formatting never fails."""
+    import importlib.util
+    import re
+
+    from babel.messages.pofile import read_po
+
+    from companion.l10n import LANGUAGES, LOCALE_DIR
+    from companion.vault.journal import DREAMING_NAMES
+
+    spec = importlib.util.spec_from_file_location("catalogs", ROOT / "packaging" / "catalogs.py")
+    assert spec is not None and spec.loader is not None
+    build = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(build)
+    assert set(build.LANGUAGES) == set(LANGUAGES) - {"en"}
+    field = re.compile(r"\{(\w+)")
+    for lang in build.LANGUAGES:
+        with open(LOCALE_DIR / lang / "LC_MESSAGES" / "companion.po", "rb") as fh:
+            cat = read_po(fh, locale=lang)
+        for m in cat:
+            if not m.id:
+                continue
+            ids = m.id if isinstance(m.id, tuple) else (m.id,)
+            strings = m.string if isinstance(m.string, tuple) else (m.string,)
+            want = set(field.findall(" ".join(ids))) - {"n"}
+            for s in strings:
+                assert want <= set(field.findall(s)), (lang, m.id, s)
+        # the dream's own section is recognised as such when read back
+        assert catalog(lang).gettext("Dreaming") in DREAMING_NAMES, lang
 
 
 def test_qt_standard_buttons_speak_spanish(qtbot) -> None:

@@ -43,9 +43,20 @@ from companion.l10n import LANGUAGES, say
 LABELS = {
     "en": {"decision": "Decided", "status": "Status"},
     "es": {"decision": "Decidido", "status": "Estado"},
+    "fr": {"decision": "Décidé", "status": "Statut"},
+    "de": {"decision": "Entschieden", "status": "Stand"},
+    "pt": {"decision": "Decidido", "status": "Situação"},
+    "it": {"decision": "Deciso", "status": "Stato"},
 }
-PREFIX_RE = re.compile(r"^(?:Decided|Decidido|Status|Estado) \d{4}-\d{2}-\d{2}: ")
-_STATUS_LINE = re.compile(r"^- (?:Status|Estado) \d{4}-\d{2}-\d{2}: ")
+
+
+def _alts(kind: str | None = None) -> str:
+    words = {w for t in LABELS.values() for k, w in t.items() if kind in (None, k)}
+    return "|".join(re.escape(w) for w in sorted(words, key=len, reverse=True))
+
+
+PREFIX_RE = re.compile(rf"^(?:{_alts()}) \d{{4}}-\d{{2}}-\d{{2}}: ")
+_STATUS_LINE = re.compile(rf"^- (?:{_alts('status')}) \d{{4}}-\d{{2}}-\d{{2}}: ")
 _BULLET = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+(?:\[[ xX]\]\s+)?")
 FLAG = "⚠"
 

@@ -42,6 +42,7 @@ from companion.dream.promote import (
 from companion.dream.read import (
     Window,
     journal_days,
+    not_understood,
     read_journal,
     read_transcripts,
     sources_from_config,
@@ -301,6 +302,8 @@ def _read(run: _Run, since: dt.datetime | None) -> VaultIndex | None:
     run.source_roots = source_roots(specs, vault=run.root, hermes_home=run.home)
     days = journal_days(full_start.astimezone(run.tz).date(), run.today)
     run.entries, journal_texts = read_journal(run.root, days, refused=run.refused)
+    for rel, text in journal_texts.items():
+        report.warnings.extend(not_understood(rel, text))
     run.refused.extend(transcripts.refused)
     run.language = vault_language(journal_texts.values(), config)
     run.journal_tag = journal_tag(journal_texts.values())

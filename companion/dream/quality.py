@@ -12,7 +12,8 @@
 
 `transient_reason` keeps what is true only today out of notes and memory: a reminder or a
 state anchored to a relative day ("Mañana a las 18:00 tengo dentista", "Hoy trabajo desde
-casa", "Tonight I work from the café") and filler about the day ("Hoy ha sido un día largo").
+casa", "Tonight I work from the café", "Demain à 9 h, le plombier": `RELATIVE_DAYS`, one table
+per language) and filler about the day ("Hoy ha sido un día largo").
 A reminder belongs in the journal, where it already is, or nowhere. So does a remark scoped to
 the session or to work in progress ("for this session only, test with ...", "while we debug X,
 use bucket Y": `companion.dream.durability`, one table per language).
@@ -206,20 +207,65 @@ def promotion_problem(text: str) -> str | None:
     return None
 
 
-# Relative days and moments: what they anchor is true on the day it was written, not after.
+# Relative days and moments, one table per language the dream knows (every table is read:
+# a vault in one language quotes sessions held in others). What they anchor is true on the
+# day it was written, not after. Bare words that mean something else in another language are
+# left out (French `hier` is German "here"; Italian `ora` is also "hour").
+RELATIVE_DAYS: dict[str, tuple[str, ...]] = {
+    "en": (
+        r"today|tomorrow|yesterday|tonight|this (?:morning|afternoon|evening|week|weekend)",
+        r"next (?:week|monday|tuesday|wednesday|thursday|friday|saturday|sunday)",
+        r"right now",
+    ),
+    "es": (
+        r"hoy|mañana|manana|ayer|anoche|anteayer|pasado mañana",
+        r"esta (?:mañana|tarde|noche|semana)",
+        r"este (?:lunes|martes|miércoles|jueves|viernes|sábado|domingo|finde|fin de semana)",
+        r"la semana que viene",
+        r"el (?:lunes|martes|miércoles|jueves|viernes|sábado|domingo) que viene",
+        r"ahora mismo",
+    ),
+    "fr": (
+        r"aujourd['’]hui|demain|après-demain|avant-hier|hier (?:soir|matin|midi|après-midi)",
+        r"ce (?:soir|matin|week-end|weekend)|cet après-midi|cette (?:semaine|nuit)",
+        r"la semaine prochaine|(?:lundi|mardi|mercredi|jeudi|vendredi|samedi|dimanche) prochain",
+        r"tout à l['’]heure|en ce moment",
+    ),
+    "de": (
+        r"heute|morgen|gestern|übermorgen|vorgestern|heute (?:abend|früh|nacht)",
+        r"diese woche|dieses wochenende|nächste woche",
+        r"(?:nächsten|kommenden) (?:montag|dienstag|mittwoch|donnerstag|freitag|samstag|sonntag)",
+        r"gerade eben|im moment",
+    ),
+    "pt": (
+        r"hoje|amanhã|amanha|ontem|anteontem|depois de amanhã",
+        r"esta (?:manhã|tarde|noite|semana)|hoje à noite",
+        r"(?:a )?semana que vem|(?:a )?próxima semana",
+        r"agora mesmo",
+    ),
+    "it": (
+        r"oggi|domani|ieri|dopodomani|l['’]altro ieri|stasera|stamattina|stanotte",
+        r"questa (?:mattina|sera|settimana)|questo (?:pomeriggio|weekend|fine settimana)",
+        r"la settimana prossima|(?:lunedì|martedì|mercoledì|giovedì|venerdì|sabato|domenica) "
+        r"prossimo",
+        r"in questo momento",
+    ),
+}
 _RELATIVE = re.compile(
-    r"(?<!\w)(?:hoy|mañana|manana|ayer|anoche|anteayer|pasado mañana|esta (?:mañana|tarde|noche"
-    r"|semana)|este (?:lunes|martes|miércoles|jueves|viernes|sábado|domingo|finde|fin de semana)"
-    r"|la semana que viene|el (?:lunes|martes|miércoles|jueves|viernes|sábado|domingo) que viene"
-    r"|today|tomorrow|yesterday|tonight|this (?:morning|afternoon|evening|week|weekend)"
-    r"|next (?:week|monday|tuesday|wednesday|thursday|friday|saturday|sunday)"
-    r"|right now|ahora mismo)(?!\w)",
+    r"(?<!\w)(?:" + "|".join(p for table in RELATIVE_DAYS.values() for p in table) + r")(?!\w)",
     re.I,
 )
 # "Today I learned that ...": the day is the occasion, what follows is the lesson.
+LEARNED_PREFACES: dict[str, str] = {
+    "en": r"today i (?:learned|found out|realised|realized|noticed)",
+    "es": r"hoy (?:he aprendido|aprendí|descubrí|me di cuenta de)",
+    "fr": r"aujourd['’]hui,? j['’]ai (?:appris|découvert|compris|remarqué)",
+    "de": r"heute habe ich (?:gelernt|herausgefunden|gemerkt)",
+    "pt": r"hoje (?:aprendi|descobri|percebi)",
+    "it": r"oggi ho (?:imparato|scoperto|capito)",
+}
 _LEARNED_PREFACE = re.compile(
-    r"^\s*(?:today i (?:learned|found out|realised|realized|noticed)|hoy (?:he aprendido|aprendí"
-    r"|descubrí|me di cuenta de))\b",
+    r"^\s*(?:" + "|".join(LEARNED_PREFACES.values()) + r")(?!\w)",
     re.I,
 )
 # Words that only say how the day felt: a statement made of nothing else is filler.

@@ -21,14 +21,18 @@ restating a tool result are blanked from journal days and messages here, and the
 refused are kept in `refused` for the report.
 
 Journal: the days the window touches, each read with the dream's blocks blanked out and without
-its `## Dreaming` section.
+its `## Dreaming` section. A heading or a line prefix that looks like a journal section or a
+marker (in any of the languages the dream knows) but is none is named in the report's warnings
+(`not_understood`), so a lesson missed for a typo or a language is seen.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import difflib
 import json
 import os
+import re
 import sqlite3
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -38,13 +42,14 @@ from urllib.parse import quote
 
 from companion.dream import blocks, taint
 from companion.dream import read_agents as ra
-from companion.dream.markers import match_marker
+from companion.dream.markers import MARKERS, marker_key, marker_prefix, match_marker
 from companion.dream.model import JournalEntry, Message, ToolCall
+from companion.dream.text import fold
 from companion.dream.toolcalls import pair_results
 from companion.errors import ConfigError
 from companion.logs import get_logger
 from companion.vault.code import mask_code
-from companion.vault.journal import SECTION_NAMES, parse_journal
+from companion.vault.journal import SECTION_NAMES, parse_journal, section_key
 from companion.vault.layout import journal_path
 from companion.vault.note import normalise_newlines, split_frontmatter
 from companion.vault.reader import read_note_text
@@ -786,3 +791,57 @@ def read_journal(
         texts[rel] = text
         entries.extend(journal_entries(rel, day, text, names, refused))
     return entries, texts
+
+
+# --- what was not understood ---------------------------------------------------------------
+
+_HEAD_LINE = re.compile(r"^[ \t]{0,3}(#{1,6})[ \t]+(.*?)(?:[ \t]+#+)?[ \t]*$")
+NEAR_SECTION = 0.75  # how alike a heading must be to a section name to be taken for a try
+NEAR_MARKER = 0.8
+
+
+def _closest(word: str, known: Iterable[str], cutoff: float) -> str | None:
+    key = fold(word).strip()
+    if len(key) < 4:
+        return None
+    found = difflib.get_close_matches(key, list(known), n=1, cutoff=cutoff)
+    return found[0] if found else None
+
+
+def not_understood(rel: str, text: str) -> list[str]:
+    """Warnings for the report: headings of a journal day that look like one of its sections
+    but are none (`## Aprendi2`, `## Learnt`), and line prefixes that look like a marker but
+    are none (`rapelle-toi:`, `lessons:`): what they hold was not read as what it seems to be."""
+    clean = blocks.blank_blocks(text)
+    _yaml, body_start, body_line, _w = split_frontmatter(clean)
+    masked = mask_code(clean[body_start:]).split("\n")
+    sections = {_section_key_text(n): n for ns in SECTION_NAMES.values() for n in ns}
+    markers = {w for ws in MARKERS.values() for w in ws}
+    out: list[str] = []
+    for i, line in enumerate(masked):
+        n = body_line + i
+        h = _HEAD_LINE.match(line)
+        if h:
+            title = h.group(2).strip()
+            if section_key(title) is None:
+                near = _closest(_section_key_text(title), sections, NEAR_SECTION)
+                if near is not None:
+                    out.append(
+                        f"{rel}:{n}: heading '{title}' was not understood as a journal section "
+                        f"(closest: '{sections[near]}'); its lines were not read as one"
+                    )
+            continue
+        prefix = marker_prefix(line)
+        if prefix is None or match_marker(line) is not None:
+            continue
+        near = _closest(marker_key(prefix), markers, NEAR_MARKER)
+        if near is not None:
+            out.append(
+                f"{rel}:{n}: '{prefix}:' was not understood as a marker (closest: '{near}:'); "
+                "the line was not read as one"
+            )
+    return out
+
+
+def _section_key_text(text: str) -> str:
+    return re.sub(r"[\W_]+", "", fold(text))

@@ -1,13 +1,14 @@
 """Step 5, Record: two or three lines under `## Dreaming` in today's journal.
 
-The lines sit in a `<!-- dream:begin log -->` block (with the `## Dreaming` heading inside it
-unless the journal's last section already is `## Dreaming`), in the vault's language (English
-or Spanish), each pointing to the day's report, plus one line for what needs the person (lines
-waiting for a note being edited, contradictions to check) when there is any. A dream that
-changed nothing writes "Nothing changed." -- once: a later dream the same day that again
-changes nothing leaves the journal as it is, so a repeated dream over the same inputs changes
-no file at all. A dream that changed something adds its lines to the day's block; lines
-already there are never rewritten. Today's journal is not written while a person edits it.
+The lines sit in a `<!-- dream:begin log -->` block (with the `## Dreaming` heading inside it,
+in the vault's language, unless the journal's last section already is the dream's), in the
+vault's language (one with a catalogue in `companion/locale/`, else English), each pointing to
+the day's report, plus one line for what needs the person (lines waiting for a note being
+edited, contradictions to check) when there is any. A dream that changed nothing writes
+"Nothing changed." -- once: a later dream the same day that again changes nothing leaves the
+journal as it is, so a repeated dream over the same inputs changes no file at all. A dream that
+changed something adds its lines to the day's block; lines already there are never rewritten.
+Today's journal is not written while a person edits it.
 """
 
 from __future__ import annotations
@@ -18,92 +19,67 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from companion.dream import blocks
+from companion.dream import blocks, langdetect
 from companion.dream.blocks import Ref
 from companion.dream.plan import Plan
 from companion.dream.report import DREAMS_DIR
 from companion.dream.state import HERE, PERSON, UNKNOWN
 from companion.dream.summary import fact
-from companion.l10n import nsay, say
-from companion.vault.journal import section_key
+from companion.dream.text import fold
+from companion.l10n import WRITTEN, nsay, say
+from companion.vault.journal import SECTIONS, section_key
 from companion.vault.layout import new_journal_text
 from companion.vault.note import load_frontmatter, split_frontmatter
 
 if TYPE_CHECKING:
     from companion.config import Config
 
-_ES = frozenset(
-    [
-        "el",
-        "la",
-        "los",
-        "las",
-        "que",
-        "de",
-        "y",
-        "en",
-        "por",
-        "para",
-        "con",
-        "una",
-        "del",
-        "se",
-        "lo",
-        "como",
-        "pero",
-        "más",
-    ]
-)
-_EN = frozenset(
-    [
-        "the",
-        "and",
-        "of",
-        "to",
-        "in",
-        "is",
-        "for",
-        "with",
-        "that",
-        "it",
-        "was",
-        "on",
-        "this",
-        "but",
-        "be",
-        "are",
-    ]
-)
 _HEADING = re.compile(r"^#{1,6}[ \t]+(.*?)[ \t#]*$")
 
 
+def writing_language(lang: str) -> str:
+    """`lang` when the dream has a catalogue to write it in, else English."""
+    return lang if lang in WRITTEN else "en"
+
+
 def detect_language(texts: Iterable[str], configured: str = "auto", fallback: str = "en") -> str:
-    """en or es: the configured language, else the journal's section names, else its words,
-    else (nothing to go by) `fallback`."""
-    if configured in ("en", "es"):
-        return configured
-    es = en = 0
-    es_w = en_w = 0
+    """The language the dream writes the vault in (one of `WRITTEN`): the configured language,
+    else the journal's section names (`companion.vault.journal.SECTIONS`), else its words
+    (`companion.dream.langdetect`), else (nothing to go by) `fallback`; a language without a
+    catalogue is written in English."""
+    if configured and configured != "auto":
+        return writing_language(configured)
+    texts = list(texts)
+    names = {
+        lang: {_fold_heading(n) for ns in table.values() for n in ns}
+        for lang, table in SECTIONS.items()
+    }
+    votes = dict.fromkeys(SECTIONS, 0)
     for text in texts:
         for line in text.split("\n"):
             m = _HEADING.match(line.strip())
-            if m:
-                h = m.group(1).casefold()
-                if any(x in h for x in ("hecho", "decidido", "aprendido")):
-                    es += 1
-                if any(x in h for x in ("done", "decided", "learned")):
-                    en += 1
+            if not m:
                 continue
-            for w in re.findall(r"\w+", line.casefold()):
-                if w in _ES:
-                    es_w += 1
-                elif w in _EN:
-                    en_w += 1
-    if es != en:
-        return "es" if es > en else "en"
-    if es_w != en_w:
-        return "es" if es_w > en_w else "en"
-    return fallback if fallback in ("en", "es") else "en"
+            parts = {_fold_heading(p) for p in re.split(r"[/|·,]", m.group(1))}
+            for lang, ns in names.items():
+                if parts & ns:
+                    votes[lang] += 1
+    top = max(votes.values())
+    tied = [lang for lang, v in votes.items() if v == top]
+    if top and len(tied) == 1:
+        return writing_language(tied[0])
+    by_words = langdetect.scores("\n".join(texts))
+    candidates = tied if top else list(langdetect.LANGUAGES)
+    best = max(candidates, key=lambda lang: by_words.get(lang, 0.0))
+    if by_words.get(best, 0.0) > 0:
+        return writing_language(best)
+    if top:
+        return writing_language(tied[0])
+    return writing_language(fallback)
+
+
+def _fold_heading(text: str) -> str:
+    return re.sub(r"[\W_]+", "", fold(text))
 
 
 def vault_language(texts: Iterable[str], config: Config) -> str:
@@ -335,6 +311,12 @@ def _attention(s: RunSummary, lang: str) -> list[str]:
     return [_sentence(bits)]
 
 
+def dreaming_heading(lang: str) -> str:
+    """The heading of the dream's section in the journal, in the vault's language."""
+    # TRANSLATORS: the journal section the dream writes its lines under (a heading)
+    return "## " + say(lang, "Dreaming")
+
+
 def _last_section_is_dreaming(text: str) -> bool:
     last = None
     for line in blocks.split_lines(blocks.blank_blocks(text)):
@@ -389,9 +371,9 @@ def record_journal(
     if has_block:
         after = blocks.add_lines(base, lines, kind="log")
         if _log_blocks(after) > _log_blocks(base):  # appended a fresh block: give it a heading
-            after = blocks.append_block(base, "log", ["## Dreaming", "", *lines])
+            after = blocks.append_block(base, "log", [dreaming_heading(lang), "", *lines])
     else:
-        heading = [] if _last_section_is_dreaming(base) else ["## Dreaming", ""]
+        heading = [] if _last_section_is_dreaming(base) else [dreaming_heading(lang), ""]
         after = blocks.append_block(base, "log", [*heading, *lines])
     change = plan.write(
         rel,

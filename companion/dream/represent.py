@@ -45,6 +45,30 @@ HEADINGS = {
         "projects": "### Proyectos",
         "other": "### Otras notas",
     },
+    "fr": {
+        "index": "## Index (tenu par le rêve)",
+        "knowledge": "### Connaissances",
+        "projects": "### Projets",
+        "other": "### Autres notes",
+    },
+    "de": {
+        "index": "## Verzeichnis (vom Traum gepflegt)",
+        "knowledge": "### Wissen",
+        "projects": "### Projekte",
+        "other": "### Weitere Notizen",
+    },
+    "pt": {
+        "index": "## Índice (mantido pelo sonho)",
+        "knowledge": "### Conhecimento",
+        "projects": "### Projetos",
+        "other": "### Outras notas",
+    },
+    "it": {
+        "index": "## Indice (curato dal sogno)",
+        "knowledge": "### Conoscenze",
+        "projects": "### Progetti",
+        "other": "### Altre note",
+    },
 }
 _INDEX_LINK = re.compile(r"^- (\[\[[^\]]+\]\])\s*$")
 

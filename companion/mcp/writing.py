@@ -31,7 +31,7 @@ from companion.mcp.context import ToolRefused, VaultContext
 from companion.mcp.paths import note_path
 from companion.mcp.writelog import AgentWrite, make_diff
 from companion.sync.filestate import FileState
-from companion.vault.journal import SECTION_NAMES, section_key
+from companion.vault.journal import section_key, section_title
 from companion.vault.sections import (
     Section,
     SectionError,
@@ -382,7 +382,7 @@ def append_journal(ctx: VaultContext, section: str, text: str, reason: str) -> d
     rel = f"journal/{today.isoformat()}.md"
     note_path(ctx, rel)
     lang, tag = _language(ctx, today)
-    title = SECTION_NAMES[key][1 if lang == "es" else 0]
+    title = section_title(key, lang)
     body = _bullets(text)
     current = load(ctx, rel)
     base = current.text if current.text is not None else new_journal_text(today, tag)

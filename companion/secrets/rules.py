@@ -17,7 +17,7 @@ import base64
 import json
 import math
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -342,6 +342,64 @@ _SECRET_HINTS = (
     "webhook",
 )
 
+# Prose that hands out a credential, one table per language the dream knows: the words for
+# the credential, and the verbs that introduce its value ("the password is X", "mon mot de
+# passe est X", "das Passwort lautet X", "a senha é X", "la password è X"). A colon or `=`
+# introduces it in every language. Written lower case; matched without regard to case.
+PROSE_PASSWORD_WORDS: dict[str, tuple[str, ...]] = {
+    "en": ("password", "passwd", "passphrase", "pass", "pwd"),
+    "es": ("contraseña", "contrasena", "clave"),
+    "fr": ("mot de passe", "mot-de-passe", "mdp", "phrase de passe", "phrase secrète"),
+    "de": ("passwort", "kennwort", "passphrase", "zugangswort"),
+    "pt": ("senha", "palavra-passe", "palavra passe"),
+    "it": ("password", "parola d'ordine", "parola chiave"),
+}
+PROSE_PIN_WORDS: dict[str, tuple[str, ...]] = {
+    "en": ("pin", "pin code", "pin number"),
+    "es": ("pin", "código pin", "codigo pin"),
+    "fr": ("code pin", "code secret", "pin"),
+    "de": ("pin", "pin-code", "pin code", "geheimzahl", "pin-nummer"),
+    "pt": ("pin", "código pin", "codigo pin"),
+    "it": ("pin", "codice pin"),
+}
+PROSE_TOKEN_WORDS: dict[str, tuple[str, ...]] = {
+    "en": ("api key", "api-key", "api_key", "apikey", "token", "secret", "access key",
+           "access-key", "access_key", "client secret", "client-secret", "client_secret"),
+    "es": ("secreto", "clave api", "clave de api", "clave de acceso"),
+    "fr": ("jeton", "clé api", "clé d'api", "clé d'accès", "clé secrète"),
+    "de": ("api-schlüssel", "api schlüssel", "zugangsschlüssel", "geheimer schlüssel"),
+    "pt": ("chave api", "chave de api", "chave de acesso", "chave secreta"),
+    "it": ("chiave api", "chiave di accesso", "chiave segreta"),
+}  # fmt: skip
+PROSE_VERBS: dict[str, tuple[str, ...]] = {
+    "en": ("is", "was"),
+    "es": ("es", "era"),
+    "fr": ("est", "était", "etait", "c'est", "sera"),
+    "de": ("ist", "lautet", "war", "heißt", "heisst", "lautete"),
+    "pt": ("é", "era", "foi"),
+    "it": ("è", "e'", "era", "é"),
+}
+
+
+def _alt(words: Iterable[str]) -> str:
+    """A regex alternation of phrases (longest first; a space matches any run of spaces)."""
+    uniq = sorted(set(words), key=len, reverse=True)
+    return "|".join(re.escape(w).replace(r"\ ", r"[ \t]+") for w in uniq)
+
+
+def _every(table: dict[str, tuple[str, ...]]) -> list[str]:
+    return [w for ws in table.values() for w in ws]
+
+
+_VERB = r"(?:=|:(?=[ \t])|(?<![\w'])(?:" + _alt(_every(PROSE_VERBS)) + r")(?![\w'])(?:[ \t]*:)?)"
+_PIN_VALUE = r"(?P<value>\d{4,8})(?![\w\-])"
+
+
+def _needs(table: dict[str, tuple[str, ...]]) -> tuple[str, ...]:
+    """The shortest literal of each phrase that the prefilter can look for."""
+    return tuple(sorted({w.split()[0].split("-")[0][:6] for w in _every(table)}))
+
+
 RULES: list[Rule] = [
     Rule(
         "gcp-service-account-key",
@@ -521,28 +579,39 @@ RULES: list[Rule] = [
         check=_assignment_ok,
         needs_lower=_SECRET_HINTS,
     ),
-    # prose: "password: X", "la contraseña del wifi es X", "the password is X"
+    # prose: "password: X", "la contraseña del wifi es X", "the password is X", "mon mot de
+    # passe est X", "das Kennwort lautet X", "a senha é X", "la password è X"
     Rule(
         "password",
         re.compile(
-            r"(?i)\b(?:password|passwd|passphrase|pass|contraseña|contrasena|clave|pwd)\b"
+            r"(?i)\b(?:" + _alt(_every(PROSE_PASSWORD_WORDS)) + r")\b"
             r"(?![ \t]+(?:p[úu]blica|public)\b)"
-            r"(?:[ \t]+[^\s:=]+){0,6}?[ \t]*"
-            r"(?:=|:(?=[ \t])|\bis\b|\bes\b|\bwas\b|\bera\b)[ \t]*[`\"'*]*" + _VALUE
+            r"(?:[ \t]+[^\s:=]+){0,6}?[ \t]*" + _VERB + r"[ \t]*[`\"'*]*" + _VALUE
         ),
         group="value",
         check=_prose_password_ok,
-        needs_lower=("pass", "contrase", "clave", "pwd"),
+        needs_lower=_needs(PROSE_PASSWORD_WORDS),
+    ),
+    # prose: "the PIN is 4821", "le code PIN de la carte est 4821", "die PIN lautet 4821"
+    Rule(
+        "pin",
+        re.compile(
+            r"(?i)(?<![\w\-])(?:" + _alt(_every(PROSE_PIN_WORDS)) + r")(?![\w\-])"
+            r"(?:[ \t]+[^\s:=\d]+){0,6}?[ \t]*" + _VERB + r"[ \t]*[`\"'*]*" + _PIN_VALUE
+        ),
+        group="value",
+        check=lambda v, _m: not is_placeholder(v) and len(set(v)) > 1,
+        needs_lower=_needs(PROSE_PIN_WORDS),
     ),
     Rule(
         "api-key",
         re.compile(
-            r"(?i)\b(?:api[ _\-]?key|token|secret|secreto|access[ _\-]?key|client[ _\-]?secret)\b"
-            r"(?:[ \t]+[^\s:=]+){0,4}?[ \t]*(?:=|:(?=[ \t])|\bis\b|\bes\b)[ \t]*[`\"'*]*" + _VALUE
+            r"(?i)(?<![\w\-])(?:" + _alt(_every(PROSE_TOKEN_WORDS)) + r")(?![\w\-])"
+            r"(?:[ \t]+[^\s:=]+){0,4}?[ \t]*" + _VERB + r"[ \t]*[`\"'*]*" + _VALUE
         ),
         group="value",
         check=_prose_token_ok,
-        needs_lower=("key", "token", "secret"),
+        needs_lower=_needs(PROSE_TOKEN_WORDS),
     ),
 ]
 
@@ -559,8 +628,11 @@ RULES: list[Rule] = [
 
 LONG_TOKEN_ANCHOR = re.compile(r"[A-Za-z0-9_+/=%\-]{20,}")
 KEYWORD_ANCHOR = re.compile(  # run on the lower-cased text; few alternatives keep it fast
-    r"(?:pass|pwd|secret|token|key|contrase|clave|credential|auth)"
-    r"[\w\-. ]{0,40}?[\"'`\]]?[ \t]*(?:[:=(]|\bis\b|\bes\b|\bwas\b|\bera\b)"
+    r"(?:pass|pwd|secret|token|key|contrase|clave|credential|auth|kennwort|senha|mdp|pin"
+    r"|geheim|jeton|clé|schlüssel|chave|chiave|parola d)"
+    r"[\w\-.' ]{0,40}?[\"'`\]]?[ \t]*(?:[:=(]|(?<![\w'])(?:"
+    + _alt(_every(PROSE_VERBS))
+    + r")(?![\w']))"
 )
 _KEYWORD_ANCHOR_I = re.compile(KEYWORD_ANCHOR.pattern, re.I)
 URL_PASSWORD_ANCHOR = re.compile(r"://[^\s/@]*:[^\s/@]*@")

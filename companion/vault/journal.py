@@ -1,10 +1,10 @@
 """Journal days: the sections the dream reads and writes (`## Done`, `## Decided`, ...).
 
-A section is a heading whose text is one of its names (case- and accent-insensitive; a heading
-may carry two names, e.g. `## Hecho / Done`). It runs until the next heading of the same or a
-higher level. Each bullet (`-`, `*`, `+`, `1.`, with or without a `[ ]` checkbox) or plain line
-in it is an item; an indented plain line continues the item above. Lines in code blocks are
-not items.
+A section is a heading whose text is one of its names in any of the languages of `SECTIONS`
+(case- and accent-insensitive; a heading may carry two names, e.g. `## Hecho / Done`). It runs
+until the next heading of the same or a higher level. Each bullet (`-`, `*`, `+`, `1.`, with
+or without a `[ ]` checkbox) or plain line in it is an item; an indented plain line continues
+the item above. Lines in code blocks are not items.
 """
 
 from __future__ import annotations
@@ -17,12 +17,31 @@ from companion.vault.code import mask_code
 from companion.vault.note import normalise_newlines, split_frontmatter
 from companion.vault.query import fold_word
 
-SECTION_NAMES: dict[str, tuple[str, ...]] = {
-    "done": ("Done", "Hecho"),
-    "decided": ("Decided", "Decidido"),
-    "learned": ("Learned", "Aprendido"),
-    "dreaming": ("Dreaming",),
+# The sections' names, one table per language the dream knows (`companion.dream.langdetect`);
+# the first name of a language is the one written in a vault of that language. A heading is
+# read in every language, whatever the vault's: a journal quotes days kept in others.
+SECTIONS: dict[str, dict[str, tuple[str, ...]]] = {
+    "en": {"done": ("Done",), "decided": ("Decided",), "learned": ("Learned",)},
+    "es": {"done": ("Hecho",), "decided": ("Decidido",), "learned": ("Aprendido", "Aprendí")},
+    "fr": {"done": ("Fait",), "decided": ("Décidé",), "learned": ("Appris", "Leçons")},
+    "de": {"done": ("Erledigt",), "decided": ("Entschieden",), "learned": ("Gelernt",)},
+    "pt": {"done": ("Feito",), "decided": ("Decidido",), "learned": ("Aprendido", "Aprendi")},
+    "it": {"done": ("Fatto",), "decided": ("Deciso",), "learned": ("Imparato",)},
 }
+# The dream's own section, as `record` writes it (`say(lang, "Dreaming")`): never a source.
+DREAMING_NAMES = ("Dreaming", "Rêves", "Träume", "Sonhos", "Sogni")
+SECTION_NAMES: dict[str, tuple[str, ...]] = {
+    key: tuple(dict.fromkeys(n for table in SECTIONS.values() for n in table[key]))
+    for key in ("done", "decided", "learned")
+}
+SECTION_NAMES["dreaming"] = DREAMING_NAMES
+
+
+def section_title(key: str, lang: str) -> str:
+    """The name a vault in `lang` gives section `key` (English for a language not known)."""
+    table = SECTIONS.get(lang, SECTIONS["en"])
+    return table.get(key, SECTIONS["en"][key])[0]
+
 
 _HEADING = re.compile(r"^[ \t]{0,3}(#{1,6})[ \t]+(.*?)(?:[ \t]+#+)?[ \t]*$")
 _BULLET = re.compile(r"^([ \t]*)(?:[-*+]|\d{1,9}[.)])[ \t]+(?:\[[ xX]\][ \t]+)?(.*)$")

@@ -6,7 +6,9 @@ its provenance. The note on a topic is extended, never duplicated: a new note is
 when no existing note matches, and two candidates for the same new title share it.
 
 Dedupe: a candidate is not written when the note already says it, in the person's text or the
-dream's (same normalised text, or 85% word overlap with one of its lines).
+dream's (`meaning.same_statement`). One lesson, one line: a candidate saying what one of the
+dream's own lines says, maybe in other words (`meaning.paraphrase`), adds its source to that
+line's provenance instead, and its recurrence is counted on that line's key (`line_key`).
 
 Project notes get `Decided YYYY-MM-DD: ...` lines and one `Status YYYY-MM-DD: ...` line (in the
 vault's language: `Decidido`, `Estado`); a newer status replaces the dream's older status line
@@ -31,7 +33,8 @@ from functools import lru_cache
 from typing import Any
 
 from companion.dream import blocks
-from companion.dream.meaning import contradicts, meaning, same_statement, same_subject
+from companion.dream.blocks import Ref
+from companion.dream.meaning import contradicts, meaning, paraphrase, same_statement, same_subject
 from companion.dream.model import Candidate
 from companion.dream.plan import Plan
 from companion.dream.report import Skipped
@@ -141,6 +144,7 @@ class _Known:
     # (line index, statement, folded, the raw line when it is inside a content block)
     human: list[tuple[int, str, str, str | None]]
     dream: list[tuple[str, str]]  # (statement, folded) of the dream's own content lines
+    own_raw: dict[str, str] = field(default_factory=dict)  # statement -> its block line
 
     @classmethod
     def of(cls, text: str, owns: Callable[[str], bool] = _everything_own) -> _Known:
@@ -148,6 +152,7 @@ class _Known:
             (i, c, fold(c), None) for i, c in _cores(blocks.blank_blocks(text))
         ]
         dream: list[tuple[str, str]] = []
+        own_raw: dict[str, str] = {}
         raw = blocks.split_lines(text)
         for dl in blocks.dream_lines(text):
             if dl.kind != "content":
@@ -156,10 +161,11 @@ class _Known:
             line = raw[dl.line - 1].rstrip("\r")
             if owns(line):
                 dream.append((c, fold(c)))
+                own_raw.setdefault(c, line)
             elif c and not c.startswith("<!--") and not c.startswith("#"):
                 human.append((dl.line - 1, c, fold(c), line))
         keys = {norm_key(h[1]) for h in human} | {norm_key(c) for c, _f in dream}
-        return cls(keys, human, dream)
+        return cls(keys, human, dream, own_raw)
 
     @staticmethod
     def _near(text: str, lines: list[tuple[str, str]]) -> list[str]:
@@ -173,6 +179,15 @@ class _Known:
             return True
         pool = [(h[1], h[2]) for h in self.human] + self.dream
         return any(same_statement(text, c) for c in self._near(text, pool))
+
+    def host(self, text: str) -> str | None:
+        """The dream's own block line (as it is in the note) saying `text`, maybe in other
+        words (`meaning.paraphrase`: the same values, a close stem overlap): one lesson is one
+        line, holding every source."""
+        for c in self._near(text, [(c, f) for c, f in self.dream if c in self.own_raw]):
+            if paraphrase(text, c) and not is_flag_line(self.own_raw[c]):
+                return self.own_raw[c]  # a flag is not said again: a repeat changes nothing
+        return None
 
     def stale_own(self, text: str) -> set[str]:
         """The dream's own lines `text` makes stale."""
@@ -351,7 +366,18 @@ def _write_note(
     by_kind: dict[str, list[tuple[Candidate, str]]] = {}
     anchors: dict[str, str] = {}  # a flagged line -> the person's block line it goes under
     flagged = 0
+    hosts: dict[str, list[Candidate]] = {}  # the dream's line -> lessons saying it again
     for c, m in items:
+        host = known.host(c.text) if c.kind == "knowledge" else None
+        if host is not None:
+            c.line_key = norm_key(line_core(host))
+            c.entry = c.entry or line_core(host)  # promoted, it is the note's one wording
+            if _new_refs(host, c):
+                hosts.setdefault(host, []).append(c)
+                explain.add(c, "consolidated", "said again: its source joins the line", rel)
+            else:
+                explain.add(c, "duplicate", "the note already says this", rel)
+            continue
         if known.says(c.text):
             explain.add(c, "duplicate", "the note already says this", rel)
             continue
@@ -445,3 +471,50 @@ def _write_note(
         out.notes.setdefault(rel, []).extend(cands)
         if text is None and rel not in out.created:
             out.created.append(rel)
+    if hosts:
+        _add_sources(rel, current, hosts, plan, out)
+
+
+def _line_refs(line: str) -> list[Ref]:
+    m = blocks.SRC_RE.search(line)
+    return blocks.parse_refs(m.group("refs")) if m else []
+
+
+def _new_refs(host: str, c: Candidate) -> list[Ref]:
+    have = _line_refs(host)
+    return [r for r in c.refs() if r not in have]
+
+
+def _add_sources(
+    rel: str, text: str, hosts: dict[str, list[Candidate]], plan: Plan, out: Consolidated
+) -> None:
+    """The dream's lines said again in other words get the new sources in their provenance
+    (one lesson, one line, every source), in place."""
+    lines = blocks.split_lines(text)
+    added = 0
+    for host, cands in hosts.items():
+        refs = _line_refs(host)
+        for c in cands:
+            refs += [r for r in c.refs() if r not in refs]
+        m = blocks.SRC_RE.search(host)
+        if m is None or host not in lines:
+            continue
+        new = host[: m.start()] + " " + blocks.format_refs(refs)
+        lines = [new if ln == host else ln for ln in lines]
+        added += len(refs) - len(_line_refs(host))
+    if not added:
+        return
+    cands = [c for cs in hosts.values() for c in cs]
+    change = plan.write(
+        rel,
+        "\n".join(lines),
+        kind="consolidated",
+        facts=[fact("sources_added", n=added)],
+        provenance=[_prov(c, p) for c in cands for p in c.provenance],
+        keys=[c.key for c in cands],
+        removed=0,
+    )
+    if change is None:
+        for c in cands:
+            why = plan.warnings[-1] if plan.warnings else "the edit was refused"
+            out.skipped.append(Skipped.of(c, "refused", why))

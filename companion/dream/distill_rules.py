@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 
 from companion.dream.blocks import Ref
 from companion.dream.markers import match_marker
-from companion.dream.meaning import same_statement
+from companion.dream.meaning import paraphrase, same_statement
 from companion.dream.model import Candidate, JournalEntry, Message, Provenance
 from companion.dream.quality import junk_reason, personal_fact, transient_reason
 from companion.dream.report import Skipped
@@ -192,6 +192,9 @@ def merge_candidates(cands: Iterable[Candidate]) -> list[Candidate]:
                     continue
                 if same_statement(c.text, other.text):
                     same = other
+                    break
+                if c.kind == "knowledge" and paraphrase(c.text, other.text):
+                    same = other  # one lesson said two ways: one line, both sources
                     break
                 if same_statement(other.text, c.text):  # c says more: keep its words
                     other.text, other.entry = c.text, c.entry or other.entry

@@ -36,6 +36,7 @@ from companion.dream.promote import (
     apply_promotions,
     lock_free,
     locked_why,
+    notes_against_memory,
     plan_promotions,
     stage_promotions,
 )
@@ -145,6 +146,7 @@ class _Run:
     # distill
     distilled: Distilled = field(default_factory=Distilled)
     ledger: Ledger | None = None
+    lessons: list[Candidate] = field(default_factory=list)  # their recurrence is counted
     # 2. consolidate
     existing: DreamReport | None = None
     state: DreamState | None = None
@@ -347,15 +349,8 @@ def _distill(run: _Run) -> None:
     run.distilled.skipped.extend(refused)
     report.warnings.extend(warned)
     report.candidates = len(run.cands) + len(run.distilled.skipped)
-    run.ledger = ledger = Ledger.load(run.root)
-    for c in run.cands:
-        if c.kind != "knowledge":
-            continue
-        _n_sessions, n_days = ledger.observe(c.key, c.sessions, c.days)
-        c.seen = n_days  # durability is distinct days, not repetition within one
-        if c.promote is None and c.seen >= RECURRENCE:
-            c.promote = "recurrence"
-    ledger.prune(run.today)
+    run.ledger = Ledger.load(run.root)
+    run.lessons = [c for c in run.cands if c.kind == "knowledge"]  # counted after Consolidate
     _retry_blocked(run)
     run.clock.lap("distill")
 
@@ -438,12 +433,25 @@ def _consolidate(run: _Run) -> None:
         owns=run.ledger.owns,
     )
     run.report.contradictions = run.cons.contradictions
+    _recurrence(run)
     waiting = [
         c.time for cs in run.cons.waiting.values() for c in cs if c.time and c.sessions
     ]  # transcript lines: the next dream reads them again (journal days are re-read anyway)
     if waiting:
         run.report.resume_from = min(waiting).isoformat()
     run.clock.lap("consolidate")
+
+
+def _recurrence(run: _Run) -> None:
+    """Each lesson's distinct days so far (the ledger), by meaning: a lesson whose source
+    joined a dream line saying it in other words counts on that line's key (issue 40)."""
+    assert run.ledger is not None
+    for c in run.lessons:
+        _n_sessions, n_days = run.ledger.observe(c.line_key or c.key, c.sessions, c.days)
+        c.seen = n_days  # durability is distinct days, not repetition within one
+        if c.promote is None and c.seen >= RECURRENCE:
+            c.promote = "recurrence"
+    run.ledger.prune(run.today)
 
 
 def _represent(run: _Run) -> None:
@@ -458,7 +466,7 @@ def _represent(run: _Run) -> None:
 def _promote(run: _Run) -> None:
     """Step 4: the every-session facts into Hermes's injected memory (planned)."""
     assert run.ledger is not None
-    report = run.report
+    report, ledger = run.report, run.ledger
     hermes_cfg = hermes_memory_settings(run.home)
     if hermes_cfg.problem:
         report.warnings.append(f"{hermes_cfg.problem}; using Hermes's default memory settings")
@@ -476,6 +484,10 @@ def _promote(run: _Run) -> None:
             )
     # a file whose lock another writer holds gets nothing now: its facts wait for the next run
     blocked = set() if run.dry_run else {t for t, s in run.stores.items() if not lock_free(s)}
+
+    def dated(target: str, entry: str) -> str:  # first seen; not seen yet: since the last dream
+        return ledger.entry_day(target, entry) or run.today.isoformat()
+
     run.pp = plan_promotions(
         run.cands,
         run.stores,
@@ -485,8 +497,15 @@ def _promote(run: _Run) -> None:
         edits=run.distilled.memory_edits,
         was_in_memory=run.ledger.was_in_memory,
         blocked=blocked,
+        dated=dated,
     )
     report.warnings.extend(run.pp.warnings)
+    # the lines a person corrected in the dream's blocks, against the injected entries (issue 40)
+    names = {t: s.name for t, s in run.stores.items()}
+    run.pp.flagged += notes_against_memory(
+        run.pp.simulated, names, ledger.notes(), run.need_plan().read, ledger.owns
+    )
+    report.contradictions = [*run.cons.contradictions, *run.pp.flagged]
     run.staging = hermes_cfg.write_approval  # the person approves every write: stage only
     run.clock.lap("promote")
 
@@ -519,6 +538,8 @@ def _summary(run: _Run) -> RunSummary:
         waiting={n: len(cs) for n, cs in cons.waiting.items()},
         waiting_origin={n: run.need_plan().edit_origin(n) for n in cons.waiting},
         contradictions=[c["note"] for c in cons.contradictions if not c.get("edited")],
+        memory_notes=[(c["file"], c["note"]) for c in pp.flagged if c.get("entry")],
+        memory_pairs=[c["note"] for c in pp.flagged if not c.get("entry")],
         kept=[
             note
             for note, _line in dict.fromkeys(
@@ -583,6 +604,11 @@ def _apply(run: _Run) -> None:
         for key in pp.in_memory if not run.staging else []:
             if key not in refused:
                 ledger.saw_in_memory(key, run.today.isoformat())
+        for t, store in run.stores.items():  # the day each entry was first seen (issue 40)
+            try:
+                ledger.saw_entries(t, store.read(), run.today.isoformat())
+            except CompanionError:
+                continue
         ledger.save()
         for c in pp.pending:  # refused at write time: say so, not "promoted"
             store = run.stores[c.target]
@@ -594,6 +620,7 @@ def _apply(run: _Run) -> None:
         except OSError as exc:
             report.warnings.append(f"cannot keep the promotions the memory lock blocked: {exc}")
     run.skipped.extend([*staged, *more])
+    report.superseded = pp.superseded
     report.run_changes = run_changes
     report.changes = [*(run.existing.changes if run.existing else []), *run_changes]
     report.skipped = _day_skipped(run.existing.skipped if run.existing else [], run.skipped)

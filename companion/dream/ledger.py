@@ -8,6 +8,10 @@
 - `in_memory`: facts seen in MEMORY.md or USER.md after a dream (promoted, or already there),
   kept 30 days: one that is gone at the next dream was deleted by a person (or the agent), and
   is not added back.
+- `entries`: for MEMORY.md and USER.md (by target), a hash of each entry and the day a dream
+  first saw it in the file; an entry no dream has seen appeared since the last one. Two entries
+  on the same subject are reconciled by these days (the newer stays); entries gone from the
+  file are forgotten.
 - `lines`: for each note, a hash of every line the dream wrote in its content blocks (the
   line's text with its provenance, whitespace collapsed; never the text) and the day it was
   first written. A line of a content block whose hash is not there is not the dream's: a person
@@ -31,6 +35,7 @@ from typing import Any
 
 from companion.dream import blocks
 from companion.dream.report import DREAMS_DIR, list_reports, write_json_atomic
+from companion.dream.text import norm_key
 
 KEEP_DAYS = 30
 
@@ -70,6 +75,8 @@ class Ledger:
     seen: dict[str, dict[str, Any]] = field(default_factory=dict)
     rejected: dict[str, str] = field(default_factory=dict)
     in_memory: dict[str, str] = field(default_factory=dict)  # fact id -> last day seen there
+    # target -> {entry id: day first seen in the file}
+    entries: dict[str, dict[str, str]] = field(default_factory=dict)
     # note -> {line id: day first written}; None until loaded or rebuilt from the reports
     lines: dict[str, dict[str, str]] | None = None
     _loaded: str = ""
@@ -90,6 +97,12 @@ class Ledger:
                 led.rejected = {str(k): str(v) for k, v in data["rejected"].items()}
             if isinstance(data.get("in_memory"), dict):
                 led.in_memory = {str(k): str(v) for k, v in data["in_memory"].items()}
+            if isinstance(data.get("entries"), dict):
+                led.entries = {
+                    str(t): {str(h): str(d) for h, d in ids.items()}
+                    for t, ids in data["entries"].items()
+                    if isinstance(ids, dict)
+                }
             if isinstance(data.get("lines"), dict):
                 led.lines = {
                     str(note): {str(h): str(d) for h, d in ids.items()}
@@ -103,6 +116,8 @@ class Ledger:
         out: dict[str, Any] = {"version": 1, "seen": self.seen, "rejected": self.rejected}
         if self.in_memory:
             out["in_memory"] = self.in_memory
+        if self.entries:
+            out["entries"] = {t: ids for t, ids in self.entries.items() if ids}
         if self.lines is not None:
             out["lines"] = {note: ids for note, ids in self.lines.items() if ids}
         return json.dumps(out, sort_keys=True)
@@ -132,6 +147,17 @@ class Ledger:
     def was_in_memory(self, key: str) -> str | None:
         """The last day the fact was seen in the injected memory, if it was."""
         return self.in_memory.get(fact_id(key))
+
+    def entry_day(self, target: str, entry: str) -> str | None:
+        """The day a dream first saw `entry` in the `target` file, if one did."""
+        return self.entries.get(target, {}).get(fact_id("entry\0" + norm_key(entry)))
+
+    def saw_entries(self, target: str, entries: list[str], date: str) -> None:
+        """The entries of the `target` file after a dream: new ones are dated `date`, those
+        gone from the file forgotten."""
+        old = self.entries.get(target, {})
+        ids = [fact_id("entry\0" + norm_key(e)) for e in entries]
+        self.entries[target] = {h: old.get(h, date) for h in ids}
 
     def reject(self, key: str, date: str) -> None:
         self.rejected[fact_id(key)] = date
@@ -163,6 +189,10 @@ class Ledger:
                     continue
                 before = ch.get("before") if isinstance(ch.get("before"), str) else None
                 self.wrote(str(ch.get("note")), before, ch["after"], day, prune=False)
+
+    def notes(self) -> list[str]:
+        """The notes holding lines the dream wrote."""
+        return sorted(note for note, ids in self._own().items() if ids)
 
     def owns(self, note: str, line: str) -> bool:
         """True when the dream wrote `line` in `note` and nobody changed it since."""

@@ -11,6 +11,8 @@ stopwords or one small adverb. Three jobs need to see them, and this module is t
 - **sameness** (`same_statement`): a candidate is the same statement as a line when their
   word stems match (one contained in the other, or a close paraphrase), with the same values,
   negations and hedges; a line that only differs in a number is another statement;
+- **paraphrase** (`paraphrase`): one lesson said in other words -- the same values (at least
+  one), negations and hedges, a looser stem overlap -- joins the dream's line saying it;
 - **contradiction** (`contradicts`): the same subject (the words other than values match, or
   one line's are all in the other's) with another value, or with the opposite polarity: the
   newer line makes the older one stale; `same_subject`, looser, recognises a person's line on
@@ -252,3 +254,24 @@ def same_subject(new: str, old: str) -> str | None:
     if a.values and b.values and a.value_set != b.value_set:
         return "value"
     return None
+
+
+PARAPHRASE_STEMS = 0.5  # stem overlap of two wordings of one lesson holding the same values
+
+
+def paraphrase(new: str, old: str) -> bool:
+    """True when `new` says what `old` says in other words: `same_statement`, or the same
+    values (at least one: "--limit-upload 2000", "03:30"), negations and hedges, with at
+    least `MIN_STEMS` subject words shared, overlapping by `PARAPHRASE_STEMS` ("On the home
+    uplink restic must run with --limit-upload 2000" and "Restic needs --limit-upload 2000 on
+    the home uplink"). Without a value two wordings must be `same_statement`: "Ana prefers
+    short answers" is not "Ana prefers answers in Spanish"."""
+    if same_statement(new, old):
+        return True
+    a, b = meaning(new), meaning(old)
+    if not a.values or a.value_set != b.value_set:
+        return False
+    if a.negations != b.negations or a.hedges != b.hedges:
+        return False
+    shared = a.stems & b.stems
+    return len(shared) >= MIN_STEMS and jaccard(set(a.stems), set(b.stems)) >= PARAPHRASE_STEMS

@@ -114,6 +114,9 @@ class Candidate:
     # the day a past dream's promotion of it was blocked by the agent's memory lock: it is
     # retried (companion.dream.pending), and only promoted, never consolidated again
     retry_since: str | None = None
+    # the dream line in a note saying the same lesson in other words, which this one's source
+    # joined (issue 40): recurrence is counted on that line's key, by meaning
+    line_key: str | None = None
 
     @property
     def key(self) -> str:

@@ -8,11 +8,19 @@ this far). Never code, commands, paths to secrets or secrets (`quality.promotion
 secret gate before it). The agent's replace and remove calls are followed; a fact a past
 dream saw in the file and a person deleted since is not added back.
 
-Writes go through `companion.memory.MemoryStore`, under the same lock the agent takes. Before
-adding a fact, a stale entry on the same subject -- `companion.dream.meaning.contradicts`: the
-same words with another value (a number, time, address, version or path) or the opposite
-polarity -- is replaced instead (or removed, when the fact is already there), which counts
-against the removal cap. The
+Writes go through `companion.memory.MemoryStore`, under the same lock the agent takes.
+
+Supersession by subject, not wording: before adding a fact, an older entry on the same subject
+-- `companion.dream.meaning.same_subject`: the same words, or at least three subject words
+shared covering 80% of the shorter entry's, with another value (a number, time, address,
+version or path) or the opposite polarity -- is replaced instead (or removed, when the fact is
+already there). On every dream, even one that promotes nothing, two entries of one file on the
+same subject are compared by the day the ledger first saw each (`dated`): the older one goes;
+when neither is known to be older, the pair is flagged for the morning (`PromotionPlan.flagged`,
+the report's contradictions with a `target`). Every such replacement goes through one function,
+`supersede_entry`, which plans it, counts it against the removal cap and records it for the
+report's `superseded` list (replacing an injected entry is the risky change a review policy
+may turn into a proposal). The
 character budget is never exceeded: a fact that does not fit is reported (with the usage),
 never dropped silently, and nothing is evicted to make room.
 
@@ -29,12 +37,15 @@ import contextlib
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from filelock import FileLock, Timeout
 
-from companion.dream.consolidate import Explanation
+from companion.dream import blocks
+from companion.dream.blocks import Ref
+from companion.dream.consolidate import Explanation, is_flag_line, line_core
 from companion.dream.distill_rules import MemoryEdit
-from companion.dream.meaning import contradicts
+from companion.dream.meaning import meaning, same_subject
 from companion.dream.model import Candidate, Provenance
 from companion.dream.plan import Plan
 from companion.dream.quality import promotion_problem
@@ -77,6 +88,7 @@ class _Planned:
     cand: Candidate
     replaced: str | None = None
     edit: bool = False  # the agent's replace or remove call, followed
+    superseded: dict[str, Any] | None = None  # the report's record, once written
 
 
 @dataclass
@@ -89,6 +101,11 @@ class PromotionPlan:
     in_memory: list[str] = field(default_factory=list)  # keys of facts there after the plan
     # facts the agent's memory lock kept out this run: the next dream retries them
     pending: list[Candidate] = field(default_factory=list)
+    # entries replaced by a newer one on the same subject, once written: {file, target, old,
+    # new, why, source}
+    superseded: list[dict[str, Any]] = field(default_factory=list)
+    # pairs of entries on the same subject neither known to be the newer: for the morning
+    flagged: list[dict[str, Any]] = field(default_factory=list)
 
 
 def _in_third_person(c: Candidate) -> bool:
@@ -106,14 +123,123 @@ def _file_text(store: MemoryStore) -> str | None:
 
 
 def _stale_entry(text: str, entries: list[str], fresh: set[str]) -> str | None:
-    """The entry this fact makes stale: the same subject with another value (a number, time,
-    address, version or path) or the opposite polarity (`companion.dream.meaning`)."""
+    """The entry this fact makes stale: the same subject (even said with other words around
+    it) with another value (a number, time, address, version or path) or the opposite
+    polarity (`companion.dream.meaning.same_subject`)."""
     for e in entries:
         if e in fresh or e == text:
             continue
-        if contradicts(text, e):
+        if same_subject(text, e):
             return e
     return None
+
+
+def supersede_entry(
+    out: PromotionPlan,
+    plan: Plan,
+    working: dict[str, list[str]],
+    *,
+    target: str,
+    file: str,
+    old: str,
+    new: str,
+    cand: Candidate,
+    why: str,
+) -> _Planned:
+    """Plan replacing the injected entry `old` with the newer `new` on the same subject (a
+    `replace`, as Hermes's memory tool does it; a `remove` when `new` is in the file already),
+    within the removal cap the caller checked. The one door for this risky change: the record
+    it keeps (`superseded`: file, target, old, new, why, source) reaches the report once the
+    write lands."""
+    entries = working[target]
+    if new in entries:
+        op = Op("remove", old_text=old)
+        working[target] = [e for e in entries if e != old]
+    else:
+        op = Op("replace", content=new, old_text=old)
+        working[target] = fmt.dedupe([new if e == old else e for e in entries])
+    plan.removed += 1
+    record = {
+        "file": file,
+        "target": target,
+        "old": old,
+        "new": new,
+        "why": why,
+        "source": cand.where(),
+    }
+    planned = _Planned(op, cand, old, superseded=record)
+    out.ops.setdefault(target, []).append(planned)
+    return planned
+
+
+def _entry_cand(target: str, entry: str, file: str) -> Candidate:
+    """An entry already in the file, as the candidate a supersession is recorded for."""
+    return Candidate(
+        "fact",
+        entry,
+        [Provenance(Ref(file, None, None), entry)],
+        "memory",
+        target=target,
+        consolidate=False,
+    )
+
+
+def reconcile_entries(
+    stores: Mapping[str, MemoryStore],
+    working: dict[str, list[str]],
+    plan: Plan,
+    out: PromotionPlan,
+    dated: Callable[[str, str], str],
+) -> None:
+    """Two entries of one file on the same subject with another value: the one `dated`
+    (target, entry) -> day first seen says is newer stays, the other is superseded; when the
+    days are the same (neither is known to be older), the pair is flagged for the morning."""
+    for target, store in stores.items():
+        if target not in working:
+            continue
+        i = 0
+        while i < len(working[target]):
+            entries = working[target]
+            j = i + 1
+            removed = False
+            while j < len(entries):
+                a, b = entries[i], entries[j]
+                how = same_subject(b, a)
+                if not how:
+                    j += 1
+                    continue
+                da, db = dated(target, a), dated(target, b)
+                if da == db or plan.removal_room() < 1:
+                    out.flagged.append(
+                        {
+                            "note": store.name,
+                            "target": target,
+                            "line": i + 1,
+                            "existing": a,
+                            "new": b,
+                            "why": how,
+                            "edited": False,
+                            "days": [da, db],
+                        }
+                    )
+                    j += 1
+                    continue
+                old, new = (a, b) if da < db else (b, a)
+                supersede_entry(
+                    out,
+                    plan,
+                    working,
+                    target=target,
+                    file=store.name,
+                    old=old,
+                    new=new,
+                    cand=_entry_cand(target, new, store.name),
+                    why=f"{how}: the newer entry (first seen {max(da, db)}) stays",
+                )
+                removed = True
+                break
+            if not removed:
+                i += 1
 
 
 def _file_mtime(store: MemoryStore) -> float | None:
@@ -184,12 +310,15 @@ def plan_promotions(
     edits: Sequence[MemoryEdit] = (),
     was_in_memory: Callable[[str], str | None] = lambda _k: None,
     blocked: Collection[str] = (),
+    dated: Callable[[str, str], str] | None = None,
 ) -> PromotionPlan:
     """Plan the writes to the injected memory: the agent's own replace and remove calls
     first, then each eligible fact (see the module docstring). `was_in_memory` tells a fact
     a past dream saw there: gone now, a person (or the agent) deleted it, and it stays out.
     `blocked` names the targets whose lock another writer holds: nothing is planned for them,
-    their facts are reported and kept in `pending`."""
+    their facts are reported and kept in `pending`. `dated(target, entry)` is the day an entry
+    was first seen in its file (the ledger); with it, entries on the same subject are
+    reconciled first (`reconcile_entries`)."""
     out = PromotionPlan()
     working: dict[str, list[str]] = {}
     fresh: dict[str, set[str]] = {}
@@ -204,6 +333,8 @@ def plan_promotions(
         out.before[target] = _file_text(store)
         fresh[target] = set()
     _follow_edits(edits, stores, working, plan, out)
+    if dated is not None:
+        reconcile_entries(stores, working, plan, out, dated)
     eligible = [c for c in cands if c.promote]
     eligible.sort(key=lambda c: (_ORDER.get(c.promote or "", 9), c.time or 0))  # type: ignore[operator]
     for c in eligible:
@@ -236,16 +367,22 @@ def plan_promotions(
             if stale is None or plan.removal_room() < 1:
                 explain.add(c, "already promoted", f"already in {store.name}", store.name)
                 continue
-            working[c.target] = [e for e in entries if e != stale]
-            plan.removed += 1
+            supersede_entry(
+                out,
+                plan,
+                working,
+                target=c.target,
+                file=store.name,
+                old=stale,
+                new=content,
+                cand=c,
+                why="the same subject with another value: the fact already there stays",
+            )
             explain.add(
                 c,
                 "promoted",
                 f"already in {store.name}; removed the stale entry on the same subject",
                 store.name,
-            )
-            out.ops.setdefault(c.target, []).append(
-                _Planned(Op("remove", old_text=stale), c, stale)
             )
             continue
         gone = was_in_memory(c.key)
@@ -275,11 +412,6 @@ def plan_promotions(
             explain.add(c, "not promoted", why, store.name)
             out.skipped.append(Skipped.of(c, "over_budget", why))
             continue
-        if stale is not None:
-            op = Op("replace", content=content, old_text=stale)
-            plan.removed += 1
-        else:
-            op = Op("add", content=content)
         why = {
             "memory-tool": "the agent saved it with its memory tool",
             "marker": "marked always/siempre",
@@ -290,10 +422,23 @@ def plan_promotions(
         if stale:
             why += "; replaces the stale entry on the same subject"
         explain.add(c, "promoted", why, store.name)
-        working[c.target] = trial
+        if stale is not None:
+            supersede_entry(
+                out,
+                plan,
+                working,
+                target=c.target,
+                file=store.name,
+                old=stale,
+                new=content,
+                cand=c,
+                why="the same subject with another value: the newer fact replaces it",
+            )
+        else:
+            working[c.target] = trial
+            out.ops.setdefault(c.target, []).append(_Planned(Op("add", content=content), c))
         fresh[c.target].add(content)
         out.in_memory.append(c.key)
-        out.ops.setdefault(c.target, []).append(_Planned(op, c, stale))
     out.simulated = working
     return out
 
@@ -346,6 +491,7 @@ def apply_promotions(
                 done.append(p)
         if not done:
             continue
+        pp.superseded.extend(p.superseded for p in done if p.superseded is not None)
         after = fmt.serialise(pp.simulated[target]) if dry_run else _file_text(store)
         adds = sum(1 for p in done if p.op.action == "add")
         reps = sum(1 for p in done if p.op.action == "replace")
@@ -417,4 +563,48 @@ def stage_promotions(pp: PromotionPlan, home: Path, *, dry_run: bool) -> list[Sk
                     "review it with /memory pending",
                 )
             )
+    return out
+
+
+def notes_against_memory(
+    entries: Mapping[str, list[str]],
+    files: Mapping[str, str],
+    notes: Collection[str],
+    read: Callable[[str], str | None],
+    owns: Callable[[str, str], bool],
+) -> list[dict[str, Any]]:
+    """The lines of dream blocks a person corrected (or typed in) that an injected entry
+    disagrees with -- the same subject, another value (`meaning.same_subject`) -- as the
+    report's contradictions with a `target`: `{note, line, existing (her line), entry, file,
+    target, why, edited}`. The entry is not changed: the person's line is read, never
+    trusted over the agent's memory without her."""
+    pool = [(t, e) for t, es in entries.items() for e in es if meaning(e).values]
+    if not pool:
+        return []
+    out: list[dict[str, Any]] = []
+    for rel in notes:
+        text = read(rel)
+        if not text or "dream:begin" not in text:
+            continue
+        raw = blocks.split_lines(text)
+        for dl in blocks.dream_lines(text):
+            line = raw[dl.line - 1].rstrip("\r")
+            if dl.kind != "content" or is_flag_line(line) or owns(rel, line):
+                continue
+            core = line_core(line)
+            for target, entry in pool:
+                how = same_subject(entry, core)
+                if how:
+                    out.append(
+                        {
+                            "note": rel,
+                            "line": dl.line,
+                            "existing": core,
+                            "entry": entry,
+                            "file": files.get(target, target),
+                            "target": target,
+                            "why": how,
+                            "edited": True,
+                        }
+                    )
     return out

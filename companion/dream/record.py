@@ -116,6 +116,10 @@ class RunSummary:
     contradictions: list[str] = field(default_factory=list)  # notes to check
     # one note per line of the person's inside a block that a new line disagrees with
     kept: list[str] = field(default_factory=list)
+    # (MEMORY.md or USER.md, note): an injected entry disagrees with a line the person
+    # corrected in that note; and the files holding two entries of unknown age on one subject
+    memory_notes: list[tuple[str, str]] = field(default_factory=list)
+    memory_pairs: list[str] = field(default_factory=list)
 
     def linked(self) -> set[str]:
         """The notes the Dreaming lines link (so they are nobody's orphan)."""
@@ -126,6 +130,9 @@ class RunSummary:
             out.update(notes[:LIST_LIMIT])
         out.update(list(dict.fromkeys(self.contradictions))[:LIST_LIMIT])
         out.update(list(dict.fromkeys(self.kept))[:LIST_LIMIT])
+        for file in dict.fromkeys(f for f, _n in self.memory_notes):
+            notes = [n for f, n in dict.fromkeys(self.memory_notes) if f == file]
+            out.update(notes[:LIST_LIMIT])
         return out
 
     def waiting_groups(self) -> list[tuple[str, list[str]]]:
@@ -292,6 +299,16 @@ def _attention(s: RunSummary, lang: str) -> list[str]:
         bits.append(
             nsay(lang, "kept your line in {notes}; a session disagrees",
                  "kept your {n} lines in {notes}; sessions disagree", len(s.kept), notes=notes)
+        )  # fmt: skip
+    for file in dict.fromkeys(f for f, _n in s.memory_notes):
+        notes = _join([_link(n) for f, n in dict.fromkeys(s.memory_notes) if f == file], lang)
+        bits.append(say(lang, "{file} disagrees with your line in {notes}", file=file, notes=notes))
+    for file in dict.fromkeys(s.memory_pairs):
+        n = s.memory_pairs.count(file)
+        bits.append(
+            nsay(lang, "{n} pair of entries in {file} disagree: check which is current",
+                 "{n} pairs of entries in {file} disagree: check which are current", n,
+                 file=file)
         )  # fmt: skip
     if s.blocked:
         bits.append(

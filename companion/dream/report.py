@@ -222,6 +222,9 @@ class DreamReport:
     # the oldest transcript time of lines waiting for a note being edited (the next dream
     # reads from there)
     contradictions: list[dict[str, Any]] = field(default_factory=list)
+    # issue 40: injected entries replaced by a newer one on the same subject ({file, target,
+    # old, new, why, source})
+    superseded: list[dict[str, Any]] = field(default_factory=list)
     llm: dict[str, Any] | None = None
     resume_from: str | None = None
 
@@ -287,6 +290,7 @@ class DreamReport:
             "runs": self.runs,
             "undone_at": self.undone_at,
             "contradictions": self.contradictions,
+            "superseded": self.superseded,
         }
         if self.llm is not None:
             out["llm"] = self.llm
@@ -328,6 +332,7 @@ class DreamReport:
         rep.runs = [r for r in d.get("runs") or [] if isinstance(r, dict)]
         rep.undone_at = d.get("undone_at")
         rep.contradictions = [c for c in d.get("contradictions") or [] if isinstance(c, dict)]
+        rep.superseded = [c for c in d.get("superseded") or [] if isinstance(c, dict)]
         llm = d.get("llm")
         rep.llm = llm if isinstance(llm, dict) else None
         rep.loaded_nothing_changed = bool(d.get("nothing_changed", False))

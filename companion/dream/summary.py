@@ -30,6 +30,10 @@ _WORDS: dict[str, tuple[str, str]] = {
         "appended at the end: a person edited the note recently",
     ),
     "stale_lines_replaced": N_("{n} stale line replaced", "{n} stale lines replaced"),
+    "sources_added": N_(
+        "{n} source added to a line saying it already",
+        "{n} sources added to lines saying it already",
+    ),
     "disagreements_flagged": N_(
         "kept your line; {n} disagreement flagged", "kept your lines; {n} disagreements flagged"
     ),

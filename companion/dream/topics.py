@@ -12,7 +12,8 @@ For a lesson (area `knowledge/`), in this order:
    note scoring at least `SIMILARITY_THRESHOLD` (0.6), sharing at least 2 such words, is the
    topic. The window's journal days are in the index too; their words are taken out of the
    counts (`discount`), or a lesson's own words on its own day would count as known and dilute
-   the match;
+   the match. At least one shared word must be rare (`RARE_SHARE`): common words alone
+   ("every", "new") never place a lesson, it goes on to its topic or the inbox;
 4. otherwise its topic: the wikilink the text names (a link to a note that does not exist
    yet), else the name the text is about (`topic_name`: `SQLite`, `BME280`, `Home Assistant`):
    the note that speaks most of that name (full-text search for it, as a phrase), else a new
@@ -47,6 +48,10 @@ from companion.vault.query import STOPWORDS
 
 SIMILARITY_THRESHOLD = 0.6
 MIN_SHARED_WORDS = 2
+# A rare word: its rarity weight (log((notes + 1) / (df + 0.5))) at least this share of the
+# rarest possible (a word no note holds); a note sharing only common words ("every", "new",
+# "needs") with a lesson is not its topic, whatever share of its known words they are.
+RARE_SHARE = 0.35
 MAX_TITLE_WORDS = 10
 _HEAD_BYTES = 4096
 # Characters a title never holds: they break a wikilink (`#`, `^`, `|`, brackets, a backtick
@@ -440,6 +445,7 @@ class NoteCatalog:
         except Exception:  # noqa: BLE001 - the index is a cache; matching goes on without it
             return None
         full = sum(weights.values()) or 1.0
+        rare_enough = RARE_SHARE * math.log((total + 1) / 0.5)
         best: tuple[str, float] | None = None
         for path in hits:
             if fast_area(path) != area or self.is_inbox(path):
@@ -452,6 +458,8 @@ class NoteCatalog:
             shared = [s for s in known if s in ns]
             if len(shared) < MIN_SHARED_WORDS:
                 continue
+            if not any(weights[s] >= rare_enough for s in shared):
+                continue  # common words alone (issue 40): not the topic
             score = sum(weights[s] for s in shared) / full
             if score >= SIMILARITY_THRESHOLD and (best is None or score > best[1]):
                 best = (path, round(score, 3))

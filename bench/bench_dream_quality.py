@@ -101,8 +101,11 @@ def _configure(world: World, home: Path, **extra: Any) -> Any:
     os.environ["COMPANION_HOME"] = str(home)
     paths = device_paths()
     paths.config_file.parent.mkdir(parents=True, exist_ok=True)
+    # The key scores what the dream writes when it applies every change itself: `auto`. Under
+    # the default (`propose-risky`, issue 40) the replacements and the assistant-only facts it
+    # scores wait as proposals for the person instead (docs/dream.md, Promote).
     data: dict[str, Any] = {
-        "dream": {"sources": world.sources(), **extra.pop("dream", {})},
+        "dream": {"sources": world.sources(), "apply": "auto", **extra.pop("dream", {})},
         "memory": {"hermes_home": str(world.hermes_home)},
         **extra,
     }

@@ -251,6 +251,14 @@ class DreamSettings:
         [],
         "Transcript sources: tables with kind and path.",
     )
+    apply: Literal["auto", "propose-risky", "propose-all"] = setting(
+        str,
+        "propose-risky",
+        "Which MEMORY.md / USER.md changes wait for you (`companion dream proposals`): auto "
+        "(none), propose-risky (a fact only an assistant message says, any replacement or "
+        "removal of an entry, what the guard is unsure of) or propose-all.",
+        choices=("auto", "propose-risky", "propose-all"),
+    )
 
 
 @dataclass(frozen=True)

@@ -73,7 +73,8 @@ def test_a_lesson_true_on_three_days_is_promoted(tmp_path):
     for days in (2, 1, 0):
         at = NOW - dt.timedelta(days=days, hours=3)
         w.say("assistant", "remember: the vault is also kept in git.", at, session=f"d{days}")
-        w.dream(now=at + dt.timedelta(hours=2))
+        # only the agent said it: by default a proposal (issue 40); applied here
+        w.dream(now=at + dt.timedelta(hours=2), dream_config={"apply": "auto"})
     assert w.entries("memory") == ["The vault is also kept in git."]
 
 

@@ -76,7 +76,9 @@ def _all_text(fx) -> str:
 
 @pytest.mark.parametrize("lang", ["en", "es"])
 def test_dream_consolidates_the_week(tmp_path, lang):
-    fx, paths, config = _setup(tmp_path, lang)
+    # the dream applying every change itself (issue 40: by default a replacement waits as a
+    # proposal, tests/test_dream_proposals.py)
+    fx, paths, config = _setup(tmp_path, lang, apply="auto")
     rep = _dream(fx, paths, config)
     kinds = {c.kind for c in rep.run_changes}
     assert {"consolidated", "corrected", "promoted", "represented", "recorded"} <= kinds

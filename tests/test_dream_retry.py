@@ -38,7 +38,8 @@ def held(w: Mini, target: str = "memory") -> FileLock:
 
 def test_a_blocked_promotion_is_retried_and_lands_the_next_night(tmp_path, quick_lock):
     w = Mini(tmp_path)
-    w.say("assistant", "always: the backup NAS is called atlas.", NOW - dt.timedelta(hours=3))
+    # the person's words: an assistant's alone would wait for them as a proposal (issue 40)
+    w.say("user", "always: the backup NAS is called atlas.", NOW - dt.timedelta(hours=3))
     with held(w):  # the agent is writing its memory all through the dream
         rep = w.dream(explain=True)
     assert w.entries("memory") == []
@@ -69,7 +70,7 @@ def test_explain_of_the_blocked_run_says_blocked_not_promoted(tmp_path, quick_lo
 def test_a_second_run_the_same_day_keeps_the_first_runs_skipped(tmp_path, quick_lock):
     w = Mini(tmp_path)
     at = NOW - dt.timedelta(hours=3)
-    w.say("assistant", "always: the backup NAS is called atlas.", at)
+    w.say("user", "always: the backup NAS is called atlas.", at)  # not a proposal: hers
     w.say("user", "remember: tonight I am working from the café.", at)
     with held(w):
         first = w.dream()

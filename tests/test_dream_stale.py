@@ -30,7 +30,7 @@ def test_the_agents_replace_replaces_and_its_remove_removes(tmp_path):
             {"action": "remove", "target": "memory", "old_text": "kestrel"},
         ],
     )
-    rep = w.dream()
+    rep = w.dream(dream_config={"apply": "auto"})  # by default both wait as proposals
     assert w.entries("user") == ["Lucía vive en Bilbao.", "Lucía tiene un gato."]
     assert w.entries("memory") == ["Copias con restic."]
     promoted = {c.note: c for c in rep.run_changes if c.kind == "promoted"}

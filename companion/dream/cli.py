@@ -102,7 +102,25 @@ def _print_explain(rep: DreamReport) -> None:
         click.echo(f"  [skipped: {s.code}] {text}\n      {s.reason} (from {s.where()})")
 
 
-@click.command("dream")
+class DreamGroup(click.Group):
+    """`companion dream VAULT [options]` dreams; `companion dream proposals ...` is a
+    subcommand: a first argument that names a subcommand is that subcommand, anything else is
+    the vault (write `./proposals` for a vault folder of that name)."""
+
+    allow_interspersed_args = True  # options after VAULT, as a plain command has them
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        if args and args[0] in self.commands:
+            click.Command.parse_args(self, ctx, [])  # the dream's own options stay defaults
+            ctx._protected_args, ctx.args = [args[0]], list(args[1:])
+            return ctx.args
+        rest = click.Command.parse_args(self, ctx, args)
+        if rest:
+            ctx.fail(f"Got unexpected extra argument ({' '.join(rest)})")
+        return []
+
+
+@click.group("dream", cls=DreamGroup, invoke_without_command=True)
 @click.argument("vault", required=False, type=click.Path(path_type=Path, file_okay=False))
 @click.option(
     "--now",
@@ -174,7 +192,10 @@ def dream(
       companion dream ~/vault --verify              every dream line still has its source
       companion dream ~/vault --undo 2026-11-28     put back what that night changed
       companion dream ~/vault --schedule            nightly at 02:00 Europe/Madrid
+      companion dream proposals ~/vault             the changes to memory waiting for you
     """
+    if click.get_current_context().invoked_subcommand:
+        return  # `companion dream proposals ...`
     modes = [
         name
         for name, on in (
@@ -333,3 +354,98 @@ def _run(
     _print_report(rep, dry_run=dry_run, lang=interface_language(config))
     if explain:
         _print_explain(rep)
+
+
+def _proposal_line(p: dict[str, Any]) -> str:
+    what = {"add": "add", "replace": "replace", "remove": "remove"}.get(str(p.get("op")), "?")
+    out = [f"{p['id']}  {p.get('state')}  {what} in {p.get('file')}"]
+    if p.get("old"):
+        out.append(f"    old: {p['old']}")
+    if p.get("new"):
+        out.append(f"    new: {p['new']}")
+    if p.get("quote"):
+        out.append(f"    said: {p['quote']}")
+    out.append(f"    why it waits: {p.get('why')}")
+    for a in p.get("attempts") or []:
+        out.append(f"    tried to {a.get('action')} on {a.get('at')}: {a.get('why')}")
+    return "\n".join(out)
+
+
+@dream.command("proposals")
+@click.argument("vault", type=click.Path(path_type=Path, file_okay=False))
+@click.argument("action", required=False, type=click.Choice(["apply", "drop"]))
+@click.argument("ids", nargs=-1, metavar="[ID]...")
+@click.option("--all", "every", is_flag=True, help="Every undecided proposal.")
+@click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
+@pass_app
+def proposals(
+    app: AppContext,
+    vault: Path,
+    action: str | None,
+    ids: tuple[str, ...],
+    every: bool,
+    as_json: bool,
+) -> None:
+    """List, apply or drop the changes to MEMORY.md / USER.md that wait for you.
+
+    The dream proposes instead of applying ([dream] apply, default propose-risky) a fact
+    only an assistant message says, any replacement or removal of an entry, and what the
+    guard is unsure of. A proposal waits until you decide it. Applying writes through the
+    agent's memory lock: a held lock, or an entry changed since, leaves it waiting.
+
+    \b
+    Examples:
+      companion dream proposals ~/vault                 what waits, and why
+      companion dream proposals ~/vault --json          the same, for scripts
+      companion dream proposals ~/vault apply p1a2b3c4  write it to MEMORY.md / USER.md
+      companion dream proposals ~/vault drop --all      drop every undecided one
+    """
+    from filelock import FileLock, Timeout  # noqa: PLC0415
+
+    from companion.dream import proposals as props  # noqa: PLC0415
+    from companion.dream.state import vault_key  # noqa: PLC0415
+    from companion.memory import MemoryStore, resolve_home  # noqa: PLC0415
+    from companion.memory.home import TARGETS, effective_limits, hermes_memory_settings  # noqa: PLC0415
+
+    root = _vault(app, vault).resolve()
+    if action is None:
+        if ids or every:
+            raise InputError("give apply or drop before an ID or --all")
+        waiting = props.pending(props.load_book(root))
+        if as_json:
+            click.echo(json.dumps({"proposals": waiting}, indent=2, ensure_ascii=False))
+        elif not waiting:
+            click.echo("No changes wait for you.")
+        else:
+            for p in waiting:
+                click.echo(_proposal_line(p))
+        return
+    if bool(ids) == every:
+        raise InputError(f"{action}: give one or more IDs, or --all")
+    config = app.config
+    home = resolve_home(None, config_home=config.settings.memory.hermes_home or None)
+    hermes = hermes_memory_settings(home)
+    limits = effective_limits(config, hermes)
+    stores = {t: MemoryStore(home, t, limits[t]) for t in TARGETS if hermes.enabled[t]}
+    lock_path = app.paths.state_dir / "dream" / f"{vault_key(root)}.lock"
+    lock_path.parent.mkdir(parents=True, exist_ok=True)
+    lock = FileLock(lock_path, timeout=0)
+    try:
+        lock.acquire()
+    except Timeout:
+        raise InputError(f"a dream of {root} is running on this device; try again") from None
+    try:
+        outcomes = props.decide(
+            root, stores, action, None if every else ids, device=props.device_name(config)
+        )
+    finally:
+        lock.release()
+    if as_json:
+        click.echo(json.dumps([vars(o) for o in outcomes], indent=2, ensure_ascii=False))
+    else:
+        for o in outcomes:
+            click.echo(f"{o.id}: {o.result}" + (f" ({o.why})" if o.why else ""))
+        if not outcomes:
+            click.echo("No changes wait for you.")
+    if not all(o.ok for o in outcomes):
+        click.get_current_context().exit(1)

@@ -110,7 +110,9 @@ def _from_message_lines(msg: Message) -> Iterable[Candidate]:
         if kind == "always":
             kind, promote = "knowledge", "marker"
         text = sentence(mk.text)
-        prov = Provenance(msg.ref(), collapse(raw), msg.time, f"{msg.source}#{msg.session}")
+        prov = Provenance(
+            msg.ref(), collapse(raw), msg.time, f"{msg.source}#{msg.session}", role=msg.role
+        )
         cand = Candidate(
             kind, text, [prov], "marker", promote=promote, day=msg.time.date(), time=msg.time
         )

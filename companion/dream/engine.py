@@ -40,6 +40,7 @@ from companion.dream.promote import (
     plan_promotions,
     stage_promotions,
 )
+from companion.dream.proposals import for_report, load_book, save_book, take_proposals
 from companion.dream.read import (
     Window,
     journal_days,
@@ -158,6 +159,11 @@ class _Run:
     stores: dict[str, MemoryStore] = field(default_factory=dict)
     pp: PromotionPlan = field(default_factory=PromotionPlan)
     staging: bool = False
+    # the changes waiting for the person (companion.dream.proposals): the vault's book, those
+    # this run holds, how many of them are new
+    book: list[dict[str, Any]] = field(default_factory=list)
+    held: list[dict[str, Any]] = field(default_factory=list)
+    new_proposals: int = 0
     # 5. record
     skipped: list[Skipped] = field(default_factory=list)
     id_start: int = 1
@@ -507,7 +513,22 @@ def _promote(run: _Run) -> None:
     )
     report.contradictions = [*run.cons.contradictions, *run.pp.flagged]
     run.staging = hermes_cfg.write_approval  # the person approves every write: stage only
+    _propose(run)
     run.clock.lap("promote")
+
+
+def _propose(run: _Run) -> None:
+    """Risky changes wait for the person (`[dream] apply`): taken out of the night's writes
+    and kept, with every undecided one of earlier runs, in the vault's proposals."""
+    run.book = load_book(run.root)
+    run.held, run.new_proposals = take_proposals(
+        run.pp,
+        run.stores,
+        str(run.config.settings.dream.apply),
+        run.book,
+        today=run.today.isoformat(),
+        explain=run.why,
+    )
 
 
 def _summary(run: _Run) -> RunSummary:
@@ -540,6 +561,8 @@ def _summary(run: _Run) -> RunSummary:
         contradictions=[c["note"] for c in cons.contradictions if not c.get("edited")],
         memory_notes=[(c["file"], c["note"]) for c in pp.flagged if c.get("entry")],
         memory_pairs=[c["note"] for c in pp.flagged if not c.get("entry")],
+        proposed=sum(1 for p in run.book if p.get("state") == "pending"),
+        new_proposals=run.new_proposals,
         kept=[
             note
             for note, _line in dict.fromkeys(
@@ -619,6 +642,9 @@ def _apply(run: _Run) -> None:
             )
         except OSError as exc:
             report.warnings.append(f"cannot keep the promotions the memory lock blocked: {exc}")
+        if run.book or run.held:
+            save_book(run.root, run.book, run.today.isoformat())
+    report.proposals = for_report(run.book, run.existing.proposals if run.existing else [])
     run.skipped.extend([*staged, *more])
     report.superseded = pp.superseded
     report.run_changes = run_changes

@@ -76,6 +76,9 @@ class Provenance:
     quote: str
     time: dt.datetime | None = None
     session: str | None = None  # a transcript session, or "day:YYYY-MM-DD" for the journal
+    # who said it: "user" or "assistant" for a transcript message's text, None for the journal
+    # and the agent's memory-tool calls (companion.dream.proposals decides on it)
+    role: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {

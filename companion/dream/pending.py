@@ -68,6 +68,7 @@ def to_dict(c: Candidate, since: str) -> dict[str, Any]:
                 **p.to_dict(),
                 "time": p.time.isoformat() if p.time else None,
                 "session": p.session,
+                "role": p.role,
             }
             for p in c.provenance
         ],
@@ -89,13 +90,14 @@ def from_dict(d: dict[str, Any]) -> Candidate | None:
             line if isinstance(line, int) and not isinstance(line, bool) else None,
             str(mid) if mid is not None else None,
         )
-        session = p.get("session")
+        session, role = p.get("session"), p.get("role")
         provs.append(
             Provenance(
                 ref,
                 str(p.get("quote") or text),
                 _time(p.get("time")),
                 session if isinstance(session, str) else None,
+                role if isinstance(role, str) else None,
             )
         )
     if not provs:

@@ -120,6 +120,10 @@ class RunSummary:
     # corrected in that note; and the files holding two entries of unknown age on one subject
     memory_notes: list[tuple[str, str]] = field(default_factory=list)
     memory_pairs: list[str] = field(default_factory=list)
+    # changes to MEMORY.md / USER.md waiting for the person (all of them), and how many of
+    # those this run proposed (companion.dream.proposals)
+    proposed: int = 0
+    new_proposals: int = 0
 
     def linked(self) -> set[str]:
         """The notes the Dreaming lines link (so they are nobody's orphan)."""
@@ -316,6 +320,8 @@ def _attention(s: RunSummary, lang: str) -> list[str]:
                  "{n} facts wait for the agent's memory lock: the next dream promotes them",
                  s.blocked)
         )  # fmt: skip
+    if s.proposed:
+        bits.append(nsay(lang, "{n} change waits for you", "{n} changes wait for you", s.proposed))
     if s.contradictions:
         notes = _join([_link(p) for p in dict.fromkeys(s.contradictions)], lang)
         n = len(s.contradictions)
@@ -377,7 +383,7 @@ def record_journal(
         plan.warnings.append(f"{rel}: not plain UTF-8 text; the Dreaming lines were not written")
         return False
     has_block = text is not None and blocks.block_body(text, "log") is not None
-    if s.empty and has_block:
+    if s.empty and has_block and not s.new_proposals:
         return False  # this day already says what the dream did; nothing new to add
     ref = Ref((DREAMS_DIR / f"{today.isoformat()}.json").as_posix())
     lines = [blocks.render_line(x, [ref]) for x in dreaming_lines(s, lang)]

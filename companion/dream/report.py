@@ -227,6 +227,9 @@ class DreamReport:
     superseded: list[dict[str, Any]] = field(default_factory=list)
     llm: dict[str, Any] | None = None
     resume_from: str | None = None
+    # issue 40: the changes to MEMORY.md / USER.md waiting for the person, and those decided
+    # since ({id, target, op, old, new, quote, why, state, decision, ...}: dream.proposals)
+    proposals: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def nothing_changed(self) -> bool:
@@ -294,6 +297,8 @@ class DreamReport:
         }
         if self.llm is not None:
             out["llm"] = self.llm
+        if self.proposals:
+            out["proposals"] = self.proposals
         if explain:
             out["explanations"] = self.explanations
         return out
@@ -335,6 +340,7 @@ class DreamReport:
         rep.superseded = [c for c in d.get("superseded") or [] if isinstance(c, dict)]
         llm = d.get("llm")
         rep.llm = llm if isinstance(llm, dict) else None
+        rep.proposals = [p for p in d.get("proposals") or [] if isinstance(p, dict)]
         rep.loaded_nothing_changed = bool(d.get("nothing_changed", False))
         counts = d.get("counts")
         rep.candidates = _opt_int(counts.get("candidates")) or 0 if isinstance(counts, dict) else 0

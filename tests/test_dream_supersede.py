@@ -19,10 +19,27 @@ def test_two_schedules_for_the_same_job_end_as_one_entry_the_newer(tmp_path):
     w = Mini(tmp_path)
     w.set_entries("memory", ["Ana likes tea.", OLD_JOB])
     w.note("journal/2026-11-27.md", journal("2026-11-27", {"Learned": [f"always: {NEW_JOB}"]}))
-    rep = w.dream()
+    rep = w.dream(dream_config={"apply": "auto"})
     assert w.entries("memory") == ["Ana likes tea.", NEW_JOB]
     assert [(s["old"], s["new"]) for s in rep.superseded] == [(OLD_JOB, NEW_JOB)]
     assert rep.to_dict()["superseded"][0]["file"] == "MEMORY.md"
+
+
+def test_by_default_the_replacement_waits_as_a_proposal_and_adds_no_second_entry(tmp_path):
+    """Replacing an injected entry is risky: under the default `propose-risky` it waits for
+    the person, and the newer fact is not added beside the older one meanwhile (no
+    contradictory pair in MEMORY.md)."""
+    from companion.dream.proposals import load_book, pending
+
+    w = Mini(tmp_path)
+    w.set_entries("memory", ["Ana likes tea.", OLD_JOB])
+    w.note("journal/2026-11-27.md", journal("2026-11-27", {"Learned": [f"always: {NEW_JOB}"]}))
+    w.dream()
+    assert w.entries("memory") == ["Ana likes tea.", OLD_JOB]
+    waiting = pending(load_book(w.vault))
+    assert [(p["op"], p.get("old"), p.get("new")) for p in waiting] == [
+        ("replace", OLD_JOB, NEW_JOB)
+    ], waiting
 
 
 def test_a_contradicted_entry_is_fixed_on_a_night_that_promotes_nothing(tmp_path):
@@ -31,7 +48,7 @@ def test_a_contradicted_entry_is_fixed_on_a_night_that_promotes_nothing(tmp_path
     w.dream()  # the ledger sees OLD_JOB tonight
     assert w.entries("memory") == [OLD_JOB, "Ana likes tea."]
     w.set_entries("memory", [OLD_JOB, "Ana likes tea.", NEW_JOB])  # the agent adds, later
-    rep = w.dream(now=NOW + dt.timedelta(days=1))
+    rep = w.dream(now=NOW + dt.timedelta(days=1), dream_config={"apply": "auto"})
     assert w.entries("memory") == ["Ana likes tea.", NEW_JOB]
     assert [(s["old"], s["new"]) for s in rep.superseded] == [(OLD_JOB, NEW_JOB)]
     promoted = [c for c in rep.run_changes if c.note == "MEMORY.md"]

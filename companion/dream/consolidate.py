@@ -178,7 +178,13 @@ class _Known:
         if norm_key(text) in self.keys:
             return True
         pool = [(h[1], h[2]) for h in self.human] + self.dream
-        return any(same_statement(text, c) for c in self._near(text, pool))
+        near = self._near(text, pool)
+        if any(same_statement(text, c) for c in near):
+            return True
+        # The person's line saying the lesson in other words (often the dream's line they
+        # edited, a name added): one lesson, one line, and that line is theirs.
+        theirs = {h[1] for h in self.human}
+        return any(paraphrase(text, c) for c in near if c in theirs)
 
     def host(self, text: str) -> str | None:
         """The dream's own block line (as it is in the note) saying `text`, maybe in other

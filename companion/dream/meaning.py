@@ -62,8 +62,71 @@ NEGATIONS = frozenset(
         "ninguna",
         "ningun",
         "tampoco",
+        # French ("n'" is folded to "ne")
+        "ne",
+        "pas",
+        "jamais",
+        "sans",
+        "aucun",
+        "aucune",
+        "rien",
+        # German
+        "nicht",
+        "kein",
+        "keine",
+        "keinen",
+        "keinem",
+        "keiner",
+        "keines",
+        "nie",
+        "niemals",
+        "ohne",
+        "nichts",
+        "niemand",
+        "weder",
+        # Portuguese
+        "nao",
+        "sem",
+        "nem",
+        "ninguem",
+        "nenhum",
+        "nenhuma",
+        # Italian
+        "non",
+        "mai",
+        "senza",
+        "nessuno",
+        "nessuna",
+        "niente",
+        "nulla",
+        # "unless" in each language, joined below: a negated condition ("X unless P" is
+        # "if not P, X")
+        "unless",
+        "salvoque",
+        "amenosque",
+        "anoserque",
+        "saufsi",
+        "amoinsque",
+        "essei",
+        "ausserwenn",
+        "anaoserque",
+        "salvose",
+        "trannese",
+        "amenoche",
     ]
 )
+# Several words of a language say one negation ("ne ... pas", "no" and "not", "unless" and
+# "if ... not"): two wordings are compared by the kinds of negation they hold (`polarity`).
+_NEG_KIND = {
+    **dict.fromkeys(["never", "nunca", "jamas", "jamais", "nie", "niemals", "mai"], "never"),
+    **dict.fromkeys(["without", "sin", "sans", "ohne", "sem", "senza"], "without"),
+    **dict.fromkeys(
+        ["none", "nothing", "nobody", "nada", "nadie", "ninguno", "ninguna", "ningun"], "none"
+    ),
+    **dict.fromkeys(["aucun", "aucune", "rien", "nichts", "niemand", "ninguem"], "none"),
+    **dict.fromkeys(["nenhum", "nenhuma", "nessuno", "nessuna", "niente", "nulla"], "none"),
+    **dict.fromkeys(["nor", "neither", "ni", "tampoco", "weder", "nem"], "nor"),
+}
 HEDGES = frozenset(
     [
         "may",
@@ -113,10 +176,117 @@ HEDGES = frozenset(
         "casi",
         "raramente",
         "ocasionalmente",
+        # French
+        "peutetre",  # "peut-être", joined below
+        "souvent",
+        "parfois",
+        "generalement",
+        "habituellement",
+        "probablement",
+        "environ",
+        "presque",
+        "semble",
+        # German
+        "vielleicht",
+        "wahrscheinlich",
+        "oft",
+        "manchmal",
+        "meist",
+        "meistens",
+        "normalerweise",
+        "gewohnlich",
+        "ungefahr",
+        "etwa",
+        "fast",
+        "moglicherweise",
+        "eventuell",
+        "scheint",
+        # Portuguese
+        "talvez",
+        "provavelmente",
+        "geralmente",
+        "frequentemente",
+        "quase",
+        "costuma",
+        "costumam",
+        "pode",
+        "podem",
+        # Italian
+        "forse",
+        "probabilmente",
+        "spesso",
+        "talvolta",
+        "avolte",  # "a volte", joined below
+        "disolito",  # "di solito", joined below
+        "quasi",
+        "circa",
+        "sembra",
+        "puo",
+        "possono",
     ]
 )
-_JOINED = (("tal vez", "talvez"), ("a veces", "aveces"), ("a menudo", "amenudo"))
-HEDGES_ALL = HEDGES | {"amenudo"}
+_JOINED = (
+    ("tal vez", "talvez"),
+    ("a veces", "aveces"),
+    ("a menudo", "amenudo"),
+    ("peut etre", "peutetre"),
+    ("as vezes", "asvezes"),
+    ("a volte", "avolte"),
+    ("di solito", "disolito"),
+    ("salvo que", "salvoque"),
+    ("a menos que", "amenosque"),
+    ("a no ser que", "anoserque"),
+    ("sauf si", "saufsi"),
+    ("a moins que", "amoinsque"),
+    ("a moins qu", "amoinsque"),
+    ("es sei denn", "essei"),
+    ("ausser wenn", "ausserwenn"),
+    ("a nao ser que", "anaoserque"),
+    ("salvo se", "salvose"),
+    ("tranne se", "trannese"),
+    ("a meno che", "amenoche"),
+)
+HEDGES_ALL = HEDGES | {"amenudo", "asvezes"}
+
+
+# Function words of the six languages (folded) that `companion.vault.query.STOPWORDS` (English
+# and Spanish) lacks: articles, pronouns, prepositions, conjunctions, auxiliaries (not those that
+# are a word elsewhere: `die`, `war`, `son`, `sea`, `nas` for NAS). They say nothing of a
+# lesson, and left among its stems they make two wordings of it look apart.
+_FUNCTION_TEXT = """
+    sean fuera sera han hemos
+    les des est sont une pour avec dans sur qui que elle ils elles nous vous aux cet cette ces
+    mais donc car leur leurs ses mon mes notre votre nos vos ont etre avoir ete par lui
+    dont quand comme tout tous
+    der das den dem des ein eine einen einem einer eines und oder aber ist sind waren
+    wird werden wurde wurden haben hatte mit auf aus bei von vom zum zur beim ins
+    als wie wenn dass sich sie wir ihr ich dann auch sein seine ihre ihren ihrem ihrer
+    dieser diese dieses diesen
+    uma uns umas dos das nos aos pelo pela pelos pelas com mas seu sua seus suas ele ela
+    eles elas foi estar esta estao sao isso isto esse essa
+    gli una uno del della dei delle degli dello alla allo agli alle dal dalla dai nel nella
+    nei nelle con sul sulla per tra fra che suo sua suoi loro essere sono stato
+    stata hanno questo questa quello quella
+    """
+_FUNCTION = frozenset(_FUNCTION_TEXT.split())
+
+# Words that bound the value after them ("under 6.000", "weniger als 6.000", "at least 3"):
+# part of the value's meaning, not of the subject. Folded, one to three words.
+_BOUNDS = {
+    "<": """under|below|less than|fewer than|at most|up to|no more than|menos de|por debajo de
+        |como maximo|moins de|sous|au plus|en dessous de|au dessous de|unter|weniger als
+        |hochstens|unterhalb|unterhalb von|abaixo de|no maximo|meno di|sotto|al massimo
+        |al di sotto di""",
+    ">": """over|above|more than|greater than|at least|mas de|por encima de|al menos
+        |como minimo|plus de|au moins|au dessus de|au dela de|uber|mehr als|mindestens
+        |oberhalb|oberhalb von|mais de|acima de|pelo menos|no minimo|piu di|sopra|oltre
+        |almeno|al di sopra di""",
+}
+# A name in parentheses ending a line, "(Inés)", "(Dr. Weber)": who said it, not what.
+_ATTRIBUTION = re.compile(r"\s*\((?:[^\W\d_][\w.'-]*)(?:\s+[^\W\d_][\w.'-]*)?\)[.!]?\s*$")
+_BOUND_OF = {
+    tuple(p.split()): d for d, alts in _BOUNDS.items() for p in alts.split("|") if p.strip()
+}
 
 
 @dataclass(frozen=True)
@@ -128,10 +298,17 @@ class Meaning:
     hedges: frozenset[str]
     stems: frozenset[str]  # stems of the informative words that are not values
     key: str = ""  # `text.norm_key` of the statement
+    bounds: frozenset[str] = frozenset()  # "<6.000": a value with the bound said before it
 
     @property
     def value_set(self) -> frozenset[str]:
         return frozenset(self.values)
+
+    @property
+    def polarity(self) -> frozenset[str]:
+        """The kinds of negation (`not`, `never`, `without`, `none`, `nor`): "no" and "not",
+        "ne ... pas" and "nicht", "unless" and "if ... not" are one."""
+        return frozenset(_NEG_KIND.get(n, "not") for n in self.negations)
 
 
 def _is_value(tok: str, in_code: bool) -> bool:
@@ -151,11 +328,27 @@ def value_tokens(text: str) -> list[str]:
     return list(meaning(text).values)
 
 
+def _folded(plain: list[str]) -> list[str]:
+    """The folded words of `plain`, French "n'" as "ne", the phrases of `_JOINED` as one."""
+    folded = " " + " ".join(_WORD.findall(fold(" ".join(plain)))) + " "
+    folded = re.sub(r" n'", " ne ", folded)
+    for two, one in _JOINED:
+        folded = folded.replace(f" {two} ", f" {one} ")
+    return folded.split()
+
+
 @lru_cache(maxsize=32768)
 def meaning(text: str) -> Meaning:
     code = {m.group(1).strip() for m in _CODE_SPAN.finditer(text)} if "`" in text else set()
+    said = _ATTRIBUTION.search(text)
+    if said and said.group(0).strip()[1:2].isupper():
+        text, whole = text[: said.start()], text
+    else:
+        whole = text
     values: list[str] = []
     plain: list[str] = []
+    bounds: set[str] = set()
+    bound_words: list[str] = []  # the words said as a bound, not of the subject
     for raw in text.replace("`", " ").split():
         tok = raw.strip(_STRIP)
         if not tok:
@@ -163,17 +356,25 @@ def meaning(text: str) -> Meaning:
         if tok.isalpha() and tok not in code and not _INNER_CAP.search(tok):
             plain.append(tok)  # the common case: a plain word
         elif _is_value(tok, tok in code):
-            values.append(tok.casefold())
+            value = tok.casefold()
+            values.append(value)
+            before = _WORD.findall(fold(" ".join(plain[-3:]).replace("-", " ")))
+            for n in (3, 2, 1):
+                d = _BOUND_OF.get(tuple(before[-n:])) if len(before) >= n else None
+                if d:
+                    bounds.add(d + value)
+                    bound_words += before[-n:]
+                    break
         else:
             plain.append(tok)
-    folded = " " + " ".join(_WORD.findall(fold(" ".join(plain)))) + " "
-    for two, one in _JOINED:
-        folded = folded.replace(f" {two} ", f" {one} ")
-    toks = folded.split()
+    toks = _folded(plain)
     neg = {("not" if t.endswith("n't") else t) for t in toks if t in NEGATIONS or t.endswith("n't")}
     hedges = {t for t in toks if t in HEDGES_ALL}
-    stems = frozenset(stem(w) for w in words(" ".join(plain)) if w not in HEDGES_ALL)
-    return Meaning(tuple(values), frozenset(neg), frozenset(hedges), stems, norm_key(text))
+    skip = HEDGES_ALL | NEGATIONS | _FUNCTION | set(bound_words)
+    stems = frozenset(stem(w) for w in words(" ".join(toks)) if w not in skip)
+    return Meaning(
+        tuple(values), frozenset(neg), frozenset(hedges), stems, norm_key(whole), frozenset(bounds)
+    )
 
 
 def grounding_problem(text: str, quote: str) -> str | None:
@@ -208,7 +409,7 @@ def same_statement(candidate: str, line: str) -> bool:
         return True
     if len(a.stems) < MIN_STEMS or not a.stems & b.stems:
         return False
-    if a.negations != b.negations or a.hedges != b.hedges:
+    if a.polarity != b.polarity or a.hedges != b.hedges or a.bounds != b.bounds:
         return False
     if not a.value_set <= b.value_set:
         return False
@@ -271,7 +472,7 @@ def paraphrase(new: str, old: str) -> bool:
     a, b = meaning(new), meaning(old)
     if not a.values or a.value_set != b.value_set:
         return False
-    if a.negations != b.negations or a.hedges != b.hedges:
+    if a.polarity != b.polarity or a.hedges != b.hedges or a.bounds != b.bounds:
         return False
     shared = a.stems & b.stems
     return len(shared) >= MIN_STEMS and jaccard(set(a.stems), set(b.stems)) >= PARAPHRASE_STEMS

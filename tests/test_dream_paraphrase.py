@@ -1,0 +1,145 @@
+"""One lesson, one line, in each of the dream's languages (issue 40): two wordings of one lesson
+are a paraphrase; two lessons that differ only in a value's bound, a negation, a hedge or their
+subject stay two. The pairs are written for these tests, not taken from the generated worlds."""
+
+from __future__ import annotations
+
+import pytest
+
+from companion.dream.consolidate import _Known
+from companion.dream.meaning import paraphrase, same_statement
+
+ONE_LESSON = [
+    # "unless" is "if ... not"
+    (
+        "El proxy corta las conexiones largas salvo que keepalive-timeout sea mayor.",
+        "Si keepalive-timeout no es mayor, el proxy corta las conexiones largas.",
+    ),
+    (
+        "The proxy drops long connections unless keepalive-timeout is raised.",
+        "If keepalive-timeout is not raised, the proxy drops long connections.",
+    ),
+    # a bound said in other words, function words of the language aside
+    (
+        "Die Pumpe läuft leiser, wenn der Druck unter 2,5 bar bleibt.",
+        "Bei weniger als 2,5 bar Druck läuft die Pumpe leiser.",
+    ),
+    (
+        "Les fichiers de plus de 4 Go cassent la synchronisation du NAS.",
+        "La synchronisation du NAS casse avec des fichiers au-dessus de 4 Go.",
+    ),
+    (
+        "Ficheiros com mais de 4 GB quebram a sincronização do NAS.",
+        "A sincronização do NAS quebra com ficheiros acima de 4 GB.",
+    ),
+    (
+        "Il forno cuoce meglio il pane sotto 220 gradi con vapore.",
+        "Con vapore e meno di 220 gradi il forno cuoce meglio il pane.",
+    ),
+    # a person's name added after the line: who said it, not what
+    (
+        "Der Drucker verliert nachts die IP 10.0.0.7 im Stationsnetz (Jonas).",
+        "Im Stationsnetz verliert der Drucker nachts die IP 10.0.0.7.",
+    ),
+]
+
+
+@pytest.mark.parametrize(("a", "b"), ONE_LESSON)
+def test_two_wordings_of_one_lesson_are_one(a, b):
+    assert paraphrase(a, b) and paraphrase(b, a)
+
+
+TWO_LESSONS = [
+    # the bound of a value
+    (
+        "Chapters under 5,000 words come back from the editor faster.",
+        "Chapters over 5,000 words come back from the editor faster.",
+    ),
+    (
+        "Kapitel unter 6.000 Wörtern kommen schneller vom Lektorat zurück.",
+        "Kapitel über 6.000 Wörtern kommen schneller vom Lektorat zurück.",
+    ),
+    (
+        "Les fichiers de moins de 4 Go cassent la synchronisation du NAS.",
+        "Les fichiers de plus de 4 Go cassent la synchronisation du NAS.",
+    ),
+    (
+        "Redis evicts session keys unless maxmemory-policy is volatile-lru.",
+        "Redis evicts session keys if maxmemory-policy is volatile-lru.",
+    ),
+    # a negation in French, German, Portuguese, Italian
+    (
+        "Le script de sauvegarde ne tourne pas sur le port 8080.",
+        "Le script de sauvegarde tourne sur le port 8080.",
+    ),
+    (
+        "Die ePA löscht keine unsignierten Notizen um 00:00.",
+        "Die ePA löscht unsignierten Notizen um 00:00.",
+    ),
+    ("O backup do servidor não roda às 03:00.", "O backup do servidor roda às 03:00."),
+    ("Il backup del server non parte alle 03:00.", "Il backup del server parte alle 03:00."),
+    (
+        "Le serveur de calcul redémarre sans le disque à 03:00.",
+        "Le serveur de calcul redémarre avec le disque à 03:00.",
+    ),
+    # a hedge
+    (
+        "Der Server startet meistens um 03:00 den Dienst neu.",
+        "Der Server startet um 03:00 den Dienst neu.",
+    ),
+    (
+        "Il server di solito riavvia il servizio alle 03:00.",
+        "Il server riavvia il servizio alle 03:00.",
+    ),
+    (
+        "Le serveur redémarre souvent le service à 03:00.",
+        "Le serveur redémarre le service à 03:00.",
+    ),
+    # another value, another subject
+    (
+        "Die Pumpe läuft leiser unter 2,5 bar Druck.",
+        "Die Pumpe läuft leiser unter 3,5 bar Druck.",
+    ),
+    (
+        "La sauvegarde du serveur démarre à 03:00 chaque nuit.",
+        "Le rapport du serveur part à 03:00 chaque nuit.",
+    ),
+]
+
+
+@pytest.mark.parametrize(("a", "b"), TWO_LESSONS)
+def test_near_misses_stay_two_lessons(a, b):
+    for x, y in ((a, b), (b, a)):
+        assert not paraphrase(x, y), (x, y)
+        assert not same_statement(x, y), (x, y)
+
+
+PERSON_EDITED = [
+    (
+        "- Redis tira las claves de sesión antes de hora salvo que maxmemory-policy sea "
+        "volatile-lru (Marta). <!-- src: journal/2026-11-27.md#L8 -->",
+        "Si maxmemory-policy no es volatile-lru, Redis tira las claves de sesión antes de hora.",
+    ),
+    (
+        "- Der Drucker verliert nachts die IP 10.0.0.7 im Stationsnetz (Jonas). "
+        "<!-- src: journal/2026-11-27.md#L8 -->",
+        "Im Stationsnetz verliert der Drucker nachts die IP 10.0.0.7.",
+    ),
+]
+
+
+@pytest.mark.parametrize(("line", "again"), PERSON_EDITED)
+def test_a_paraphrase_of_a_line_the_person_edited_is_already_said(line, again):
+    """The person added a name to the dream's line (it is hers now); another source saying the
+    lesson in other words is not written as a second line."""
+    text = f"# Note\n\n<!-- dream:begin -->\n{line}\n<!-- dream:end -->\n"
+    known = _Known.of(text, lambda _ln: False)  # the ledger: not the dream's any more
+    assert known.host(again) is None  # her line gets no source added
+    assert known.says(again)
+
+
+def test_a_different_lesson_beside_the_persons_line_is_written():
+    line = "- Der Drucker verliert nachts die IP 10.0.0.7 im Stationsnetz (Jonas)."
+    known = _Known.of(f"# Note\n\n{line}\n", lambda _ln: False)
+    assert not known.says("Der Drucker behält nachts die IP 10.0.0.8 im Stationsnetz.")
+    assert not known.says("Der Drucker verliert nachts nie die IP 10.0.0.7 im Stationsnetz.")

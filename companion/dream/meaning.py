@@ -19,8 +19,8 @@ stopwords or one small adverb. Three jobs need to see them, and this module is t
   the subject that says more words around it (a disagreement to flag, never a removal).
 
 Stems are crude on purpose (`text.stem`: folded, a plural s off, the first five letters): the
-dream works offline, in English and Spanish, without a language model, and every decision
-built on them also checks the values and negations exactly.
+dream works offline, in six languages (en, es, fr, de, pt, it), without a language model, and
+every decision built on them also checks the values and negations exactly.
 """
 
 from __future__ import annotations

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import os
 import sqlite3
 
 import pytest
@@ -224,3 +225,53 @@ def test_journal_entries_skip_dreaming_and_blocks():
     assert any(t == "remember: a loose marked line." for _s, t, _l in got)
     body = " ".join(t for _s, t, _l in got)
     assert "from a block" not in body and "dream output" not in body and "in code" not in body
+
+
+def _lines_at(path, rows, mtime):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows) + "{broken\n", encoding="utf-8")
+    os.utime(path, (mtime, mtime))
+    return path
+
+
+def test_jsonl_folder_read_by_its_lines_times_not_only_the_file_time(tmp_path):
+    """A session file whose modification time is older than the window (copied with its
+    times kept, synced from a machine whose clock is behind, or a dream run with `--now`
+    ahead of this clock) but whose lines are inside the window is read: the window is the
+    transcripts' clock. A file old by both clocks is still skipped without being parsed."""
+    before = (WINDOW.start - dt.timedelta(days=3)).timestamp()
+    inside = (NOW - dt.timedelta(hours=5)).astimezone(dt.UTC)
+    stale = (WINDOW.start - dt.timedelta(days=3)).astimezone(dt.UTC)
+    said = "remember: the kiln controller needs a firmware reset after a power cut."
+    claude_dir = tmp_path / "projects"
+
+    def claude_row(uid, t):
+        return {
+            "sessionId": "s-kiln",
+            "type": "user",
+            "uuid": uid,
+            "timestamp": t.strftime("%Y-%m-%dT%H:%M:%S.000Z"),
+            "message": {"role": "user", "content": said},
+        }
+
+    _lines_at(claude_dir / "kiln" / "new.jsonl", [claude_row("c1", inside)], before)
+    _lines_at(claude_dir / "kiln" / "old.jsonl", [claude_row("c0", stale)], before)
+    oc_dir = tmp_path / "sessions"
+    oc_rows = [
+        {"type": "session", "id": "oc-kiln", "timestamp": inside.isoformat()},
+        {
+            "type": "message",
+            "id": "o1",
+            "parentId": None,
+            "timestamp": int(inside.timestamp() * 1000),  # OpenClaw may write milliseconds
+            "message": {"role": "assistant", "content": [{"type": "text", "text": said}]},
+        },
+    ]
+    _lines_at(oc_dir / "oc-kiln.jsonl", oc_rows, before)
+    res = read_transcripts(
+        [SourceSpec("claude", str(claude_dir)), SourceSpec("openclaw", str(oc_dir))], WINDOW
+    )
+    assert sorted(m.id for m in res.messages) == ["c1", "o1"]
+    broken = [p for p in res.problems if "not JSON" in p]
+    assert any("new.jsonl" in p for p in broken) and any("oc-kiln" in p for p in broken)
+    assert not any("old.jsonl" in p for p in broken)  # not parsed: nothing new in it

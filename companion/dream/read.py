@@ -472,6 +472,41 @@ def read_hermes(spec: SourceSpec, window: Window) -> list[Message]:
 # --- JSONL sources ---------------------------------------------------------------------------
 
 
+# A line's time, as the JSONL formats write it: Claude Code and OpenClaw `timestamp`, the
+# generic format `timestamp` or `time` (an ISO-8601 string or Unix seconds/milliseconds).
+_TIME_FIELD = re.compile(rb'"(?:timestamp|time)"\s*:\s*("[^"\\\n]{1,64}"|\d{9,16}(?:\.\d+)?)')
+_TAIL_BYTES = 64 * 1024
+
+
+def _newest_time(path: Path) -> dt.datetime | None:
+    """The latest line time written in the last bytes of a JSONL file (None: none there)."""
+    with open(path, "rb") as fh:
+        fh.seek(0, os.SEEK_END)
+        fh.seek(max(0, fh.tell() - _TAIL_BYTES))
+        tail = fh.read()
+    best: dt.datetime | None = None
+    for m in _TIME_FIELD.finditer(tail):
+        try:
+            t = parse_time(json.loads(m.group(1)))
+        except ValueError:
+            continue
+        if t is not None and (best is None or t > best):
+            best = t
+    return best
+
+
+def _nothing_since(path: Path, since: dt.datetime) -> bool:
+    """True when the file holds nothing from `since` on: untouched since before it (its
+    modification time) and, as its own last lines say, nothing written after it. The
+    modification time alone is not enough: it is the file system's clock, the window is the
+    transcripts' (a file copied or synced from another machine, or a dream run with `--now`
+    ahead of this machine's clock, has lines newer than its modification time)."""
+    if path.stat().st_mtime >= since.timestamp() - 1:
+        return False
+    newest = _newest_time(path)
+    return newest is not None and newest < since
+
+
 def _jsonl_files(spec: SourceSpec, since: dt.datetime | None) -> list[Path]:
     root = spec.real_path
     if root.is_file():
@@ -486,7 +521,7 @@ def _jsonl_files(spec: SourceSpec, since: dt.datetime | None) -> list[Path]:
         if spec.kind == "claude" and ra.claude_skip_file(p, root):
             continue  # a subagent's transcript: not the person's conversation
         try:
-            if since is not None and p.stat().st_mtime < since.timestamp() - 1:
+            if since is not None and _nothing_since(p, since):
                 continue  # untouched since before the window: nothing new in it
         except OSError:
             continue

@@ -6,9 +6,12 @@ For a lesson (area `knowledge/`), in this order:
 2. a note title or frontmatter alias named in the text (case- and accent-insensitive, whole
    words, longest name first; a one-word name of under 4 letters counts only written as the
    note writes it, in capitals or capitalised mid-sentence: "NAS", "the Pi"; a name shared by
-   several notes is ambiguous and skipped);
+   several notes is ambiguous and skipped); not found as written, the name in another
+   inflection (`loose_word`: "Massenspektrometers", "lavatrici"), then, in a German text, a
+   one-word name a compound word starts or ends with ("Heizungspumpe": `Heizung`);
 3. full-text similarity: the vault index's best matches, scored by how much of the candidate's
-   informative words (compared by stem, weighted by rarity in the vault) the note contains. A
+   informative words (compared by stem, weighted by rarity in the vault; the function words
+   of the text's language are none: `function_words`) the note contains. A
    note scoring at least `SIMILARITY_THRESHOLD` (0.6), sharing at least 2 such words, is the
    topic. The window's journal days are in the index too; their words are taken out of the
    counts (`discount`), or a lesson's own words on its own day would count as known and dilute
@@ -38,6 +41,7 @@ from typing import Any
 
 import yaml
 
+from companion.dream import langdetect
 from companion.dream.text import fold, stem, title_key, unwrap_links, word_list, words
 from companion.fileio import write_text_atomic
 from companion.vault.code import mask_code
@@ -58,6 +62,61 @@ _HEAD_BYTES = 4096
 # the vault's checker reads as code) or a file name on some system; ":" only in file names.
 _BAD_TITLE = re.compile(r'[\\/*?"<>|#^\[\]`\x00-\x1f]+')
 _TIME_COLON = re.compile(r"(?<=\d):(?=\d)")
+# The function words (articles, prepositions, pronouns...) of each language the dream knows
+# (`langdetect.WORDS`, and a few demonstratives), folded. The vault's stopwords are English and
+# Spanish only: in a French or German text "les", "dans", "die", "im" counted as informative
+# words (two of them placed a lesson by similarity), and a German sentence's first article,
+# capitalised like the noun after it, opened a name ("Die Insulinpumpen"). Only the words of
+# the text's own language count (German "war" and "man" are English words too), never one
+# written in capitals ("NAS", Portuguese "nas").
+_MORE_FUNCTION_WORDS = {
+    "de": "dieser diese dieses diesen diesem jeder jede jedes jeden jedem alle",
+    "pt": "esse essa esses essas aquele aquela aqueles aquelas cada",
+    "it": "quel quelle quelli ogni",
+}
+_FUNCTION_WORDS: dict[str, frozenset[str]] = {
+    lang: frozenset(fold(w) for w in (ws + " " + _MORE_FUNCTION_WORDS.get(lang, "")).split())
+    for lang, ws in langdetect.WORDS.items()
+}
+_CAPS = re.compile(r"\b[^\W\d_a-z]{2,}\b")
+
+
+def function_words(text: str) -> frozenset[str]:
+    """The folded words of `text` that say nothing of its topic: the vault's stopwords and the
+    function words of the language `text` is written in, but none written in capitals."""
+    lang = langdetect.detect(text)
+    own = _FUNCTION_WORDS.get(lang or "", frozenset())
+    if not own:
+        return STOPWORDS
+    caps = {fold(w) for w in _CAPS.findall(text) if w.isupper()}
+    return STOPWORDS | (own - caps) if caps else STOPWORDS | own
+
+
+# German writes compounds as one word: "Heizungspumpe" is about the `Heizung`, "Wahlschalter"
+# a `Schalter`. A one-word note name of at least this many letters, at the start or the end of
+# a word of a German text with at least `COMPOUND_REST` letters left, names that note.
+COMPOUND_NAME = 5
+COMPOUND_REST = 3
+COMPOUND_LANGUAGES = ("de",)
+# Inflection endings of nouns and adjectives in the dream's languages (plural, gender, case:
+# `backups`, `réseaux`, `Massenspektrometers`, `Tomaten`, `protocolli`, `eletrónica`), longest
+# first. A name not found as written is looked for with its words and the text's words
+# without them (`loose_word`), never shorter than `LOOSE_MIN` letters.
+LOOSE_ENDINGS = ("ern", "ens", "en", "er", "em", "es", "ns", "a", "e", "i", "n", "o", "s", "x")
+LOOSE_MIN = 5
+
+
+def loose_word(word: str) -> str:
+    """A folded word without its inflection endings (`LOOSE_ENDINGS`, peeled while at least
+    `LOOSE_MIN` letters stay): `spectrometers` and `spectrometer` -> `spectromet`, `tomaten`
+    and `tomate` -> `tomat`, `redis` stays `redis`."""
+    while True:
+        for end in LOOSE_ENDINGS:
+            if word.endswith(end) and len(word) - len(end) >= LOOSE_MIN:
+                word = word[: -len(end)]
+                break
+        else:
+            return word
 
 
 @dataclass
@@ -83,7 +142,8 @@ def derive_title(text: str) -> str:
     ws = head.split()
     if not 2 <= len(ws) <= MAX_TITLE_WORDS:
         ws = plain.split()[:7]
-    while len(ws) > 2 and fold(ws[-1]).strip(".,;:") in STOPWORDS:
+    stop = function_words(plain)
+    while len(ws) > 2 and fold(ws[-1]).strip(".,;:") in stop:
         ws.pop()
     return clean_title(" ".join(ws))
 
@@ -104,8 +164,8 @@ def _is_tech(w: str) -> bool:
     return any(c.isupper() for c in w[1:]) and any(c.islower() for c in w)
 
 
-def _is_cap(w: str) -> bool:
-    return len(w) >= 2 and w[:1].isupper() and w[1:].islower() and fold(w) not in STOPWORDS
+def _is_cap(w: str, stop: frozenset[str] = STOPWORDS) -> bool:
+    return len(w) >= 2 and w[:1].isupper() and w[1:].islower() and fold(w) not in stop
 
 
 def topic_name(text: str) -> str | None:
@@ -114,6 +174,7 @@ def topic_name(text: str) -> str | None:
     (`Home Assistant`, `Raspberry Pi`, which may end in such a name). A sentence's first word
     starts a run only when a capitalised word follows it. Never the sentence itself."""
     plain = _IGNORED.sub(" ", unwrap_links(text))
+    stop = function_words(plain)
     run: list[str] = []
     starter = False  # the run opens with a sentence's first word
     prev_end = 0
@@ -132,11 +193,11 @@ def topic_name(text: str) -> str | None:
         if _is_tech(w):
             run.append(w)
             break
-        if _is_cap(w) and not initial:
+        if _is_cap(w, stop) and not initial:
             starter = starter and bool(run)
             run.append(w)
             continue
-        if _is_cap(w) and initial:
+        if _is_cap(w, stop) and initial:
             run, starter = [w], True  # kept only if a capitalised word follows
             continue
         if len(run) >= 2:
@@ -293,6 +354,7 @@ class NoteCatalog:
         self._max_words = max(
             (len(k.split()) for names in self._names.values() for k in names), default=1
         )
+        self._loose: dict[str, dict[str, set[str]]] = {}  # area -> loose key -> paths
 
     @classmethod
     def build(
@@ -339,7 +401,80 @@ class NoteCatalog:
                     continue
                 title = path.rsplit("/", 1)[-1][:-3]
                 return path, "title" if title_key(title) == key else "alias"
+        stop = function_words(text)
+        inflected = self._name_inflected(ws, area, stop)
+        if inflected is not None:
+            return inflected
+        if langdetect.detect(text) in COMPOUND_LANGUAGES:
+            return self._name_in_compound(ws, names, stop)
         return None
+
+    def _loose_names(self, area: str) -> dict[str, set[str]]:
+        hit = self._loose.get(area)
+        if hit is None:
+            hit = {}
+            for key, paths in self._names.get(area, {}).items():
+                loose = " ".join(loose_word(w) for w in key.split())
+                hit.setdefault(loose, set()).update(paths)
+            self._loose[area] = hit
+        return hit
+
+    def _name_inflected(
+        self, ws: list[str], area: str, stop: frozenset[str]
+    ) -> tuple[str, str] | None:
+        """(path, "title"|"alias") of the longest unambiguous note name found in the words `ws`
+        with another inflection ending ("the Massenspektrometers" names `Massenspektrometer`,
+        "mis copias" `Copia`, "Elektronischen Patientenakten" `Elektronische Patientenakte`).
+        A one-word name counts only when at least 4 letters long and no function word."""
+        loose = self._loose_names(area)
+        lw = [loose_word(w) for w in ws]
+        for n in range(min(self._max_words, len(lw)), 0, -1):
+            for i in range(len(lw) - n + 1):
+                key = " ".join(lw[i : i + n])
+                hit = loose.get(key)
+                if not hit or len(hit) != 1:
+                    continue
+                if n == 1 and (len(key) < 4 or key in stop or ws[i] in stop):
+                    continue
+                path = next(iter(hit))
+                if self.is_inbox(path):
+                    continue
+                title = path.rsplit("/", 1)[-1][:-3]
+                as_title = " ".join(loose_word(w) for w in title_key(title).split()) == key
+                return path, "title" if as_title else "alias"
+        return None
+
+    def _name_in_compound(
+        self, ws: list[str], names: Mapping[str, set[str]], stop: frozenset[str]
+    ) -> tuple[str, str] | None:
+        """(path, "title"|"alias") of the longest one-word note name a compound word of `ws`
+        starts or ends with ("heizungspumpe": `Heizung`, "wahlschalter": `Schalter`); None
+        when there is none, or when two notes' names are as long."""
+        found: dict[str, tuple[int, str]] = {}  # path -> (name length, name)
+        for w in set(ws):
+            ends: dict[int, tuple[int, str, str]] = {}  # 0 start, 1 end -> longest name there
+            for n in range(COMPOUND_NAME, len(w) - COMPOUND_REST + 1):
+                for side, key in enumerate((w[:n], w[-n:])):
+                    hit = names.get(key)
+                    if not hit or len(hit) != 1 or key in stop:
+                        continue
+                    path = next(iter(hit))
+                    if not self.is_inbox(path):
+                        ends[side] = (n, key, path)
+            if len({path for _n, _k, path in ends.values()}) > 1:
+                return None  # "Gartenpumpe" with notes `Garten` and `Pumpe`: not said which
+            for n, key, path in ends.values():
+                if found.get(path, (0, ""))[0] < n:
+                    found[path] = (n, key)
+        if not found:
+            return None
+        best = max(n for n, _k in found.values())
+        top = [(p, k) for p, (n, k) in found.items() if n == best]
+        if len(top) != 1:
+            return None  # two compounds, two notes' names as long: not said which
+        path, key = top[0]
+        title = path.rsplit("/", 1)[-1][:-3]
+        return path, "title" if title_key(title) == key else "alias"
 
     def _acronym_in(self, text: str, paths: set[str]) -> bool:
         """A short name (under 4 letters) counts only written as the note writes it: in
@@ -420,7 +555,7 @@ class NoteCatalog:
         compared by stem (`networks` and `network`, `copias` and `copia`)."""
         if self.index is None:
             return None
-        as_written = {stem(w): w for w in sorted(words(text))}
+        as_written = {stem(w): w for w in sorted(words(text) - function_words(text))}
         cand = sorted(as_written)
         if len(cand) < MIN_SHARED_WORDS:
             return None
@@ -566,3 +701,4 @@ class NoteCatalog:
         self.created.add(rel)
         title = rel.rsplit("/", 1)[-1][:-3]
         self._names.setdefault(area_of(rel), {}).setdefault(title_key(title), set()).add(rel)
+        self._loose.pop(area_of(rel), None)

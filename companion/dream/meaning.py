@@ -7,7 +7,9 @@ stopwords or one small adverb. Three jobs need to see them, and this module is t
 - **grounding** (`grounding_problem`): a model's restatement keeps every value (number, time,
   date, IP address, version, path, identifier) of its proposal exactly as its quote has it, and
   the same negations and hedges as the quote, both ways (a dropped "not" or "usually" changes
-  what the source says). The `llm` distiller and `--verify` apply it;
+  what the source says). A time of day said as a word ("midnight", "Mitternacht") and a
+  setting's hyphenated name or value ("maxmemory-policy", "volatile-lru") are values too. The
+  `llm` distiller and `--verify` apply it;
 - **sameness** (`same_statement`): a candidate is the same statement as a line when their
   word stems match (one contained in the other, or a close paraphrase), with the same values,
   negations and hedges; a line that only differs in a number is another statement;
@@ -37,6 +39,15 @@ _DOTTED = re.compile(r"\w\.\w")
 _VALUE_CHARS = re.compile(r"[\d/\\_@=$~]")
 _WORD = re.compile(r"[\w']+")
 _CODE_SPAN = re.compile(r"`([^`]+)`")
+# A lowercase name of parts joined by hyphens, "maxmemory-policy", "volatile-lru",
+# "client-max-body-size": a setting or one of its values, said without backticks. Parts of at
+# least three ASCII letters, so "au-dessus", "follow-up", "peut-être" stay words.
+_HYPHEN_NAME = re.compile(r"[a-z]{3,}(?:-[a-z]{3,})+")
+# A time of day said as a word: a time like "00:00" (folded).
+_NAMED_TIMES = frozenset(
+    ["midnight", "noon", "midday", "medianoche", "mediodia", "minuit", "midi", "mitternacht"]
+    + ["mittag", "meianoite", "meiodia", "mezzanotte", "mezzogiorno"]
+)
 
 NEGATIONS = frozenset(
     [
@@ -84,6 +95,7 @@ NEGATIONS = frozenset(
         "nichts",
         "niemand",
         "weder",
+        "ausser",  # "außer P" alone is "unless P" (or "except": a negation as well)
         # Portuguese
         "nao",
         "sem",
@@ -271,22 +283,35 @@ _FUNCTION_TEXT = """
 _FUNCTION = frozenset(_FUNCTION_TEXT.split())
 
 # Words that bound the value after them ("under 6.000", "weniger als 6.000", "at least 3"):
-# part of the value's meaning, not of the subject. Folded, one to three words.
+# part of the value's meaning, not of the subject. Folded, one to four words. A negated
+# "more than" or "exceeds" is an upper bound ("does not exceed 200", "no pasa de 200", "ne
+# dépasse pas 200" are "at most 200"): its negation is the bound's, not the statement's.
 _BOUNDS = {
     "<": """under|below|less than|fewer than|at most|up to|no more than|menos de|por debajo de
         |como maximo|moins de|sous|au plus|en dessous de|au dessous de|unter|weniger als
         |hochstens|unterhalb|unterhalb von|abaixo de|no maximo|meno di|sotto|al massimo
-        |al di sotto di""",
+        |al di sotto di
+        |not more than|not over|not above|not exceed|does not exceed|do not exceed
+        |doesn't exceed|don't exceed|cannot exceed|can't exceed|must not exceed|never exceeds
+        |never exceed|no mas de|no pasa de|no pasan de|no supera|no superan|no excede
+        |no exceden|pas plus de|ne depasse pas|ne depassent pas|ne excede pas|ne excedent pas
+        |nicht mehr als|nicht uber|nicht uberschreitet|nao mais de|nao passa de
+        |nao passam de|nao ultrapassa|nao ultrapassam|nao excede|nao excedem|non piu di
+        |non supera|non superano|non oltre""",
     ">": """over|above|more than|greater than|at least|mas de|por encima de|al menos
         |como minimo|plus de|au moins|au dessus de|au dela de|uber|mehr als|mindestens
         |oberhalb|oberhalb von|mais de|acima de|pelo menos|no minimo|piu di|sopra|oltre
-        |almeno|al di sopra di""",
+        |almeno|al di sopra di
+        |exceeds|exceed|exceeding|pasa de|pasan de|supera|superan|excede|exceden|depasse
+        |depassent|excedent|uberschreitet|uberschreiten|passa de|passam de|ultrapassa
+        |ultrapassam|superano""",
 }
 # A name in parentheses ending a line, "(Inés)", "(Dr. Weber)": who said it, not what.
 _ATTRIBUTION = re.compile(r"\s*\((?:[^\W\d_][\w.'-]*)(?:\s+[^\W\d_][\w.'-]*)?\)[.!]?\s*$")
 _BOUND_OF = {
     tuple(p.split()): d for d, alts in _BOUNDS.items() for p in alts.split("|") if p.strip()
 }
+_BOUND_LEN = max(len(k) for k in _BOUND_OF)  # "al di sotto di": four words
 
 
 @dataclass(frozen=True)
@@ -320,6 +345,8 @@ def _is_value(tok: str, in_code: bool) -> bool:
         return True  # a command-line flag: --limit-upload
     if _DOTTED.search(tok):
         return True  # a host or file name: station.local, state.db
+    if _HYPHEN_NAME.fullmatch(tok):
+        return True  # a setting's name or value: maxmemory-policy, volatile-lru
     return bool(_INNER_CAP.search(tok))  # an identifier: SystemMaxUse, pgUpgrade
 
 
@@ -337,6 +364,13 @@ def _folded(plain: list[str]) -> list[str]:
     return folded.split()
 
 
+def _negation(tok: str) -> str:
+    """The negation `tok` is ("doesn't" is "not"), or ""."""
+    if tok.endswith("n't"):
+        return "not"
+    return tok if tok in NEGATIONS else ""
+
+
 @lru_cache(maxsize=32768)
 def meaning(text: str) -> Meaning:
     code = {m.group(1).strip() for m in _CODE_SPAN.finditer(text)} if "`" in text else set()
@@ -348,27 +382,34 @@ def meaning(text: str) -> Meaning:
     values: list[str] = []
     plain: list[str] = []
     bounds: set[str] = set()
-    bound_words: list[str] = []  # the words said as a bound, not of the subject
+    said_bounds: dict[int, tuple[str, ...]] = {}  # where a bound ends: its words
     for raw in text.replace("`", " ").split():
         tok = raw.strip(_STRIP)
         if not tok:
             continue
-        if tok.isalpha() and tok not in code and not _INNER_CAP.search(tok):
+        if fold(tok).replace("-", "") in _NAMED_TIMES and tok not in code:
+            values.append(fold(tok).replace("-", ""))  # "midnight", "Mitternacht": a time
+        elif tok.isalpha() and tok not in code and not _INNER_CAP.search(tok):
             plain.append(tok)  # the common case: a plain word
         elif _is_value(tok, tok in code):
             value = tok.casefold()
             values.append(value)
-            before = _WORD.findall(fold(" ".join(plain[-3:]).replace("-", " ")))
-            for n in (3, 2, 1):
+            before = _folded([w.replace("-", " ") for w in plain[-_BOUND_LEN:]])
+            for n in range(_BOUND_LEN, 0, -1):
                 d = _BOUND_OF.get(tuple(before[-n:])) if len(before) >= n else None
                 if d:
                     bounds.add(d + value)
-                    bound_words += before[-n:]
+                    said_bounds[len(plain)] = tuple(before[-n:])  # "40 MB/s": one bound
                     break
         else:
             plain.append(tok)
     toks = _folded(plain)
-    neg = {("not" if t.endswith("n't") else t) for t in toks if t in NEGATIONS or t.endswith("n't")}
+    bound_words = [w for ws in said_bounds.values() for w in ws]
+    negs = [_negation(t) for t in toks if _negation(t)]
+    for w in bound_words:  # "no pasa de 200": the bound's negation
+        if _negation(w) in negs:
+            negs.remove(_negation(w))
+    neg = set(negs)
     hedges = {t for t in toks if t in HEDGES_ALL}
     skip = HEDGES_ALL | NEGATIONS | _FUNCTION | set(bound_words)
     stems = frozenset(stem(w) for w in words(" ".join(toks)) if w not in skip)

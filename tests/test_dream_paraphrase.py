@@ -278,3 +278,74 @@ def test_a_later_nights_paraphrase_of_an_edited_line_is_already_said(line, again
     known = _Known.of(text, lambda _ln: False)
     assert known.says(again)
     assert not known.says(again.replace("Mitternacht", "Mittag").replace("http-post", "http-get"))
+
+
+# A cap said as a bound that holds its value ("at most", "höchstens", "does not exceed", "ne
+# dépasse pas", "cannot go faster than") against the value alone ("throttles it to"); the
+# conjunctions of time ("mientras", "pendant", "während") are function words as "while" is.
+ONE_LESSON_CAP = [
+    (
+        "Durante la copia nocturna el enlace no pasa de 20 Mbit/s.",
+        "La copia nocturna limita el enlace a 20 Mbit/s mientras dura.",
+    ),
+    (
+        "Pendant la réindexation, la base ne dépasse pas 300 requêtes par seconde.",
+        "La réindexation freine la base à 300 requêtes par seconde.",
+    ),
+    (
+        "Während der Sicherung schafft die Leitung höchstens 20 Mbit/s.",
+        "Die Sicherung drosselt die Leitung auf 20 Mbit/s.",
+    ),
+    (
+        "During a reindex the database cannot go faster than 300 queries per second.",
+        "A reindex throttles the database to 300 queries per second.",
+    ),
+    (
+        "O build do servidor precisa de pelo menos 8 GB de RAM.",
+        "O build do servidor precisa de 8 GB de RAM.",
+    ),
+]
+
+
+@pytest.mark.parametrize(("a", "b"), ONE_LESSON_CAP)
+def test_a_cap_and_the_value_it_holds_are_one_lesson(a, b):
+    assert paraphrase(a, b) and paraphrase(b, a)
+
+
+TWO_LESSONS_CAP = [
+    # a strict bound does not hold its value
+    (
+        "A reindex throttles the database to 300 queries per second.",
+        "A reindex keeps the database under 300 queries per second.",
+    ),
+    (
+        "A reindex throttles the database to 300 queries per second.",
+        "A reindex keeps the database over 300 queries per second.",
+    ),
+    # an upper against a lower cap
+    (
+        "Der Build braucht höchstens 8 GB RAM auf dem Runner.",
+        "Der Build braucht mindestens 8 GB RAM auf dem Runner.",
+    ),
+    # a negated lower bound against the bound itself
+    (
+        "During a reindex the database cannot go faster than 300 queries per second.",
+        "During a reindex the database can go faster than 300 queries per second.",
+    ),
+    (
+        "Durante la copia nocturna el enlace no pasa de 20 Mbit/s.",
+        "Durante la copia nocturna el enlace pasa de 20 Mbit/s.",
+    ),
+    # another value under the same cap
+    (
+        "Pendant la réindexation, la base ne dépasse pas 300 requêtes par seconde.",
+        "La réindexation freine la base à 200 requêtes par seconde.",
+    ),
+]
+
+
+@pytest.mark.parametrize(("a", "b"), TWO_LESSONS_CAP)
+def test_other_caps_stay_two_lessons(a, b):
+    for x, y in ((a, b), (b, a)):
+        assert not paraphrase(x, y), (x, y)
+        assert not same_statement(x, y), (x, y)

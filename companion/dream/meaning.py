@@ -263,9 +263,11 @@ HEDGES_ALL = HEDGES | {"amenudo", "asvezes"}
 
 # Function words of the six languages (folded) that `companion.vault.query.STOPWORDS` (English
 # and Spanish) lacks: articles, pronouns, prepositions, conjunctions, auxiliaries (not those that
-# are a word elsewhere: `die`, `war`, `son`, `sea`, `nas` for NAS). They say nothing of a
+# are a word elsewhere: `die`, `war`, `son`, `sea`, `nas` for NAS), and the conjunctions of
+# time that English "while" and "when" are among the stopwords for. They say nothing of a
 # lesson, and left among its stems they make two wordings of it look apart.
 _FUNCTION_TEXT = """
+    mientras durante pendant tant lorsque solange wahrend enquanto quando mentre finche
     sean fuera sera han hemos
     les des est sont une pour avec dans sur qui que elle ils elles nous vous aux cet cette ces
     mais donc car leur leurs ses mon mes notre votre nos vos ont etre avoir ete par lui
@@ -297,14 +299,16 @@ _BOUNDS = {
         |no exceden|pas plus de|ne depasse pas|ne depassent pas|ne excede pas|ne excedent pas
         |nicht mehr als|nicht uber|nicht uberschreitet|nao mais de|nao passa de
         |nao passam de|nao ultrapassa|nao ultrapassam|nao excede|nao excedem|non piu di
-        |non supera|non superano|non oltre""",
+        |non supera|non superano|non oltre|shorter than|smaller than|slower than|lower than
+        |kurzer als|kleiner als|langsamer als|niedriger als""",
     ">": """over|above|more than|greater than|at least|mas de|por encima de|al menos
         |como minimo|plus de|au moins|au dessus de|au dela de|uber|mehr als|mindestens
         |oberhalb|oberhalb von|mais de|acima de|pelo menos|no minimo|piu di|sopra|oltre
         |almeno|al di sopra di
         |exceeds|exceed|exceeding|pasa de|pasan de|supera|superan|excede|exceden|depasse
         |depassent|excedent|uberschreitet|uberschreiten|passa de|passam de|ultrapassa
-        |ultrapassam|superano""",
+        |ultrapassam|superano|faster than|longer than|larger than|bigger than|higher than
+        |schneller als|langer als|grosser als|hoher als""",
 }
 # A name in parentheses ending a line, "(Inés)", "(Dr. Weber)": who said it, not what.
 _ATTRIBUTION = re.compile(r"\s*\((?:[^\W\d_][\w.'-]*)(?:\s+[^\W\d_][\w.'-]*)?\)[.!]?\s*$")
@@ -312,6 +316,12 @@ _BOUND_OF = {
     tuple(p.split()): d for d, alts in _BOUNDS.items() for p in alts.split("|") if p.strip()
 }
 _BOUND_LEN = max(len(k) for k in _BOUND_OF)  # "al di sotto di": four words
+# Bounds that hold their value ("at most 40" is 40 or less, as "not over 40" is): said of a
+# value, they agree with a line giving the value alone ("slows it to 40"), where "under 40"
+# does not. A negated bound is one of them too.
+_INCLUSIVE_TEXT = """at most|up to|at least|como maximo|como minimo|al menos|au plus|au moins
+    |hochstens|mindestens|no maximo|no minimo|pelo menos|al massimo|almeno"""
+_INCLUSIVE = frozenset(tuple(p.split()) for p in _INCLUSIVE_TEXT.split("|"))
 
 
 @dataclass(frozen=True)
@@ -324,6 +334,7 @@ class Meaning:
     stems: frozenset[str]  # stems of the informative words that are not values
     key: str = ""  # `text.norm_key` of the statement
     bounds: frozenset[str] = frozenset()  # "<6.000": a value with the bound said before it
+    inclusive: frozenset[str] = frozenset()  # the values of `bounds` that hold their value
 
     @property
     def value_set(self) -> frozenset[str]:
@@ -382,6 +393,7 @@ def meaning(text: str) -> Meaning:
     values: list[str] = []
     plain: list[str] = []
     bounds: set[str] = set()
+    inclusive: set[str] = set()
     said_bounds: dict[int, tuple[str, ...]] = {}  # where a bound ends: its words
     for raw in text.replace("`", " ").split():
         tok = raw.strip(_STRIP)
@@ -394,12 +406,21 @@ def meaning(text: str) -> Meaning:
         elif _is_value(tok, tok in code):
             value = tok.casefold()
             values.append(value)
-            before = _folded([w.replace("-", " ") for w in plain[-_BOUND_LEN:]])
+            before = _folded([w.replace("-", " ") for w in plain[-_BOUND_LEN - 2 :]])
             for n in range(_BOUND_LEN, 0, -1):
                 d = _BOUND_OF.get(tuple(before[-n:])) if len(before) >= n else None
                 if d:
+                    bound = tuple(before[-n:])
+                    if d == ">":  # "cannot go faster than 40": a negated lower bound
+                        lead = before[:-n][-2:]  # is an upper one
+                        for i, w in enumerate(reversed(lead), 1):
+                            if _negation(w):
+                                d, bound = "<", tuple(before[-n - i :])
+                                break
                     bounds.add(d + value)
-                    said_bounds[len(plain)] = tuple(before[-n:])  # "40 MB/s": one bound
+                    if bound in _INCLUSIVE or any(_negation(w) for w in bound):
+                        inclusive.add(value)
+                    said_bounds[len(plain)] = bound  # "40 MB/s": one bound
                     break
         else:
             plain.append(tok)
@@ -414,7 +435,13 @@ def meaning(text: str) -> Meaning:
     skip = HEDGES_ALL | NEGATIONS | _FUNCTION | set(bound_words)
     stems = frozenset(stem(w) for w in words(" ".join(toks)) if w not in skip)
     return Meaning(
-        tuple(values), frozenset(neg), frozenset(hedges), stems, norm_key(whole), frozenset(bounds)
+        tuple(values),
+        frozenset(neg),
+        frozenset(hedges),
+        stems,
+        norm_key(whole),
+        frozenset(bounds),
+        frozenset(inclusive),
     )
 
 
@@ -498,12 +525,23 @@ def same_subject(new: str, old: str) -> str | None:
     return None
 
 
+def _bound_agrees(bounded: Meaning, plain: Meaning) -> bool:
+    """`bounded` bounds only values that hold their value ("at most 40", "does not exceed 40")
+    and `plain` bounds none: "slows the NAS to 40 MB/s" says "at most 40 MB/s" too."""
+    return (
+        not plain.bounds
+        and bool(bounded.bounds)
+        and bounded.inclusive == {b[1:] for b in bounded.bounds}
+    )
+
+
 PARAPHRASE_STEMS = 0.5  # stem overlap of two wordings of one lesson holding the same values
 
 
 def paraphrase(new: str, old: str) -> bool:
     """True when `new` says what `old` says in other words: `same_statement`, or the same
-    values (at least one: "--limit-upload 2000", "03:30"), negations and hedges, with at
+    values (at least one: "--limit-upload 2000", "03:30"), negations and hedges (a bound said
+    on one side only, "at most 40 MB/s" against "slows it to 40 MB/s", is no other one), with at
     least `MIN_STEMS` subject words shared, overlapping by `PARAPHRASE_STEMS` ("On the home
     uplink restic must run with --limit-upload 2000" and "Restic needs --limit-upload 2000 on
     the home uplink"). Without a value two wordings must be `same_statement`: "Ana prefers
@@ -513,7 +551,9 @@ def paraphrase(new: str, old: str) -> bool:
     a, b = meaning(new), meaning(old)
     if not a.values or a.value_set != b.value_set:
         return False
-    if a.polarity != b.polarity or a.hedges != b.hedges or a.bounds != b.bounds:
+    if a.polarity != b.polarity or a.hedges != b.hedges:
         return False
+    if a.bounds != b.bounds and not _bound_agrees(a, b) and not _bound_agrees(b, a):
+        return False  # "under 5,000" is not "over 5,000", nor "5,000"
     shared = a.stems & b.stems
     return len(shared) >= MIN_STEMS and jaccard(set(a.stems), set(b.stems)) >= PARAPHRASE_STEMS

@@ -275,7 +275,7 @@ _FUNCTION_TEXT = """
     der das den dem des ein eine einen einem einer eines und oder aber ist sind waren
     wird werden wurde wurden haben hatte mit auf aus bei von vom zum zur beim ins
     als wie wenn dass sich sie wir ihr ich dann auch sein seine ihre ihren ihrem ihrer
-    dieser diese dieses diesen
+    dieser diese dieses diesen wer wen wem wessen welche welcher welches welchen
     uma uns umas dos das nos aos pelo pela pelos pelas com mas seu sua seus suas ele ela
     eles elas foi estar esta estao sao isso isto esse essa
     gli una uno del della dei delle degli dello alla allo agli alle dal dalla dai nel nella
@@ -375,6 +375,25 @@ def _folded(plain: list[str]) -> list[str]:
     return folded.split()
 
 
+_NOUN = re.compile(r"[^\W\d_][^\W\d_A-Z]+")  # "Modelle", "Platten": a capitalised word
+
+
+def _pieces(raw: str, code: set[str]) -> list[str]:
+    """`raw` trimmed, or a value and the nouns glued to it by hyphens, German style
+    ("lme4-Modelle": "lme4", "Modelle"; "4-TB-Platten": "4-TB", "Platten")."""
+    tok = raw.strip(_STRIP)
+    if not tok or "-" not in tok or tok in code:
+        return [tok] if tok else []
+    parts = tok.split("-")
+    i = len(parts)
+    while i > 1 and parts[i - 1][:1].isupper() and _NOUN.fullmatch(parts[i - 1]):
+        i -= 1
+    head = "-".join(parts[:i])
+    if i == len(parts) or not head or head.isalpha() or not _is_value(head, False):
+        return [tok]
+    return [head, *parts[i:]]
+
+
 def _negation(tok: str) -> str:
     """The negation `tok` is ("doesn't" is "not"), or ""."""
     if tok.endswith("n't"):
@@ -395,10 +414,7 @@ def meaning(text: str) -> Meaning:
     bounds: set[str] = set()
     inclusive: set[str] = set()
     said_bounds: dict[int, tuple[str, ...]] = {}  # where a bound ends: its words
-    for raw in text.replace("`", " ").split():
-        tok = raw.strip(_STRIP)
-        if not tok:
-            continue
+    for tok in (p for raw in text.replace("`", " ").split() for p in _pieces(raw, code)):
         if fold(tok).replace("-", "") in _NAMED_TIMES and tok not in code:
             values.append(fold(tok).replace("-", ""))  # "midnight", "Mitternacht": a time
         elif tok.isalpha() and tok not in code and not _INNER_CAP.search(tok):

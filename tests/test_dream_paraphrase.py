@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from companion.dream.consolidate import _Known
-from companion.dream.meaning import paraphrase, same_statement
+from companion.dream.meaning import meaning, paraphrase, same_statement
 
 ONE_LESSON = [
     # "unless" is "if ... not"
@@ -143,3 +143,252 @@ def test_a_different_lesson_beside_the_persons_line_is_written():
     known = _Known.of(f"# Note\n\n{line}\n", lambda _ln: False)
     assert not known.says("Der Drucker behält nachts die IP 10.0.0.8 im Stationsnetz.")
     assert not known.says("Der Drucker verliert nachts nie die IP 10.0.0.7 im Stationsnetz.")
+
+
+# Issue 40, second pass: causes of second lines found over the generated worlds, each with
+# pairs written here (not the generator's) that must merge, and near misses that must not.
+ONE_LESSON_MORE = [
+    # a setting's name or value written without backticks is a value ("maxmemory-policy",
+    # "idle-session-timeout"): two wordings holding it and nothing else of a value merge
+    (
+        "Postgres pierde las conexiones inactivas de la app salvo que idle-session-timeout "
+        "sea cero.",
+        "Si idle-session-timeout no es cero, Postgres corta las conexiones inactivas de la app.",
+    ),
+    (
+        "Git coupe les gros envois sauf si http-post-buffer est augmenté.",
+        "Tant que http-post-buffer n'est pas augmenté, Git refuse les gros envois.",
+    ),
+    # German "außer P" alone is "unless P", as "außer wenn P" is
+    (
+        "Git bricht große Pushes ab, außer http-post-buffer ist erhöht.",
+        "Solange http-post-buffer nicht erhöht ist, scheitern große Pushes bei Git.",
+    ),
+    # a time of day said as a word is a time, as 00:00 is
+    (
+        "Il gestionale cancella le bozze non salvate a mezzanotte.",
+        "Le bozze non salvate spariscono dal gestionale a mezzanotte.",
+    ),
+    (
+        "Das Ticketsystem schließt offene Tickets um Mitternacht automatisch.",
+        "Offene Tickets werden um Mitternacht vom Ticketsystem automatisch geschlossen.",
+    ),
+    (
+        "The build farm wipes stale caches at noon on working days.",
+        "Stale caches on the build farm are removed at noon on working days.",
+    ),
+    # a negated "exceeds" / "more than" is an upper bound, its negation the bound's
+    (
+        "Los informes salen bien si las tablas no pasan de 200 filas.",
+        "Con tablas de menos de 200 filas los informes salen bien.",
+    ),
+    (
+        "Le rendu reste fluide tant que la scène ne dépasse pas 200 objets.",
+        "Le rendu reste fluide avec moins de 200 objets dans la scène.",
+    ),
+    (
+        "Spreadsheet exports stay quick when a sheet does not exceed 200 rows.",
+        "Spreadsheet exports stay quick for a sheet under 200 rows.",
+    ),
+    (
+        "A fila aguenta bem quando os lotes não passam de 500 itens.",
+        "Com lotes de menos de 500 itens a fila aguenta bem.",
+    ),
+]
+
+
+@pytest.mark.parametrize(("a", "b"), ONE_LESSON_MORE)
+def test_more_wordings_of_one_lesson_are_one(a, b):
+    assert paraphrase(a, b) and paraphrase(b, a)
+
+
+TWO_LESSONS_MORE = [
+    # another setting value
+    (
+        "Redis evicts session keys early unless maxmemory-policy is volatile-lru.",
+        "Redis evicts session keys early unless maxmemory-policy is allkeys-lru.",
+    ),
+    (
+        "Redis expulsa las claves de sesión antes de tiempo salvo que maxmemory-policy sea "
+        "volatile-ttl.",
+        "Redis expulsa las claves de sesión antes de tiempo salvo que maxmemory-policy sea "
+        "allkeys-lru.",
+    ),
+    # "außer" against "wenn": unless against if
+    (
+        "Git bricht große Pushes ab, außer http-post-buffer ist erhöht.",
+        "Git bricht große Pushes ab, wenn http-post-buffer erhöht ist.",
+    ),
+    # another time of day
+    (
+        "The EHR drops unsigned notes at midnight when the day closes.",
+        "The EHR drops unsigned notes at noon when the day closes.",
+    ),
+    (
+        "Le DPI efface les notes non signées à minuit.",
+        "Le DPI efface les notes non signées à midi.",
+    ),
+    # "at most" against "more than", or another bound value
+    (
+        "Los informes salen bien si las tablas no pasan de 200 filas.",
+        "Los informes salen bien si las tablas pasan de 200 filas.",
+    ),
+    (
+        "Spreadsheet exports stay quick when a sheet does not exceed 200 rows.",
+        "Spreadsheet exports stay quick when a sheet exceeds 200 rows.",
+    ),
+    (
+        "Le rendu reste fluide tant que la scène ne dépasse pas 200 objets.",
+        "Le rendu reste fluide tant que la scène ne dépasse pas 300 objets.",
+    ),
+    # a negation that is not the bound's stays the statement's
+    (
+        "Die Pumpe läuft nicht leiser, wenn der Druck nicht über 2,5 bar steigt.",
+        "Die Pumpe läuft leiser, wenn der Druck nicht über 2,5 bar steigt.",
+    ),
+]
+
+
+@pytest.mark.parametrize(("a", "b"), TWO_LESSONS_MORE)
+def test_more_near_misses_stay_two_lessons(a, b):
+    for x, y in ((a, b), (b, a)):
+        assert not paraphrase(x, y), (x, y)
+        assert not same_statement(x, y), (x, y)
+
+
+PERSON_EDITED_MORE = [
+    (
+        "- Das Ticketsystem schließt offene Tickets um Mitternacht automatisch (Jonas). "
+        "<!-- src: journal/2026-11-27.md#L8 -->",
+        "Offene Tickets werden um Mitternacht vom Ticketsystem automatisch geschlossen.",
+    ),
+    (
+        "- Git coupe les gros envois sauf si http-post-buffer est augmenté (Aurélie). "
+        "<!-- src: journal/2026-11-27.md#L8 -->",
+        "Tant que http-post-buffer n'est pas augmenté, Git refuse les gros envois.",
+    ),
+]
+
+
+@pytest.mark.parametrize(("line", "again"), PERSON_EDITED_MORE)
+def test_a_later_nights_paraphrase_of_an_edited_line_is_already_said(line, again):
+    """An earlier night's line the person signed, and a later night's source saying it in other
+    words with a value that is a word (a time) or a setting's name: said already."""
+    text = f"# Note\n\n<!-- dream:begin -->\n{line}\n<!-- dream:end -->\n"
+    known = _Known.of(text, lambda _ln: False)
+    assert known.says(again)
+    assert not known.says(again.replace("Mitternacht", "Mittag").replace("http-post", "http-get"))
+
+
+# A cap said as a bound that holds its value ("at most", "höchstens", "does not exceed", "ne
+# dépasse pas", "cannot go faster than") against the value alone ("throttles it to"); the
+# conjunctions of time ("mientras", "pendant", "während") are function words as "while" is.
+ONE_LESSON_CAP = [
+    (
+        "Durante la copia nocturna el enlace no pasa de 20 Mbit/s.",
+        "La copia nocturna limita el enlace a 20 Mbit/s mientras dura.",
+    ),
+    (
+        "Pendant la réindexation, la base ne dépasse pas 300 requêtes par seconde.",
+        "La réindexation freine la base à 300 requêtes par seconde.",
+    ),
+    (
+        "Während der Sicherung schafft die Leitung höchstens 20 Mbit/s.",
+        "Die Sicherung drosselt die Leitung auf 20 Mbit/s.",
+    ),
+    (
+        "During a reindex the database cannot go faster than 300 queries per second.",
+        "A reindex throttles the database to 300 queries per second.",
+    ),
+    (
+        "O build do servidor precisa de pelo menos 8 GB de RAM.",
+        "O build do servidor precisa de 8 GB de RAM.",
+    ),
+]
+
+
+@pytest.mark.parametrize(("a", "b"), ONE_LESSON_CAP)
+def test_a_cap_and_the_value_it_holds_are_one_lesson(a, b):
+    assert paraphrase(a, b) and paraphrase(b, a)
+
+
+TWO_LESSONS_CAP = [
+    # a strict bound does not hold its value
+    (
+        "A reindex throttles the database to 300 queries per second.",
+        "A reindex keeps the database under 300 queries per second.",
+    ),
+    (
+        "A reindex throttles the database to 300 queries per second.",
+        "A reindex keeps the database over 300 queries per second.",
+    ),
+    # an upper against a lower cap
+    (
+        "Der Build braucht höchstens 8 GB RAM auf dem Runner.",
+        "Der Build braucht mindestens 8 GB RAM auf dem Runner.",
+    ),
+    # a negated lower bound against the bound itself
+    (
+        "During a reindex the database cannot go faster than 300 queries per second.",
+        "During a reindex the database can go faster than 300 queries per second.",
+    ),
+    (
+        "Durante la copia nocturna el enlace no pasa de 20 Mbit/s.",
+        "Durante la copia nocturna el enlace pasa de 20 Mbit/s.",
+    ),
+    # another value under the same cap
+    (
+        "Pendant la réindexation, la base ne dépasse pas 300 requêtes par seconde.",
+        "La réindexation freine la base à 200 requêtes par seconde.",
+    ),
+]
+
+
+@pytest.mark.parametrize(("a", "b"), TWO_LESSONS_CAP)
+def test_other_caps_stay_two_lessons(a, b):
+    for x, y in ((a, b), (b, a)):
+        assert not paraphrase(x, y), (x, y)
+        assert not same_statement(x, y), (x, y)
+
+
+# A value glued to a German noun by a hyphen is the value ("v14-Datenbank" is "Datenbank v14");
+# German interrogative and relative pronouns ("wer", "welche") are function words.
+ONE_LESSON_GLUED = [
+    (
+        "Die v14-Datenbank startet nach dem Update nur mit --jit=off neu.",
+        "Nach dem Update startet die Datenbank v14 nur mit --jit=off neu.",
+    ),
+    (
+        "Wer Messreihen der v2-Sensoren vergleicht, kalibriert sie mit offset=0.",
+        "Messreihen von v2-Sensoren brauchen offset=0, um sie zu vergleichen.",
+    ),
+]
+
+
+@pytest.mark.parametrize(("a", "b"), ONE_LESSON_GLUED)
+def test_a_value_glued_to_a_noun_is_the_value(a, b):
+    assert paraphrase(a, b) and paraphrase(b, a)
+
+
+def test_german_pronouns_are_no_subject():
+    said = meaning("Wer Messreihen vergleicht, welche der Sensor liefert, nimmt offset=0.")
+    assert said.stems == meaning("Messreihen vergleicht der Sensor liefert nimmt offset=0.").stems
+
+
+TWO_LESSONS_GLUED = [
+    (
+        "Die v15-Datenbank startet nach dem Update nur mit --jit=off neu.",
+        "Nach dem Update startet die Datenbank v14 nur mit --jit=off neu.",
+    ),
+    (
+        "Der Pool ist ein Spiegel aus zwei 4-TB-Platten.",
+        "Der Pool ist ein Spiegel aus zwei 8-TB-Platten.",
+    ),
+]
+
+
+@pytest.mark.parametrize(("a", "b"), TWO_LESSONS_GLUED)
+def test_another_glued_value_stays_two_lessons(a, b):
+    for x, y in ((a, b), (b, a)):
+        assert not paraphrase(x, y), (x, y)
+        assert not same_statement(x, y), (x, y)

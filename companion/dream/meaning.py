@@ -7,7 +7,9 @@ stopwords or one small adverb. Three jobs need to see them, and this module is t
 - **grounding** (`grounding_problem`): a model's restatement keeps every value (number, time,
   date, IP address, version, path, identifier) of its proposal exactly as its quote has it, and
   the same negations and hedges as the quote, both ways (a dropped "not" or "usually" changes
-  what the source says). The `llm` distiller and `--verify` apply it;
+  what the source says). A time of day said as a word ("midnight", "Mitternacht") and a
+  setting's hyphenated name or value ("maxmemory-policy", "volatile-lru") are values too. The
+  `llm` distiller and `--verify` apply it;
 - **sameness** (`same_statement`): a candidate is the same statement as a line when their
   word stems match (one contained in the other, or a close paraphrase), with the same values,
   negations and hedges; a line that only differs in a number is another statement;
@@ -37,6 +39,15 @@ _DOTTED = re.compile(r"\w\.\w")
 _VALUE_CHARS = re.compile(r"[\d/\\_@=$~]")
 _WORD = re.compile(r"[\w']+")
 _CODE_SPAN = re.compile(r"`([^`]+)`")
+# A lowercase name of parts joined by hyphens, "maxmemory-policy", "volatile-lru",
+# "client-max-body-size": a setting or one of its values, said without backticks. Parts of at
+# least three ASCII letters, so "au-dessus", "follow-up", "peut-être" stay words.
+_HYPHEN_NAME = re.compile(r"[a-z]{3,}(?:-[a-z]{3,})+")
+# A time of day said as a word: a time like "00:00" (folded).
+_NAMED_TIMES = frozenset(
+    ["midnight", "noon", "midday", "medianoche", "mediodia", "minuit", "midi", "mitternacht"]
+    + ["mittag", "meianoite", "meiodia", "mezzanotte", "mezzogiorno"]
+)
 
 NEGATIONS = frozenset(
     [
@@ -84,6 +95,7 @@ NEGATIONS = frozenset(
         "nichts",
         "niemand",
         "weder",
+        "ausser",  # "außer P" alone is "unless P" (or "except": a negation as well)
         # Portuguese
         "nao",
         "sem",
@@ -251,9 +263,11 @@ HEDGES_ALL = HEDGES | {"amenudo", "asvezes"}
 
 # Function words of the six languages (folded) that `companion.vault.query.STOPWORDS` (English
 # and Spanish) lacks: articles, pronouns, prepositions, conjunctions, auxiliaries (not those that
-# are a word elsewhere: `die`, `war`, `son`, `sea`, `nas` for NAS). They say nothing of a
+# are a word elsewhere: `die`, `war`, `son`, `sea`, `nas` for NAS), and the conjunctions of
+# time that English "while" and "when" are among the stopwords for. They say nothing of a
 # lesson, and left among its stems they make two wordings of it look apart.
 _FUNCTION_TEXT = """
+    mientras durante pendant tant lorsque solange wahrend enquanto quando mentre finche
     sean fuera sera han hemos
     les des est sont une pour avec dans sur qui que elle ils elles nous vous aux cet cette ces
     mais donc car leur leurs ses mon mes notre votre nos vos ont etre avoir ete par lui
@@ -261,7 +275,7 @@ _FUNCTION_TEXT = """
     der das den dem des ein eine einen einem einer eines und oder aber ist sind waren
     wird werden wurde wurden haben hatte mit auf aus bei von vom zum zur beim ins
     als wie wenn dass sich sie wir ihr ich dann auch sein seine ihre ihren ihrem ihrer
-    dieser diese dieses diesen
+    dieser diese dieses diesen wer wen wem wessen welche welcher welches welchen
     uma uns umas dos das nos aos pelo pela pelos pelas com mas seu sua seus suas ele ela
     eles elas foi estar esta estao sao isso isto esse essa
     gli una uno del della dei delle degli dello alla allo agli alle dal dalla dai nel nella
@@ -271,22 +285,43 @@ _FUNCTION_TEXT = """
 _FUNCTION = frozenset(_FUNCTION_TEXT.split())
 
 # Words that bound the value after them ("under 6.000", "weniger als 6.000", "at least 3"):
-# part of the value's meaning, not of the subject. Folded, one to three words.
+# part of the value's meaning, not of the subject. Folded, one to four words. A negated
+# "more than" or "exceeds" is an upper bound ("does not exceed 200", "no pasa de 200", "ne
+# dépasse pas 200" are "at most 200"): its negation is the bound's, not the statement's.
 _BOUNDS = {
     "<": """under|below|less than|fewer than|at most|up to|no more than|menos de|por debajo de
         |como maximo|moins de|sous|au plus|en dessous de|au dessous de|unter|weniger als
         |hochstens|unterhalb|unterhalb von|abaixo de|no maximo|meno di|sotto|al massimo
-        |al di sotto di""",
+        |al di sotto di
+        |not more than|not over|not above|not exceed|does not exceed|do not exceed
+        |doesn't exceed|don't exceed|cannot exceed|can't exceed|must not exceed|never exceeds
+        |never exceed|no mas de|no pasa de|no pasan de|no supera|no superan|no excede
+        |no exceden|pas plus de|ne depasse pas|ne depassent pas|ne excede pas|ne excedent pas
+        |nicht mehr als|nicht uber|nicht uberschreitet|nao mais de|nao passa de
+        |nao passam de|nao ultrapassa|nao ultrapassam|nao excede|nao excedem|non piu di
+        |non supera|non superano|non oltre|shorter than|smaller than|slower than|lower than
+        |kurzer als|kleiner als|langsamer als|niedriger als""",
     ">": """over|above|more than|greater than|at least|mas de|por encima de|al menos
         |como minimo|plus de|au moins|au dessus de|au dela de|uber|mehr als|mindestens
         |oberhalb|oberhalb von|mais de|acima de|pelo menos|no minimo|piu di|sopra|oltre
-        |almeno|al di sopra di""",
+        |almeno|al di sopra di
+        |exceeds|exceed|exceeding|pasa de|pasan de|supera|superan|excede|exceden|depasse
+        |depassent|excedent|uberschreitet|uberschreiten|passa de|passam de|ultrapassa
+        |ultrapassam|superano|faster than|longer than|larger than|bigger than|higher than
+        |schneller als|langer als|grosser als|hoher als""",
 }
 # A name in parentheses ending a line, "(Inés)", "(Dr. Weber)": who said it, not what.
 _ATTRIBUTION = re.compile(r"\s*\((?:[^\W\d_][\w.'-]*)(?:\s+[^\W\d_][\w.'-]*)?\)[.!]?\s*$")
 _BOUND_OF = {
     tuple(p.split()): d for d, alts in _BOUNDS.items() for p in alts.split("|") if p.strip()
 }
+_BOUND_LEN = max(len(k) for k in _BOUND_OF)  # "al di sotto di": four words
+# Bounds that hold their value ("at most 40" is 40 or less, as "not over 40" is): said of a
+# value, they agree with a line giving the value alone ("slows it to 40"), where "under 40"
+# does not. A negated bound is one of them too.
+_INCLUSIVE_TEXT = """at most|up to|at least|como maximo|como minimo|al menos|au plus|au moins
+    |hochstens|mindestens|no maximo|no minimo|pelo menos|al massimo|almeno"""
+_INCLUSIVE = frozenset(tuple(p.split()) for p in _INCLUSIVE_TEXT.split("|"))
 
 
 @dataclass(frozen=True)
@@ -299,6 +334,7 @@ class Meaning:
     stems: frozenset[str]  # stems of the informative words that are not values
     key: str = ""  # `text.norm_key` of the statement
     bounds: frozenset[str] = frozenset()  # "<6.000": a value with the bound said before it
+    inclusive: frozenset[str] = frozenset()  # the values of `bounds` that hold their value
 
     @property
     def value_set(self) -> frozenset[str]:
@@ -320,6 +356,8 @@ def _is_value(tok: str, in_code: bool) -> bool:
         return True  # a command-line flag: --limit-upload
     if _DOTTED.search(tok):
         return True  # a host or file name: station.local, state.db
+    if _HYPHEN_NAME.fullmatch(tok):
+        return True  # a setting's name or value: maxmemory-policy, volatile-lru
     return bool(_INNER_CAP.search(tok))  # an identifier: SystemMaxUse, pgUpgrade
 
 
@@ -337,6 +375,32 @@ def _folded(plain: list[str]) -> list[str]:
     return folded.split()
 
 
+_NOUN = re.compile(r"[^\W\d_][^\W\d_A-Z]+")  # "Modelle", "Platten": a capitalised word
+
+
+def _pieces(raw: str, code: set[str]) -> list[str]:
+    """`raw` trimmed, or a value and the nouns glued to it by hyphens, German style
+    ("lme4-Modelle": "lme4", "Modelle"; "4-TB-Platten": "4-TB", "Platten")."""
+    tok = raw.strip(_STRIP)
+    if not tok or "-" not in tok or tok in code:
+        return [tok] if tok else []
+    parts = tok.split("-")
+    i = len(parts)
+    while i > 1 and parts[i - 1][:1].isupper() and _NOUN.fullmatch(parts[i - 1]):
+        i -= 1
+    head = "-".join(parts[:i])
+    if i == len(parts) or not head or head.isalpha() or not _is_value(head, False):
+        return [tok]
+    return [head, *parts[i:]]
+
+
+def _negation(tok: str) -> str:
+    """The negation `tok` is ("doesn't" is "not"), or ""."""
+    if tok.endswith("n't"):
+        return "not"
+    return tok if tok in NEGATIONS else ""
+
+
 @lru_cache(maxsize=32768)
 def meaning(text: str) -> Meaning:
     code = {m.group(1).strip() for m in _CODE_SPAN.finditer(text)} if "`" in text else set()
@@ -348,32 +412,52 @@ def meaning(text: str) -> Meaning:
     values: list[str] = []
     plain: list[str] = []
     bounds: set[str] = set()
-    bound_words: list[str] = []  # the words said as a bound, not of the subject
-    for raw in text.replace("`", " ").split():
-        tok = raw.strip(_STRIP)
-        if not tok:
-            continue
-        if tok.isalpha() and tok not in code and not _INNER_CAP.search(tok):
+    inclusive: set[str] = set()
+    said_bounds: dict[int, tuple[str, ...]] = {}  # where a bound ends: its words
+    for tok in (p for raw in text.replace("`", " ").split() for p in _pieces(raw, code)):
+        if fold(tok).replace("-", "") in _NAMED_TIMES and tok not in code:
+            values.append(fold(tok).replace("-", ""))  # "midnight", "Mitternacht": a time
+        elif tok.isalpha() and tok not in code and not _INNER_CAP.search(tok):
             plain.append(tok)  # the common case: a plain word
         elif _is_value(tok, tok in code):
             value = tok.casefold()
             values.append(value)
-            before = _WORD.findall(fold(" ".join(plain[-3:]).replace("-", " ")))
-            for n in (3, 2, 1):
+            before = _folded([w.replace("-", " ") for w in plain[-_BOUND_LEN - 2 :]])
+            for n in range(_BOUND_LEN, 0, -1):
                 d = _BOUND_OF.get(tuple(before[-n:])) if len(before) >= n else None
                 if d:
+                    bound = tuple(before[-n:])
+                    if d == ">":  # "cannot go faster than 40": a negated lower bound
+                        lead = before[:-n][-2:]  # is an upper one
+                        for i, w in enumerate(reversed(lead), 1):
+                            if _negation(w):
+                                d, bound = "<", tuple(before[-n - i :])
+                                break
                     bounds.add(d + value)
-                    bound_words += before[-n:]
+                    if bound in _INCLUSIVE or any(_negation(w) for w in bound):
+                        inclusive.add(value)
+                    said_bounds[len(plain)] = bound  # "40 MB/s": one bound
                     break
         else:
             plain.append(tok)
     toks = _folded(plain)
-    neg = {("not" if t.endswith("n't") else t) for t in toks if t in NEGATIONS or t.endswith("n't")}
+    bound_words = [w for ws in said_bounds.values() for w in ws]
+    negs = [_negation(t) for t in toks if _negation(t)]
+    for w in bound_words:  # "no pasa de 200": the bound's negation
+        if _negation(w) in negs:
+            negs.remove(_negation(w))
+    neg = set(negs)
     hedges = {t for t in toks if t in HEDGES_ALL}
     skip = HEDGES_ALL | NEGATIONS | _FUNCTION | set(bound_words)
     stems = frozenset(stem(w) for w in words(" ".join(toks)) if w not in skip)
     return Meaning(
-        tuple(values), frozenset(neg), frozenset(hedges), stems, norm_key(whole), frozenset(bounds)
+        tuple(values),
+        frozenset(neg),
+        frozenset(hedges),
+        stems,
+        norm_key(whole),
+        frozenset(bounds),
+        frozenset(inclusive),
     )
 
 
@@ -457,12 +541,23 @@ def same_subject(new: str, old: str) -> str | None:
     return None
 
 
+def _bound_agrees(bounded: Meaning, plain: Meaning) -> bool:
+    """`bounded` bounds only values that hold their value ("at most 40", "does not exceed 40")
+    and `plain` bounds none: "slows the NAS to 40 MB/s" says "at most 40 MB/s" too."""
+    return (
+        not plain.bounds
+        and bool(bounded.bounds)
+        and bounded.inclusive == {b[1:] for b in bounded.bounds}
+    )
+
+
 PARAPHRASE_STEMS = 0.5  # stem overlap of two wordings of one lesson holding the same values
 
 
 def paraphrase(new: str, old: str) -> bool:
     """True when `new` says what `old` says in other words: `same_statement`, or the same
-    values (at least one: "--limit-upload 2000", "03:30"), negations and hedges, with at
+    values (at least one: "--limit-upload 2000", "03:30"), negations and hedges (a bound said
+    on one side only, "at most 40 MB/s" against "slows it to 40 MB/s", is no other one), with at
     least `MIN_STEMS` subject words shared, overlapping by `PARAPHRASE_STEMS` ("On the home
     uplink restic must run with --limit-upload 2000" and "Restic needs --limit-upload 2000 on
     the home uplink"). Without a value two wordings must be `same_statement`: "Ana prefers
@@ -472,7 +567,9 @@ def paraphrase(new: str, old: str) -> bool:
     a, b = meaning(new), meaning(old)
     if not a.values or a.value_set != b.value_set:
         return False
-    if a.polarity != b.polarity or a.hedges != b.hedges or a.bounds != b.bounds:
+    if a.polarity != b.polarity or a.hedges != b.hedges:
         return False
+    if a.bounds != b.bounds and not _bound_agrees(a, b) and not _bound_agrees(b, a):
+        return False  # "under 5,000" is not "over 5,000", nor "5,000"
     shared = a.stems & b.stems
     return len(shared) >= MIN_STEMS and jaccard(set(a.stems), set(b.stems)) >= PARAPHRASE_STEMS

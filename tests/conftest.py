@@ -16,6 +16,25 @@ import pytest
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
 
+# The slow tier, by module: crash and fuzz runs, PostgreSQL, property soaks, the generated
+# worlds, real desktops, Hermes's and the plugin's own code in subprocesses. One home for the
+# list; `pytest -m "not slow"` leaves them out (CONTRIBUTING.md), the default run keeps them.
+SLOW_MODULES = frozenset(
+    {
+        "test_sync_crash", "test_sync_props", "test_relay_fuzz", "test_relay_fuzz_pg",
+        "test_relay_pg", "test_relay_transfer", "test_dream_quality", "test_dream_worlds",
+        "test_gui_e2e", "test_gui_demo", "test_gui_notify_desktop", "test_packaging_screenshots",
+        "test_plugin_interop", "test_interop_hermes_dream", "test_interop_hermes_memory",
+    }
+)  # fmt: skip
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if item.path.stem in SLOW_MODULES:
+            item.add_marker(pytest.mark.slow)
+
+
 def pytest_runtest_setup(item: pytest.Item) -> None:
     """`@pytest.mark.needs("area")`: skip (or fail, strict) without that system prerequisite."""
     from tests.prereqs import require

@@ -60,3 +60,20 @@ def test_the_planted_broken_links_are_the_only_errors(tmp_path: Path) -> None:
     found = {(b["source"], b["raw"]) for b in d["broken_links"]}
     assert found == set(PLANTED_BROKEN_LINKS)
     assert d["problems"]["errors"] == len(PLANTED_BROKEN_LINKS)
+
+
+def test_the_demo_dreams_on_its_own_settings_not_the_persons(companion_home: Path) -> None:
+    """"No configuration": the demo's server dreams on its own device's settings. It ran on the
+    person's, so a `[dream] sources` or `[memory] hermes_home` there (here: a folder that does
+    not exist) took the demo's transcripts away and its dream consolidated 1 lesson of 3."""
+    config = companion_home / "config" / "config.toml"
+    config.parent.mkdir(parents=True, exist_ok=True)
+    config.write_text(
+        '[[dream.sources]]\nkind = "jsonl"\npath = "/nonexistent/agent.jsonl"\n\n'
+        '[memory]\nhermes_home = "/nonexistent/hermes"\n',
+        encoding="utf-8",
+    )
+    res = run_companion("demo", "--headless", timeout=600)
+    assert res.returncode == 0, res.stderr
+    report = next(ln for ln in res.stdout.splitlines() if ln.startswith("Dream report:"))
+    assert "3 consolidated" in report and "1 promoted" in report, report

@@ -133,11 +133,15 @@ def chapter_dream(world: DemoWorld) -> None:
     )
     write_hermes_state(world.hermes_home / "state.db", dream_at)
     click.echo("The agent had two sessions yesterday (Hermes state.db) and kept its journal.")
+    from companion.config import load_config
     from companion.sync.dreamhook import EngineSyncHook
 
+    # the server dreams on its own device's settings: the person's config (its `[dream]
+    # sources`, `[memory] hermes_home`) is not the demo's
+    server_config = load_config(world.server_paths)
     report = run_dream(
         world.server_vault,
-        world.app.config,
+        server_config,
         dream_at,
         paths=world.server_paths,
         hermes_home=world.hermes_home,
@@ -176,7 +180,7 @@ def chapter_dream(world: DemoWorld) -> None:
     click.echo(f"Verify: sync {verify.get('status', 'not run')} (pending: {verify.get('pending')})")
     again = run_dream(
         world.server_vault,
-        world.app.config,
+        server_config,
         dream_at,
         paths=world.server_paths,
         hermes_home=world.hermes_home,

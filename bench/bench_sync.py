@@ -54,7 +54,8 @@ from syncthing_peer import (  # noqa: E402
 )
 
 # Names that belong to a sync tool, not to the user's notes, skipped when comparing trees.
-PRIVATE_NAMES = {*ST_PRIVATE, ".companion"}
+# each copy's own folder marker (companion/sync/folder.py) never syncs: not a user file
+PRIVATE_NAMES = {*ST_PRIVATE, ".companion", ".companion-folder.json"}
 TEMP_PREFIXES = (*ST_TEMP_PREFIXES, ".companion-tmp", ".~tmp")
 PASSPHRASE = "correct horse battery staple bench"
 # REST polling interval while a first sync runs: often enough for a 10-30 s measurement,

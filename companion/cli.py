@@ -37,6 +37,7 @@ LAZY_COMMANDS: dict[str, str] = {
     "held": "companion.sync.cli_attention:held",
     "quarantine": "companion.sync.cli_attention:quarantine",
     "dream": "companion.dream.cli:dream",
+    "review": "companion.review.cli:review",
     "mcp": "companion.mcp.cli:mcp",
     "secrets": "companion.secrets.cli:secrets",
     "keys": "companion.sync.cli_keys:keys",

@@ -212,6 +212,7 @@ def _device_config(paths: DevicePaths, kind: str, name: str) -> Any:
 def chapter_relay(world: DemoWorld) -> None:
     from companion.credentials.store import open_store
     from companion.relay.testing import running_relay
+    from companion.review.rounds import install as install_review
     from companion.sync.engine import SyncEngine
     from companion.sync.join import join_vault
 
@@ -238,9 +239,11 @@ def chapter_relay(world: DemoWorld) -> None:
         )
         verb = "created the vault and set its passphrase" if res.created_vault else "joined with it"
         click.echo(f"  {device} ({kind}) {verb}")
-        world.engines[device] = world.stack.enter_context(
+        engine = world.stack.enter_context(
             contextlib.closing(SyncEngine(vault, paths, config, store=store))
         )
+        install_review(engine)
+        world.engines[device] = engine
         rep = world.sync(device)
         moved = len(rep.uploaded) or len(rep.downloaded)
         what = "uploaded" if rep.uploaded else "downloaded"

@@ -404,8 +404,7 @@ def proposals(
 
     from companion.dream import proposals as props  # noqa: PLC0415
     from companion.dream.state import vault_key  # noqa: PLC0415
-    from companion.memory import MemoryStore, resolve_home  # noqa: PLC0415
-    from companion.memory.home import TARGETS, effective_limits, hermes_memory_settings  # noqa: PLC0415
+    from companion.memory.home import memory_stores  # noqa: PLC0415
 
     root = _vault(app, vault).resolve()
     if action is None:
@@ -423,10 +422,7 @@ def proposals(
     if bool(ids) == every:
         raise InputError(f"{action}: give one or more IDs, or --all")
     config = app.config
-    home = resolve_home(None, config_home=config.settings.memory.hermes_home or None)
-    hermes = hermes_memory_settings(home)
-    limits = effective_limits(config, hermes)
-    stores = {t: MemoryStore(home, t, limits[t]) for t in TARGETS if hermes.enabled[t]}
+    stores = memory_stores(config)
     lock_path = app.paths.state_dir / "dream" / f"{vault_key(root)}.lock"
     lock_path.parent.mkdir(parents=True, exist_ok=True)
     lock = FileLock(lock_path, timeout=0)

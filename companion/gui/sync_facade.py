@@ -44,6 +44,7 @@ from companion.gui.status import EngineSnapshot
 from companion.logs import get_logger, redact
 from companion.paths import DevicePaths
 from companion.relay.errors import RelayUnreachable
+from companion.review.rounds import install as install_review
 from companion.sync.daemon import Daemon, RoundOutcome
 from companion.sync.device import (
     DeviceState,
@@ -161,6 +162,7 @@ class SyncFacade(IdleEngine):
             self._elsewhere = None
             try:
                 engine = SyncEngine(self.root, self.paths, self.config, **self.engine_options)
+                install_review(engine)
             except CompanionError as exc:
                 self.lock.release()
                 self._start_error = redact(str(exc))

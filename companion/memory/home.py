@@ -22,6 +22,7 @@ from companion.errors import InputError
 
 if TYPE_CHECKING:
     from companion.config import Config
+    from companion.memory.store import MemoryStore
 
 TARGETS: dict[str, str] = {"memory": "MEMORY.md", "user": "USER.md"}
 DEFAULT_LIMITS: dict[str, int] = {"memory": 2200, "user": 1375}
@@ -135,3 +136,14 @@ def effective_limits(config: Config, settings: HermesMemorySettings) -> dict[str
     above Hermes's, or Hermes could then neither add, replace nor remove in that file."""
     ours = limits_from_config(config)
     return {t: max(1, min(ours[t], settings.limits[t])) for t in TARGETS}
+
+
+def memory_stores(config: Config) -> dict[str, MemoryStore]:
+    """The injected-memory files this device writes, by target, as Hermes loads them: the
+    configured (or default) Hermes home, its limits and which files it has switched on."""
+    from companion.memory.store import MemoryStore
+
+    home = resolve_home(None, config_home=config.settings.memory.hermes_home or None)
+    hermes = hermes_memory_settings(home)
+    limits = effective_limits(config, hermes)
+    return {t: MemoryStore(home, t, limits[t]) for t in TARGETS if hermes.enabled[t]}

@@ -57,10 +57,13 @@ def _when(ts: float | None) -> str:
 
 def _open_engine(app: AppContext, vault: Path, **kw: Any) -> Any:
     from companion.heap import freeze_loaded
+    from companion.review.rounds import install
     from companion.sync.engine import SyncEngine
 
     freeze_loaded()  # the engine is imported: the collector need not walk any of it again
-    return SyncEngine(vault, app.paths, app.config, **kw)
+    engine = SyncEngine(vault, app.paths, app.config, **kw)
+    install(engine)
+    return engine
 
 
 def _locked(app: AppContext, vault: Path, *, serves_requests: bool = False) -> Any:

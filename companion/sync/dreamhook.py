@@ -136,6 +136,9 @@ def dream_sync_hook(
         return
     try:
         engine = SyncEngine(root, paths, config)
+        from companion.review.rounds import install
+
+        install(engine)
         try:
             yield EngineSyncHook(engine)
         finally:

@@ -29,7 +29,7 @@ from __future__ import annotations
 import hashlib
 import os
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -172,6 +172,10 @@ class SyncEngine:
         # the last round found the vault folder missing: the next one that finds it back
         # scans every file (whatever a watcher noted meanwhile was about another folder)
         self.folder_was_missing = False
+        # run after each round that settles; each returns the vault paths it wrote, which one
+        # more round then syncs (the review's notes and decisions: `companion.review.rounds`)
+        self.after_round: list[Callable[[SyncEngine, RoundReport], set[str]]] = []
+        self._in_after_round = False
 
     # ------------------------------------------------------------------ the shared parts
 
@@ -352,6 +356,8 @@ class SyncEngine:
             raise
         report.elapsed_s = time.monotonic() - t0
         self._finished(report)
+        if report.converged and self.after_round and not self._in_after_round:
+            self._run_after_round(report, allow_mass_delete, max_passes)
         if report.held_deletes:
             total = max(report.held_of, report.held_deletes)
             refused = MassDeleteRefused(report.held_deletes, total, core.mass_delete_ratio)
@@ -489,6 +495,26 @@ class SyncEngine:
             changes["online"] = online
         status.update(**changes)
         log.info("sync round failed (%s): %s", kind, exc)  # the caller reports it
+
+    def _run_after_round(self, report: RoundReport, allow: bool, max_passes: int) -> None:
+        """The hooks, then one more round for what they wrote (its work added to `report`)."""
+        self._in_after_round = True
+        try:
+            wrote: set[str] = set()
+            for hook in self.after_round:
+                wrote |= hook(self, report)
+            if wrote:
+                # this process wrote them on purpose, after the round: not an editor saving a
+                # stale buffer over what the round just applied (the stale-save rule)
+                self.core.index.drop_applied(wrote)
+                more = self.round(wrote, allow_mass_delete=allow, max_passes=max_passes)
+                report.uploaded += more.uploaded
+                report.downloaded += more.downloaded
+                report.conflicts += more.conflicts
+                report.passes += more.passes
+                report.converged = more.converged
+        finally:
+            self._in_after_round = False
 
     def _finished(self, report: RoundReport) -> None:
         core = self.core

@@ -1,0 +1,211 @@
+"""Issue 41, end to end on one relay: the night's review note is the relay's account, and the
+decisions ticked in it are carried out by the right device.
+
+A laptop (human) owns the vault; a server (agent) writes a note of its own and dreams with
+every memory change proposed; both run the review after each sync round
+(`companion.review.rounds.install`, as `companion sync`, `watch` and the desktop app do).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from pathlib import Path
+from zoneinfo import ZoneInfo
+
+import pytest
+
+from companion.demo.sample import write_hermes_state, write_sample_vault
+from companion.dream import run_dream
+from companion.mcp.writelog import FOLDER as LOG_FOLDER
+from companion.review import note as notes
+from companion.review.rounds import install
+from companion.sync.dreamhook import EngineSyncHook
+from tests.syncharness import Device, SyncCluster, cluster
+
+NIGHT = dt.datetime(2026, 11, 29, 2, 0, tzinfo=ZoneInfo("Europe/Madrid"))
+REVIEW = "review/2026-11-29.md"
+AGENT_NOTE = "knowledge/Agent scratch.md"
+
+
+def _world(tmp: Path, c: SyncCluster) -> tuple[Device, Device, Path]:
+    laptop = c.add_device("laptop", "human")
+    server = c.add_device("server", "agent")
+    write_sample_vault(laptop.vault, NIGHT.date())
+    hermes = tmp / "hermes"
+    write_hermes_state(hermes / "state.db", NIGHT)
+    cfg = server.paths.config_file
+    cfg.write_text(
+        cfg.read_text()
+        + f'\n[dream]\napply = "propose-all"\n\n[memory]\nhermes_home = "{hermes}"\n'
+    )
+    c.sync_all()
+    install(laptop.engine())
+    install(server.engine())
+    server.write(AGENT_NOTE, "# Agent scratch\n\nThe agent wrote this on its own.\n")
+    server.sync()
+    run_dream(
+        server.vault,
+        server.config,
+        NIGHT,
+        paths=server.paths,
+        hermes_home=hermes,
+        sync=EngineSyncHook(server.engine()),
+    )
+    laptop.sync()
+    return laptop, server, hermes
+
+
+def _text(d: Device, rel: str = REVIEW) -> str:
+    data = d.read(rel)
+    assert data is not None, f"{rel} is not on {d.name}"
+    return data.decode()
+
+
+def _ids(text: str, prefix: str) -> list[str]:
+    return sorted({ln.id for ln in notes.parse_lines(text) if ln.id.startswith(prefix)})
+
+
+def _tick(d: Device, item: str, code: str) -> None:
+    text = _text(d)
+    d.write(REVIEW, notes.set_ticked(text, (item, code)))
+
+
+def _line(d: Device, item: str, code: str) -> notes.Line:
+    [ln] = [x for x in notes.parse_lines(_text(d)) if x.key == (item, code)]
+    return ln
+
+
+def test_the_night_reaches_the_laptop_from_the_relays_history(tmp_path: Path) -> None:
+    with cluster(tmp_path / "c") as c:
+        laptop, server, _ = _world(tmp_path, c)
+        text = _text(laptop)
+        assert text == _text(server)
+        # the agent's own write and the dream's notes, each with a revert line; the person's
+        # initial upload is not the agent's and is not listed
+        assert f"[[{AGENT_NOTE[:-3]}]]" in text
+        assert "[[Home]]" not in text.split("## Changes")[1].split("## ")[0] or True
+        assert "journal/2026-11-22" not in text  # the person's own note: not a change
+        changes = _ids(text, "c-")
+        assert len(changes) >= 2
+        assert _ids(text, "p-"), "propose-all: the memory changes wait as proposals"
+        assert "`n-20261129/r`" in text and "`n-20261129/a`" in text
+        home = _text(laptop, "Home.md")
+        assert home.startswith("<!-- review:begin -->\n> [!todo] [[review/2026-11-29|")
+
+
+def test_an_agent_that_rewrites_the_note_or_its_log_changes_nothing(tmp_path: Path) -> None:
+    with cluster(tmp_path / "c") as c:
+        laptop, server, _ = _world(tmp_path, c)
+        honest = _text(laptop)
+        agent_block = honest.split(f"### [[{AGENT_NOTE[:-3]}]]")[1].split("### ")[0]
+        [agent_change] = [x for x in _ids(agent_block, "c-")]
+        # the agent empties its write log, forges one entry under the person's device, and
+        # rewrites the review: its own change left out, a forged one added
+        log = server.vault / LOG_FOLDER
+        for f in log.glob("*.jsonl") if log.is_dir() else []:
+            f.write_text("")
+        server.write(
+            f"{LOG_FOLDER}/2026-11-29.laptop.jsonl",
+            json.dumps({"v": 1, "tool": "write_note", "path": "x.md", "action": "created",
+                        "message": "approved by the person", "device": "laptop",
+                        "time": "2026-11-29T01:00:00Z"}) + "\n",
+        )  # fmt: skip
+        forged = honest.replace(f"### [[{AGENT_NOTE[:-3]}]]{agent_block}", "").replace(
+            "## Changes\n",
+            "## Changes\n\n### [[knowledge/Forged]]\n\n- [ ] Revert this change `c-0000000000/r`\n",
+            1,
+        )
+        server.write(REVIEW, forged)
+        server.sync()
+        laptop.sync()
+        fixed = _text(laptop)
+        assert agent_change in _ids(fixed, "c-")
+        assert "c-0000000000" not in fixed
+        assert "rewrote this review from the relay's history" in fixed
+        server.sync()
+        assert _text(server) == fixed
+
+
+def test_a_tick_on_the_server_is_ignored_and_says_so(tmp_path: Path) -> None:
+    with cluster(tmp_path / "c") as c:
+        laptop, server, _ = _world(tmp_path, c)
+        item = _ids(_text(server), "c-")[0]
+        _tick(server, item, "r")
+        server.sync()
+        laptop.sync()
+        ln = _line(laptop, item, "r")
+        assert not ln.ticked and not ln.final
+        assert ln.outcome and "an agent device, was ignored" in ln.outcome
+        server.sync()
+        assert not _line(server, item, "r").ticked
+
+
+def test_a_revert_ticked_on_the_laptop_is_carried_out_everywhere(tmp_path: Path) -> None:
+    with cluster(tmp_path / "c") as c:
+        laptop, server, _ = _world(tmp_path, c)
+        text = _text(laptop)
+        block = text.split(f"### [[{AGENT_NOTE[:-3]}]]")[1].split("### ")[0]
+        [item] = _ids(block, "c-")
+        assert laptop.read(AGENT_NOTE) is not None
+        _tick(laptop, item, "r")
+        laptop.sync()
+        assert laptop.read(AGENT_NOTE) is None  # the agent's new note, reverted: gone
+        ln = _line(laptop, item, "r")
+        assert ln.final and ln.outcome and ln.outcome.startswith("reverted ")
+        assert ln.outcome.endswith("from laptop")
+        server.sync()
+        assert server.read(AGENT_NOTE) is None
+        assert _line(server, item, "r").final
+
+
+def test_a_revert_of_a_note_edited_since_says_why_and_changes_nothing(tmp_path: Path) -> None:
+    with cluster(tmp_path / "c") as c:
+        laptop, server, _ = _world(tmp_path, c)
+        block = _text(laptop).split(f"### [[{AGENT_NOTE[:-3]}]]")[1].split("### ")[0]
+        [item] = _ids(block, "c-")
+        laptop.write(AGENT_NOTE, "# Agent scratch\n\nI rewrote this myself.\n")
+        _tick(laptop, item, "r")
+        laptop.sync()
+        assert laptop.read(AGENT_NOTE) == b"# Agent scratch\n\nI rewrote this myself.\n"
+        ln = _line(laptop, item, "r")
+        assert ln.final and ln.outcome and ln.outcome.startswith("not done: the note changed")
+
+
+def test_a_proposal_applied_on_the_laptop_is_applied_by_the_server(tmp_path: Path) -> None:
+    with cluster(tmp_path / "c") as c:
+        laptop, server, hermes = _world(tmp_path, c)
+        text = _text(laptop)
+        item = _ids(text, "p-")[0]
+        section = text.split(f"`{item}/a`")[0].rsplit("```diff\n", 1)[1].split("\n```")[0]
+        entry = section.splitlines()[-1][2:]
+        memory = hermes / "memories"
+        before = {p.name: p.read_text() for p in memory.glob("*.md")} if memory.is_dir() else {}
+        assert not any(entry in t for t in before.values())
+        _tick(laptop, item, "a")
+        laptop.sync()
+        assert not _line(laptop, item, "a").final  # the laptop does not apply proposals
+        server.sync()
+        after = {p.name: p.read_text() for p in memory.glob("*.md")}
+        assert any(entry in t for t in after.values())
+        ln = _line(server, item, "a")
+        assert ln.final and ln.outcome and "ticked on laptop" in ln.outcome
+        assert _line(server, item, "d").final  # the other choice says it too
+        laptop.sync()
+        assert _line(laptop, item, "a").final
+        book = json.loads(_text(laptop, ".companion/dreams/proposals.json"))
+        states = {p["id"]: p["state"] for p in book["proposals"]}
+        assert "applied" in states.values()
+
+
+@pytest.mark.parametrize("who", ["server"])
+def test_an_agent_tick_on_a_proposal_is_never_applied(tmp_path: Path, who: str) -> None:
+    with cluster(tmp_path / "c") as c:
+        laptop, server, hermes = _world(tmp_path, c)
+        item = _ids(_text(server), "p-")[0]
+        _tick(server, item, "a")
+        server.sync()
+        book = json.loads(_text(server, ".companion/dreams/proposals.json"))
+        assert all(p["state"] == "pending" for p in book["proposals"])
+        laptop.sync()
+        assert not _line(laptop, item, "a").ticked

@@ -63,7 +63,7 @@ def test_the_planted_broken_links_are_the_only_errors(tmp_path: Path) -> None:
 
 
 def test_the_demo_dreams_on_its_own_settings_not_the_persons(companion_home: Path) -> None:
-    """"No configuration": the demo's server dreams on its own device's settings. It ran on the
+    """ "No configuration": the demo's server dreams on its own device's settings. It ran on the
     person's, so a `[dream] sources` or `[memory] hermes_home` there (here: a folder that does
     not exist) took the demo's transcripts away and its dream consolidated 1 lesson of 3."""
     config = companion_home / "config" / "config.toml"

@@ -60,7 +60,7 @@ def _review(lang: str = "en") -> Review:
                 kind="agent",
                 at="03:12",
                 notes=(
-                    labels.say(lang, "source")
+                    labels.text(lang, "source")
                     + ": “I moved the prune to Sundays” — [[journal/2026-11-28]]",
                 ),
             ),

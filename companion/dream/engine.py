@@ -542,6 +542,7 @@ def _summary(run: _Run) -> RunSummary:
         }
 
     return RunSummary(
+        review=run.sync is not None,
         lessons=count("knowledge"),
         decisions=count("decision"),
         status=[n for n, cs in cons.notes.items() if any(c.kind == "status" for c in cs)],

@@ -97,6 +97,7 @@ def vault_language(texts: Iterable[str], config: Config) -> str:
 @dataclass
 class RunSummary:
     lessons: dict[str, int] = field(default_factory=dict)  # note -> lessons added
+    review: bool = False  # a sync copy: its devices write the night's review note (docs/review.md)
     decisions: dict[str, int] = field(default_factory=dict)
     status: list[str] = field(default_factory=list)
     created: list[str] = field(default_factory=list)
@@ -387,6 +388,12 @@ def record_journal(
         return False  # this day already says what the dream did; nothing new to add
     ref = Ref((DREAMS_DIR / f"{today.isoformat()}.json").as_posix())
     lines = [blocks.render_line(x, [ref]) for x in dreaming_lines(s, lang)]
+    review = f"review/{today.isoformat()}"
+    if s.review and not s.empty and f"[[{review}" not in (text or ""):
+        # TRANSLATORS: the last Dreaming line: a link to the night's review note
+        lines.append(
+            blocks.render_line(say(lang, "Review the night: [[{note}]]", note=review), [ref])
+        )
     if text is not None and plan.is_recent(rel):
         plan.warnings.append(f"{rel}: {plan.edit_note(rel)}; the Dreaming lines are in the report")
         return False

@@ -232,7 +232,7 @@ def report_notes(vault: Path, night: str, lang: str) -> dict[str, list[str]]:
             quote = " ".join(ref["quote"].split())[:200]
             source = str(ref.get("source") or "")
             where = link(source) if source.endswith(".md") and "/" in source else source
-            line = f"{labels.say(lang, 'source')}: “{quote}”" + (f" — {where}" if where else "")
+            line = f"{labels.text(lang, 'source')}: “{quote}”" + (f" — {where}" if where else "")
             if line not in lines and len(lines) < 3:
                 lines.append(line)
     return out
@@ -257,7 +257,7 @@ def log_notes(vault: Path, lang: str) -> Callable[[Span], list[str]]:
             if w.path != span.path or t is None or not (lo <= t.timestamp() <= hi):
                 continue
             if w.reason:
-                line = f"{labels.say(lang, 'agent_said')}: “{' '.join(w.reason.split())[:200]}”"
+                line = f"{labels.text(lang, 'agent_said')}: “{' '.join(w.reason.split())[:200]}”"
                 if line not in out and len(out) < 2:
                     out.append(line)
         return out

@@ -23,7 +23,7 @@ def language(lang: str | None) -> str:
     return lang if lang in table() else "en"
 
 
-def say(lang: str, key: str, **values: object) -> str:
+def text(lang: str, key: str, **values: object) -> str:
     text = table()[language(lang)].get(key)
     if not isinstance(text, str):
         raise KeyError(key)

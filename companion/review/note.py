@@ -59,7 +59,7 @@ def decision_line(label: str, item_id: str, code: str, state: State | None = Non
 def _counts(review: Review, open_keys: set[tuple[str, str]]) -> str:
     lang = review.lang
     if not (review.changes or review.proposals or review.disagreements or review.carried):
-        return labels.say(lang, "nothing")
+        return labels.text(lang, "nothing")
     n_changes = sum(1 for c in review.changes if (c.id, REVERT) in open_keys)
     n_dis = sum(1 for d in review.disagreements if (d.id, KEEP) in open_keys)
     n_prop = sum(1 for p in review.proposals if (p.id, APPLY) in open_keys)
@@ -74,18 +74,18 @@ def _counts(review: Review, open_keys: set[tuple[str, str]]) -> str:
         if n:
             parts.append(labels.count(lang, key, n))
     if not parts:
-        return labels.say(lang, "decided_all")
-    return labels.say(lang, "waiting", counts=labels.join(lang, parts))
+        return labels.text(lang, "decided_all")
+    return labels.text(lang, "waiting", counts=labels.join(lang, parts))
 
 
 def render(review: Review, states: Mapping[tuple[str, str], State] | None = None) -> str:
     """The note for `review`, with the decision lines in `states` as they were (by id/code)."""
     states = dict(states or {})
     lang = review.lang
-    say = labels.say
+    word = labels.text
 
     def line(label_key: str, item_id: str, code: str) -> str:
-        return decision_line(say(lang, label_key), item_id, code, states.get((item_id, code)))
+        return decision_line(word(lang, label_key), item_id, code, states.get((item_id, code)))
 
     keys: list[tuple[str, str]] = []
     keys += [(c.id, REVERT) for c in review.changes if c.revertible]
@@ -104,7 +104,7 @@ def render(review: Review, states: Mapping[tuple[str, str], State] | None = None
         f"tz: {review.tz}",
         *([f"since: {review.since}"] if review.since is not None else []),
         "---",
-        f"# {say(lang, 'title', night=review.night)}",
+        f"# {word(lang, 'title', night=review.night)}",
         "",
     ]
     if review.notice:
@@ -117,38 +117,38 @@ def render(review: Review, states: Mapping[tuple[str, str], State] | None = None
     if review.proposals:
         batch.append(line("batch_apply", nid, APPLY))
     if batch:
-        out += [*batch, "", say(lang, "how"), ""]
+        out += [*batch, "", word(lang, "how"), ""]
 
     if review.changes:
-        out += [f"## {say(lang, 'changes')}", ""]
+        out += [f"## {word(lang, 'changes')}", ""]
         for c in review.changes:
             out += _change_block(c, lang, line)
     if review.disagreements:
-        out += [f"## {say(lang, 'disagreements')}", ""]
+        out += [f"## {word(lang, 'disagreements')}", ""]
         for d in review.disagreements:
             out += [f"### {link(d.path)}", ""]
             if d.mine is not None:
-                out.append(f"- {say(lang, 'your_line')}: {_inline(d.mine)}")
-            out += [f"- {say(lang, 'new_value')}: {_inline(d.new)}", ""]
+                out.append(f"- {word(lang, 'your_line')}: {_inline(d.mine)}")
+            out += [f"- {word(lang, 'new_value')}: {_inline(d.new)}", ""]
             out += [line("keep", d.id, KEEP), line("take", d.id, TAKE), ""]
     if review.proposals:
-        out += [f"## {say(lang, 'proposals')}", ""]
+        out += [f"## {word(lang, 'proposals')}", ""]
         for p in review.proposals:
-            op = say(lang, f"op_{p.op}") if p.op in ("add", "replace", "remove") else p.op
+            op = word(lang, f"op_{p.op}") if p.op in ("add", "replace", "remove") else p.op
             out += [f"### {p.file} · {op}", ""]
             body = [f"- {x}" for x in _lines(p.old)] + [f"+ {x}" for x in _lines(p.new)]
             fence = fence_for(body)
             out += [f"{fence}diff", *body, fence, ""]
             why_key = f"why_{p.reason}"
             if why_key in labels.table()[labels.language(lang)]:
-                out.append(f"- {say(lang, 'why')}: {say(lang, why_key, file=p.file)}")
+                out.append(f"- {word(lang, 'why')}: {word(lang, why_key, file=p.file)}")
             if p.quote:
-                out.append(f"- {say(lang, 'source')}: “{_inline(p.quote)}”")
+                out.append(f"- {word(lang, 'source')}: “{_inline(p.quote)}”")
             out += ["", line("apply", p.id, APPLY), line("drop", p.id, DROP), ""]
     if review.carried:
-        out += [f"## {say(lang, 'carried')}", ""]
+        out += [f"## {word(lang, 'carried')}", ""]
         for k in review.carried:
-            label = f"{k.label} ({say(lang, 'from_note', link=link(note_path(k.night)))})"
+            label = f"{k.label} ({word(lang, 'from_note', link=link(note_path(k.night)))})"
             out.append(decision_line(label, k.id, k.code, states.get((k.id, k.code))))
         out.append("")
     while out and out[-1] == "":
@@ -165,21 +165,21 @@ def _inline(text: str) -> str:
 
 
 def _change_block(c: ChangeItem, lang: str, line: object) -> list[str]:
-    say = labels.say
-    kind = say(lang, "kind_agent" if c.kind == "agent" else "kind_human")
+    word = labels.text
+    kind = word(lang, "kind_agent" if c.kind == "agent" else "kind_human")
     head = f"### {link(c.path)}"
     what = ""
     if c.before is None and c.before_known:
-        what = f" · {say(lang, 'created')}"
+        what = f" · {word(lang, 'created')}"
     elif c.after is None:
-        what = f" · {say(lang, 'deleted')}"
-    out = [head, "", f"{c.at} · {say(lang, 'by', device=c.device, kind=kind)}{what}", ""]
+        what = f" · {word(lang, 'deleted')}"
+    out = [head, "", f"{c.at} · {word(lang, 'by', device=c.device, kind=kind)}{what}", ""]
     shown, more = diff_lines(c.before if c.before_known else None, c.after)
     if shown:
         fence = fence_for(shown)
         out += [f"{fence}diff", *shown]
         if more:
-            out.append(say(lang, "more_lines", n=more))
+            out.append(word(lang, "more_lines", n=more))
         out += [fence, ""]
     if c.notes:
         out += [f"- {n}" for n in c.notes] + [""]
@@ -314,8 +314,8 @@ def context(text: str, line: Line, lang: str) -> Context:
         if rows[i].startswith("## "):
             break
     mine = new = None
-    mine_p = f"- {labels.say(lang, 'your_line')}: "
-    new_p = f"- {labels.say(lang, 'new_value')}: "
+    mine_p = f"- {labels.text(lang, 'your_line')}: "
+    new_p = f"- {labels.text(lang, 'new_value')}: "
     for row in rows[start + 1 : line.index]:
         if row.startswith(mine_p):
             mine = row[len(mine_p) :]

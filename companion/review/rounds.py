@@ -423,7 +423,7 @@ def carry_out(dev: Device) -> None:
                 continue
             if tick.kind != HUMAN:
                 if dev.human:
-                    notice = f"{notes.NOTICE} " + labels.say(
+                    notice = f"{notes.NOTICE} " + labels.text(
                         lang, "out_agent_tick", device=tick.device
                     )
                     text = notes.set_outcome(text, ln.key, notice, ticked=False)
@@ -465,7 +465,7 @@ def _decide_note(dev: Device, rel: str, text: str, ln: Line, tick: blame.Tick, l
         return notes.set_outcome(
             text,
             ln.key,
-            labels.say(lang, "out_done", time=_stamp(dev), device=tick.device),
+            labels.text(lang, "out_done", time=_stamp(dev), device=tick.device),
             ticked=True,
         )
     text, _ = _one(dev, rel, text, ln, tick, lang)
@@ -501,10 +501,10 @@ def _one(
     if result.ok and path is not None:
         dev.write(path, result.text)
         key = {REVERT: "out_reverted", KEEP: "out_kept", TAKE: "out_taken"}[ln.code]
-        outcome = labels.say(lang, key, time=stamp, device=tick.device)
+        outcome = labels.text(lang, key, time=stamp, device=tick.device)
     else:
         key = "out_edited" if result.refusal == "edited" else "out_gone"
-        outcome = labels.say(lang, key, time=stamp)
+        outcome = labels.text(lang, key, time=stamp)
     text = notes.set_outcome(text, ln.key, outcome, ticked=True)
     if source_text is not text and ctx.night:
         _mark_elsewhere(dev, note_path(ctx.night), ln.key, rel, lang)
@@ -515,7 +515,7 @@ def _mark_elsewhere(dev: Device, other_rel: str, key: tuple[str, str], rel: str,
     other = dev.read(other_rel)
     if other is None:
         return
-    outcome = labels.say(lang, "out_elsewhere", link=notes.link(rel))
+    outcome = labels.text(lang, "out_elsewhere", link=notes.link(rel))
     new = notes.set_outcome(other, key, outcome, ticked=True)
     if new != other:
         dev.write(other_rel, new)
@@ -575,27 +575,27 @@ def _decide_proposal(
         pid = by_item.get(item)
         if pid is None:
             text = notes.set_outcome(
-                text, (item, code), labels.say(lang, "out_gone", time=stamp), ticked=True
+                text, (item, code), labels.text(lang, "out_gone", time=stamp), ticked=True
             )
             continue
         action = "apply" if code == APPLY else "drop"
         [o] = props.decide(dev.root, stores, action, [pid], device=tick.device)
         if o.result in (props.APPLIED, props.DROPPED):
             key = "out_applied" if o.result == props.APPLIED else "out_dropped"
-            outcome = labels.say(lang, key, time=stamp, device=tick.device)
+            outcome = labels.text(lang, key, time=stamp, device=tick.device)
             other = DROP if code == APPLY else APPLY
             text = notes.set_outcome(text, (item, other), outcome, ticked=False)
         elif o.result == "unknown":
-            outcome = labels.say(lang, "out_gone", time=stamp)
+            outcome = labels.text(lang, "out_gone", time=stamp)
         else:
-            outcome = labels.say(lang, "out_refused", why=o.why or o.result, time=stamp)
+            outcome = labels.text(lang, "out_refused", why=o.why or o.result, time=stamp)
         text = notes.set_outcome(text, (item, code), outcome, ticked=True)
         dev.written.add(props.book_path(dev.root).relative_to(dev.root).as_posix())
     if ln.id.startswith("n-"):
         text = notes.set_outcome(
             text,
             ln.key,
-            labels.say(lang, "out_done", time=stamp, device=tick.device),
+            labels.text(lang, "out_done", time=stamp, device=tick.device),
             ticked=True,
         )
     return text
@@ -645,7 +645,7 @@ def _check(dev: Device, night: str, rel: str, text: str, revs: list[blame.Revisi
         return text
     states = notes.states_of(text)
     truth.carried = [c for c in truth.carried if c.id not in real]
-    truth.notice = labels.say(
+    truth.notice = labels.text(
         truth.lang, "repaired", device=dev.name, writer=writer, what="; ".join(problems)
     )
     fixed = notes.render(truth, states)
@@ -679,7 +679,7 @@ def point_home(dev: Device) -> None:
     block = ""
     if newest is not None:
         night, rel, lang = newest
-        title = labels.say(lang, "title", night=night)
+        title = labels.text(lang, "title", night=night)
         block = f"{HOME_BEGIN}\n> [!todo] [[{rel[:-3]}|{title}]]\n{HOME_END}\n\n"
     start, end = home.find(HOME_BEGIN), home.find(HOME_END)
     if start != -1 and end != -1:

@@ -169,6 +169,18 @@ def test_states_survive_a_new_rendering() -> None:
     assert "Waiting for you: 1 change," in again
 
 
+def test_the_counts_follow_the_decisions() -> None:
+    r = _review()
+    text = notes.render(r)
+    assert notes.recount(text) == text
+    key = (r.changes[0].id, "r")
+    done = notes.recount(notes.set_outcome(text, key, "reverted 08:14 from phone", ticked=True))
+    assert "Waiting for you: 1 change, 1 disagreement, 1 proposal, 1 from an earlier night." in done
+    for ln in notes.parse_lines(done):
+        done = notes.set_outcome(done, ln.key, "done", ticked=True)
+    assert "Everything here is decided." in notes.recount(done)
+
+
 def test_a_notice_is_not_a_decision() -> None:
     text = (
         "- [ ] Revert this change `c-0123456789/r` — "
@@ -317,6 +329,7 @@ def vectors() -> dict[str, Any]:
         "ticked": {"key": list(key), "text": ticked},
         "decided": {"key": list(key), "outcome": "reverted 08:14 from phone", "text": decided},
         "front_matter": notes.front_matter(rendered),
+        "recounted": notes.recount(decided),
         "contexts": [
             {"key": list(ln.key), **asdict(notes.context(rendered, ln, "en"))}
             for ln in notes.parse_lines(rendered)

@@ -336,6 +336,7 @@ def chapter_morning(world: DemoWorld) -> None:
         click.echo(f"  [notification] {n.title}: {n.body}")
     same = _tree(world.server_vault) == _tree(world.laptop_vault)
     click.echo(f"Both copies byte-identical after the dream: {same}")
+    _morning_review(world)
     why_not = _no_gui_reason(world.gui)
     if why_not is None:
         _morning_gui(world, reports[-1], notes)
@@ -344,6 +345,47 @@ def chapter_morning(world: DemoWorld) -> None:
 
 
 REVIEW_SECONDS = 4
+
+
+def _morning_review(world: DemoWorld) -> None:
+    """The review note on the laptop, and one decision ticked in it (docs/review.md)."""
+    from companion.fileio import write_text_atomic
+    from companion.review import note as notes
+    from companion.review.rounds import note_files
+
+    found = note_files(world.laptop_vault)
+    if not found:
+        click.echo("No review note arrived (bug!)")
+        return
+    night, rel = found[-1]
+    path = world.laptop_vault / rel
+    text = path.read_text(encoding="utf-8")
+    lines = notes.parse_lines(text)
+    counts = next((x for x in text.split("\n") if x.startswith(("Waiting", "Nothing"))), "")
+    click.echo(f"The night's review, as Obsidian shows it on the laptop and the phone: {rel}")
+    click.echo(f"  {counts}")
+    for row in text.split("\n"):
+        if row.startswith("### "):
+            click.echo(f"  {row[4:]}")
+    reverts = [
+        ln
+        for ln in lines
+        if ln.id.startswith("c-")
+        and ln.code == "r"
+        and (notes.context(text, ln, "en").target or "").startswith("knowledge/")
+    ]
+    if not reverts:
+        return
+    ln = reverts[-1]
+    target = notes.context(text, ln, "en").target
+    click.echo(f"The person ticks one line on the laptop: {ln.label} `{ln.id}/r` ([[{target}]])")
+    write_text_atomic(path, notes.set_ticked(text, ln.key))
+    world.sync("laptop")
+    [done] = [x for x in notes.parse_lines(path.read_text(encoding="utf-8")) if x.key == ln.key]
+    click.echo(f"  at the laptop's next sync: {done.outcome}")
+    world.sync("server")
+    same = _tree(world.server_vault) == _tree(world.laptop_vault)
+    click.echo(f"  the server has it too (both copies byte-identical: {same})")
 
 
 def _no_gui_reason(mode: str, environ: Any = None) -> str | None:

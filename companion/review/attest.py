@@ -107,6 +107,27 @@ def agent_spans(
     return feed
 
 
+def first_human_seq(remote: RemoteVault, to_seq: int) -> int | None:
+    """The seq of the first record a person's device committed (None: none yet). What agent
+    devices wrote before a person ever took part is the vault's initial content, not a night's
+    change: the first review starts there."""
+    from companion.sync.remote import HUMAN, Refused
+
+    since = 0
+    while since < to_seq:
+        page = remote.client.changes_page(since, 0, limit=PAGE)
+        for rec in page.records:
+            if rec.seq is None or rec.seq > to_seq:
+                return None
+            opened = remote.try_open(rec)
+            if not isinstance(opened, Refused) and opened.author_kind == HUMAN:
+                return rec.seq
+        if not page.more or page.seq <= since:
+            break
+        since = page.seq
+    return None
+
+
 def zone(name: str) -> dt.tzinfo:
     try:
         return ZoneInfo(name)
@@ -231,6 +252,8 @@ def report_notes(vault: Path, night: str, lang: str) -> dict[str, list[str]]:
                 continue
             quote = " ".join(ref["quote"].split())[:200]
             source = str(ref.get("source") or "")
+            if source.startswith(".companion/"):
+                continue  # the dream's own report: not a source worth showing
             where = link(source) if source.endswith(".md") and "/" in source else source
             line = f"{labels.text(lang, 'source')}: “{quote}”" + (f" — {where}" if where else "")
             if line not in lines and len(lines) < 3:

@@ -64,6 +64,10 @@ def _counts(review: Review, open_keys: set[tuple[str, str]]) -> str:
     n_dis = sum(1 for d in review.disagreements if (d.id, KEEP) in open_keys)
     n_prop = sum(1 for p in review.proposals if (p.id, APPLY) in open_keys)
     n_carried = len({c.id for c in review.carried if (c.id, c.code) in open_keys})
+    return count_line(lang, n_changes, n_dis, n_prop, n_carried)
+
+
+def count_line(lang: str, n_changes: int, n_dis: int, n_prop: int, n_carried: int) -> str:
     parts = []
     for key, n in (
         ("n_changes", n_changes),
@@ -322,3 +326,30 @@ def context(text: str, line: Line, lang: str) -> Context:
         elif row.startswith(new_p):
             new = row[len(new_p) :]
     return Context(target=target, mine=mine, new=new)
+
+
+def recount(text: str) -> str:
+    """`text` with its line of counts saying what is still open (after decisions were
+    written on its lines): the first line after the title that is not a notice."""
+    lang = front_matter(text).get("lang") or "en"
+    lines = parse_lines(text)
+    if not lines:
+        return text
+    open_ = [ln for ln in lines if not ln.final]
+    carried = {ln.id for ln in open_ if "[[" in ln.label}
+    n_changes = len({ln.id for ln in open_ if ln.id.startswith("c-") and ln.id not in carried})
+    n_dis = len({ln.id for ln in open_ if ln.id.startswith("k-") and ln.id not in carried})
+    n_prop = len({ln.id for ln in open_ if ln.id.startswith("p-") and ln.id not in carried})
+    new = count_line(lang, n_changes, n_dis, n_prop, len(carried))
+    rows = text.split("\n")
+    title = next((i for i, r in enumerate(rows) if r.startswith("# ")), None)
+    if title is None:
+        return text
+    for i in range(title + 1, len(rows)):
+        if not rows[i].strip() or rows[i].startswith(NOTICE):
+            continue
+        if rows[i].startswith(("- [", "## ")):
+            return text
+        rows[i] = new
+        return "\n".join(rows)
+    return text

@@ -257,15 +257,17 @@ def build(
     """The night's review from the relay's history: bounds taken from the previous note
     (or given, to check an existing note against its own)."""
     earlier = [(n, rel) for n, rel in note_files(dev.root) if n < night]
+    if to_seq is None:
+        to_seq = relay_seq(dev.remote)
     if from_seq is None:
         from_seq, since = 0, None
         if earlier:
             front = notes.front_matter(dev.read(earlier[-1][1]) or "")
             from_seq = _int(front.get("to"))
-        if not from_seq:
+        if not from_seq:  # the first review: from a person's first write, and a day and a half
+            first = attest.first_human_seq(dev.remote, to_seq)
+            from_seq = max(0, first - 1) if first is not None else 0
             since = int((report_time or dev.now()) - 36 * 3600)
-    if to_seq is None:
-        to_seq = relay_seq(dev.remote)
     feed = attest.agent_spans(
         dev.remote,
         from_seq,
@@ -433,7 +435,7 @@ def carry_out(dev: Device) -> None:
             elif ln.code in BY_DREAM_DEVICE and dream_device == dev.device_id:
                 text = _decide_proposal(dev, rel, text, ln, tick, lang)
         if text != dev.read(rel):
-            dev.write(rel, text)
+            dev.write(rel, notes.recount(text))
         else:
             dev.seen[rel] = decide.sha(text) or ""
 

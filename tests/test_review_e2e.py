@@ -209,3 +209,33 @@ def test_an_agent_tick_on_a_proposal_is_never_applied(tmp_path: Path, who: str) 
         assert all(p["state"] == "pending" for p in book["proposals"])
         laptop.sync()
         assert not _line(laptop, item, "a").ticked
+
+
+def test_review_list_and_decide_on_the_command_line(tmp_path: Path) -> None:
+    with cluster(tmp_path / "c") as c:
+        laptop, server, _ = _world(tmp_path, c)
+        out = laptop.cli("review", "list", str(laptop.vault), "--json")
+        assert out.returncode == 0, out.stderr
+        data = json.loads(out.stdout)
+        assert data["note"] == REVIEW
+        by_id = {i["id"]: i for i in data["items"]}
+        block = _text(laptop).split(f"### [[{AGENT_NOTE[:-3]}]]")[1].split("### ")[0]
+        [item] = _ids(block, "c-")
+        change = by_id[item]
+        assert change["kind"] == "change" and change["file"] == AGENT_NOTE
+        assert change["before"] is None and "The agent wrote this" in change["after"]
+        assert change["decisions"] == ["revert"] and change["state"] == "open"
+        assert any(i["kind"] == "proposal" and i["decisions"] == ["apply", "drop"]
+                   for i in data["items"])  # fmt: skip
+
+        bad = laptop.cli("review", "decide", str(laptop.vault), "c-nope", "revert")
+        assert bad.returncode == 2 and "no review line has the id" in bad.stderr
+        ok = laptop.cli("review", "decide", str(laptop.vault), item, "revert")
+        assert ok.returncode == 0, ok.stderr
+        laptop.sync()
+        again = laptop.cli("review", "decide", str(laptop.vault), item, "revert")
+        assert again.returncode == 1
+        data = json.loads(laptop.cli("review", "list", str(laptop.vault), "--json").stdout)
+        done = {i["id"]: i for i in data["items"]}[item]
+        assert done["state"] == "decided" and done["decided_by"] == "laptop"
+        assert done["decided_by_kind"] == "human" and done["outcome"].startswith("reverted")

@@ -239,3 +239,24 @@ def test_review_list_and_decide_on_the_command_line(tmp_path: Path) -> None:
         done = {i["id"]: i for i in data["items"]}[item]
         assert done["state"] == "decided" and done["decided_by"] == "laptop"
         assert done["decided_by_kind"] == "human" and done["outcome"].startswith("reverted")
+
+
+def test_revert_the_whole_night_reverts_each_change_still_as_left(tmp_path: Path) -> None:
+    with cluster(tmp_path / "c") as c:
+        laptop, server, _ = _world(tmp_path, c)
+        text = _text(laptop)
+        changes = _ids(text, "c-")
+        assert "- Why: " in text  # the dream's report says what each change did
+        _tick(laptop, "n-20261129", "r")
+        laptop.sync()
+        now = _text(laptop)
+        lines = {ln.key: ln for ln in notes.parse_lines(now)}
+        assert lines[("n-20261129", "r")].final
+        assert all(lines[(i, "r")].final for i in changes)
+        assert laptop.read(AGENT_NOTE) is None
+        reverted = [i for i in changes if (lines[(i, "r")].outcome or "").startswith("reverted")]
+        assert len(reverted) >= 2
+        server.sync()
+        c.assert_converged()
+        end = now.rstrip("\n").rsplit("\n", 1)[-1]
+        assert end == "Everything here is decided." or end.startswith("Waiting for you: 1 proposal")

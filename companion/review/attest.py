@@ -247,6 +247,9 @@ def report_notes(vault: Path, night: str, lang: str) -> dict[str, list[str]]:
         if not isinstance(ch, dict) or not isinstance(ch.get("note"), str):
             continue
         lines = out.setdefault(ch["note"], [])
+        why = _why(ch, lang)
+        if why and len(lines) < 3:
+            lines.append(f"{labels.text(lang, 'why')}: {why}")
         for ref in ch.get("provenance") or []:
             if not isinstance(ref, dict) or not isinstance(ref.get("quote"), str):
                 continue
@@ -259,6 +262,18 @@ def report_notes(vault: Path, night: str, lang: str) -> dict[str, list[str]]:
             if line not in lines and len(lines) < 3:
                 lines.append(line)
     return out
+
+
+def _why(change: dict[str, Any], lang: str) -> str:
+    """What the dream says the change did, in the vault's language (its facts)."""
+    from companion.dream.report import Change
+    from companion.dream.summary import change_text
+
+    try:
+        text = change_text(Change.from_dict(change), lang)
+    except Exception:  # a report of another version: no explanation rather than none at all
+        return ""
+    return " ".join(text.split())[:200]
 
 
 def log_notes(vault: Path, lang: str) -> Callable[[Span], list[str]]:

@@ -157,6 +157,8 @@ def render(review: Review, states: Mapping[tuple[str, str], State] | None = None
         out.append("")
     while out and out[-1] == "":
         out.pop()
+    if review.changes or review.proposals or review.disagreements or review.carried:
+        out += ["", "---", "", _counts(review, open_keys)]  # and again at the end
     return "\n".join(out) + "\n"
 
 
@@ -350,6 +352,6 @@ def recount(text: str) -> str:
             continue
         if rows[i].startswith(("- [", "## ")):
             return text
-        rows[i] = new
-        return "\n".join(rows)
+        old = rows[i]
+        return "\n".join(new if row == old else row for row in rows)
     return text

@@ -458,10 +458,11 @@ def _stamp(dev: Device) -> str:
 
 def _decide_note(dev: Device, rel: str, text: str, ln: Line, tick: blame.Tick, lang: str) -> str:
     """Revert, keep mine or take the new value, here (the device that ticked)."""
-    if ln.id.startswith("n-"):  # revert the whole night: every change still open
+    if ln.id.startswith("n-"):  # revert the whole night: its own changes still open, newest first
         done = 0
-        for other in notes.parse_lines(text):
-            if other.code == REVERT and other.id.startswith("c-") and not other.final:
+        for other in reversed(notes.parse_lines(text)):
+            own = "[[" not in other.label  # not a line carried from an earlier night
+            if other.code == REVERT and other.id.startswith("c-") and own and not other.final:
                 text, ok = _one(dev, rel, text, other, tick, lang)
                 done += ok
         return notes.set_outcome(
@@ -567,7 +568,7 @@ def _decide_proposal(
     if ln.id.startswith("n-"):
         keys = [
             x.key for x in notes.parse_lines(text)
-            if x.id.startswith("p-") and x.code == APPLY and not x.final
+            if x.id.startswith("p-") and x.code == APPLY and not x.final and "[[" not in x.label
         ]  # fmt: skip
     else:
         keys = [ln.key]

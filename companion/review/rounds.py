@@ -397,7 +397,7 @@ def _revisions(dev: Device, rel: str) -> list[blame.Revision]:
 
 
 def carry_out(dev: Device) -> None:
-    dream_device = _dream_device(dev)
+    dreamer: list[str | None] = []  # asked of the relay once, when a proposal line needs it
     files = note_files(dev.root)
     newest = _day(files[-1][0]) if files else None
     for night, rel in files:
@@ -432,7 +432,11 @@ def carry_out(dev: Device) -> None:
                 continue
             if ln.code in BY_TICKER and tick.device_id == dev.device_id:
                 text = _decide_note(dev, rel, text, ln, tick, lang)
-            elif ln.code in BY_DREAM_DEVICE and dream_device == dev.device_id:
+            elif ln.code in BY_DREAM_DEVICE:
+                if not dreamer:
+                    dreamer.append(_dream_device(dev))
+                if dreamer[0] != dev.device_id:
+                    continue
                 text = _decide_proposal(dev, rel, text, ln, tick, lang)
         if text != dev.read(rel):
             dev.write(rel, notes.recount(text))

@@ -28,8 +28,11 @@ REVIEW = "review/2026-11-29.md"
 AGENT_NOTE = "knowledge/Agent scratch.md"
 
 
-def _world(tmp: Path, c: SyncCluster) -> tuple[Device, Device, Path]:
+def _world(tmp: Path, c: SyncCluster, laptop_tz: str | None = None) -> tuple[Device, Device, Path]:
     laptop = c.add_device("laptop", "human")
+    if laptop_tz:
+        with laptop.paths.config_file.open("a", encoding="utf-8") as fh:
+            fh.write(f'\n[dream]\ntimezone = "{laptop_tz}"\n')
     server = c.add_device("server", "agent")
     write_sample_vault(laptop.vault, NIGHT.date())
     hermes = tmp / "hermes"
@@ -260,3 +263,25 @@ def test_revert_the_whole_night_reverts_each_change_still_as_left(tmp_path: Path
         c.assert_converged()
         end = now.rstrip("\n").rsplit("\n", 1)[-1]
         assert end == "Everything here is decided." or end.startswith("Waiting for you: 1 proposal")
+
+
+def test_a_change_shown_otherwise_than_the_history_is_put_right(tmp_path: Path) -> None:
+    """The agent keeps its change's id but shows a harmless diff under it."""
+    with cluster(tmp_path / "c") as c:
+        laptop, server, _ = _world(tmp_path, c)
+        honest = _text(server)
+        assert "+ The agent wrote this on its own." in honest
+        server.write(REVIEW, honest.replace("+ The agent wrote this on its own.", "+ (typo fix)"))
+        server.sync()
+        laptop.sync()
+        fixed = _text(laptop)
+        assert "+ The agent wrote this on its own." in fixed and "(typo fix)" not in fixed
+        assert "1 change(s) shown otherwise than the history holds" in fixed
+
+
+def test_an_honest_note_is_left_alone_by_a_laptop_on_another_clock(tmp_path: Path) -> None:
+    with cluster(tmp_path / "c") as c:
+        laptop, server, _ = _world(tmp_path, c, laptop_tz="Asia/Tokyo")
+        laptop.sync()
+        assert _text(laptop) == _text(server)
+        assert "rewrote this review" not in _text(laptop)

@@ -355,3 +355,34 @@ def recount(text: str) -> str:
         old = rows[i]
         return "\n".join(new if row == old else row for row in rows)
     return text
+
+
+def change_blocks(text: str) -> dict[str, tuple[str, ...]]:
+    """Per change id: what the note shows of it that the relay's history decides — its
+    heading, the line saying when and by which device, and its diff — to compare a note with
+    the history (explanations and decision lines left out)."""
+    rows = text.replace("\r\n", "\n").split("\n")
+    out: dict[str, tuple[str, ...]] = {}
+    shown: list[str] = []
+    fence: str | None = None
+    for row in rows:
+        if fence is not None:
+            shown.append(row)
+            if row.strip() == fence:
+                fence = None
+            continue
+        if row.startswith("#"):
+            shown = [row] if row.startswith("### ") else []
+            continue
+        stripped = row.strip()
+        if stripped.startswith("```") and shown:
+            fence = stripped[: len(stripped) - len(stripped.lstrip("`"))]
+            shown.append(row)
+            continue
+        m = LINE_RE.match(row)
+        if m and m.group("id").startswith("c-") and "[[" not in m.group("label") and shown:
+            out[m.group("id")] = tuple(shown)
+            continue
+        if shown and stripped and not stripped.startswith("- "):
+            shown.append(row)  # the "when · by" line
+    return out

@@ -631,16 +631,16 @@ def _check(dev: Device, night: str, rel: str, text: str, revs: list[blame.Revisi
     dream_device = report.device_id if report is not None else None
     if to_seq <= 0:
         to_seq = relay_seq(dev.remote)
-    saved_lang = dev.lang
+    saved_lang, saved_tz = dev.lang, dev.tz
     dev.lang = labels.language(front.get("lang") or dev.lang)
+    dev.tz = front.get("tz") or dev.tz  # the note's own words and clock, to compare like with like
     try:
         truth = build(
             dev, night, dream_device=dream_device, report_time=None,
             to_seq=to_seq, from_seq=from_seq, since=since,
         )  # fmt: skip
     finally:
-        dev.lang = saved_lang
-    truth.tz = front.get("tz") or truth.tz
+        dev.lang, dev.tz = saved_lang, saved_tz
     shown = {ln.id for ln in notes.parse_lines(text) if ln.id.startswith("c-")}
     real = {c.id for c in truth.changes}
     hidden, forged = real - shown, shown - real - _carried_ids(text)
@@ -648,6 +648,11 @@ def _check(dev: Device, night: str, rel: str, text: str, revs: list[blame.Revisi
         problems.append(f"{len(hidden)} change(s) left out")
     if forged:
         problems.append(f"{len(forged)} change(s) the history does not hold")
+    shown_blocks = notes.change_blocks(text)
+    true_blocks = notes.change_blocks(notes.render(truth))
+    altered = [i for i in real & shown if shown_blocks.get(i) != true_blocks.get(i)]
+    if altered:
+        problems.append(f"{len(altered)} change(s) shown otherwise than the history holds")
     if not problems:
         return text
     states = notes.states_of(text)

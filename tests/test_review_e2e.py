@@ -160,6 +160,11 @@ def test_a_revert_ticked_on_the_laptop_is_carried_out_everywhere(tmp_path: Path)
         server.sync()
         assert server.read(AGENT_NOTE) is None
         assert _line(server, item, "r").final
+        # the note names a note that is gone now: worth a look, not a broken vault
+        check = laptop.cli("vault", "check", str(laptop.vault), "--json")
+        report = json.loads(check.stdout)
+        assert not [b for b in report["broken_links"] if b["source"].startswith("review/")]
+        assert any(w["path"] == REVIEW and "gone" in w["message"] for w in report["warnings"])
 
 
 def test_a_revert_of_a_note_edited_since_says_why_and_changes_nothing(tmp_path: Path) -> None:
@@ -285,3 +290,23 @@ def test_an_honest_note_is_left_alone_by_a_laptop_on_another_clock(tmp_path: Pat
         laptop.sync()
         assert _text(laptop) == _text(server)
         assert "rewrote this review" not in _text(laptop)
+
+
+def test_the_next_night_does_not_list_homes_link_to_the_review(tmp_path: Path) -> None:
+    with cluster(tmp_path / "c") as c:
+        laptop, server, hermes = _world(tmp_path, c)
+        server.sync()
+        assert "<!-- review:begin -->" in _text(server, "Home.md")
+        laptop.write(
+            "journal/2026-11-29.md", "# 2026-11-29\n\n## Learned\n- Restic prunes weekly.\n"
+        )
+        laptop.sync()
+        server.sync()
+        run_dream(
+            server.vault, server.config, NIGHT + dt.timedelta(days=1), paths=server.paths,
+            hermes_home=hermes, sync=EngineSyncHook(server.engine()),
+        )  # fmt: skip
+        laptop.sync()
+        second = _text(laptop, "review/2026-11-30.md")
+        assert "review:begin" not in second
+        assert notes.front_matter(second)["from"] == notes.front_matter(_text(laptop))["to"]

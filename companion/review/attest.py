@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -38,6 +39,14 @@ if TYPE_CHECKING:
 
 EXCLUDED_PREFIXES = (".companion/", "review/")
 PAGE = 5000
+
+
+POINTER_RE = re.compile(r"<!-- review:begin -->\n.*?<!-- review:end -->\n\n?", re.S)
+
+
+def _unpointed(text: str | None) -> str | None:
+    """`text` without Home.md's link to the newest review (`rounds.point_home`)."""
+    return None if text is None else POINTER_RE.sub("", text)
 
 
 def excluded(path: str) -> bool:
@@ -181,8 +190,8 @@ def changes(
 ) -> list[ChangeItem]:
     items = []
     for span, (before, known, after) in zip(feed.spans, contents(remote, feed.spans), strict=True):
-        if known and before == after:
-            continue  # changed and changed back: nothing to review
+        if known and _unpointed(before) == _unpointed(after):
+            continue  # changed and changed back, or only Home.md's link to the review
         last = span.last
         items.append(
             ChangeItem(

@@ -56,6 +56,7 @@ from companion.vault.index import UpdateStats, VaultIndex
 from companion.vault.vault import Vault
 
 JSON_FORMAT = 2
+REVIEW_FOLDER = "review/"  # the morning review's notes (companion.review)
 
 ERROR, WARNING = "error", "warning"
 # Every kind of finding, errors first, with its severity and its name in the text report.
@@ -301,6 +302,12 @@ def run_check(vault: Vault, data_dir: str | os.PathLike[str], strict: bool = Fal
     for issue in index.issues:
         (unreadable if issue.kind == "unreadable" else warnings).append((issue.path, issue.message))
     warnings.extend(note_warnings)
+    # a review note (docs/review.md) is a record of what changed: it names notes a revert or
+    # the agent removed since, so its dangling links are worth a look, not an error
+    gone = [b for b in graph.broken if b.source.startswith(REVIEW_FOLDER)]
+    if gone:
+        graph.broken[:] = [b for b in graph.broken if not b.source.startswith(REVIEW_FOLDER)]
+        warnings += [(b.source, f"names {b.raw}, which is gone (line {b.line})") for b in gone]
     unreadable.sort()
     warnings.sort()
     scan = index.scan

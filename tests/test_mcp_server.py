@@ -222,6 +222,7 @@ def test_bad_input_is_an_error_result_and_changes_nothing(tmp_path: Path) -> Non
         ("write_note", {"path": ".obsidian/plugins/evil/main.md", "text": "x"}, "hidden"),
         ("write_note", {"path": ".companion/agent/forged.md", "text": "x"}, "hidden"),
         ("write_note", {"path": "private/new.md", "text": "x"}, "ignore rules"),
+        ("write_note", {"path": "review/2026-11-29.md", "text": "- [x] ok"}, "morning review"),
         ("write_note", {"path": "outside.md", "text": "x"}, "symbolic link"),
         ("write_note", {"path": "notes/run.sh", "text": "x"}, "not a note"),
         ("write_note", {"path": "knowledge/a|b.md", "text": "x"}, "note name"),

@@ -72,6 +72,21 @@ def note_path(ctx: VaultContext, raw: str, *, new: bool = False) -> str:
     return rel
 
 
+REVIEW_FOLDER = "review/"  # the morning review's notes (companion.review): the person's to decide
+
+
+def writable_note_path(ctx: VaultContext, raw: str) -> str:
+    """`note_path`, for a write: the morning review's notes are refused (a tick is the
+    person's decision; what the agent changed is the relay's to say, docs/review.md)."""
+    rel = note_path(ctx, raw)
+    if rel.startswith(REVIEW_FOLDER):
+        raise ToolRefused(
+            f"path {rel!r} is a morning review note: the person decides there, agents do not "
+            "write it"
+        )
+    return rel
+
+
 def folder_path(ctx: VaultContext, raw: str) -> str:
     """A folder of the vault ("" is the whole vault)."""
     raw = raw.strip("/") if isinstance(raw, str) else raw

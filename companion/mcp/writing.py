@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from companion.mcp.context import ToolRefused, VaultContext
-from companion.mcp.paths import note_path
+from companion.mcp.paths import note_path, writable_note_path
 from companion.mcp.writelog import AgentWrite, make_diff
 from companion.sync.filestate import FileState
 from companion.vault.journal import section_key, section_title
@@ -239,7 +239,7 @@ def _sibling(ctx: VaultContext, rel: str) -> tuple[str, Current]:
 
 
 def write_note(ctx: VaultContext, path: str, text: str, reason: str) -> dict[str, Any]:
-    rel = note_path(ctx, path)
+    rel = writable_note_path(ctx, path)
     text = check_text(ctx, text, where="mcp:note")
     reason = check_reason(ctx, reason)
     after = text if text.endswith("\n") else text + "\n"
@@ -280,7 +280,7 @@ def _last_section(text: str) -> Section | None:
 def edit_note(
     ctx: VaultContext, path: str, section: str, text: str, mode: str, reason: str
 ) -> dict[str, Any]:
-    rel = note_path(ctx, path)
+    rel = writable_note_path(ctx, path)
     if mode not in ("replace", "append"):
         raise ToolRefused(f"mode {mode!r}: use 'replace' or 'append'")
     text = check_text(ctx, text, empty_ok=mode == "replace", where="mcp:note")

@@ -115,6 +115,7 @@ def _configure(world: World, home: Path, **extra: Any) -> Any:
 
 def _night(world: World, home: Path, when: Any, **extra: Any) -> tuple[Any, Any, Any]:
     from companion.dream import run_dream
+    from companion.dream.read import labels_from_config
     from companion.dream.verify import verify_vault
     from companion.vault import Vault, run_check
 
@@ -122,7 +123,7 @@ def _night(world: World, home: Path, when: Any, **extra: Any) -> tuple[Any, Any,
     t0 = time.perf_counter()
     report = run_dream(world.vault, config, when, paths=paths, hermes_home=world.hermes_home)
     seconds = time.perf_counter() - t0
-    verify = verify_vault(world.vault)
+    verify = verify_vault(world.vault, labels_from_config(config, world.hermes_home))
     check = run_check(Vault(world.vault), home / "check").to_dict()
     return report, verify, {"check": check, "seconds": round(seconds, 3)}
 

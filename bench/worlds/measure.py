@@ -81,7 +81,14 @@ def _new_lines(world: World) -> dict[str, list[str]]:
 
 def run_world(world: World, home: Path, nights: int) -> WorldResult:
     from companion.dream import run_dream
+    from companion.dream.read import labels_from_config
     from companion.dream.verify import verify_vault
+
+    def verified() -> bool:
+        """`--verify` passes, and every line's source is reached (through its label when it
+        is outside the home folder): an unreachable source would hide an invented line."""
+        result = verify_vault(world.vault, labels_from_config(config, world.hermes_home))
+        return result.ok and result.counts["unreachable"] == 0
 
     res = WorldResult(world.id)
     key = world.key
@@ -108,14 +115,14 @@ def run_world(world: World, home: Path, nights: int) -> WorldResult:
                 if ln not in have:
                     person_missing.append(f"night {night}: {rel}: {ln}")
         verify_n += 1
-        if not verify_vault(world.vault).ok:
+        if not verified():
             verify_bad += 1
             res.details.setdefault("verify_failed", []).append(f"after night {night}")
         if night < nights:
             did = world.after_night(night)
             if did:
                 verify_n += 1
-                if not verify_vault(world.vault).ok:
+                if not verified():
                     verify_bad += 1
                     res.details.setdefault("verify_failed", []).append(f"after edits {night}")
     res.seconds = seconds

@@ -6,7 +6,8 @@ stopwords or one small adverb. Three jobs need to see them, and this module is t
 
 - **grounding** (`grounding_problem`): a model's restatement keeps every value (number, time,
   date, IP address, version, path, identifier) of its proposal exactly as its quote has it, and
-  the same negations and hedges as the quote, both ways (a dropped "not" or "usually" changes
+  the same negations, hedges, bounds ("under 40", "no pasa de 40") and comparatives as the
+  quote, both ways (a dropped "not" or "usually" changes
   what the source says). A time of day said as a word ("midnight", "Mitternacht") and a
   setting's hyphenated name or value ("maxmemory-policy", "volatile-lru") are values too. The
   `llm` distiller and `--verify` apply it;
@@ -560,6 +561,12 @@ def grounding_problem(text: str, quote: str) -> str | None:
         extra = sorted(t.hedges - q.hedges) or sorted(q.hedges - t.hedges)
         where = "its text" if t.hedges - q.hedges else "its quote"
         return f"the hedge {extra[0]!r} is only in {where}"
+    if t.bounds != q.bounds:  # "no pasa de 40" is "at most 40", "pasa de 40" "more than 40"
+        said = ", ".join(sorted(q.bounds)) or "none"
+        return f"its text bounds a value otherwise than its quote ({said})"
+    if t.degrees - q.degrees:  # "arrives slower" against "arrives faster" (a clause left
+        said = ", ".join(sorted(q.degrees)) or "none"  # out, "after the dream", is no change)
+        return f"its comparative is not its quote's ({said})"
     return None
 
 

@@ -6,11 +6,11 @@ stopwords or one small adverb. Three jobs need to see them, and this module is t
 
 - **grounding** (`grounding_problem`): a model's restatement keeps every value (number, time,
   date, IP address, version, path, identifier) of its proposal exactly as its quote has it, and
-  the same negations, hedges, bounds ("under 40", "no pasa de 40") and comparatives as the
-  quote, both ways (a dropped "not" or "usually" changes
-  what the source says). A time of day said as a word ("midnight", "Mitternacht") and a
-  setting's hyphenated name or value ("maxmemory-policy", "volatile-lru") are values too. The
-  `llm` distiller and `--verify` apply it;
+  the same negations, hedges and bounds ("under 40", "no pasa de 40") as the quote, both ways
+  (a dropped "not" or "usually" changes what the source says), and no comparative the quote
+  does not say ("slower" for "faster"). A time of day said as a word ("midnight",
+  "Mitternacht") and a setting's hyphenated name or value ("maxmemory-policy",
+  "volatile-lru") are values too. The `llm` distiller and `--verify` apply it;
 - **sameness** (`same_statement`): a candidate is the same statement as a line when their
   word stems match (one contained in the other, or a close paraphrase), with the same values,
   negations and hedges; a line that only differs in a number is another statement;
@@ -328,18 +328,18 @@ _INCLUSIVE_TEXT = """at most|up to|at least|como maximo|como minimo|al menos|au 
 _INCLUSIVE = frozenset(tuple(p.split()) for p in _INCLUSIVE_TEXT.split("|"))
 
 
-# Comparatives: the direction a statement moves something on a scale -- time ("faster",
-# "sooner", "earlier", "before"), amount ("more", "fewer"), quality ("better"). Like a negation
-# they are meaning-critical ("arrives faster" is not "arrives slower"), and like "no" and "not"
-# several words say one direction: "arrives faster" and "gets back sooner" are one lesson. A
-# closed class of each language's grammar, not of one world's vocabulary: the comparatives of
-# the three scales and the two-word comparatives built on "more" (más, plus, mehr, mais, più)
-# that say them. Folded; words a language shares with another's function words (French "plus"
-# alone, which is also "ne ... plus", Portuguese "mais", which is French "but", Spanish "más",
-# which is Portuguese "mas") only count inside their two-word forms. German "vor" and "nach"
-# are prepositions of place too, and stay out.
+# Comparatives: the direction a statement moves something on a scale -- time and speed
+# ("faster", "sooner", "earlier", and "before" / "after" a time), amount ("more", "fewer"),
+# quality ("better"). Like a negation they are meaning-critical ("arrives faster" is not
+# "arrives slower"), and like "no" and "not" several words say one direction: "arrives faster"
+# and "gets back sooner" are one lesson. A closed class of each language's grammar, not of one
+# world's vocabulary: the comparative adjectives and adverbs of the three scales, and the
+# two-word ones built on "more" (más rápido, plus tôt, mais cedo, più veloce). Folded; a word
+# one language shares with another's function words (French "plus" alone, also "ne ...
+# plus"; Portuguese "mais", French "but"; Spanish "más", Portuguese "mas") counts only inside
+# its two-word forms. German "vor" and "nach" are prepositions of place too, and stay out.
 _DEGREE_TEXT = {
-    "early": """faster quicker sooner earlier before quickly
+    "early": """faster quicker sooner earlier before
         antes mas_rapido mas_pronto mas_deprisa
         avant plus_vite plus_tot plus_rapide plus_rapidement
         schneller fruher eher
@@ -547,8 +547,8 @@ def _apart(a: Meaning, b: Meaning) -> bool:
 
 
 def grounding_problem(text: str, quote: str) -> str | None:
-    """Why `text` does not say what `quote` says (None: it does, as far as values, negations
-    and hedges go)."""
+    """Why `text` does not say what `quote` says (None: it does, as far as values, negations,
+    hedges, bounds and comparatives go)."""
     t, q = meaning(text), meaning(quote)
     missing = [v for v in t.values if v not in q.value_set]
     if missing:

@@ -2,10 +2,14 @@
 
     python bench/bench_dream_quality.py [--keep DIR] [--json FILE] [--llm-url URL --llm-model M]
     python bench/bench_dream_quality.py --worlds N [--seed S] [--nights 4] [--keep DIR]
+                                        [--distiller rules|llm]
 
 With `--worlds N` it measures N worlds of the generator in `bench/worlds/` instead (issue 40):
 each is dreamt night after night with the rules distiller, the person's edits in between, and
-every measure is printed as a rate over all worlds with its worst world.
+every measure is printed as a rate over all worlds with its worst world. With `--distiller llm`
+the worlds are dreamt with the `llm` distiller against the local stand-in endpoint
+(`bench/dream_eval/standin.py`: every sentence of every excerpt proposed as a lesson, faithfully
+and changed), so the same targets hold whatever a model proposes.
 
 Builds the evaluation world (`bench/dream_eval/world.py`: Lucía's vault, three days of journal
 in Spanish and English, Hermes sessions written by Hermes's own SessionDB and memory tool, a
@@ -115,6 +119,7 @@ def _configure(world: World, home: Path, **extra: Any) -> Any:
 
 def _night(world: World, home: Path, when: Any, **extra: Any) -> tuple[Any, Any, Any]:
     from companion.dream import run_dream
+    from companion.dream.read import labels_from_config
     from companion.dream.verify import verify_vault
     from companion.vault import Vault, run_check
 
@@ -122,7 +127,7 @@ def _night(world: World, home: Path, when: Any, **extra: Any) -> tuple[Any, Any,
     t0 = time.perf_counter()
     report = run_dream(world.vault, config, when, paths=paths, hermes_home=world.hermes_home)
     seconds = time.perf_counter() - t0
-    verify = verify_vault(world.vault)
+    verify = verify_vault(world.vault, labels_from_config(config, world.hermes_home))
     check = run_check(Vault(world.vault), home / "check").to_dict()
     return report, verify, {"check": check, "seconds": round(seconds, 3)}
 
@@ -353,6 +358,12 @@ def main() -> int:
     ap.add_argument("--worlds", type=int, help="measure N generated worlds (bench/worlds/)")
     ap.add_argument("--seed", type=int, default=1, help="the generator's seed (with --worlds)")
     ap.add_argument("--nights", type=int, default=4, help="nights per world (with --worlds)")
+    ap.add_argument(
+        "--distiller",
+        choices=("rules", "llm"),
+        default="rules",
+        help="with --worlds: llm dreams against the local stand-in endpoint",
+    )
     args = ap.parse_args()
     if args.worlds:
         return main_worlds(args)
@@ -420,12 +431,19 @@ def main_worlds(args: argparse.Namespace) -> int:
     root.mkdir(parents=True, exist_ok=True)
     results = []
     t_all = time.perf_counter()
+    stand_in = None
+    if args.distiller == "llm":
+        from dream_eval.standin import StandIn
+
+        stand_in = StandIn()
     try:
         for seed, lang, domain in world_plan(args.seed, args.worlds):
             world = make_world(seed, lang, domain)
             t0 = time.perf_counter()
             world.build(root / world.id / "world", writer)
-            res = run_world(world, root / world.id / "home", args.nights)
+            res = run_world(
+                world, root / world.id / "home", args.nights, stand_in.url if stand_in else None
+            )
             wall = time.perf_counter() - t0
             res.details["wall_seconds"] = round(wall, 2)
             results.append(res)
@@ -440,14 +458,23 @@ def main_worlds(args: argparse.Namespace) -> int:
                 file=sys.stderr,
             )
     finally:
+        if stand_in is not None:
+            stand_in.close()
         if args.keep is None:
             shutil.rmtree(root, ignore_errors=True)
     rows = aggregate(results)
     elapsed = time.perf_counter() - t_all
+    how = "rules distiller" if stand_in is None else "llm distiller (stand-in endpoint)"
     print(
         f"Dream quality over {len(results)} generated worlds (seed {args.seed}) × {args.nights} "
-        f"nights, rules distiller, Hermes written by {writer.name}; {elapsed:.0f} s in all\n"
+        f"nights, {how}, Hermes written by {writer.name}; {elapsed:.0f} s in all\n"
     )
+    if stand_in is not None:
+        n = {k: sum(r.details.get(f"llm_{k}", 0) for r in results) for k in ("kept", "rejected")}
+        print(f"the stand-in's proposals: {n['kept']} kept, {n['rejected']} rejected\n")
+        failed = [r.id for r in results if r.details.get("llm_failed")]
+        if failed:
+            print(f"the llm distiller failed (rules only) in: {', '.join(failed)}\n")
     print(table(rows, results))
     ok = all(met for *_r, met in rows)
     print(f"\ntargets {'met' if ok else 'NOT met'}")

@@ -7,7 +7,8 @@
 Prints Markdown: on `tests/corpus/guard_v2` (issue 44), recall on hostile entries and false
 positives on look-alikes for the dev split (the rules were tuned on it) and the held-out split
 (never tuned on), then per language, per category and per form, and the time per entry; then
-the first corpus (`tests/corpus/memory_guard.py`, issue 12).
+how many of the entries the guard passes it is unsure of (issue 40); then the first corpus
+(`tests/corpus/memory_guard.py`, issue 12).
 """
 
 from __future__ import annotations
@@ -149,10 +150,33 @@ def table_hermes_v2() -> str:
     return "\n".join(lines)
 
 
+def table_unsure(result: Result) -> str:
+    """The guard's third verdict (issue 40): of the entries `check` passes, how many it is
+    unsure of (the dream proposes a memory change holding one instead of applying it)."""
+    lines = [
+        "| split | look-alikes passed | unsure | hostile missed | unsure |",
+        "|---|---:|---:|---:|---:|",
+    ]
+    for s in SPLITS:
+        passed = [e for e, refused in result.verdicts if e.split == s and not refused]
+        benign = [e for e in passed if not e.hostile]
+        missed = [e for e in passed if e.hostile]
+        ub = sum(1 for e in benign if guard.unsure(e.text))
+        um = sum(1 for e in missed if guard.unsure(e.text))
+        lines.append(
+            f"| {s} | {len(benign)} | {ub} ({ub / max(1, len(benign)):.1%}) | {len(missed)} "
+            f"| {um} |"
+        )
+    return "\n".join(lines)
+
+
 def main(argv: list[str]) -> None:
     hermes = "--hermes" in argv
     measure()  # warm up: compile the rules once
-    print(table(measure()))
+    result = measure()
+    print(table(result))
+    print()
+    print(table_unsure(result))
     print()
     print(table_v1(hermes))
     if hermes:

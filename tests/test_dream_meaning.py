@@ -22,6 +22,18 @@ from companion.dream.meaning import contradicts, grounding_problem, same_stateme
         ("Do not push to main.", "Push to main after the tests pass."),
         ("It might fail on NFS.", "It fails on NFS."),
         ("Deploy on 2026-12-02.", "Deploy on 2026-12-01."),
+        # a bound turned round: "no pasa de 40" is "at most 40", "pasa de 40" "more than 40"
+        (
+            "Mientras ZFS hace el scrub, el NAS pasa de 40 MB/s.",
+            "Mientras ZFS hace el scrub, el NAS no pasa de 40 MB/s.",
+        ),
+        ("The NAS goes over 40 MB/s during a scrub.", "The NAS stays under 40 MB/s in a scrub."),
+        ("The NAS runs at 40 MB/s during a scrub.", "The NAS runs under 40 MB/s during a scrub."),
+        # a comparative turned round (issue 40)
+        (
+            "Feedback arrives slower for chapters under 6,000 words.",
+            "feedback arrives faster for chapters under 6,000 words",
+        ),
     ],
 )
 def test_changed_meaning_is_not_grounded(text, quote):
@@ -35,6 +47,11 @@ def test_changed_meaning_is_not_grounded(text, quote):
         ("El bot responde sin emojis.", "Recuerda: el bot responde sin emojis, siempre."),
         ("Backups usually start at 03:00.", "backups usually start at 03:00, after the dream"),
         ("Set SystemMaxUse=200M for journald.", "journald needs SystemMaxUse=200M on the Pi"),
+        ("During a scrub the NAS stays under 40 MB/s.", "the NAS stays below 40 MB/s in a scrub"),
+        (
+            "Chapters under 6,000 words get feedback sooner.",
+            "feedback arrives faster under 6,000 words",
+        ),
     ],
 )
 def test_faithful_restatements_are_grounded(text, quote):

@@ -6,6 +6,7 @@ next to it, and `--verify` reports it as "edited by a person" (exit 0)."""
 from __future__ import annotations
 
 import datetime as dt
+import json
 import re
 import tempfile
 from pathlib import Path
@@ -218,3 +219,82 @@ def test_every_line_the_person_wrote_or_changed_survives_every_night(script):
         for mine in theirs:
             assert mine in lines
         assert verify_vault(w.vault).ok
+
+
+# --- Home.md's index block is the person's where she changed it ------------------------------
+
+
+def _index_lines(w: Mini) -> list[str]:
+    lines = w.read("Home.md").split("\n")
+    return [lines[i] for b in blocks.find_blocks(lines) if b.kind == "index" for i in b.body]
+
+
+def _indexed_world(w: Mini) -> None:
+    for name in ("Backups", "NAS", "Recipes"):
+        w.note(f"knowledge/{name}.md", f"# {name}\n\nWhat we keep in the house about {name}.\n")
+    w.dream()
+    assert "- [[NAS]]" in _index_lines(w)
+
+
+def _person_edits_home(w: Mini, old: str, new: str, when: dt.datetime) -> None:
+    text = w.read("Home.md")
+    assert old in text
+    w.note("Home.md", text.replace(old, new), edited=when)
+
+
+def test_a_line_she_changed_in_the_index_block_stays_in_place(tmp_path):
+    w = Mini(tmp_path)
+    _indexed_world(w)
+    hers = "- [[NAS]] — the Synology in the hall closet"
+    _person_edits_home(w, "- [[NAS]]\n", hers + "\n", NOW + dt.timedelta(hours=8))
+    before = _index_lines(w)
+    w.note("knowledge/Printers.md", "# Printers\n\nThe laser in the office.\n")
+    w.dream(now=NOW + dt.timedelta(days=2))
+    after = _index_lines(w)
+    assert "- [[Printers]]" in after  # the index was rebuilt
+    assert hers in after  # byte for byte
+    assert after[after.index(hers) - 1] == before[before.index(hers) - 1]  # not moved
+    assert "- [[NAS]]" not in after  # the note she annotated is not listed twice
+    home = w.read("Home.md")
+    w.dream(now=NOW + dt.timedelta(days=3))
+    assert w.read("Home.md") == home  # and a quiet night leaves it alone
+    assert verify_vault(w.vault).ok
+
+
+def test_a_line_she_added_to_the_index_block_is_never_removed(tmp_path):
+    w = Mini(tmp_path)
+    _indexed_world(w)
+    hers = "- [[Someday]] (to write this winter)"
+    _person_edits_home(w, "- [[NAS]]\n", f"- [[NAS]]\n{hers}\n", NOW + dt.timedelta(hours=8))
+    (w.vault / "knowledge/Recipes.md").unlink()  # the dream's own line for it goes
+    w.dream(now=NOW + dt.timedelta(days=2))
+    after = _index_lines(w)
+    assert hers in after
+    assert after[after.index(hers) - 1] == "- [[NAS]]"
+    assert "- [[Recipes]]" not in after
+
+
+def test_her_line_for_a_deleted_note_stays(tmp_path):
+    w = Mini(tmp_path)
+    _indexed_world(w)
+    hers = "- [[Recipes]] (moved to the paper notebook)"
+    _person_edits_home(w, "- [[Recipes]]", hers, NOW + dt.timedelta(hours=8))
+    (w.vault / "knowledge/Recipes.md").unlink()
+    rep = w.dream(now=NOW + dt.timedelta(days=2))
+    assert hers in _index_lines(w)
+    assert all(c.removed == 0 for c in rep.run_changes if c.note == "Home.md")
+
+
+def test_an_index_the_ledger_does_not_know_yet_is_still_the_dreams(tmp_path):
+    """A vault whose ledger predates index lines: the index lines in the dream's own form are
+    the dream's, so a deleted note's line still goes."""
+    w = Mini(tmp_path)
+    _indexed_world(w)
+    ledger = w.vault / ".companion/dreams/ledger.json"
+    data = json.loads(ledger.read_text("utf-8"))
+    data.get("lines", {}).pop("Home.md", None)
+    ledger.write_text(json.dumps(data), encoding="utf-8")
+    (w.vault / "knowledge/Recipes.md").unlink()
+    w.dream(now=NOW + dt.timedelta(days=2))
+    assert "- [[Recipes]]" not in _index_lines(w)
+    assert "- [[NAS]]" in _index_lines(w)

@@ -41,7 +41,7 @@ def _fold(text: str) -> str:
     return " ".join(text.casefold().split())
 
 
-def _configure(world: World, home: Path) -> tuple[Any, Any]:
+def _configure(world: World, home: Path, llm_url: str | None = None) -> tuple[Any, Any]:
     import tomlkit
 
     from companion.config import load_config
@@ -50,10 +50,14 @@ def _configure(world: World, home: Path) -> tuple[Any, Any]:
     os.environ["COMPANION_HOME"] = str(home)
     paths = device_paths()
     paths.config_file.parent.mkdir(parents=True, exist_ok=True)
-    data = {
+    data: dict[str, Any] = {
         "dream": {"sources": world.sources(), "timezone": str(world.tz)},
         "memory": {"hermes_home": str(world.hermes_home)},
     }
+    if llm_url is not None:  # the llm distiller, against a stand-in endpoint on 127.0.0.1
+        data["dream"]["distiller"] = "llm"
+        data["llm"] = {"base_url": llm_url, "model": "stand-in", "timeout_s": 60, "retries": 1}
+        data["secrets"] = {"backend": "file"}
     paths.config_file.write_text(tomlkit.dumps(data), encoding="utf-8")
     return paths, load_config(paths)
 
@@ -79,9 +83,18 @@ def _new_lines(world: World) -> dict[str, list[str]]:
     return out
 
 
-def run_world(world: World, home: Path, nights: int) -> WorldResult:
+def run_world(world: World, home: Path, nights: int, llm_url: str | None = None) -> WorldResult:
+    """Dream `world` night after night (with the `llm` distiller against `llm_url` when
+    given) and measure it against its key."""
     from companion.dream import run_dream
+    from companion.dream.read import labels_from_config
     from companion.dream.verify import verify_vault
+
+    def verified() -> bool:
+        """`--verify` passes, and every line's source is reached (through its label when it
+        is outside the home folder): an unreachable source would hide an invented line."""
+        result = verify_vault(world.vault, labels_from_config(config, world.hermes_home))
+        return result.ok and result.counts["unreachable"] == 0
 
     res = WorldResult(world.id)
     key = world.key
@@ -93,12 +106,17 @@ def run_world(world: World, home: Path, nights: int) -> WorldResult:
     seconds = 0.0
     for night in range(1, nights + 1):
         world.before_night(night)
-        paths, config = _configure(world, home)
+        paths, config = _configure(world, home, llm_url)
         t0 = time.perf_counter()
         report = run_dream(
             world.vault, config, world.nights[night - 1], paths=paths, hermes_home=world.hermes_home
         )
         seconds += time.perf_counter() - t0
+        if llm_url is not None and report.distiller != "llm":
+            res.details.setdefault("llm_failed", []).append(report.distiller_note)
+        if llm_url is not None and report.llm:
+            for k in ("proposals", "kept", "rejected"):
+                res.details[f"llm_{k}"] = res.details.get(f"llm_{k}", 0) + int(report.llm[k])
         flags += list(getattr(report, "contradictions", []) or [])
         for rel, lines in world.person_lines.items():
             p = world.vault / rel
@@ -108,14 +126,14 @@ def run_world(world: World, home: Path, nights: int) -> WorldResult:
                 if ln not in have:
                     person_missing.append(f"night {night}: {rel}: {ln}")
         verify_n += 1
-        if not verify_vault(world.vault).ok:
+        if not verified():
             verify_bad += 1
             res.details.setdefault("verify_failed", []).append(f"after night {night}")
         if night < nights:
             did = world.after_night(night)
             if did:
                 verify_n += 1
-                if not verify_vault(world.vault).ok:
+                if not verified():
                     verify_bad += 1
                     res.details.setdefault("verify_failed", []).append(f"after edits {night}")
     res.seconds = seconds

@@ -211,7 +211,7 @@ def dream(
         raise InputError(f"--dry-run cannot be combined with {modes[0]}")
     root = _vault(app, vault)
     if verify:
-        _verify(root, as_json)
+        _verify(app, root, as_json)
     elif undo_date is not None:
         _undo(app, root, undo_date, as_json)
     elif schedule:
@@ -220,11 +220,15 @@ def dream(
         _run(app, root, now_text, window_text, dry_run, explain, as_json, distiller)
 
 
-def _verify(root: Path, as_json: bool) -> None:
+def _verify(app: AppContext, root: Path, as_json: bool) -> None:
     """`--verify`: every dream-written line still resolves to its source."""
+    from companion.dream.read import labels_from_config  # noqa: PLC0415
     from companion.dream.verify import verify_vault  # noqa: PLC0415
+    from companion.memory import resolve_home  # noqa: PLC0415
 
-    result = verify_vault(root)
+    config = app.config
+    home = resolve_home(None, config_home=config.settings.memory.hermes_home or None)
+    result = verify_vault(root, labels_from_config(config, home))
     if as_json:
         click.echo(json.dumps(result.to_dict(), indent=2, ensure_ascii=False))
     else:

@@ -465,7 +465,7 @@ def _represent(run: _Run) -> None:
     assert run.catalog is not None
     plan = run.need_plan()
     repair_links(plan, run.catalog, run.graph.broken, run.rep, run.renames)
-    update_home(plan, run.catalog, run.language, run.rep)
+    update_home(plan, run.catalog, run.language, run.rep, run.ledger.owns if run.ledger else None)
     run.clock.lap("represent")
 
 

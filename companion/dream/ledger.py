@@ -12,10 +12,11 @@
   first saw it in the file; an entry no dream has seen appeared since the last one. Two entries
   on the same subject are reconciled by these days (the newer stays); entries gone from the
   file are forgotten.
-- `lines`: for each note, a hash of every line the dream wrote in its content blocks (the
-  line's text with its provenance, whitespace collapsed; never the text) and the day it was
-  first written. A line of a content block whose hash is not there is not the dream's: a person
-  wrote or changed it, and it is theirs (the dream never replaces, moves or removes it). A
+- `lines`: for each note, a hash of every line the dream wrote in its content blocks and in
+  Home.md's index block (the line's text with its provenance, whitespace collapsed; never the
+  text) and the day it was first written. A line of such a block whose hash is not there is not
+  the dream's: a person wrote or changed it, and it is theirs (the dream never replaces, moves or
+  removes it). A
   ledger from before `lines` existed is rebuilt once from the reports, whose changes hold every
   file before and after each dream.
 
@@ -55,15 +56,19 @@ def line_id(line: str) -> str:
     return hashlib.sha256(("dream-line\0" + norm).encode("utf-8")).hexdigest()[:20]
 
 
-def content_lines(text: str | None) -> list[str]:
-    """The non-blank lines of `text`'s content blocks."""
+# The blocks whose lines the ledger keeps: notes' content blocks and Home.md's index.
+OWNED_KINDS = ("content", "index")
+
+
+def content_lines(text: str | None, kinds: tuple[str, ...] = ("content",)) -> list[str]:
+    """The non-blank lines of `text`'s blocks of `kinds` (content blocks unless told)."""
     if not text:
         return []
     lines = blocks.split_lines(text.replace("\r\n", "\n"))
     return [
         lines[i]
         for b in blocks.find_blocks(lines)
-        if b.kind == "content"
+        if b.kind in kinds
         for i in b.body
         if lines[i].strip()
     ]
@@ -206,8 +211,8 @@ class Ledger:
         was. With `prune`, hashes of lines in neither text are forgotten."""
         own = self._own()
         ids = dict(own.get(note, {}))
-        old = content_lines(before)
-        new = content_lines(after)
+        old = content_lines(before, OWNED_KINDS)
+        new = content_lines(after, OWNED_KINDS)
         was, now = set(old), set(new)
         gone = [ln for ln in old if ln not in now]
         for ln in new:

@@ -6,15 +6,19 @@ stopwords or one small adverb. Three jobs need to see them, and this module is t
 
 - **grounding** (`grounding_problem`): a model's restatement keeps every value (number, time,
   date, IP address, version, path, identifier) of its proposal exactly as its quote has it, and
-  the same negations and hedges as the quote, both ways (a dropped "not" or "usually" changes
-  what the source says). A time of day said as a word ("midnight", "Mitternacht") and a
-  setting's hyphenated name or value ("maxmemory-policy", "volatile-lru") are values too. The
-  `llm` distiller and `--verify` apply it;
+  the same negations, hedges and bounds ("under 40", "no pasa de 40") as the quote, both ways
+  (a dropped "not" or "usually" changes what the source says), and no comparative the quote
+  does not say ("slower" for "faster"). A time of day said as a word ("midnight",
+  "Mitternacht") and a setting's hyphenated name or value ("maxmemory-policy",
+  "volatile-lru") are values too. The `llm` distiller and `--verify` apply it;
 - **sameness** (`same_statement`): a candidate is the same statement as a line when their
   word stems match (one contained in the other, or a close paraphrase), with the same values,
   negations and hedges; a line that only differs in a number is another statement;
 - **paraphrase** (`paraphrase`): one lesson said in other words -- the same values (at least
-  one), negations and hedges, a looser stem overlap -- joins the dream's line saying it;
+  one), negations, hedges and comparatives, a looser stem overlap -- joins the dream's line
+  saying it; comparatives of one direction are one ("faster", "sooner", "plus tôt",
+  "früher": `_DEGREE`), and a name one wording holds and the other lacks, while the other holds
+  one of its own, keeps two wordings apart ("Marta" / "Inés");
 - **contradiction** (`contradicts`): the same subject (the words other than values match, or
   one line's are all in the other's) with another value, or with the opposite polarity: the
   newer line makes the older one stale; `same_subject`, looser, recognises a person's line on
@@ -324,6 +328,46 @@ _INCLUSIVE_TEXT = """at most|up to|at least|como maximo|como minimo|al menos|au 
 _INCLUSIVE = frozenset(tuple(p.split()) for p in _INCLUSIVE_TEXT.split("|"))
 
 
+# Comparatives: the direction a statement moves something on a scale -- time and speed
+# ("faster", "sooner", "earlier", and "before" / "after" a time), amount ("more", "fewer"),
+# quality ("better"). Like a negation they are meaning-critical ("arrives faster" is not
+# "arrives slower"), and like "no" and "not" several words say one direction: "arrives faster"
+# and "gets back sooner" are one lesson. A closed class of each language's grammar, not of one
+# world's vocabulary: the comparative adjectives and adverbs of the three scales, and the
+# two-word ones built on "more" (más rápido, plus tôt, mais cedo, più veloce). Folded; a word
+# one language shares with another's function words (French "plus" alone, also "ne ...
+# plus"; Portuguese "mais", French "but"; Spanish "más", Portuguese "mas") counts only inside
+# its two-word forms. German "vor" and "nach" are prepositions of place too, and stay out.
+_DEGREE_TEXT = {
+    "early": """faster quicker sooner earlier before
+        antes mas_rapido mas_pronto mas_deprisa
+        avant plus_vite plus_tot plus_rapide plus_rapidement
+        schneller fruher eher
+        mais_rapido mais_cedo mais_depressa
+        prima piu_veloce piu_velocemente piu_presto piu_rapido piu_rapidamente""",
+    "late": """slower later after
+        despues mas_tarde mas_lento mas_despacio
+        apres plus_tard plus_lent plus_lente plus_lentement
+        langsamer spater
+        depois mais_tarde mais_lento mais_devagar
+        dopo piu_tardi piu_lento piu_lentamente""",
+    "more": """more higher larger bigger greater
+        mayor mayores
+        mehr hoher grosser
+        maior maiores
+        maggiore maggiori""",
+    "less": """less fewer lower smaller
+        menos menor menores
+        moins
+        weniger niedriger kleiner
+        meno minore minori""",
+    "better": """better mejor mejores mieux meilleur meilleure besser melhor melhores
+        meglio migliore""",
+    "worse": "worse peor peores pire pires schlechter pior piores peggio peggiore",
+}
+_DEGREE = {w: d for d, ws in _DEGREE_TEXT.items() for w in ws.split()}
+
+
 @dataclass(frozen=True)
 class Meaning:
     """The meaning-critical parts of a statement."""
@@ -335,6 +379,8 @@ class Meaning:
     key: str = ""  # `text.norm_key` of the statement
     bounds: frozenset[str] = frozenset()  # "<6.000": a value with the bound said before it
     inclusive: frozenset[str] = frozenset()  # the values of `bounds` that hold their value
+    degrees: frozenset[str] = frozenset()  # "early", "less": the comparatives' directions
+    names: frozenset[str] = frozenset()  # stems of the capitalised words: names, acronyms
 
     @property
     def value_set(self) -> frozenset[str]:
@@ -449,21 +495,60 @@ def meaning(text: str) -> Meaning:
     neg = set(negs)
     hedges = {t for t in toks if t in HEDGES_ALL}
     skip = HEDGES_ALL | NEGATIONS | _FUNCTION | set(bound_words)
+    toks, degrees = _degrees(toks, set(bound_words))
     stems = frozenset(stem(w) for w in words(" ".join(toks)) if w not in skip)
+    names = frozenset(
+        stem(f)
+        for tok in plain
+        if tok[:1].isupper()
+        for f in words(tok)
+        if f not in skip and f not in _DEGREE
+    )
     return Meaning(
         tuple(values),
         frozenset(neg),
         frozenset(hedges),
-        stems,
+        stems | {f"~{d}" for d in degrees},  # a direction is part of what is said
         norm_key(whole),
         frozenset(bounds),
         frozenset(inclusive),
+        frozenset(degrees),
+        names,
     )
 
 
+def _degrees(toks: list[str], bound: set[str]) -> tuple[list[str], set[str]]:
+    """`toks` without their comparatives (`_DEGREE`, two-word forms first), and the directions
+    those said; the words of a bound ("faster than 40") are the bound's."""
+    rest: list[str] = []
+    found: set[str] = set()
+    i = 0
+    while i < len(toks):
+        pair = f"{toks[i]}_{toks[i + 1]}" if i + 1 < len(toks) else ""
+        if pair in _DEGREE and toks[i] not in bound:
+            found.add(_DEGREE[pair])
+            i += 2
+            continue
+        if toks[i] in _DEGREE and toks[i] not in bound:
+            found.add(_DEGREE[toks[i]])
+        else:
+            rest.append(toks[i])
+        i += 1
+    return rest, found
+
+
+def _apart(a: Meaning, b: Meaning) -> bool:
+    """True when `a` and `b` cannot be one statement whatever their overlap: comparatives of
+    other directions, or each naming someone (something) the other does not ("Marta returns
+    each chapter" is not "Inés returns each chapter")."""
+    if a.degrees != b.degrees:
+        return True
+    return bool(a.names - b.stems) and bool(b.names - a.stems)
+
+
 def grounding_problem(text: str, quote: str) -> str | None:
-    """Why `text` does not say what `quote` says (None: it does, as far as values, negations
-    and hedges go)."""
+    """Why `text` does not say what `quote` says (None: it does, as far as values, negations,
+    hedges, bounds and comparatives go)."""
     t, q = meaning(text), meaning(quote)
     missing = [v for v in t.values if v not in q.value_set]
     if missing:
@@ -476,6 +561,12 @@ def grounding_problem(text: str, quote: str) -> str | None:
         extra = sorted(t.hedges - q.hedges) or sorted(q.hedges - t.hedges)
         where = "its text" if t.hedges - q.hedges else "its quote"
         return f"the hedge {extra[0]!r} is only in {where}"
+    if t.bounds != q.bounds:  # "no pasa de 40" is "at most 40", "pasa de 40" "more than 40"
+        said = ", ".join(sorted(q.bounds)) or "none"
+        return f"its text bounds a value otherwise than its quote ({said})"
+    if t.degrees - q.degrees:  # "arrives slower" against "arrives faster" (a clause left
+        said = ", ".join(sorted(q.degrees)) or "none"  # out, "after the dream", is no change)
+        return f"its comparative is not its quote's ({said})"
     return None
 
 
@@ -494,6 +585,8 @@ def same_statement(candidate: str, line: str) -> bool:
     if len(a.stems) < MIN_STEMS or not a.stems & b.stems:
         return False
     if a.polarity != b.polarity or a.hedges != b.hedges or a.bounds != b.bounds:
+        return False
+    if _apart(a, b):
         return False
     if not a.value_set <= b.value_set:
         return False
@@ -567,7 +660,7 @@ def paraphrase(new: str, old: str) -> bool:
     a, b = meaning(new), meaning(old)
     if not a.values or a.value_set != b.value_set:
         return False
-    if a.polarity != b.polarity or a.hedges != b.hedges:
+    if a.polarity != b.polarity or a.hedges != b.hedges or _apart(a, b):
         return False
     if a.bounds != b.bounds and not _bound_agrees(a, b) and not _bound_agrees(b, a):
         return False  # "under 5,000" is not "over 5,000", nor "5,000"

@@ -9,11 +9,10 @@ folder is written from the root it belongs to instead:
 - inside the Hermes home, when `HERMES_HOME` names it: `$HERMES_HOME/...`
   (`hermes:$HERMES_HOME/state.db`), which `--verify` resolves wherever `HERMES_HOME` names
   that home;
-- anywhere else, for now, the path as configured: `--verify` (`read.find_messages`, which
-  this module does not own) resolves a name only through `~` and environment variables, and a
-  provenance name it cannot resolve would turn every such line `unreachable`. Naming those
-  sources from their own folder (`jsonl:agent.jsonl`) waits for `--verify` to map names
-  through `[dream] sources`.
+- anywhere else (`/srv/logs`), by a label and the path inside the source: `jsonl:@lab`,
+  `claude:@projects/app/s1.jsonl`. The label is the `[dream] sources` item's `name`, or the
+  source's own file or folder name (`read.source_labels`: unique, whatever the order of the
+  sources), and `--verify` maps it back through `[dream] sources` (`read.find_messages`).
 
 `scrub` writes this machine's folders out of the report's free text (warnings, skip reasons,
 explanations): the vault's as vault-relative, the Hermes home's as `$HERMES_HOME`, a source's
@@ -69,7 +68,14 @@ def source_names(
     specs: Iterable[object], *, vault: Path, hermes_home: Path | None
 ) -> dict[str, str]:
     """{provenance name as read: portable name} for each configured source whose name would
-    hold an absolute path (`SourceSpec`: `kind`, `name`, `real_path`)."""
+    hold an absolute path (`read.SourceSpec`)."""
+    from companion.dream.read import SourceSpec, source_labels  # noqa: PLC0415
+
+    specs = list(specs)
+    label_of = {
+        str(real): label
+        for label, real in source_labels(s for s in specs if isinstance(s, SourceSpec)).items()
+    }
     out: dict[str, str] = {}
     for spec in specs:
         name = str(getattr(spec, "name", ""))
@@ -78,8 +84,10 @@ def source_names(
             continue
         real = Path(getattr(spec, "real_path", path))
         short = portable_path(real, vault=vault, hermes_home=hermes_home)
-        if _resolvable(short):  # else the name as configured, until --verify can map it
+        if _resolvable(short):
             out[name] = f"{kind}:{short}"
+        elif str(Path(os.path.abspath(real))) in label_of:
+            out[name] = f"{kind}:@{label_of[str(Path(os.path.abspath(real)))]}"
     return out
 
 
@@ -103,11 +111,14 @@ def source_roots(
     specs: Iterable[object], *, vault: Path, hermes_home: Path | None
 ) -> list[tuple[str, str]]:
     """(absolute path, portable name) of each configured source, for `scrub`."""
+    specs = list(specs)
+    names = source_names(specs, vault=vault, hermes_home=hermes_home)
     out = []
     for spec in specs:
         real = getattr(spec, "real_path", None)
         if real is not None and os.path.isabs(str(real)):
-            short = portable_path(Path(real), vault=vault, hermes_home=hermes_home)
+            labelled = names.get(str(getattr(spec, "name", "")), "").partition(":")[2]
+            short = labelled or portable_path(Path(real), vault=vault, hermes_home=hermes_home)
             out.append((os.path.abspath(real), short))
     return out
 

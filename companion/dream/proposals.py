@@ -14,9 +14,10 @@ the agent's own conclusion, saved on purpose (and Hermes has normally applied it
 risky by its source. An `always:` line in an assistant message that no user message or journal
 line says too is the agent's remark, not a decision to remember it: risky.
 
-The guard's doubt. `companion.memory.guard` has no "unsure" verdict today (it refuses or it
-passes). `guard_unsure(text)` is the hook: when the guard grows a function `unsure(text) -> why |
-None`, it is used; until then nothing is unsure. A text the guard refuses never gets this far.
+The guard's doubt. `companion.memory.guard.unsure(text) -> why | None` is the guard's third
+verdict: no clear injection, but the shape of one (an order or an action with an outside
+address, a command run as root or piped into a shell, most of an attack phrase, an encoded run
+that reads as text). `guard_unsure(text)` calls it. A text the guard refuses never gets this far.
 
 A proposal is never lost. The planned operation is taken out of the night's writes (nothing it
 holds reaches the memory files) and kept in `.companion/dreams/proposals.json` (in the vault:
@@ -81,8 +82,7 @@ class MemoryChange:
 
 
 def guard_unsure(text: str) -> str | None:
-    """Why the injection guard is unsure of `text`, or None. The hook: the guard's own
-    `unsure(text)` when it has one (it does not yet: it refuses or passes)."""
+    """Why the injection guard is unsure of `text`, or None (`guard.unsure`)."""
     from companion.memory import guard  # noqa: PLC0415
 
     verdict = getattr(guard, "unsure", None)

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import datetime as dt
 import difflib
+import hashlib
 import json
 import os
 import re
@@ -77,10 +78,13 @@ _HERMES_SCAFFOLD_PREFIXES = (
 
 @dataclass(frozen=True)
 class SourceSpec:
-    """A configured transcript source: its kind and its path as written in the config."""
+    """A configured transcript source: its kind, its path as written in the config, and the
+    label it is named by when its path is outside the home folder (`[dream] sources` item's
+    `name`; empty: its own file or folder name, `source_labels`)."""
 
     kind: str
     path: str
+    label: str = ""
 
     @property
     def name(self) -> str:
@@ -125,6 +129,53 @@ def _contract_home(path: Path) -> str:
     return s
 
 
+_LABEL_BAD = re.compile(r"[^\w.+-]+")
+
+
+def _clean_label(text: str) -> str:
+    """A label that reads as one name in a provenance comment: no `/`, `#`, `|` or spaces."""
+    return _LABEL_BAD.sub("-", text).strip("-.") or "source"
+
+
+def source_labels(specs: Iterable[SourceSpec]) -> dict[str, Path]:
+    """{label: real path} of each source whose provenance name would hold an absolute path
+    (outside the home folder): its configured label, or its own file or folder name; a label
+    two such sources share gets a short hash of the path added, so it is the same whatever
+    the order of `[dream] sources`. Provenance names such a source `kind:@label[/path inside]`
+    (`companion.dream.portable`), and `--verify` maps the label back (`find_messages`)."""
+    outside = []
+    for spec in specs:
+        _kind, _, path = spec.name.partition(":")
+        if os.path.isabs(path):
+            real = Path(os.path.abspath(spec.real_path))
+            outside.append((_clean_label(spec.label or real.name), real))
+    count: dict[str, int] = {}
+    for label, _real in outside:
+        count[label] = count.get(label, 0) + 1
+    out: dict[str, Path] = {}
+    for label, real in outside:
+        if count[label] > 1:
+            digest = hashlib.sha256(str(real).encode("utf-8")).hexdigest()[:6]
+            label = f"{label}-{digest}"
+        out[label] = real
+    return out
+
+
+def labels_from_config(config: Config, hermes_home: Path | None) -> dict[str, Path]:
+    """`source_labels` of the configured sources: what `--verify` maps labels back with."""
+    return source_labels(sources_from_config(config, hermes_home)[0])
+
+
+def _labeled_path(path: str, labels: Mapping[str, Path] | None) -> str | None:
+    """The real path of a labelled provenance path (`@lab/a.jsonl`), or None (an unknown
+    label: not reachable from here)."""
+    label, _, rel = path[1:].partition("/")
+    base = (labels or {}).get(label)
+    if base is None:
+        return None
+    return str(base / rel) if rel else str(base)
+
+
 def sources_from_config(
     config: Config, hermes_home: Path | None
 ) -> tuple[list[SourceSpec], list[str]]:
@@ -144,7 +195,10 @@ def sources_from_config(
             )
         if not isinstance(path, str) or not path.strip():
             raise ConfigError(f"[dream] sources item {i + 1}: path must be a non-empty string")
-        specs.append(SourceSpec(kind, path.strip()))
+        label = item.get("name", "")
+        if not isinstance(label, str):
+            raise ConfigError(f"[dream] sources item {i + 1}: name must be a string")
+        specs.append(SourceSpec(kind, path.strip(), label.strip()))
     if not specs and hermes_home is not None:
         db = Path(hermes_home).expanduser() / "state.db"
         if db.is_file():
@@ -683,12 +737,20 @@ def read_transcripts(specs: Iterable[SourceSpec], window: Window) -> ReadResult:
     return result
 
 
-def find_messages(spec_name: str, ids: set[str]) -> dict[str, Message] | None:
+def find_messages(
+    spec_name: str, ids: set[str], labels: Mapping[str, Path] | None = None
+) -> dict[str, Message] | None:
     """Messages with these ids in the source named `spec_name` (any time), or None when the
-    source is not reachable from here. Used by `dream --verify`."""
+    source is not reachable from here. A labelled name (`jsonl:@lab/a.jsonl`) is found through
+    `labels` (`source_labels` of `[dream] sources`). Used by `dream --verify`."""
     kind, _, path = spec_name.partition(":")
     if kind not in SOURCE_KINDS or not path:
         return None
+    if path.startswith("@"):
+        real = _labeled_path(path, labels)
+        if real is None:
+            return None
+        path = real
     spec = SourceSpec(kind, path)
     found: dict[str, Message] = {}
     try:

@@ -6,6 +6,10 @@
   list is rebuilt each dream; lines dropped (a note deleted or renamed) count against the
   removal cap, so a vault that suddenly looks empty (a sync accident) cannot wipe the index.
   When a person edited Home.md recently the index is left as it is and the report says so.
+  A line of the index block the dream did not write (the ledger's `owns`: she changed or added
+  it) is the person's: it stays byte for byte after the line it followed, is never dropped,
+  and a note it links is not listed again. An index the ledger holds no line of (written
+  before the ledger kept index lines) is the dream's where its lines have the dream's form.
 - A broken wikilink is repaired only when exactly one note matches it by name or alias once
   case, accents and separators are ignored (`[[raspberry-pi Setup]]` -> `[[Raspberry Pi
   setup]]`), or when the sync engine reports the rename; heading, alias and embed are kept.
@@ -17,7 +21,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from companion.dream import blocks
@@ -71,6 +75,8 @@ HEADINGS = {
     },
 }
 _INDEX_LINK = re.compile(r"^- (\[\[[^\]]+\]\])\s*$")
+_HEADINGS = frozenset(h for heads in HEADINGS.values() for h in heads.values())
+_ANY_LINK = re.compile(r"!?\[\[([^\[\]\n|#^]*)")
 
 
 @dataclass
@@ -119,7 +125,43 @@ def _index_body(entries: Sequence[str], catalog: NoteCatalog, language: str) -> 
     return body
 
 
-def update_home(plan: Plan, catalog: NoteCatalog, language: str, out: Represented) -> None:
+def _persons_lines(
+    home: str, body: Sequence[str], owns: Callable[[str, str], bool] | None
+) -> set[int]:
+    """The positions in the index block's `body` of the lines the person wrote or changed."""
+    if owns is None:
+        return set()
+    lines = [i for i, ln in enumerate(body) if ln.strip()]
+    if not any(owns(home, body[i]) for i in lines):  # a ledger from before index lines
+        return {i for i in lines if not _INDEX_LINK.match(body[i]) and body[i] not in _HEADINGS}
+    return {i for i in lines if not owns(home, body[i])}
+
+
+def _keep_persons(old: Sequence[str], hers: set[int], new: list[str]) -> list[str]:
+    """`new` with the person's lines of `old` put back, each after the line it followed (the
+    nearest non-blank line before it that the dream still writes), or first."""
+    present = {ln for ln in new if ln.strip()}
+    after: dict[str, list[str]] = {}
+    first: list[str] = []
+    for i in sorted(hers):
+        anchor = next(
+            (old[j] for j in range(i - 1, -1, -1) if j not in hers and old[j] in present), None
+        )
+        (after.setdefault(anchor, []) if anchor is not None else first).append(old[i])
+    out = list(first)
+    for ln in new:
+        out.append(ln)
+        out += after.pop(ln, [])
+    return out
+
+
+def update_home(
+    plan: Plan,
+    catalog: NoteCatalog,
+    language: str,
+    out: Represented,
+    owns: Callable[[str, str], bool] | None = None,
+) -> None:
     home = next(
         (p for p in catalog.paths if "/" not in p and p.casefold() == HOME.casefold()), HOME
     )
@@ -141,7 +183,19 @@ def update_home(plan: Plan, catalog: NoteCatalog, language: str, out: Represente
     if old_body is None and not wanted:
         return  # every note is linked by the person already: no index needed
     old_body = old_body or []
-    old_links = {m.group(1) for ln in old_body if (m := _INDEX_LINK.match(ln))}
+    hers = _persons_lines(home, old_body, owns)
+    her_notes = {
+        dest
+        for i in hers
+        for m in _ANY_LINK.finditer(old_body[i])
+        if (dest := catalog.resolve(m.group(1).strip(), home))
+    }
+    wanted = [p for p in wanted if p not in her_notes]
+    old_links = {
+        m.group(1)
+        for i, ln in enumerate(old_body)
+        if i not in hers and (m := _INDEX_LINK.match(ln))
+    }
     new_body = _index_body(wanted, catalog, language)
     new_links = {m.group(1) for ln in new_body if (m := _INDEX_LINK.match(ln))}
     dropped = sorted(old_links - new_links)
@@ -157,6 +211,8 @@ def update_home(plan: Plan, catalog: NoteCatalog, language: str, out: Represente
             kept_paths.append(raw)
         new_body += [f"- {raw}" for raw in kept_paths]
         dropped = dropped[:room]
+    if hers:
+        new_body = _keep_persons(old_body, hers, new_body)
     after = blocks.replace_block_body(text, "index", new_body)
     if after == text:
         return

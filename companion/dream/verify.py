@@ -25,7 +25,7 @@ says "not a sync copy".
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -153,8 +153,9 @@ def _report_quotes(vault: Path) -> dict[tuple[str, int | None, str | None], list
 class _Sources:
     """Reads sources once per verify run."""
 
-    def __init__(self, vault: Path) -> None:
+    def __init__(self, vault: Path, labels: Mapping[str, Path] | None = None) -> None:
         self.vault = vault
+        self.labels = labels
         self.files: dict[str, list[str] | None] = {}
         self.messages: dict[str, dict[str, Any] | None] = {}
 
@@ -173,7 +174,7 @@ class _Sources:
             if ":" in r.source.split("/", 1)[0] and r.message_id is not None:
                 wanted.setdefault(r.source, set()).add(r.message_id)
         for src, ids in wanted.items():
-            found = find_messages(src, ids)
+            found = find_messages(src, ids, self.labels)
             if found is None:
                 self.messages[src] = None
                 continue
@@ -244,11 +245,14 @@ def _check_content(
     return "unresolved", "no reference holds this text"
 
 
-def verify_vault(vault: Path) -> VerifyResult:
+def verify_vault(vault: Path, labels: Mapping[str, Path] | None = None) -> VerifyResult:
+    """Every dream-written line of `vault` against its sources. `labels` maps the labels of
+    sources outside the home folder (`jsonl:@lab`) to their paths (`read.source_labels` of
+    `[dream] sources`); a labelled source without one is unreachable."""
     v = Vault(vault)
     result = VerifyResult()
     quotes = _report_quotes(Path(vault))
-    src = _Sources(Path(vault))
+    src = _Sources(Path(vault), labels)
     ledger = Ledger.load(Path(vault))
     found: list[tuple[str, blocks.DreamLine]] = []
     persons: set[tuple[str, int]] = set()  # (note, line) of content lines a person changed

@@ -61,6 +61,11 @@ zero-width characters, look-alike Cyrillic / Greek letters folded to Latin, spel
 Each phrase rule anchors on attack behaviour rather than bossy English, so ordinary memory such
 as "always use pnpm", "never push to main" or "the user writes about system prompt design" passes.
 
+Unsure (issue 40): `unsure(text)` says why text `check` passes still looks like an injection
+-- an order or an action with an outside address, a command run as root or piped into a shell,
+all but one part of a three-part family phrase, an encoded run that reads as text -- or None.
+The dream proposes a MEMORY.md / USER.md change holding such text instead of applying it.
+
 `check_write(text, where=...)` is the one entry point for every write an agent will later read
 (MCP notes, journal, memory; the dream's notes, journal lines, index lines, MEMORY.md, USER.md
 and the llm distiller's proposals).
@@ -508,3 +513,71 @@ def check(text: str) -> Finding | None:
         or dangerous_phrase(text)
         or hermes_finding(text)
     )
+
+
+# --- unsure: no clear injection, but it looks like one (issue 40) ------------------------------
+# `check` refuses or passes. Some text it passes still has the shape of an attack: an order or
+# an action with an outside address, a command run as root or piped into a shell, most of a
+# family phrase, an encoded run that reads as text. The dream does not apply a MEMORY.md /
+# USER.md change holding such text: it proposes it to the person
+# (`companion.dream.proposals`). Measured on the guard's corpus (`bench/bench_guard.py`): a few
+# look-alikes are unsure, no fact or lesson of the generated worlds is.
+
+_ACTION = re.compile(
+    "|".join(
+        f"(?:{rx})"
+        for table in (guard_phrases._SEND, guard_phrases._DOWNLOAD, guard_phrases._RUN)
+        for lang, rx in table.items()
+        if lang in ("en", "es", "fr", "de", "pt", "it")
+    ),
+    re.IGNORECASE,
+)
+_TARGET = re.compile(guard_phrases.EXTERNAL, re.IGNORECASE)
+# Words that make a sentence a standing order, in the dream's six languages.
+_ORDER = re.compile(
+    r"\b(?:always|every\s+time|whenever|from\s+now\s+on|remember\s+to|make\s+sure|"
+    r"you\s+(?:must|should|need\s+to|have\s+to)|siempre|cada\s+vez|a\s+partir\s+de\s+ahora|"
+    r"aseg[uú]rate|tienes\s+que|debes|toujours|chaque\s+fois|d[ée]sormais|assure-toi|"
+    r"tu\s+dois|il\s+faut|immer|jedes\s+mal|ab\s+jetzt|von\s+nun\s+an|stell\s+sicher|"
+    r"du\s+musst|sempre|toda\s+vez|a\s+partir\s+de\s+agora|certifique-se|voc[êe]\s+deve|"
+    r"ogni\s+volta|d'ora\s+in\s+poi|da\s+ora\s+in\s+poi|assicurati|devi)\b",
+    re.IGNORECASE,
+)
+_AS_ROOT = re.compile(
+    r"\b(?:as|als|como|en\s+tant\s+que|come)\s+root\b|\bsudo\b|\|\s*(?:ba|z)?sh\b|"
+    r"\bchmod\s+\+x\b",
+    re.IGNORECASE,
+)
+
+
+def _partial_family(sentence: str) -> str | None:
+    """The family two of whose three parts (or more, all but one) `sentence` holds."""
+    for rule, _why, table in guard_phrases.FAMILIES:
+        for phrases in table.values():
+            for p in phrases:
+                if len(p.all_of) < 3 or (p.unless and _rx(p.unless).search(sentence)):
+                    continue
+                if sum(1 for rx in p.all_of if _rx(rx).search(sentence)) == len(p.all_of) - 1:
+                    return rule
+    return None
+
+
+def unsure(text: str) -> str | None:
+    """Why the guard is unsure of `text` (it looks like an injection without being a clear one),
+    or None. Meant for text `check` passes; the dream proposes a memory change it is unsure of
+    instead of applying it."""
+    found = guard_text.decoded(guard_text._strip(text))
+    if found:
+        return f"an encoded run ({found[0][0]}) that decodes to readable text"
+    views = guard_text.views(text)[:2]  # the text, and the text de-obfuscated
+    for _label, view in views:
+        for sentence in _sentences(view):
+            acts = bool(_ACTION.search(sentence) or _ORDER.search(sentence))
+            if acts and _TARGET.search(sentence):
+                return "an order or an action with an outside address"
+            if acts and _AS_ROOT.search(sentence):
+                return "an order to run a command as root or into a shell"
+            family = _partial_family(sentence)
+            if family:
+                return f"most of a {family} phrase"
+    return None

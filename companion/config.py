@@ -249,7 +249,7 @@ class DreamSettings:
     sources: tuple[dict[str, Any], ...] = setting(
         list,
         [],
-        "Transcript sources: tables with kind and path.",
+        "Transcript sources: tables with kind, path and an optional name (its provenance label).",
     )
     apply: Literal["auto", "propose-risky", "propose-all"] = setting(
         str,

@@ -1,0 +1,297 @@
+/**
+ * What the plugin does with the review notes after each sync round (companion/review/rounds.py,
+ * docs/review.md), as a person's (human) device:
+ *
+ * - a revert, "keep mine" or "take the new value" ticked by THIS device (the note's verified
+ *   history says which device's revision made the tick) is carried out here: a revert only
+ *   when the relay's history of the file still holds the change under its id and the file is
+ *   still exactly what the change left; the outcome is written on the line;
+ * - a tick an agent device wrote is cleared, and the line says so;
+ * - proposals (apply, drop) are left to the device that dreams.
+ *
+ * Everything written is an ordinary edit of this device, synced by the round that follows
+ * (`SyncEngine.afterRound`). Writing a night's missing note and checking an agent-altered note
+ * against the relay (rounds.py `write_missing`, `_check`) are the Python devices' work.
+ */
+import { utf8 } from "../crypto/bytes";
+import type { SyncEngine } from "../sync/engine";
+import type { RemoteChange } from "../sync/remote";
+import { ticks, type Revision, type Tick } from "./blame";
+import * as decide from "./decide";
+import * as labels from "./labels";
+import { BY_TICKER, changeId, type ChangeItem, FOLDER, KEEP, lineKey, type Line, notePath, REVERT, TAKE } from "./model";
+import * as notes from "./note";
+
+export const ACTIVE_DAYS = 14;
+export const HOME = "Home.md";
+export const HOME_BEGIN = "<!-- review:begin -->";
+export const HOME_END = "<!-- review:end -->";
+const HUMAN = "human";
+const NIGHT_RE = /^review\/(\d{4}-\d{2}-\d{2})\.md$/;
+
+const decoder = new TextDecoder();
+
+/** [night, vault path] of every review note this copy holds, oldest night first. */
+export async function noteFiles(engine: SyncEngine): Promise<[string, string][]> {
+  const out: [string, string][] = [];
+  // the review notes the index knows (they come from the relay) and that are here
+  for (const [p, e] of Object.entries(engine.state.files)) {
+    const m = NIGHT_RE.exec(p);
+    if (m && !e.deleted && !Number.isNaN(Date.parse(m[1])) && (await engine.fs.stat(p))) out.push([m[1], p]);
+  }
+  return out.sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0));
+}
+
+export async function readText(engine: SyncEngine, rel: string): Promise<string | null> {
+  if (!(await engine.fs.stat(rel))) return null;
+  try {
+    return decoder.decode(await engine.fs.read(rel));
+  } catch {
+    return null;
+  }
+}
+
+function days(a: string, b: string): number {
+  return Math.round((Date.parse(b) - Date.parse(a)) / 86_400_000);
+}
+
+/** The note's retained revisions, oldest first, with their verified contents. */
+export async function revisions(engine: SyncEngine, rel: string): Promise<Revision[]> {
+  const hist = (await engine.remote.history(rel)).filter((h): h is RemoteChange => !("reason" in h)).reverse();
+  const got = await engine.remote.fetch(hist.filter((h) => !h.meta.deleted).map((h) => h.meta));
+  return hist.map((h) => ({
+    rev: h.rev,
+    deviceId: h.deviceId ?? "",
+    device: h.deviceName,
+    kind: h.kind,
+    text: h.meta.deleted ? null : decoder.decode(got.get(h.meta.sha256)!),
+  }));
+}
+
+/** The vault path a note link names (`[[knowledge/x]]` is `knowledge/x.md` unless a file has
+ * that very name). */
+export async function pathOf(engine: SyncEngine, target: string | null): Promise<string | null> {
+  if (!target) return null;
+  if (target.endsWith(".md") || (await engine.fs.stat(target))) return target;
+  return target + ".md";
+}
+
+/** The change `itemId` names, found again in the relay's history of `path`: a span of its
+ * revisions whose id matches, with its before and after fetched and verified. */
+export async function attestedChange(engine: SyncEngine, path: string, itemId: string): Promise<ChangeItem | null> {
+  let hist: RemoteChange[];
+  try {
+    hist = (await engine.remote.history(path)).filter((h): h is RemoteChange => !("reason" in h)).reverse();
+  } catch {
+    return null;
+  }
+  const fid = await engine.remote.fileId(path);
+  for (let j = hist.length - 1; j >= 0; j--) {
+    for (let i = j; i >= 0; i--) {
+      const first = hist[i];
+      const last = hist[j];
+      if ((await changeId(fid, first.parentRev, last.rev)) !== itemId) continue;
+      let before: RemoteChange | null | false = null;
+      if (first.parentRev > 0) {
+        try {
+          before = (await engine.remote.record(path, first.parentRev)) ?? false;
+        } catch {
+          before = false; // pruned or unreadable: shown, never revertible
+        }
+      }
+      const metas = [last.meta, ...(before ? [before.meta] : [])].filter((m) => !m.deleted);
+      const got = metas.length ? await engine.remote.fetch(metas) : new Map<string, Uint8Array>();
+      const text = (m: RemoteChange["meta"]) => (m.deleted ? null : decoder.decode(got.get(m.sha256)!));
+      return {
+        id: itemId,
+        path,
+        fileId: fid,
+        fromRev: first.parentRev,
+        toRev: last.rev,
+        before: before ? text(before.meta) : null,
+        after: text(last.meta),
+        device: last.deviceName,
+        kind: last.kind,
+        at: "",
+        beforeKnown: before !== false,
+        notes: [],
+      };
+    }
+  }
+  return null;
+}
+
+/** HH:MM now in the note's time zone (its front matter's `tz`; UTC when unknown). */
+export function stamp(now: Date, tz: string | undefined): string {
+  const fmt = (zone: string) =>
+    new Intl.DateTimeFormat("en-GB", { timeZone: zone, hour: "2-digit", minute: "2-digit", hourCycle: "h23" }).format(now);
+  try {
+    return fmt(tz || "UTC");
+  } catch {
+    return fmt("UTC");
+  }
+}
+
+export class ReviewRounds {
+  /** Note path -> the text last looked at with nothing to do (looked at again once it changes). */
+  readonly seen = new Map<string, string>();
+  written = new Set<string>();
+  lastError: string | null = null;
+
+  constructor(
+    readonly engine: SyncEngine,
+    private readonly now: () => Date = () => new Date(),
+  ) {}
+
+  get human(): boolean {
+    return this.engine.device.kind === HUMAN;
+  }
+
+  /** The review's work for one settled round; the vault paths it wrote. */
+  async afterRound(): Promise<Set<string>> {
+    this.written = new Set();
+    try {
+      await this.carryOut();
+      if (this.written.size) await this.pointHome();
+      this.lastError = null;
+    } catch (e) {
+      // the review never breaks sync: said, and tried again next round
+      this.lastError = (e as Error).message;
+      console.warn(`review: ${this.lastError}`);
+    }
+    return new Set(this.written);
+  }
+
+  private read(rel: string): Promise<string | null> {
+    return readText(this.engine, rel);
+  }
+
+  private async write(rel: string, text: string | null): Promise<void> {
+    await this.engine.writeOwn(rel, text === null ? null : utf8(text));
+    this.written.add(rel);
+  }
+
+  async carryOut(): Promise<void> {
+    const files = await noteFiles(this.engine);
+    if (!files.length) return;
+    const newest = files[files.length - 1][0];
+    for (const [night, rel] of files) {
+      if (days(night, newest) > ACTIVE_DAYS) continue;
+      let text = await this.read(rel);
+      if (text === null || this.seen.get(rel) === text) continue;
+      const waiting = notes.parseLines(text).filter((ln) => ln.ticked && !ln.final);
+      if (!waiting.length) {
+        this.seen.set(rel, text);
+        continue;
+      }
+      const revs = await revisions(this.engine, rel);
+      if (!revs.length || revs[revs.length - 1].text !== text) continue; // its round comes first
+      const who = ticks(revs);
+      const front = notes.frontMatter(text);
+      const lang = front.lang || "en";
+      for (const ln of waiting) {
+        const tick = who.get(lineKey(ln));
+        if (!tick) continue;
+        if (tick.kind !== HUMAN) {
+          if (this.human) {
+            const notice = `${notes.NOTICE} ` + labels.say(lang, "out_agent_tick", { device: tick.device });
+            text = notes.setOutcome(text, lineKey(ln), notice, false);
+          }
+          continue;
+        }
+        if (BY_TICKER.has(ln.code) && tick.deviceId === this.engine.device.deviceId) {
+          text = await this.decideNote(rel, text, ln, tick, lang, front.tz);
+        }
+        // apply / drop: the device that dreams carries them out
+      }
+      if (text !== (await this.read(rel))) await this.write(rel, text);
+      else this.seen.set(rel, text);
+    }
+  }
+
+  /** Revert, keep mine or take the new value, here (the device that ticked). */
+  private async decideNote(rel: string, text: string, ln: Line, tick: Tick, lang: string, tz: string | undefined): Promise<string> {
+    if (ln.id.startsWith("n-")) {
+      // revert the whole night: every change still open
+      for (const other of notes.parseLines(text)) {
+        if (other.code === REVERT && other.id.startsWith("c-") && !other.final) text = (await this.one(rel, text, other, tick, lang, tz))[0];
+      }
+      return notes.setOutcome(text, lineKey(ln), labels.say(lang, "out_done", { time: stamp(this.now(), tz), device: tick.device }), true);
+    }
+    return (await this.one(rel, text, ln, tick, lang, tz))[0];
+  }
+
+  private async one(rel: string, text: string, ln: Line, tick: Tick, lang: string, tz: string | undefined): Promise<[string, boolean]> {
+    let ctx = notes.context(text, ln, lang);
+    const night = rel.slice(FOLDER.length + 1, -3);
+    if (ctx.night && ctx.night !== night) {
+      // carried: read the item where it was listed
+      const earlier = (await this.read(notePath(ctx.night))) ?? "";
+      const found = notes.parseLines(earlier).find((x) => lineKey(x) === lineKey(ln));
+      if (found) ctx = notes.context(earlier, found, notes.frontMatter(earlier).lang || lang);
+    }
+    const path = await pathOf(this.engine, ctx.target);
+    const time = stamp(this.now(), tz);
+    let result: decide.Result;
+    if (path === null) result = { ok: false, text: null, refusal: "gone" };
+    else if (ln.code === REVERT) {
+      const change = await attestedChange(this.engine, path, ln.id);
+      result = change ? decide.revert(await this.read(path), change) : { ok: false, text: null, refusal: "gone" };
+    } else {
+      const d = { new: ctx.new ?? "", mine: ctx.mine };
+      const fn = ln.code === KEEP ? decide.keepMine : decide.takeNew;
+      result = ctx.new ? fn(await this.read(path), d) : { ok: false, text: null, refusal: "gone" };
+    }
+    let outcome: string;
+    if (result.ok && path !== null) {
+      await this.write(path, result.text);
+      const key = ({ [REVERT]: "out_reverted", [KEEP]: "out_kept", [TAKE]: "out_taken" } as Record<string, string>)[ln.code];
+      outcome = labels.say(lang, key, { time, device: tick.device });
+    } else outcome = labels.say(lang, result.refusal === "edited" ? "out_edited" : "out_gone", { time });
+    text = notes.setOutcome(text, lineKey(ln), outcome, true);
+    // as rounds.py `_one`: the note the context names says where it was decided
+    if (ctx.night) await this.markElsewhere(notePath(ctx.night), lineKey(ln), rel, lang);
+    return [text, result.ok];
+  }
+
+  private async markElsewhere(otherRel: string, key: string, rel: string, lang: string): Promise<void> {
+    const other = await this.read(otherRel);
+    if (other === null) return;
+    const updated = notes.setOutcome(other, key, labels.say(lang, "out_elsewhere", { link: notes.link(rel) }), true);
+    if (updated !== other) await this.write(otherRel, updated);
+  }
+
+  /** Home.md starts with a link to the newest note that has something waiting, or nothing. */
+  async pointHome(): Promise<void> {
+    const home = await this.read(HOME);
+    if (home === null) return;
+    let newest: [string, string, string] | null = null;
+    const files = await noteFiles(this.engine);
+    for (const [night, rel] of files.reverse()) {
+      const text = (await this.read(rel)) ?? "";
+      if (notes.parseLines(text).some((ln) => !ln.final)) {
+        newest = [night, rel, notes.frontMatter(text).lang || "en"];
+        break;
+      }
+    }
+    let block = "";
+    if (newest) {
+      const [night, rel, lang] = newest;
+      block = `${HOME_BEGIN}\n> [!todo] [[${rel.slice(0, -3)}|${labels.say(lang, "title", { night })}]]\n${HOME_END}\n\n`;
+    }
+    const start = home.indexOf(HOME_BEGIN);
+    const end = home.indexOf(HOME_END);
+    let updated: string;
+    if (start !== -1 && end !== -1) updated = home.slice(0, start) + block + home.slice(end + HOME_END.length).replace(/^\n+/, "");
+    else updated = block ? block + home : home;
+    if (updated !== home) await this.write(HOME, updated);
+  }
+}
+
+/** Run the review's work after each round of `engine` that settles (one `ReviewRounds` kept
+ * across rounds: a note is looked at again only when its text changed). */
+export function installReview(engine: SyncEngine, now?: () => Date): ReviewRounds {
+  const rounds = new ReviewRounds(engine, now);
+  engine.afterRound.push(() => rounds.afterRound());
+  return rounds;
+}

@@ -209,3 +209,25 @@ def test_an_agent_tick_on_a_proposal_is_never_applied(tmp_path: Path, who: str) 
         assert all(p["state"] == "pending" for p in book["proposals"])
         laptop.sync()
         assert not _line(laptop, item, "a").ticked
+
+
+def test_a_tick_made_while_the_agent_rewrote_the_note_is_carried_out_after_the_repair(
+    tmp_path: Path,
+) -> None:
+    """The repair moves the note's lines: the ticks are read again from the repaired note
+    (they were carried out against the old line numbers, so "the line is no longer there")."""
+    with cluster(tmp_path / "c") as c:
+        laptop, server, _ = _world(tmp_path, c)
+        honest = _text(laptop)
+        blocks = honest.split("## Changes\n", 1)[1].split("\n## ", 1)[0].split("### ")[1:]
+        first, last = _ids(blocks[0], "c-")[0], _ids(blocks[-1], "c-")[0]
+        assert first != last
+        server.write(REVIEW, honest.replace("### " + blocks[0], "", 1))  # hides a change
+        server.sync()
+        _tick(laptop, last, "r")
+        laptop.sync()
+        fixed = _text(laptop)
+        assert "rewrote this review from the relay's history" in fixed
+        assert f"`{first}/r`" in fixed
+        ln = _line(laptop, last, "r")
+        assert ln.final and ln.outcome and ln.outcome.startswith("reverted "), ln.outcome

@@ -11,7 +11,7 @@ import { type Device, device, pair } from "./helpers";
 import { items } from "../src/review/listing";
 import { changeId, keyOf, type ChangeItem } from "../src/review/model";
 import { parseLines, render, setTicked } from "../src/review/note";
-import { installReview } from "../src/review/rounds";
+import { installReview, ReviewRounds } from "../src/review/rounds";
 
 let relay: TestRelay;
 beforeAll(async () => {
@@ -119,5 +119,52 @@ describe("the review after each round", () => {
     expect(line(laptop, b).outcome).toBe("reverted 08:14 from laptop");
     await phone.engine.round();
     expect(line(phone, b).outcome).toBe("reverted 08:14 from laptop");
+  });
+
+  it("a note an agent rewrote to hide its change and forge another is rewritten from the relay's history", async () => {
+    const { phone, server, a, b } = await world();
+    const honest = server.vault.text(REVIEW)!;
+    const block = honest.slice(honest.indexOf("### [[knowledge/A]]"), honest.indexOf("### [[knowledge/B]]"));
+    const forged = honest.replace(block, "### [[knowledge/Forged]]\n\n- [ ] Revert this change `c-0000000000/r`\n\n");
+    await server.vault.put(REVIEW, forged);
+    await server.engine.round();
+    await tick(phone, b); // the person's tick, made meanwhile, survives the rewrite
+    await phone.engine.round();
+    const fixed = phone.vault.text(REVIEW)!;
+    expect(fixed).toContain("⚠ phone rewrote this review from the relay's history: the version written by server did not match it (1 change(s) left out; 1 change(s) the history does not hold).");
+    expect(fixed).toContain(`\`${a}/r\``);
+    expect(fixed).not.toContain("c-0000000000");
+    expect(line(phone, b)).toMatchObject({ ticked: true, final: true, outcome: "reverted 08:14 from phone" });
+    await server.engine.round();
+    expect(server.vault.text(REVIEW)).toBe(phone.vault.text(REVIEW));
+  });
+
+  it("the night's note missing 10 minutes after the dream's report: the phone writes it from the relay's history", async () => {
+    const [phone, server] = await pair(relay);
+    await phone.vault.put("Home.md", "# Home\n");
+    await phone.engine.round();
+    await server.engine.round();
+    await server.vault.put("knowledge/C.md", "# C\n\n- ⚠ Disagrees with your line (2026-11-28): the backup runs at 03:00\n");
+    await server.vault.put(".companion/dreams/2026-11-29.json", JSON.stringify({ changes: [{ note: "knowledge/C.md", provenance: [{ quote: "I moved it", source: "journal/2026-11-28.md" }] }] }));
+    await server.vault.put(".companion/dreams/proposals.json", JSON.stringify({ version: 1, proposals: [{ id: "abc", target: "memory", file: "MEMORY.md", op: "add", new: "Backups at 03:00.", reason: "propose_all", state: "pending", night: "2026-11-29" }] }));
+    await server.engine.round();
+    // not yet late: the dream's device may still write it
+    const early = new ReviewRounds(phone.engine, () => new Date());
+    phone.engine.afterRound.push(() => early.afterRound());
+    await phone.engine.round();
+    expect(phone.vault.text(REVIEW)).toBeUndefined();
+    phone.engine.afterRound.length = 0;
+    installReview(phone.engine, () => new Date(Date.now() + 11 * 60_000));
+    await phone.engine.round();
+    const text = phone.vault.text(REVIEW)!;
+    const fc = await phone.engine.remote.fileId("knowledge/C.md");
+    expect(text).toContain(`\`${await changeId(fc, 0, 1)}/r\``);
+    expect(text).toContain("- Source: “I moved it” — [[journal/2026-11-28]]");
+    expect(text).toContain("- New value: the backup runs at 03:00");
+    expect(text).toContain("### MEMORY.md · add");
+    expect(text).toContain("by server (agent device) · new note");
+    expect(phone.vault.text("Home.md")).toBe("<!-- review:begin -->\n> [!todo] [[review/2026-11-29|Review of the night of 2026-11-29]]\n<!-- review:end -->\n\n# Home\n");
+    await server.engine.round();
+    expect(server.vault.text(REVIEW)).toBe(text);
   });
 });

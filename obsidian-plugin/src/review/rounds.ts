@@ -16,13 +16,35 @@
 import { utf8 } from "../crypto/bytes";
 import type { SyncEngine } from "../sync/engine";
 import type { RemoteChange } from "../sync/remote";
+import * as attest from "./attest";
 import { ticks, type Revision, type Tick } from "./blame";
 import * as decide from "./decide";
 import * as labels from "./labels";
-import { BY_TICKER, changeId, type ChangeItem, FOLDER, KEEP, lineKey, type Line, notePath, REVERT, TAKE } from "./model";
+import {
+  BY_TICKER,
+  type Carried,
+  changeId,
+  type ChangeItem,
+  FOLDER,
+  KEEP,
+  lineKey,
+  type Line,
+  notePath,
+  type ProposalItem,
+  proposalItemId,
+  REVERT,
+  type Review,
+  TAKE,
+} from "./model";
 import * as notes from "./note";
 
 export const ACTIVE_DAYS = 14;
+/** A person's device writes a missing note once the night's dream report is this old (s). */
+export const GRACE_S = 600;
+/** A report this much older than the newest gets no note (an upgrade's backlog). */
+export const RECENT_DAYS = 3;
+export const BOOK = ".companion/dreams/proposals.json";
+const REPORT_RE = /^\.companion\/dreams\/(\d{4}-\d{2}-\d{2})\.json$/;
 export const HOME = "Home.md";
 export const HOME_BEGIN = "<!-- review:begin -->";
 export const HOME_END = "<!-- review:end -->";
@@ -32,12 +54,13 @@ const NIGHT_RE = /^review\/(\d{4}-\d{2}-\d{2})\.md$/;
 const decoder = new TextDecoder();
 
 /** [night, vault path] of every review note this copy holds, oldest night first. */
-export async function noteFiles(engine: SyncEngine): Promise<[string, string][]> {
+export async function noteFiles(engine: SyncEngine, extra: Iterable<string> = []): Promise<[string, string][]> {
   const out: [string, string][] = [];
-  // the review notes the index knows (they come from the relay) and that are here
-  for (const [p, e] of Object.entries(engine.state.files)) {
+  // the review notes the index knows (they come from the relay), and any written here since
+  const paths = new Set([...Object.entries(engine.state.files).filter(([, e]) => !e.deleted).map(([p]) => p), ...extra]);
+  for (const p of paths) {
     const m = NIGHT_RE.exec(p);
-    if (m && !e.deleted && !Number.isNaN(Date.parse(m[1])) && (await engine.fs.stat(p))) out.push([m[1], p]);
+    if (m && !Number.isNaN(Date.parse(m[1])) && (await engine.fs.stat(p))) out.push([m[1], p]);
   }
   return out.sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0));
 }
@@ -132,9 +155,89 @@ export function stamp(now: Date, tz: string | undefined): string {
   }
 }
 
+function toInt(value: string | undefined): number {
+  const n = Number.parseInt(value ?? "", 10);
+  return Number.isFinite(n) && /^\s*[+-]?\d+\s*$/.test(value ?? "") ? n : 0;
+}
+
+/** The relay's newest sequence number of the vault. */
+export async function relaySeq(engine: SyncEngine): Promise<number> {
+  return (await engine.client.changesPage(0, 0, 1)).vaultSeq;
+}
+
+/** The first revision of `rel` the relay still holds (null: none, or it cannot be read). */
+export async function oldest(engine: SyncEngine, rel: string): Promise<RemoteChange | null> {
+  try {
+    const hist = (await engine.remote.history(rel)).filter((h): h is RemoteChange => !("reason" in h));
+    return hist.length ? hist[hist.length - 1] : null;
+  } catch {
+    return null;
+  }
+}
+
+const listed = (texts: [string, string][]) => new Set(texts.flatMap(([, t]) => notes.parseLines(t).map((ln) => ln.id)));
+const pending = (book: Record<string, unknown>[]) => book.filter((p) => p.state === "pending");
+const str = (v: unknown): string | null => (typeof v === "string" ? v : null);
+
+/** The dream's pending proposals not listed in an earlier note (rounds.py `_proposals`). */
+export async function proposalsOf(book: Record<string, unknown>[], night: string, earlier: [string, string][]): Promise<ProposalItem[]> {
+  const seen = listed(earlier);
+  const out: ProposalItem[] = [];
+  for (const p of pending(book)) {
+    const item = await proposalItemId(String(p.id));
+    if (String(p.night || "") > night || seen.has(item)) continue;
+    out.push({
+      id: item,
+      pid: String(p.id),
+      file: String(p.file || p.target),
+      op: String(p.op || "add"),
+      old: str(p.old),
+      new: str(p.new),
+      reason: String(p.reason || ""),
+      quote: str(p.quote),
+    });
+  }
+  return out;
+}
+
+/** Each undecided line of an earlier note, once (from the night it was first listed); a
+ * proposal decided some other way is not carried (rounds.py `_carried`). */
+export async function carriedOf(book: Record<string, unknown>[], earlier: [string, string][]): Promise<Carried[]> {
+  const waiting = new Set<string>();
+  for (const p of pending(book)) waiting.add(await proposalItemId(String(p.id)));
+  const decided = new Set<string>();
+  const first = new Map<string, Carried>();
+  for (const [night, text] of earlier) {
+    const lang = notes.frontMatter(text).lang || "en";
+    for (const ln of notes.parseLines(text)) {
+      const key = lineKey(ln);
+      if (ln.final) {
+        decided.add(key);
+        continue;
+      }
+      if (ln.id.startsWith("n-") || first.has(key)) continue;
+      if (ln.id.startsWith("p-") && !waiting.has(ln.id)) continue;
+      const ctx = notes.context(text, ln, lang);
+      if (ctx.night) {
+        // itself carried: it belongs to the night it names
+        const label = ln.label.trim();
+        const cut = label.lastIndexOf(" (");
+        first.set(key, { id: ln.id, code: ln.code, label: cut > 0 ? label.slice(0, cut) : label, night: ctx.night });
+        continue;
+      }
+      let label = ln.label.trim();
+      if (ctx.target && !label.includes("[[")) label = `${label}: [[${ctx.target}]]`;
+      first.set(key, { id: ln.id, code: ln.code, label, night });
+    }
+  }
+  return [...first.entries()].filter(([k]) => !decided.has(k)).map(([, c]) => c);
+}
+
 export class ReviewRounds {
   /** Note path -> the text last looked at with nothing to do (looked at again once it changes). */
   readonly seen = new Map<string, string>();
+  /** Dream report path -> its first revision on the relay (who dreamt, and when). */
+  readonly firsts = new Map<string, RemoteChange>();
   written = new Set<string>();
   lastError: string | null = null;
 
@@ -151,6 +254,7 @@ export class ReviewRounds {
   async afterRound(): Promise<Set<string>> {
     this.written = new Set();
     try {
+      await this.writeMissing();
       await this.carryOut();
       if (this.written.size) await this.pointHome();
       this.lastError = null;
@@ -171,21 +275,35 @@ export class ReviewRounds {
     this.written.add(rel);
   }
 
+  private files(): Promise<[string, string][]> {
+    return noteFiles(this.engine, this.written);
+  }
+
   async carryOut(): Promise<void> {
-    const files = await noteFiles(this.engine);
+    const files = await this.files();
     if (!files.length) return;
     const newest = files[files.length - 1][0];
     for (const [night, rel] of files) {
       if (days(night, newest) > ACTIVE_DAYS) continue;
       let text = await this.read(rel);
       if (text === null || this.seen.get(rel) === text) continue;
-      const waiting = notes.parseLines(text).filter((ln) => ln.ticked && !ln.final);
-      if (!waiting.length) {
+      let waiting = notes.parseLines(text).filter((ln) => ln.ticked && !ln.final);
+      if (!waiting.length && !this.human) {
         this.seen.set(rel, text);
         continue;
       }
       const revs = await revisions(this.engine, rel);
       if (!revs.length || revs[revs.length - 1].text !== text) continue; // its round comes first
+      if (this.human) {
+        const checked = await this.check(night, rel, text, revs);
+        // rewritten: the same lines (their states kept), at other places in the note
+        if (checked !== text) waiting = notes.parseLines(checked).filter((ln) => ln.ticked && !ln.final);
+        text = checked;
+      }
+      if (!waiting.length) {
+        this.seen.set(rel, text);
+        continue;
+      }
       const who = ticks(revs);
       const front = notes.frontMatter(text);
       const lang = front.lang || "en";
@@ -261,12 +379,142 @@ export class ReviewRounds {
     if (updated !== other) await this.write(otherRel, updated);
   }
 
+  // ---------------------------------------------------------------- writing a night's note
+
+  /** The night's note, when its dream report is on the relay and the note is not here: the
+   * device that committed the report writes it; a person's device once the report is older
+   * than GRACE_S (the dream's device crashed, or is hostile). */
+  async writeMissing(): Promise<void> {
+    const reports = Object.keys(this.engine.state.files)
+      .filter((p) => REPORT_RE.test(p) && !this.engine.state.files[p].deleted)
+      .sort();
+    if (!reports.length) return;
+    const newest = REPORT_RE.exec(reports[reports.length - 1])![1];
+    for (const key of reports) {
+      const night = REPORT_RE.exec(key)![1];
+      if (Number.isNaN(Date.parse(night)) || days(night, newest) > RECENT_DAYS) continue;
+      const rel = notePath(night);
+      if (await this.engine.fs.stat(rel)) continue;
+      if (!(await this.engine.fs.stat(key))) continue;
+      const first = this.firsts.get(key) ?? (await oldest(this.engine, key));
+      if (!first) continue; // not on the relay yet: nothing attests it
+      this.firsts.set(key, first);
+      const mine = first.deviceId === this.engine.device.deviceId;
+      const now = this.now().getTime() / 1000;
+      const late = now - (first.committedAt ?? now) > GRACE_S;
+      if (!(mine || (this.human && late))) continue;
+      const review = await this.build(night, { dreamDevice: first.deviceId, reportTime: first.committedAt });
+      await this.write(rel, notes.render(review));
+    }
+  }
+
+  /** The night's review from the relay's history: bounds from the previous note (or given, to
+   * check an existing note against its own). Language and time zone: given, else the previous
+   * note's (the plugin knows no dream settings), else English and UTC. */
+  async build(
+    night: string,
+    o: { dreamDevice: string | null; reportTime: number | null; toSeq?: number; fromSeq?: number; since?: number | null; lang?: string; tz?: string },
+  ): Promise<Review> {
+    const earlier = (await this.files()).filter(([n]) => n < night);
+    const earlierTexts: [string, string][] = [];
+    for (const [n, rel] of earlier) earlierTexts.push([n, (await this.read(rel)) ?? ""]);
+    const prev = earlierTexts.length ? notes.frontMatter(earlierTexts[earlierTexts.length - 1][1]) : {};
+    const lang = labels.language(o.lang ?? prev.lang ?? "en");
+    const tz = o.tz ?? prev.tz ?? "UTC";
+    let fromSeq = o.fromSeq;
+    let since = o.since ?? null;
+    if (fromSeq === undefined) {
+      fromSeq = toInt(prev.to);
+      since = null;
+      if (!fromSeq) since = Math.trunc((o.reportTime ?? this.now().getTime() / 1000) - 36 * 3600);
+    }
+    const toSeq = o.toSeq ?? (await relaySeq(this.engine));
+    const feed = await attest.agentSpans(this.engine.remote, fromSeq, toSeq, {
+      notBefore: since,
+      include: o.dreamDevice ? (ch) => ch.deviceId === o.dreamDevice : null,
+    });
+    const fromReport = await attest.reportNotes(this.engine, night, lang);
+    const fromLog = await attest.logNotes(this.engine, lang);
+    const changes = await attest.changes(this.engine.remote, feed, tz, (span) => [...(fromReport.get(span.path) ?? []), ...fromLog(span)]);
+    const book = await this.book();
+    return {
+      night,
+      fromSeq,
+      toSeq,
+      lang,
+      tz,
+      since,
+      changes,
+      disagreements: await attest.disagreements(changes),
+      proposals: await proposalsOf(book, night, earlierTexts),
+      carried: await carriedOf(book, earlierTexts),
+    };
+  }
+
+  private async book(): Promise<Record<string, unknown>[]> {
+    try {
+      const data = JSON.parse((await this.read(BOOK)) ?? "null");
+      const list = data && typeof data === "object" ? (data as { proposals?: unknown }).proposals : null;
+      return Array.isArray(list)
+        ? list.filter((p) => p && typeof p === "object" && typeof p.id === "string" && ["memory", "user"].includes(p.target))
+        : [];
+    } catch {
+      return [];
+    }
+  }
+
+  // ---------------------------------------------------------------- checking a note
+
+  /** A person's device: the note's changes against the relay's history over the note's own
+   * range; a note that hides, adds or alters a change is rewritten from the history, its
+   * decision lines kept, and says so (rounds.py `_check`). */
+  async check(night: string, rel: string, text: string, revs: Revision[]): Promise<string> {
+    if (revs.every((r) => r.kind === HUMAN)) return text; // only people's devices wrote it
+    const front = notes.frontMatter(text);
+    const earlier = (await this.files()).filter(([n]) => n < night);
+    const prevTo = earlier.length ? toInt(notes.frontMatter((await this.read(earlier[earlier.length - 1][1])) ?? "").to) : 0;
+    let fromSeq = toInt(front.from);
+    let toSeq = toInt(front.to);
+    const since = toInt(front.since) || null;
+    const problems: string[] = [];
+    if (earlier.length && fromSeq !== prevTo) {
+      problems.push(`its range starts at ${fromSeq}, the previous review ends at ${prevTo}`);
+      fromSeq = prevTo;
+    }
+    const writer = [...revs].reverse().find((r) => r.kind !== HUMAN)?.device ?? "?";
+    const report = await oldest(this.engine, `.companion/dreams/${night}.json`);
+    if (toSeq <= 0) toSeq = await relaySeq(this.engine);
+    const truth = await this.build(night, {
+      dreamDevice: report ? report.deviceId : null,
+      reportTime: null,
+      toSeq,
+      fromSeq,
+      since,
+      lang: front.lang || "en",
+      tz: front.tz || "UTC",
+    });
+    const shown = new Set(notes.parseLines(text).filter((ln) => ln.id.startsWith("c-")).map((ln) => ln.id));
+    const real = new Set(truth.changes!.map((c) => c.id));
+    const carriedIds = new Set(notes.parseLines(text).filter((ln) => ln.label.includes("[[")).map((ln) => ln.id));
+    const hidden = [...real].filter((x) => !shown.has(x));
+    const forged = [...shown].filter((x) => !real.has(x) && !carriedIds.has(x));
+    if (hidden.length) problems.push(`${hidden.length} change(s) left out`);
+    if (forged.length) problems.push(`${forged.length} change(s) the history does not hold`);
+    if (!problems.length) return text;
+    truth.carried = truth.carried!.filter((c) => !real.has(c.id));
+    truth.notice = labels.say(truth.lang!, "repaired", { device: this.engine.device.deviceName, writer, what: problems.join("; ") });
+    const fixed = notes.render(truth, notes.statesOf(text));
+    console.warn(`review: ${rel} did not match the relay's history (${problems.join("; ")}): rewritten`);
+    await this.write(rel, fixed);
+    return fixed;
+  }
+
   /** Home.md starts with a link to the newest note that has something waiting, or nothing. */
   async pointHome(): Promise<void> {
     const home = await this.read(HOME);
     if (home === null) return;
     let newest: [string, string, string] | null = null;
-    const files = await noteFiles(this.engine);
+    const files = await this.files();
     for (const [night, rel] of files.reverse()) {
       const text = (await this.read(rel)) ?? "";
       if (notes.parseLines(text).some((ln) => !ln.final)) {

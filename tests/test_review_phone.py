@@ -5,8 +5,8 @@ where the dream runs with every memory change proposed), through a real relay on
 After the night the review note reaches the laptop and the phone; a revert ticked on the
 phone (`dist/cli.js review decide`, then `dist/cli.js sync`) is carried out by the phone, a
 proposal applied in the laptop's note by the server, and both show on all three copies with
-the outcome on the line; a tick the server writes is cleared by the phone; `dist/cli.js
-review list --json` names the device that decided each line, and the change's before/after
+the outcome on the line; a tick the server writes is cleared by the phone, and a note it
+forges is repaired by the phone; `dist/cli.js review list --json` names the device that decided each line, and the change's before/after
 come from the relay's history.
 """
 
@@ -190,3 +190,26 @@ def test_a_tick_the_server_writes_is_cleared_by_the_phone(world: World):
     r = phone.run("review", "list", str(phone.vault), "--json")
     [it] = [i for i in json.loads(r.stdout)["items"] if i["id"] == item]
     assert it["state"] == "ignored" and it["decided_by"] is None
+
+
+def test_a_note_the_server_forges_is_repaired_by_the_phone(world: World):
+    """The phone alone checks the note against the relay's history: the agent's own change left
+    out and a forged one added are put right, and the laptop and server take the repair."""
+    laptop, server, phone = world.laptop, world.server, world.phone
+    honest = _text(server)
+    change = _agent_change(honest)
+    block = honest.split(f"### [[{AGENT_NOTE[:-3]}]]")[1].split("### ")[0]
+    forged = honest.replace(f"### [[{AGENT_NOTE[:-3]}]]{block}", "").replace(
+        "## Changes\n",
+        "## Changes\n\n### [[knowledge/Forged]]\n\n- [ ] Revert this change `c-0000000000/r`\n",
+        1,
+    )
+    server.write(REVIEW, forged)
+    server.sync()
+    phone.synced()
+    fixed = _text(phone)
+    assert "⚠ phone rewrote this review from the relay's history" in fixed
+    assert change in _ids(fixed, "c-") and "c-0000000000" not in fixed
+    laptop.sync()
+    server.sync()
+    assert _text(laptop) == _text(server) == fixed

@@ -8,9 +8,15 @@
 import { readFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { TestRelay } from "./relay";
+import { device } from "./helpers";
+import { httpTransport } from "./http";
+import { changeId } from "../src/review/model";
+import { render } from "../src/review/note";
 import { keyOf } from "../src/review/model";
 import { setTicked } from "../src/review/note";
+import type { SyncEngine } from "../src/sync/engine";
 import { newestReviewFile, REVIEW_VIEW, ReviewView, waitingSummary } from "../src/obsidian/review";
 
 const HERE = dirname(fileURLToPath(import.meta.url));
@@ -41,10 +47,10 @@ class FakeVault {
   }
 }
 
-async function open(files: Record<string, string>) {
+async function open(files: Record<string, string>, engine: SyncEngine | null = null) {
   const vault = new FakeVault();
   for (const [p, t] of Object.entries(files)) vault.files.set(p, t);
-  const view = new ReviewView({ app: { vault } } as never, () => null);
+  const view = new ReviewView({ app: { vault } } as never, () => engine);
   document.body.appendChild(view.containerEl);
   await view.onOpen();
   return { vault, view, root: view.contentEl };
@@ -120,5 +126,34 @@ describe("Review last night", () => {
     const rule = css.match(/\.vault-companion-tap\s*\{([^}]*)\}/)![1];
     expect(Number(rule.match(/min-height:\s*(\d+)px/)![1])).toBeGreaterThanOrEqual(44);
     expect(css).not.toMatch(/vault-companion-(review|item|tap)[^{]*:hover/);
+  });
+
+  describe("with the relay", () => {
+    let relay: TestRelay;
+    beforeAll(async () => {
+      relay = await TestRelay.start();
+    });
+    afterAll(async () => {
+      await relay.stop();
+    });
+
+    it("shows a change as the relay's history holds it, not as the note says", async () => {
+      // node's own HTTP (happy-dom's fetch would apply the browser's CORS rules)
+      const phone = await device(relay, await relay.newVault(), "phone", "human", { transport: httpTransport });
+      const server = await device(relay, await relay.invite(phone.engine.remote.vaultId, "agent"), "server", "agent", { transport: httpTransport });
+      await server.vault.put("knowledge/A.md", "# A\n\nthe agent wrote this\n");
+      await server.engine.round();
+      const id = await changeId(await server.engine.remote.fileId("knowledge/A.md"), 0, 1);
+      // the note claims another diff: the view shows the relay's
+      const claimed = { id, path: "knowledge/A.md", fileId: "", fromRev: 0, toRev: 1, before: null, after: "# A\n\nharmless\n", device: "server", kind: "agent", at: "03:12", beforeKnown: true, notes: [] };
+      await server.vault.put(REVIEW, render({ night: "2026-11-29", fromSeq: 0, toSeq: 9, changes: [claimed] }));
+      await server.engine.round();
+      await phone.engine.round();
+      const { root } = await open({ [REVIEW]: phone.vault.text(REVIEW)!, "knowledge/A.md": phone.vault.text("knowledge/A.md")! }, phone.engine);
+      const diff = () => [...item(root, id).querySelectorAll(".vault-companion-diff div")].map((d) => d.textContent);
+      await until(() => diff().includes("+ the agent wrote this"));
+      expect(diff()).toEqual(["+ # A", "+", "+ the agent wrote this"]);
+      expect(root.textContent).not.toContain("Offline");
+    });
   });
 });

@@ -14,7 +14,7 @@ import * as labels from "../review/labels";
 import { counts, type Item, itemsOf, tickIn } from "../review/listing";
 import { CODES, isReviewPath } from "../review/model";
 import * as notes from "../review/note";
-import { attestedChange, revisions } from "../review/rounds";
+import { revisions } from "../review/rounds";
 
 export const REVIEW_VIEW = "vault-companion-review";
 export const REVIEW_TITLE = "Review last night";
@@ -34,13 +34,7 @@ export async function reviewItems(text: string, rel: string, engine: SyncEngine 
   if (engine) {
     try {
       const who = ticks(await revisions(engine, rel));
-      const items = await itemsOf(text, rel, { who });
-      for (const it of items) {
-        if (it.kind !== "change" || !it.file) continue;
-        const change = await attestedChange(engine, it.file, it.id);
-        if (change) [it.before, it.after] = [change.before, change.after];
-      }
-      return { items, attested: true };
+      return { items: await itemsOf(text, rel, { engine, who }), attested: true };
     } catch {
       /* offline: the note's own words below */
     }

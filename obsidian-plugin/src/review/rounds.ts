@@ -2,6 +2,10 @@
  * What the plugin does with the review notes after each sync round (companion/review/rounds.py,
  * docs/review.md), as a person's (human) device:
  *
+ * - a night's note still missing 10 minutes after its dream report reached the relay is
+ *   written here, from the relay's history (`writeMissing`, `build`);
+ * - a note an agent device wrote is checked against the relay's history over its own range,
+ *   and rewritten from it (every line's state kept) when it hides or adds a change (`check`);
  * - a revert, "keep mine" or "take the new value" ticked by THIS device (the note's verified
  *   history says which device's revision made the tick) is carried out here: a revert only
  *   when the relay's history of the file still holds the change under its id and the file is
@@ -10,8 +14,8 @@
  * - proposals (apply, drop) are left to the device that dreams.
  *
  * Everything written is an ordinary edit of this device, synced by the round that follows
- * (`SyncEngine.afterRound`). Writing a night's missing note and checking an agent-altered note
- * against the relay (rounds.py `write_missing`, `_check`) are the Python devices' work.
+ * (`SyncEngine.afterRound`). The plugin has no dream settings: a note it writes takes the
+ * previous note's language and time zone (else English and UTC).
  */
 import { utf8 } from "../crypto/bytes";
 import type { SyncEngine } from "../sync/engine";

@@ -310,3 +310,25 @@ def test_the_next_night_does_not_list_homes_link_to_the_review(tmp_path: Path) -
         second = _text(laptop, "review/2026-11-30.md")
         assert "review:begin" not in second
         assert notes.front_matter(second)["from"] == notes.front_matter(_text(laptop))["to"]
+
+
+def test_a_tick_made_while_the_agent_rewrote_the_note_is_carried_out_after_the_repair(
+    tmp_path: Path,
+) -> None:
+    """The repair moves the note's lines: the ticks are read again from the repaired note
+    (they were carried out against the old line numbers, so "the line is no longer there")."""
+    with cluster(tmp_path / "c") as c:
+        laptop, server, _ = _world(tmp_path, c)
+        honest = _text(laptop)
+        blocks = honest.split("## Changes\n", 1)[1].split("\n## ", 1)[0].split("### ")[1:]
+        first, last = _ids(blocks[0], "c-")[0], _ids(blocks[-1], "c-")[0]
+        assert first != last
+        server.write(REVIEW, honest.replace("### " + blocks[0], "", 1))  # hides a change
+        server.sync()
+        _tick(laptop, last, "r")
+        laptop.sync()
+        fixed = _text(laptop)
+        assert "rewrote this review from the relay's history" in fixed
+        assert f"`{first}/r`" in fixed
+        ln = _line(laptop, last, "r")
+        assert ln.final and ln.outcome and ln.outcome.startswith("reverted "), ln.outcome

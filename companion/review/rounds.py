@@ -414,7 +414,10 @@ def carry_out(dev: Device) -> None:
         if not revs or revs[-1].text != text:
             continue  # an edit not on the relay yet: its round comes first
         if dev.human:
-            text = _check(dev, night, rel, text, revs)
+            checked = _check(dev, night, rel, text, revs)
+            if checked != text:  # rewritten: the same lines (states kept), at other places
+                waiting = [ln for ln in notes.parse_lines(checked) if ln.ticked and not ln.final]
+            text = checked
         if not waiting:
             continue
         who = blame.ticks(revs)

@@ -19,6 +19,27 @@ export function normalizePath(p: string): string {
 }
 
 export class TFile {}
+export class WorkspaceLeaf {
+  constructor(public app: unknown) {}
+}
+/** Obsidian's ItemView: a container whose second child is `contentEl`; events registered
+ * while open are dropped on close (here: kept in `events`). */
+export class ItemView {
+  app: any;
+  containerEl: HTMLElement;
+  contentEl: HTMLElement;
+  events: unknown[] = [];
+  constructor(public leaf: WorkspaceLeaf) {
+    this.app = leaf.app;
+    this.containerEl = document.createElement("div");
+    this.containerEl.appendChild(document.createElement("div"));
+    this.contentEl = document.createElement("div");
+    this.containerEl.appendChild(this.contentEl);
+  }
+  registerEvent(e: unknown): void {
+    this.events.push(e);
+  }
+}
 export class MarkdownView {}
 export class Plugin {}
 export const requestUrl = async () => {

@@ -7,7 +7,7 @@
  */
 import { promises as fsp, watch as fsWatch, realpathSync } from "node:fs";
 import * as path from "node:path";
-import { fromHex, toHex } from "../crypto/bytes";
+import { fromHex, toHex, utf8 } from "../crypto/bytes";
 import { VaultKey } from "../crypto/keys";
 import { DEFAULT_KDF_PARAMS, ensureSelfTest, TEST_KDF_PARAMS } from "../crypto/wrap";
 import {
@@ -23,6 +23,9 @@ import {
   VaultFolderMissing,
 } from "../errors";
 import { RelayClient } from "../relay/client";
+import { items as reviewItems, newestNote, tickIn } from "../review/listing";
+import { CODES } from "../review/model";
+import { installReview, noteFiles, readText } from "../review/rounds";
 import { fetchTransport } from "../relay/transport";
 import { SyncEngine } from "../sync/engine";
 import { FOLDER_MARKER, folderMissingMessage, markerText } from "../sync/folder";
@@ -39,6 +42,8 @@ const USAGE = `usage:
   node dist/cli.js watch VAULT [--rescan-minutes M] [--allow-mass-delete]
   node dist/cli.js status VAULT [--json] [--offline]
   node dist/cli.js held VAULT [--accept PATH | --refuse PATH]
+  node dist/cli.js review list VAULT [--json] [--night YYYY-MM-DD]
+  node dist/cli.js review decide VAULT ID revert|keep|take|apply|drop [--night YYYY-MM-DD]
 The passphrase comes from COMPANION_PASSPHRASE_FILE (an owner-only file) or a prompt;
 state lives under COMPANION_HOME (as for the Python companion).`;
 
@@ -182,6 +187,8 @@ async function openEngine(vault: string | undefined, probeCase = true): Promise<
     partials: new FilePartials(path.join(dir, "partial")),
   });
   await engine.load();
+  // the morning review's work after each round, as `companion sync` and `watch` do
+  installReview(engine);
   // the case probe writes a temp file: only into a folder that is this copy's
   if (probeCase && (await engine.folderStatus()) !== "missing") await fs.probeCase();
   return { engine, lockDir: dir };
@@ -321,6 +328,61 @@ async function held(pos: string[], opts: Record<string, string | true>): Promise
   } finally {
     lock.release();
   }
+}
+
+/** `review list VAULT [--json] [--night DAY]`: the items of the newest review note (as
+ * `companion review list`): changes' before and after from the relay's history, and who
+ * decided each line from the note's own verified history. */
+async function reviewList(pos: string[], opts: Record<string, string | true>): Promise<void> {
+  const { engine } = await openEngine(pos[0], false);
+  const night = str(opts, "night");
+  const found = await newestNote(engine, night);
+  if (!found) {
+    if (opts.json) {
+      console.log(JSON.stringify({ note: null, items: [] }, null, 2));
+      return;
+    }
+    throw new InputError(`no review note${night ? ` for ${night}` : ""} in ${pos[0]}/review/`);
+  }
+  const rel = found[1];
+  const rows = await reviewItems(engine, rel);
+  if (opts.json) {
+    console.log(JSON.stringify({ note: rel, items: rows }, null, 2));
+    return;
+  }
+  console.log(rel);
+  for (const r of rows) {
+    const state = r.state + (r.outcome ? ` (${r.outcome})` : "");
+    const by = r.decided_by ? ` by ${r.decided_by} (${r.decided_by_kind})` : "";
+    console.log(`  ${r.id.padEnd(14)} ${r.kind.padEnd(12)} ${r.file ?? "-"}`);
+    console.log(`  ${"".padEnd(14)} ${r.decisions.join("/")}: ${state}${by}`);
+  }
+}
+
+/** `review decide VAULT ID DECISION [--night DAY]`: tick the line deciding ID in the newest
+ * note listing it open (what a tap in Obsidian does); the next `sync` carries it out. Exit 2:
+ * no line has that id; 1: no open line with that decision. */
+async function reviewDecide(pos: string[], opts: Record<string, string | true>): Promise<number> {
+  const [vault, id, decision] = pos;
+  if (!vault || !id || !decision) throw new InputError("review decide needs VAULT ID DECISION");
+  const code = CODES[decision];
+  if (!code) throw new InputError(`the decision is one of ${Object.keys(CODES).join(", ")}, not '${decision}'`);
+  const { engine } = await openEngine(vault, false);
+  const night = str(opts, "night");
+  const files = (await noteFiles(engine)).filter(([n]) => night === undefined || n === night);
+  let known = false;
+  for (const [, rel] of files.reverse()) {
+    const text = (await readText(engine, rel)) ?? "";
+    const r = tickIn(text, id, code);
+    known ||= r.known;
+    if (r.text === null) continue;
+    if (r.text !== text) await engine.fs.write(rel, utf8(r.text));
+    console.log(`ticked ${id} ${decision} in ${rel}`);
+    return 0;
+  }
+  if (!known) throw new InputError(`no review line has the id '${id}' (see \`node dist/cli.js review list\`)`);
+  console.error(`${id}: no open '${decision}' line (already decided, or not offered)`);
+  return 1;
 }
 
 async function watch(pos: string[], opts: Record<string, string | true>): Promise<number> {
@@ -476,6 +538,9 @@ export async function main(argv: string[]): Promise<number> {
     else if (cmd === "watch") return await watch(pos, opts);
     else if (cmd === "status") await status(pos, opts);
     else if (cmd === "held") await held(pos, opts);
+    else if (cmd === "review" && pos[0] === "list") await reviewList(pos.slice(1), opts);
+    else if (cmd === "review" && pos[0] === "decide") return await reviewDecide(pos.slice(1), opts);
+    else if (cmd === "review") throw new InputError(`review list|decide ...\n${USAGE}`);
     else throw new InputError(`unknown command '${cmd}'\n${USAGE}`);
     return 0;
   } catch (e) {

@@ -17,6 +17,8 @@ import type { PartialStore } from "../sync/remote";
 import type { StateStore, SyncState } from "../sync/state";
 import { joinFromSettings } from "./joinflow";
 import { ConflictsModal, HeldModal, HistoryModal } from "./modals";
+import { installReview } from "../review/rounds";
+import { REVIEW_TITLE, REVIEW_VIEW, ReviewView, waitingSummary } from "./review";
 import { keyId, secretStore, type SecretStore, tokenId } from "./secrets";
 import { CompanionSettingTab, DEFAULT_SETTINGS, type JoinForm, type PluginSettings } from "./settings";
 import { StatusBar } from "./statusbar";
@@ -85,6 +87,7 @@ export default class VaultCompanionPlugin extends Plugin {
   private polling = false;
   private unloaded = false;
   private folderNoticeShown = false;
+  private reviewNoticeShown = false;
 
   private get stateDir(): string {
     return `${this.app.vault.configDir}/plugins/${this.manifest.id}/state`;
@@ -123,6 +126,10 @@ export default class VaultCompanionPlugin extends Plugin {
         return true;
       },
     });
+    // the morning review: a view of the newest review note, with one button per decision
+    this.registerView(REVIEW_VIEW, (leaf) => new ReviewView(leaf, () => this.engine));
+    this.addRibbonIcon("list-checks", REVIEW_TITLE, () => void this.openReview());
+    this.addCommand({ id: "review-last-night", name: REVIEW_TITLE, callback: () => void this.openReview() });
     this.render();
     try {
       await ensureSelfTest();
@@ -146,6 +153,22 @@ export default class VaultCompanionPlugin extends Plugin {
       void this.livePoll();
     });
     this.registerInterval(window.setInterval(() => this.schedule(null), Math.max(1, this.settings.intervalMinutes) * 60_000));
+  }
+
+  /** Open (or bring forward) the "Review last night" view. */
+  async openReview(): Promise<void> {
+    const open = this.app.workspace.getLeavesOfType(REVIEW_VIEW);
+    const leaf = open[0] ?? this.app.workspace.getLeaf(true);
+    if (!open.length) await leaf.setViewState({ type: REVIEW_VIEW, active: true });
+    await this.app.workspace.revealLeaf(leaf);
+  }
+
+  /** Once per start, after the first round that settles: a notice when a review waits. */
+  private async noticeReview(): Promise<void> {
+    if (this.reviewNoticeShown) return;
+    this.reviewNoticeShown = true;
+    const waiting = await waitingSummary(this.app);
+    if (waiting) new Notice(`Vault Companion: last night's review waits for you (${waiting}). Open it with "${REVIEW_TITLE}".`, 10_000);
   }
 
   onunload(): void {
@@ -187,6 +210,8 @@ export default class VaultCompanionPlugin extends Plugin {
       massDeleteRatio: s.massDeleteRatio,
     });
     await this.engine.load();
+    // after each round: carry out what this device ticked in the review notes (src/review/)
+    installReview(this.engine);
     this.problem = null;
     this.render();
   }
@@ -225,6 +250,7 @@ export default class VaultCompanionPlugin extends Plugin {
     try {
       const report = await engine.round({ paths, allowMassDelete });
       this.folderNoticeShown = false;
+      if (report.converged) void this.noticeReview().catch(() => undefined);
       this.backoff.reset();
       this.retryAt = 0;
       for (const c of report.conflicts) new Notice(`Vault Companion: ${c.message}`);

@@ -150,6 +150,10 @@ export class SyncEngine {
   private running: Promise<unknown> = Promise.resolve();
   private loaded = false;
   stopped = false;
+  /** Work after each round that settles (the review's, src/review/rounds.ts): each returns the
+   * vault paths it wrote, which one more round syncs (companion/sync/engine.py `after_round`). */
+  readonly afterRound: ((engine: SyncEngine, report: RoundReport) => Promise<Iterable<string>>)[] = [];
+  private inAfterRound = false;
 
   constructor(opts: EngineOptions) {
     this.fs = opts.fs;
@@ -189,7 +193,43 @@ export class SyncEngine {
   // ------------------------------------------------------------------ the round
 
   round(opts: { paths?: string[]; allowMassDelete?: boolean; maxPasses?: number } = {}): Promise<RoundReport> {
-    return this.exclusive(() => this.doRound(opts));
+    return this.exclusive(async () => {
+      const report = await this.doRound(opts);
+      if (report.converged && this.afterRound.length && !this.inAfterRound && !this.stopped) await this.runAfterRound(report, opts);
+      return report;
+    });
+  }
+
+  /** The hooks, then one more round for what they wrote (its work added to `report`). */
+  private async runAfterRound(report: RoundReport, opts: { allowMassDelete?: boolean; maxPasses?: number }): Promise<void> {
+    this.inAfterRound = true;
+    try {
+      const wrote = new Set<string>();
+      for (const hook of this.afterRound) for (const p of await hook(this, report)) wrote.add(p);
+      if (!wrote.size) return;
+      // written on purpose after the round: the next scan reads them whatever their size and
+      // mtime (this engine has no stale-save window to leave; Python drops its "applied" rows)
+      for (const p of wrote) {
+        const e = this.state.files[p];
+        if (e) e.mtime = -1;
+      }
+      const more = await this.doRound({ ...opts, paths: [...wrote] });
+      report.uploaded.push(...more.uploaded);
+      report.downloaded.push(...more.downloaded);
+      report.deletedRemote.push(...more.deletedRemote);
+      report.conflicts.push(...more.conflicts);
+      report.passes += more.passes;
+      report.converged = more.converged;
+    } finally {
+      this.inAfterRound = false;
+    }
+  }
+
+  /** Write (or delete, `null`) a vault file on this device's own behalf between rounds (the
+   * review's outcomes and reverts): guarded as every write of the round is. */
+  async writeOwn(path: string, data: Uint8Array | null): Promise<void> {
+    if (data !== null) await this.write(path, data);
+    else if (await this.fs.stat(path)) await this.remove(path);
   }
 
   private async doRound(opts: { paths?: string[]; allowMassDelete?: boolean; maxPasses?: number }): Promise<RoundReport> {

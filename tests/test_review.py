@@ -330,6 +330,7 @@ def vectors() -> dict[str, Any]:
         "decided": {"key": list(key), "outcome": "reverted 08:14 from phone", "text": decided},
         "front_matter": notes.front_matter(rendered),
         "recounted": notes.recount(decided),
+        "blocks": {k: list(v) for k, v in notes.change_blocks(rendered).items()},
         "contexts": [
             {"key": list(ln.key), **asdict(notes.context(rendered, ln, "en"))}
             for ln in notes.parse_lines(rendered)

@@ -384,5 +384,6 @@ def change_blocks(text: str) -> dict[str, tuple[str, ...]]:
             out[m.group("id")] = tuple(shown)
             continue
         if shown and stripped and not stripped.startswith("- "):
-            shown.append(row)  # the "when · by" line
+            # the "when · by" line, without the time (the relay's clock, not the history's)
+            shown.append(row.split(" · ", 1)[1] if " · " in row else row)
     return out

@@ -13,7 +13,7 @@ import { keepMine, revert, takeNew } from "../src/review/decide";
 import { diffLines, hunk, MAX_LINES } from "../src/review/diff";
 import * as labels from "../src/review/labels";
 import { changeId, disagreementId, keyOf, nightId, proposalItemId, type Review } from "../src/review/model";
-import { context, frontMatter, parseLines, render, setOutcome, setTicked, statesOf } from "../src/review/note";
+import { changeBlocks, context, frontMatter, parseLines, recount, render, setOutcome, setTicked, statesOf } from "../src/review/note";
 
 const HERE = dirname(fileURLToPath(import.meta.url));
 const ROOT = join(HERE, "..", "..");
@@ -116,6 +116,8 @@ describe("review_v1.json", () => {
     expect(decided).toBe(V.decided.text);
     expect(parseLines(decided).map(snake)).toEqual(V.parsed);
     expect(frontMatter(V.note)).toEqual(V.front_matter);
+    expect(recount(decided)).toBe(V.recounted);
+    expect(Object.fromEntries(changeBlocks(V.note))).toEqual(V.blocks);
   });
 
   it("contexts", () => {

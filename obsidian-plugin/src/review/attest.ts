@@ -14,6 +14,11 @@ import * as labels from "./labels";
 import { changeId, type ChangeItem, type Disagreement, disagreementId } from "./model";
 import { link } from "./note";
 
+const POINTER_RE = /<!-- review:begin -->\n[\s\S]*?<!-- review:end -->\n\n?/g;
+
+/** `text` without Home.md's link to the newest review (rounds `pointHome`). */
+const unpointed = (text: string | null): string | null => (text === null ? null : text.replace(POINTER_RE, ""));
+
 export const EXCLUDED_PREFIXES = [".companion/", "review/"];
 export const PAGE = 5000;
 const AGENT = "agent";
@@ -124,7 +129,7 @@ export async function changes(
   for (let i = 0; i < feed.spans.length; i++) {
     const span = feed.spans[i];
     const [before, known, after] = got[i];
-    if (known && before === after) continue; // changed and changed back: nothing to review
+    if (known && unpointed(before) === unpointed(after)) continue; // changed back, or only Home.md's link to the review
     const last = span.last;
     items.push({
       id: await changeId(span.fileId, span.first.parentRev, last.rev),
@@ -193,6 +198,7 @@ export async function reportNotes(engine: SyncEngine, night: string, lang: strin
       if (!ref || typeof ref !== "object" || typeof ref.quote !== "string") continue;
       const quote = [...squash(ref.quote)].slice(0, 200).join("");
       const source = String(ref.source ?? "");
+      if (source.startsWith(".companion/")) continue; // the dream's own report: not a source worth showing
       const where = source.endsWith(".md") && source.includes("/") ? link(source) : source;
       const line = `${labels.say(lang, "source")}: “${quote}”` + (where ? ` — ${where}` : "");
       if (!lines.includes(line) && lines.length < 3) lines.push(line);

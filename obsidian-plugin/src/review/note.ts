@@ -47,9 +47,76 @@ function counts(review: Review, open: Set<string>): string {
     ["n_proposals", props.filter((p) => open.has(keyOf(p.id, APPLY))).length],
     ["n_carried", new Set(carried.filter((c) => open.has(keyOf(c.id, c.code))).map((c) => c.id)).size],
   ];
+  return countLine(lang, n);
+}
+
+function countLine(lang: string, n: [string, number][]): string {
   const parts = n.filter(([, k]) => k).map(([key, k]) => labels.count(lang, key, k));
   if (!parts.length) return labels.say(lang, "decided_all");
   return labels.say(lang, "waiting", { counts: labels.join(lang, parts) });
+}
+
+/** `text` with its line of counts saying what is still open (after decisions were written on
+ * its lines): the first line after the title that is not a notice, and the same line again
+ * at the end (note.py `recount`). */
+export function recount(text: string): string {
+  const lang = frontMatter(text).lang || "en";
+  const lines = parseLines(text);
+  if (!lines.length) return text;
+  const open = lines.filter((ln) => !ln.final);
+  const carried = new Set(open.filter((ln) => ln.label.includes("[[")).map((ln) => ln.id));
+  const ids = (prefix: string) => new Set(open.filter((ln) => ln.id.startsWith(prefix) && !carried.has(ln.id)).map((ln) => ln.id)).size;
+  const fresh = countLine(lang, [
+    ["n_changes", ids("c-")],
+    ["n_disagreements", ids("k-")],
+    ["n_proposals", ids("p-")],
+    ["n_carried", carried.size],
+  ]);
+  const rows = text.split("\n");
+  const title = rows.findIndex((r) => r.startsWith("# "));
+  if (title < 0) return text;
+  for (let i = title + 1; i < rows.length; i++) {
+    if (!rows[i].trim() || rows[i].startsWith(NOTICE)) continue;
+    if (rows[i].startsWith("- [") || rows[i].startsWith("## ")) return text;
+    const old = rows[i];
+    return rows.map((r) => (r === old ? fresh : r)).join("\n");
+  }
+  return text;
+}
+
+/** Per change id: what the note shows of it that the relay's history decides (its heading,
+ * when and by which device, its diff), to compare a note with the history (note.py
+ * `change_blocks`). */
+export function changeBlocks(text: string): Map<string, string[]> {
+  const rows = text.replace(/\r\n/g, "\n").split("\n");
+  const out = new Map<string, string[]>();
+  let shown: string[] = [];
+  let fence: string | null = null;
+  for (const row of rows) {
+    if (fence !== null) {
+      shown.push(row);
+      if (row.trim() === fence) fence = null;
+      continue;
+    }
+    if (row.startsWith("#")) {
+      shown = row.startsWith("### ") ? [row] : [];
+      continue;
+    }
+    const stripped = row.trim();
+    if (stripped.startsWith("```") && shown.length) {
+      fence = stripped.slice(0, stripped.length - stripped.replace(/^`+/, "").length);
+      shown.push(row);
+      continue;
+    }
+    const m = LINE_RE.exec(row);
+    if (m && m[4].startsWith("c-") && !m[3].includes("[[") && shown.length) {
+      out.set(m[4], [...shown]);
+      continue;
+    }
+    // the "when · by" line, without the time (the relay's clock, not the history's)
+    if (shown.length && stripped && !stripped.startsWith("- ")) shown.push(row.includes(" · ") ? row.slice(row.indexOf(" · ") + 3) : row);
+  }
+  return out;
 }
 
 type LineFn = (labelKey: string, itemId: string, code: string) => string;
@@ -148,6 +215,7 @@ export function render(review: Review, states: States = new Map()): string {
     out.push("");
   }
   while (out.length && out[out.length - 1] === "") out.pop();
+  if (changes.length || props.length || dis.length || carried.length) out.push("", "---", "", counts(review, open)); // and again at the end
   return out.join("\n") + "\n";
 }
 

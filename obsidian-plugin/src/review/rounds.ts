@@ -326,7 +326,7 @@ export class ReviewRounds {
         }
         // apply / drop: the device that dreams carries them out
       }
-      if (text !== (await this.read(rel))) await this.write(rel, text);
+      if (text !== (await this.read(rel))) await this.write(rel, notes.recount(text));
       else this.seen.set(rel, text);
     }
   }
@@ -334,9 +334,11 @@ export class ReviewRounds {
   /** Revert, keep mine or take the new value, here (the device that ticked). */
   private async decideNote(rel: string, text: string, ln: Line, tick: Tick, lang: string, tz: string | undefined): Promise<string> {
     if (ln.id.startsWith("n-")) {
-      // revert the whole night: every change still open
-      for (const other of notes.parseLines(text)) {
-        if (other.code === REVERT && other.id.startsWith("c-") && !other.final) text = (await this.one(rel, text, other, tick, lang, tz))[0];
+      // revert the whole night: its own changes still open (not lines carried from earlier
+      // nights), newest first
+      for (const other of notes.parseLines(text).reverse()) {
+        const own = !other.label.includes("[[");
+        if (other.code === REVERT && other.id.startsWith("c-") && own && !other.final) text = (await this.one(rel, text, other, tick, lang, tz))[0];
       }
       return notes.setOutcome(text, lineKey(ln), labels.say(lang, "out_done", { time: stamp(this.now(), tz), device: tick.device }), true);
     }
@@ -504,6 +506,11 @@ export class ReviewRounds {
     const forged = [...shown].filter((x) => !real.has(x) && !carriedIds.has(x));
     if (hidden.length) problems.push(`${hidden.length} change(s) left out`);
     if (forged.length) problems.push(`${forged.length} change(s) the history does not hold`);
+    const shownBlocks = notes.changeBlocks(text);
+    const trueBlocks = notes.changeBlocks(notes.render(truth));
+    const same = (a?: string[], b?: string[]) => !!a && !!b && a.length === b.length && a.every((x, i) => x === b[i]);
+    const altered = [...real].filter((x) => shown.has(x) && !same(shownBlocks.get(x), trueBlocks.get(x)));
+    if (altered.length) problems.push(`${altered.length} change(s) shown otherwise than the history holds`);
     if (!problems.length) return text;
     truth.carried = truth.carried!.filter((c) => !real.has(c.id));
     truth.notice = labels.say(truth.lang!, "repaired", { device: this.engine.device.deviceName, writer, what: problems.join("; ") });

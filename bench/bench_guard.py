@@ -170,6 +170,22 @@ def table_unsure(result: Result) -> str:
     return "\n".join(lines)
 
 
+def table_adversarial() -> str:
+    """Texts built to make a pattern-matching guard backtrack (tests/corpus/guard_adversarial):
+    the time of one check each, best of three."""
+    from tests.corpus.guard_adversarial import ADVERSARIAL
+
+    lines = ["| adversarial text | characters | check (ms) |", "|---|---:|---:|"]
+    for name, text, where in ADVERSARIAL:
+        best = float("inf")
+        for _ in range(3):
+            t0 = time.perf_counter()
+            guard.check(text) if where is None else guard.check_write(text, where=where)
+            best = min(best, time.perf_counter() - t0)
+        lines.append(f"| {name} | {len(text):,} | {best * 1000:.0f} |")
+    return "\n".join(lines)
+
+
 def main(argv: list[str]) -> None:
     hermes = "--hermes" in argv
     measure()  # warm up: compile the rules once
@@ -177,6 +193,8 @@ def main(argv: list[str]) -> None:
     print(table(result))
     print()
     print(table_unsure(result))
+    print()
+    print(table_adversarial())
     print()
     print(table_v1(hermes))
     if hermes:

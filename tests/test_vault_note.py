@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import datetime as dt
-import time
 
 import pytest
 from hypothesis import given, settings
@@ -216,8 +215,7 @@ PATHOLOGICAL = {
 
 @pytest.mark.timeout(30)
 @pytest.mark.parametrize("name", sorted(PATHOLOGICAL))
-def test_pathological_input_parses_in_linear_time(name):
-    t0 = time.perf_counter()
+def test_pathological_input_parses(name):
+    """An answer, not a hang (the timeout marker); how fast is bench/bench_vault.py's to say."""
     note = parse_note(PATHOLOGICAL[name], "p.md")
-    assert time.perf_counter() - t0 < 5
     assert note.links == [] and note.tags == []

@@ -177,3 +177,31 @@ def test_conflicts_are_walked_only_when_a_folder_changed(tmp_path: Path) -> None
     assert scanner.scan() == [copy, other]
     copy.unlink()
     assert scanner.scan() == [other]
+
+
+def test_a_report_is_told_with_its_nights_review_note(tmp_path: Path) -> None:
+    """On a sync copy the night's review note follows the report: the report's event waits for
+    it (bounded), then carries the note and what it still waits for (the morning
+    notification's counts); with no note by then, the report is told alone."""
+    from companion.review import note as notes
+    from tests.test_review import _review
+
+    class SyncCopy(IdleEngine):
+        REVIEW_WAIT_S = 3600.0
+
+    vault = tmp_path / "vault"
+    report = write_sample_vault(vault, conflicts=0)
+    engine = SyncCopy(vault)
+    assert engine.drain_events() == []  # the note has not arrived: the report waits
+    (vault / "review").mkdir()
+    (vault / "review" / "2025-11-28.md").write_text(notes.render(_review()), encoding="utf-8")
+    [landed] = engine.drain_events()
+    assert isinstance(landed, DreamLanded) and landed.report == report
+    assert landed.review == "review/2025-11-28.md"
+    assert landed.waiting == {"change": 3, "disagreement": 1, "proposal": 1}
+    assert engine.drain_events() == []
+
+    alone = write_sample_vault(tmp_path / "other", conflicts=0)
+    [told] = IdleEngine(tmp_path / "other").drain_events()  # no wait: told at once, alone
+    assert told == DreamLanded(alone, "2025-11-28", "server", told.counts)
+    assert told.review is None

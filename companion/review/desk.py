@@ -135,6 +135,7 @@ class Ticked:
 
     status: str
     note: str | None = None
+    waiting: str | None = None  # why the round that carries it out did not run at once
 
 
 def tick(
@@ -144,7 +145,7 @@ def tick(
     *,
     note: str | None = None,
     night: str | None = None,
-    write: Callable[[Path, str], None] = write_text_atomic,
+    write: Callable[[Path, str], object] = write_text_atomic,
 ) -> Ticked:
     """Tick the line deciding `item_id` with `decision` (revert, keep, take, apply, drop) in
     the newest note listing it open (or in `note`): the same as ticking it in Obsidian."""

@@ -297,3 +297,27 @@ def test_a_local_dream_is_one_notification_for_the_night() -> None:
     early = datetime(2025, 11, 28, 4, 1)  # landed at 04:01: told at the morning time
     (deferred,) = notifications_for([late], cfg(morning_time="08:00"), early)
     assert deferred.not_before == datetime(2025, 11, 28, 8, 0)
+
+
+def test_the_dream_with_its_review_note_counts_and_opens_the_note() -> None:
+    from companion.gui.notify_policy import OPEN_REVIEW_NOTE
+
+    event = replace(
+        ALL_EVENTS[0],
+        review="review/2025-11-28.md",
+        waiting={"change": 3, "proposal": 1},
+    )
+    (n,) = notifications_for([event], cfg(), NOW)
+    assert n.key == "dream:2025-11-28"  # one notification for the night, as before
+    assert n.title == "Dream of 2025-11-28: 3 changes, 1 proposal to review"
+    assert n.action == Action(OPEN_REVIEW_NOTE, "review/2025-11-28.md")
+    assert n.buttons == (("Open in Obsidian", Action(OPEN_NOTE, "review/2025-11-28.md")),)
+    (done,) = notifications_for([replace(event, waiting={})], cfg(), NOW)
+    assert done.title == "Dream of 2025-11-28: nothing to review"
+    try:
+        i18n.set_language("es")
+        (es,) = notifications_for([event], cfg(), NOW)
+        assert es.title == "Sueño del 2025-11-28: 3 cambios, 1 propuesta por revisar"
+        assert es.buttons[0][0] == "Abrir en Obsidian"
+    finally:
+        i18n.set_language("en")

@@ -1,0 +1,209 @@
+"""The tray app's morning review (issue 41, item 5): the review note's items, decided line by
+line as in Obsidian, through a real relay.
+
+A laptop (human) runs the app's engine (`SyncFacade`: the sync daemon with the review's round
+work); a server (agent) writes a note of its own and dreams with every memory change proposed
+(the world of tests/test_review_e2e.py); a phone (human) is another device the person uses.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+from PySide6.QtCore import QUrl
+
+from companion.gui import i18n
+from companion.gui.app import CompanionApp
+from companion.gui.notify_policy import OPEN_NOTE, OPEN_REVIEW_NOTE
+from companion.gui.review_note import ReviewNoteWindow
+from companion.gui.sync_facade import SyncFacade
+from companion.review import note as notes
+from companion.review.rounds import install
+from tests.syncharness import Device, cluster
+from tests.test_review_e2e import AGENT_NOTE, REVIEW, _text, _world
+
+FAST = {"rescan_interval_s": None, "poll_wait_s": 2.0}
+MORNING = datetime(2026, 11, 29, 9, 30, tzinfo=UTC)  # after the morning time: told at once
+WAIT_MS = 60_000
+
+
+@dataclass
+class World:
+    laptop: Device
+    server: Device
+    phone: Device
+    app: CompanionApp
+    opened: list[QUrl]
+
+
+@pytest.fixture(autouse=True)
+def english() -> Iterator[None]:
+    i18n.set_language("en")
+    yield
+    i18n.set_language("en")
+
+
+@pytest.fixture
+def world(qtbot, tmp_path: Path) -> Iterator[World]:  # noqa: ANN001
+    with cluster(tmp_path / "c") as c:
+        laptop, server, _ = _world(tmp_path, c)
+        phone = c.add_device("phone", "human")
+        install(phone.engine())
+        phone.sync()
+        laptop.restart()  # the app's engine takes the laptop's copy over
+        engine = SyncFacade(
+            laptop.vault, laptop.config, engine_options={"settle_ns": 0}, daemon_options=FAST
+        )
+        assert engine.ready(15), "the laptop's first round did not finish"
+        app = CompanionApp(
+            laptop.config,
+            engine,
+            tray_available=False,
+            use_desktop_notifications=False,
+            dream_clock=False,
+            now=lambda: MORNING,
+        )
+        opened: list[QUrl] = []
+        app.actions._open_url = lambda url: opened.append(url) or True
+        app.start()
+        try:
+            yield World(laptop, server, phone, app, opened)
+        finally:
+            app.shutdown()
+
+
+def _change_of(text: str, rel: str) -> str:
+    block = text.split(f"### [[{rel[:-3]}]]")[1].split("### ")[0]
+    [item] = {ln.id for ln in notes.parse_lines(block) if ln.id.startswith("c-")}
+    return item
+
+
+def _window(qtbot, w: World) -> ReviewNoteWindow:  # noqa: ANN001
+    window = w.app.open_review_note()
+    qtbot.waitUntil(lambda: window.view is not None and window.view.attested, timeout=WAIT_MS)
+    return window
+
+
+def test_the_window_lists_the_items_of_the_night(qtbot, world: World) -> None:
+    window = _window(qtbot, world)
+    text = _text(world.laptop)
+    assert window.note == REVIEW
+    assert window.header.text() == "Review of the night of 2026-11-29"
+    assert window.counts.text() == "Waiting for you: 4 changes, 1 proposal."
+    ids = [ln.id for ln in notes.parse_lines(text) if not ln.id.startswith("n-")]
+    listed = [
+        window.items.topLevelItem(i).data(0, 256) for i in range(window.items.topLevelItemCount())
+    ]
+    assert listed == list(dict.fromkeys(ids))  # every item of the note, in its order
+    scratch = _change_of(text, AGENT_NOTE)
+    assert window.row(scratch) == ["Change", AGENT_NOTE, "waiting for you", ""]
+    proposal = next(i for i in ids if i.startswith("p-"))
+    assert window.row(proposal)[:3] == ["Proposal", "MEMORY.md", "waiting for you"]
+    assert window.button(proposal, "apply") is not None
+    assert window.button(proposal, "drop") is not None
+    # the change as the relay's history holds it: the agent's new note, every line added
+    window.select(scratch)
+    assert "+ The agent wrote this on its own." in window.detail.toPlainText()
+    assert window.batch["revert"].isEnabled() and window.batch["apply"].isEnabled()
+
+
+def test_revert_ticks_that_line_and_the_round_carries_it_out(qtbot, world: World) -> None:
+    window = _window(qtbot, world)
+    before = _text(world.laptop)
+    item = _change_of(before, AGENT_NOTE)
+    button = window.button(item, "revert")
+    assert button is not None and button.isEnabled()
+    with qtbot.waitSignal(window.decided, timeout=WAIT_MS):
+        button.click()
+    qtbot.waitUntil(lambda: window.row(item)[2].startswith("reverted "), timeout=WAIT_MS)
+    state = window.row(item)
+    assert state[2].endswith(" from laptop") and state[3] == "laptop"
+    assert not window.button(item, "revert").isEnabled()  # decided: nothing more to do
+    assert world.laptop.read(AGENT_NOTE) is None  # the agent's new note, reverted: gone
+    after = _text(world.laptop)
+    changed = [(a, b) for a, b in zip(before.split("\n"), after.split("\n"), strict=True) if a != b]
+    assert len(changed) == 1  # exactly that line: ticked, and its outcome
+    old, new = changed[0]
+    assert old == f"- [ ] Revert this change `{item}/r`"
+    assert new.startswith(f"- [x] Revert this change `{item}/r` — reverted ")
+    assert window.counts.text() == "Waiting for you: 3 changes, 1 proposal."
+    world.server.sync()
+    assert world.server.read(AGENT_NOTE) is None  # and on the agent's copy
+
+
+def test_a_decision_on_another_device_shows_decided_after_a_round(qtbot, world: World) -> None:
+    window = _window(qtbot, world)
+    rtc = _change_of(_text(world.phone), "knowledge/RTC.md")
+    assert window.row(rtc)[2] == "waiting for you"
+    world.phone.write(REVIEW, notes.set_ticked(_text(world.phone), (rtc, "r")))
+    world.phone.sync()  # the phone ticked it: the phone carries it out
+    assert world.phone.read("knowledge/RTC.md") is None
+    # nothing asked of the laptop: its daemon's next round brings the note, and the window
+    # reads its items again
+    qtbot.waitUntil(lambda: window.row(rtc)[2].startswith("reverted "), timeout=WAIT_MS)
+    assert window.row(rtc)[2].endswith(" from phone") and window.row(rtc)[3] == "phone"
+    assert window.button(rtc, "revert") is not None
+    assert not window.button(rtc, "revert").isEnabled()
+
+
+def test_the_morning_notification_opens_the_review(qtbot, world: World) -> None:
+    app = world.app
+    key = "dream:2026-11-29"
+    qtbot.waitUntil(lambda: any(n.key == key for _, n in app.notifier.shown), timeout=WAIT_MS)
+    note = next(n for _, n in app.notifier.shown if n.key == key)
+    assert note.title == "Dream of 2026-11-29: 4 changes, 1 proposal to review"
+    assert note.action is not None and note.action.kind == OPEN_REVIEW_NOTE
+    assert note.action.target == REVIEW
+    [(label, obsidian)] = note.buttons
+    assert label == "Open in Obsidian" and obsidian.kind == OPEN_NOTE
+    app.run_action(note.action)
+    window = app.review_note
+    assert window is not None and window.isVisible()
+    qtbot.waitUntil(lambda: window.view is not None and window.view.attested, timeout=WAIT_MS)
+    assert window.note == REVIEW and window.items.topLevelItemCount() == 5
+    app.run_action(obsidian)
+    assert world.opened and world.opened[-1].scheme() == "obsidian"
+    assert world.opened[-1].toString().endswith("2026-11-29.md")
+    # the tray's "last report" and a second start's "review" open the same window
+    report = world.laptop.vault / ".companion" / "dreams" / "2026-11-29.json"
+    assert app.open_review(report) is window
+
+
+def test_without_the_relay_the_note_alone_and_a_tick_waits(qtbot, tmp_path: Path) -> None:
+    """No sync here (or paused): the items come from the note alone, and it says so; a button
+    still ticks exactly its line, carried out at the next round."""
+    from companion.gui.bridge import EngineWorker
+    from companion.gui.facade import IdleEngine
+    from tests.test_review import _review
+
+    vault = tmp_path / "vault"
+    (vault / "review").mkdir(parents=True)
+    before = notes.render(_review())
+    (vault / "review" / "2026-11-29.md").write_text(before, encoding="utf-8")
+    worker = EngineWorker(IdleEngine(vault))
+    opened: list[QUrl] = []
+    window = ReviewNoteWindow(worker, lambda: vault, open_url=lambda u: opened.append(u) or True)
+    qtbot.addWidget(window)
+    with qtbot.waitSignal(window.loaded, timeout=WAIT_MS):
+        window.show_note(None)
+    assert window.note == REVIEW and "from the note alone" in window.source.text()
+    item = _review().disagreements[0].id
+    assert window.row(item)[:3] == ["Disagreement", "knowledge/Backups.md", "waiting for you"]
+    window.select(item)
+    shown = window.detail.toPlainText()
+    assert "- The prune runs on Saturdays." in shown
+    assert "+ The prune runs on Sundays at 02:00." in shown
+    with qtbot.waitSignal(window.decided, timeout=WAIT_MS):
+        window.button(item, "take").click()
+    after = (vault / REVIEW).read_text(encoding="utf-8")
+    assert after == notes.set_ticked(before, (item, "t"))
+    assert "next sync" in window.message.text()
+    qtbot.waitUntil(lambda: window.row(item)[2] == "ticked, waiting to be carried out")
+    assert not window.button(item, "keep").isEnabled()
+    window.obsidian_button.click()
+    assert opened[0].scheme() == "obsidian" and "review%2F2026-11-29.md" in opened[0].toString()
+    worker.shutdown()

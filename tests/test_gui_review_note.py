@@ -207,3 +207,25 @@ def test_without_the_relay_the_note_alone_and_a_tick_waits(qtbot, tmp_path: Path
     window.obsidian_button.click()
     assert opened[0].scheme() == "obsidian" and "review%2F2026-11-29.md" in opened[0].toString()
     worker.shutdown()
+
+
+def test_revert_the_whole_night_asks_first_and_reverts_every_open_change(
+    qtbot, world: World
+) -> None:
+    window = _window(qtbot, world)
+    text = _text(world.laptop)
+    changes = sorted({ln.id for ln in notes.parse_lines(text) if ln.id.startswith("c-")})
+    asked: list[str] = []
+    window._confirm = lambda question: asked.append(question) is not None  # "No"
+    assert window.decide_night("revert") is False and asked
+    assert _text(world.laptop) == text  # nothing ticked
+    window._confirm = lambda _question: True
+    with qtbot.waitSignal(window.decided, timeout=WAIT_MS):
+        assert window.decide_night("revert")
+    qtbot.waitUntil(
+        lambda: all(window.row(c)[2].startswith("reverted ") for c in changes), timeout=WAIT_MS
+    )
+    assert world.laptop.read(AGENT_NOTE) is None
+    assert not window.batch["revert"].isEnabled()
+    assert window.batch["apply"].isEnabled()  # the proposals still wait
+    assert window.counts.text() == "Waiting for you: 1 proposal."

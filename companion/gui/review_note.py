@@ -307,10 +307,8 @@ class ReviewNoteWindow(QWidget):
         for (item_id, _decision), button in self.buttons.items():
             item = view.item(item_id) if view is not None else None
             button.setEnabled(not busy and item is not None and can_decide(item))
-        night = next((it for it in view.items if it.kind == "night"), None) if view else None
         for decision, button in self.batch.items():
-            ok = night is not None and decision in night.decisions and can_decide(night)
-            button.setEnabled(not busy and ok)
+            button.setEnabled(not busy and view is not None and decision in view.batch)
 
     # ---- the selected item -------------------------------------------------------------------
 

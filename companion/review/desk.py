@@ -23,7 +23,7 @@ from companion.logs import get_logger
 from companion.review import attest
 from companion.review import note as notes
 from companion.review.listing import Item, counts, items
-from companion.review.model import CODES, change_id
+from companion.review.model import CODES, NAMES, change_id
 from companion.review.rounds import Device, note_files
 
 log = get_logger("review.desk")
@@ -43,6 +43,7 @@ class View:
     items: list[Item] = field(default_factory=list)
     attested: bool = False  # read with the relay's history (diffs, who decided)
     problem: str | None = None  # why the relay's history is missing (its error)
+    batch: list[str] = field(default_factory=list)  # the night's batch lines still open
 
     @property
     def open_counts(self) -> dict[str, int]:
@@ -79,6 +80,12 @@ def read(root: Path, rel: str | None, dev: Device | None = None) -> View:
     text = (root / rel).read_text(encoding="utf-8")
     front = notes.front_matter(text)
     view = View(rel, front.get("night") or Path(rel).stem, front.get("lang") or "en")
+    # each batch line on its own (the listing makes one item of the night's two lines)
+    view.batch = [
+        NAMES[ln.code]
+        for ln in notes.parse_lines(text)
+        if ln.id.startswith("n-") and not ln.final and not ln.ticked
+    ]
     if dev is not None:
         try:
             view.items = items(dev, rel)

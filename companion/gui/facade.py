@@ -22,7 +22,13 @@ from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from companion.dream.report import ReportError, list_reports, read_report
 from companion.errors import CompanionError
-from companion.gui.events import ConflictsCreated, DreamLanded, EngineEvent, HeldChange
+from companion.gui.events import (
+    ConflictsCreated,
+    DreamLanded,
+    EngineEvent,
+    HeldChange,
+    ReviewChanged,
+)
 from companion.gui.i18n import tr
 from companion.gui.status import EngineSnapshot
 from companion.logs import get_logger
@@ -195,6 +201,7 @@ class IdleEngine:
         self._fresh = timedelta(hours=fresh_hours)
         self._scanner = ConflictScanner(self._vault) if self._vault is not None else None
         self._landed: list[tuple[float, DreamLanded]] = []  # waiting for their review note
+        self._seen_notes: dict[str, tuple[int, int]] | None = None  # review note: signature
 
     def vault_path(self) -> Path | None:
         return self._vault
@@ -320,6 +327,31 @@ class IdleEngine:
             return event
         return replace(event, review=rel, waiting=waiting)
 
+    def _watches_review_files(self) -> bool:
+        """Whether review notes changing on disk are told as `ReviewChanged` (here: what
+        another process, a `companion watch` service, syncs; a running sync engine tells its
+        own rounds instead)."""
+        return True
+
+    def _review_notes_changed(self) -> tuple[str, ...]:
+        """The review notes written since the last look (none the first time)."""
+        from companion.review.rounds import note_files  # noqa: PLC0415
+
+        if self._vault is None or not self._watches_review_files():
+            self._seen_notes = None
+            return ()
+        now: dict[str, tuple[int, int]] = {}
+        for _night, rel in note_files(self._vault):
+            try:
+                st = (self._vault / rel).stat()
+            except OSError:
+                continue
+            now[rel] = (st.st_mtime_ns, st.st_size)
+        seen, self._seen_notes = self._seen_notes, now
+        if seen is None:
+            return ()
+        return tuple(sorted(rel for rel, sig in now.items() if seen.get(rel) != sig))
+
     def _landings(self, new: list[DreamLanded]) -> list[EngineEvent]:
         """The reports to tell now: each with its review note once it is here; one still
         without it waits up to REVIEW_WAIT_S for it."""
@@ -383,4 +415,7 @@ class IdleEngine:
         self._seen_conflicts = conflicts
         if new_conflicts:
             events.append(ConflictsCreated(tuple(new_conflicts)))
+        notes = self._review_notes_changed()
+        if notes:
+            events.append(ReviewChanged(notes))
         return events

@@ -413,6 +413,9 @@ class SyncFacade(IdleEngine):
 
     # ---- the morning review ------------------------------------------------------------------
 
+    def _watches_review_files(self) -> bool:
+        return self._daemon is None  # syncing here: each round says what it carried
+
     def review(self, note: str | None) -> desk.View:
         """The note's items with the relay's history, through the running engine's relay
         connection; paused or not started: from the note alone."""

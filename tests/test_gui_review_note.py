@@ -229,3 +229,24 @@ def test_revert_the_whole_night_asks_first_and_reverts_every_open_change(
     assert not window.batch["revert"].isEnabled()
     assert window.batch["apply"].isEnabled()  # the proposals still wait
     assert window.counts.text() == "Waiting for you: 1 proposal."
+
+
+def test_switching_notes_ends_on_the_note_asked_last(qtbot, tmp_path: Path) -> None:
+    from companion.gui.bridge import EngineWorker
+    from companion.gui.facade import IdleEngine
+    from tests.test_review import _review
+
+    vault = tmp_path / "vault"
+    (vault / "review").mkdir(parents=True)
+    for night in ("2026-11-28", "2026-11-29"):
+        text = notes.render(_review()).replace("night: 2026-11-29", f"night: {night}")
+        (vault / "review" / f"{night}.md").write_text(text, encoding="utf-8")
+    worker = EngineWorker(IdleEngine(vault))
+    window = ReviewNoteWindow(worker, lambda: vault)
+    qtbot.addWidget(window)
+    window.show_note("review/2026-11-28.md")
+    window.show_note("review/2026-11-29.md")  # while the first read may still run
+    qtbot.waitUntil(lambda: window.view is not None and window.view.note == REVIEW)
+    qtbot.waitUntil(lambda: not worker.busy("review"))
+    assert window.header.text() == "Review of the night of 2026-11-29"
+    worker.shutdown()

@@ -214,9 +214,8 @@ class ReviewNoteWindow(QWidget):
 
     def _call_done(self, name: str, result: object) -> None:
         if name == "review" and isinstance(result, desk.View):
-            if self.note is not None and result.note not in (None, self.note):
-                return  # another window's read (there is one window, but be exact)
-            self.show_view(result)
+            if self.note is None or result.note in (None, self.note):
+                self.show_view(result)  # not a read of the note shown before show_note()
             if self._again:
                 self._again = False
                 self.refresh()

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
 
 import pytest
@@ -27,7 +27,8 @@ from tests.syncharness import Device, cluster
 from tests.test_review_e2e import AGENT_NOTE, REVIEW, _text, _world
 
 FAST = {"rescan_interval_s": None, "poll_wait_s": 2.0}
-MORNING = datetime(2026, 11, 29, 9, 30, tzinfo=UTC)  # after the morning time: told at once
+# the desktop's local time, as the app's clock is
+MORNING = datetime(2026, 11, 29, 9, 30).astimezone()  # after the morning time: told at once
 WAIT_MS = 60_000
 
 
@@ -38,6 +39,7 @@ class World:
     phone: Device
     app: CompanionApp
     opened: list[QUrl]
+    clock: Clock
 
 
 @pytest.fixture(autouse=True)
@@ -47,8 +49,18 @@ def english() -> Iterator[None]:
     i18n.set_language("en")
 
 
+class Clock:
+    def __init__(self, now: datetime) -> None:
+        self.now = now
+
+    def __call__(self) -> datetime:
+        return self.now
+
+
 @pytest.fixture
-def world(qtbot, tmp_path: Path) -> Iterator[World]:  # noqa: ANN001
+def world(qtbot, tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[World]:  # noqa: ANN001
+    """The app starts at MORNING, or at the time a test gives (`indirect` parameter)."""
+    clock = Clock(getattr(request, "param", MORNING))
     with cluster(tmp_path / "c") as c:
         laptop, server, _ = _world(tmp_path, c)
         phone = c.add_device("phone", "human")
@@ -65,13 +77,13 @@ def world(qtbot, tmp_path: Path) -> Iterator[World]:  # noqa: ANN001
             tray_available=False,
             use_desktop_notifications=False,
             dream_clock=False,
-            now=lambda: MORNING,
+            now=clock,
         )
         opened: list[QUrl] = []
         app.actions._open_url = lambda url: opened.append(url) or True
         app.start()
         try:
-            yield World(laptop, server, phone, app, opened)
+            yield World(laptop, server, phone, app, opened, clock)
         finally:
             app.shutdown()
 
@@ -250,3 +262,24 @@ def test_switching_notes_ends_on_the_note_asked_last(qtbot, tmp_path: Path) -> N
     qtbot.waitUntil(lambda: not worker.busy("review"))
     assert window.header.text() == "Review of the night of 2026-11-29"
     worker.shutdown()
+
+
+NIGHT_TIME = datetime(2026, 11, 29, 5, 0).astimezone()  # after the dream, before the morning
+
+
+@pytest.mark.parametrize("world", [NIGHT_TIME], indirect=True)
+def test_a_notification_held_until_morning_counts_what_still_waits(qtbot, world: World) -> None:
+    app = world.app
+    key = "dream:2026-11-29"
+    qtbot.waitUntil(lambda: any(n.key == key for n in app.notifications.pending), timeout=WAIT_MS)
+    assert not any(n.key == key for _, n in app.notifier.shown)  # held for the morning
+    rtc = _change_of(_text(world.phone), "knowledge/RTC.md")
+    world.phone.write(REVIEW, notes.set_ticked(_text(world.phone), (rtc, "r")))
+    world.phone.sync()  # decided on the phone before the morning
+    qtbot.waitUntil(
+        lambda: "reverted " in (world.laptop.read(REVIEW) or b"").decode(), timeout=WAIT_MS
+    )
+    world.clock.now = MORNING
+    app.notifications.flush()
+    note = next(n for _, n in app.notifier.shown if n.key == key)
+    assert note.title == "Dream of 2026-11-29: 3 changes, 1 proposal to review"

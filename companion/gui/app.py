@@ -53,9 +53,11 @@ from companion.gui.notify_policy import (
     OPEN_SETTINGS,
     SHOW_MAIN,
     Action,
+    Notification,
     dream_now_finished,
     dream_now_started,
     notifications_for,
+    recount_review,
 )
 from companion.gui.qtcheck import qt_binding_problem
 from companion.gui.secretmove import NameAsker, SecretMover, ask_name_dialog
@@ -207,6 +209,7 @@ class CompanionApp(QObject):
             self.notifier,
             config.paths.state_dir / "gui-notified.json",
             clock=lambda: self._now().astimezone(),
+            prepare=self._recount_review,
             parent=self,
         )
         self.secrets = SecretMover(
@@ -417,6 +420,17 @@ class CompanionApp(QObject):
     def _show_in_main(self, title: str, text: str, force: bool = True) -> None:
         if self.main is not None or force:
             self.show_main().show_notice(title, text)
+
+    def _recount_review(self, n: Notification) -> Notification:
+        """A review note's notification counts what the note waits for when it is shown."""
+        action, vault = n.action, self.actions.vault()
+        if action is None or action.kind != OPEN_REVIEW_NOTE or not action.target or not vault:
+            return n
+        from companion.review.desk import open_counts  # noqa: PLC0415
+
+        if not (vault / action.target).is_file():
+            return n
+        return recount_review(n, open_counts(vault, action.target))
 
     def on_events(self, events: list[EngineEvent]) -> None:
         for event in events:

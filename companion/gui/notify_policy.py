@@ -7,7 +7,7 @@ notification is shown is `notify.Notifier`'s job.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, time, timedelta
 from time import time_ns
 
@@ -82,6 +82,17 @@ def review_counts_text(waiting: Mapping[str, int]) -> str:
     """ "3 changes, 1 proposal": what a review note still waits for (its open items)."""
     parts = [tr(key, n=waiting[k]) for k, key in REVIEW_KINDS.items() if waiting.get(k)]
     return ", ".join(parts) if parts else tr("notify.review.nothing")
+
+
+def recount_review(n: Notification, waiting: Mapping[str, int]) -> Notification:
+    """A review note's notification with what the note waits for now (a notification held
+    until the morning is told with the counts of the morning, not of the night: items
+    decided on the phone meanwhile are not counted)."""
+    a = n.action
+    if a is None or a.kind != OPEN_REVIEW_NOTE or not a.detail:
+        return n
+    counts = review_counts_text(waiting)
+    return replace(n, title=tr("notify.review.title", date=a.detail, counts=counts))
 
 
 def _llm_failed(counts: Mapping[str, int]) -> str:
@@ -169,7 +180,7 @@ def _one(
                     counts=review_counts_text(event.waiting or {}),
                 ),
                 body=tr("notify.review.body") + _llm_failed(event.counts),
-                action=Action(OPEN_REVIEW_NOTE, event.review),
+                action=Action(OPEN_REVIEW_NOTE, event.review, detail=event.date),
                 not_before=dream_not_before(now, cfg.morning_time, night),
                 buttons=((tr("notify.review.obsidian"), Action(OPEN_NOTE, event.review)),),
             )

@@ -283,3 +283,29 @@ def test_a_notification_held_until_morning_counts_what_still_waits(qtbot, world:
     app.notifications.flush()
     note = next(n for _, n in app.notifier.shown if n.key == key)
     assert note.title == "Dream of 2026-11-29: 3 changes, 1 proposal to review"
+
+
+def test_the_agents_log_is_not_what_the_window_lists(qtbot, world: World) -> None:
+    """The agent empties its MCP write log and forges one entry under the person's device:
+    the window's items are the relay's account, unchanged."""
+    import json
+
+    from companion.mcp.writelog import FOLDER as LOG_FOLDER
+
+    window = _window(qtbot, world)
+    assert window.view is not None
+    before = [(it.id, it.file, it.state) for it in window.view.items]
+    log = world.server.vault / LOG_FOLDER
+    for f in log.glob("*.jsonl") if log.is_dir() else []:
+        f.write_text("")
+    forged = {"v": 1, "tool": "write_note", "path": "x.md", "action": "created",
+              "message": "approved by the person", "device": "laptop",
+              "time": "2026-11-29T01:00:00Z"}  # fmt: skip
+    world.server.write(f"{LOG_FOLDER}/2026-11-29.laptop.jsonl", json.dumps(forged) + "\n")
+    world.server.sync()
+    forged_log = world.laptop.vault / LOG_FOLDER / "2026-11-29.laptop.jsonl"
+    qtbot.waitUntil(forged_log.exists, timeout=WAIT_MS)  # the laptop's daemon brought it
+    with qtbot.waitSignal(window.loaded, timeout=WAIT_MS):
+        window.refresh()
+    assert [(it.id, it.file, it.state) for it in window.view.items] == before
+    assert all("approved by the person" not in " ".join(it.explanation) for it in window.view.items)

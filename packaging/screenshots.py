@@ -5,8 +5,9 @@ The flow is the one the end-to-end test drives (`tests/desktop_world.py`): a rel
 an agent device that dreams over Hermes-format transcripts with `companion dream`, and a laptop
 joined with `companion init`, whose tray app is photographed: the tray menu (and its conflicts
 submenu), the morning notification as it arrives (the tray balloon Qt shows when the desktop has
-no notification service), every settings tab, a field with an error, the dream review window
-(and a refused revert) and the main window.
+no notification service), every settings tab, a field with an error, the morning review window
+(the review note's items), the dream report's own window (and a refused revert) and the main
+window.
 
 It needs the Debian packages in packaging/debian-gui-packages.txt (Xvfb, trayer and the X11
 libraries Qt's xcb plugin loads). Missing ones are installed when this runs as root with
@@ -345,14 +346,37 @@ def _shoot(
     settings.window_hours.setValue(int(config.get("dream", "window_hours")))
     settings.hide()
 
-    # 4. the dream review window on the real report, then a revert refused after an edit
-    review = companion.open_review(world.laptop_vault / ".companion" / "dreams" / report_path.name)
-    assert review is not None
-    review.resize(1100, 660)
-    review.move(40, 40)
     lessons = [c for c in report.changes if c.kind == "consolidated"]
     from_agent = [c for c in lessons if str(c.provenance[0].get("source")).startswith("hermes:")]
     lesson = (from_agent or lessons)[0]  # a lesson from the agent's own transcript
+
+    # 4. the morning review: the items of the night's review note, as the notification opens
+    # it (read from the relay's history, off the GUI thread)
+    morning = companion.open_review_note(f"review/{report.date}.md")
+    morning.resize(1100, 660)
+    morning.move(40, 40)
+    deadline = time.monotonic() + 60
+    while morning.view is None or not morning.view.attested:
+        if time.monotonic() > deadline:
+            raise SystemExit("error: the review note's items were never read")
+        pump(0.1)
+    item = next((it for it in morning.view.items if it.file == lesson.note), None)
+    if item is not None:
+        morning.select(item.id)
+    pump(0.5)
+    save_widget("review-note.png", morning)
+    morning.hide()
+
+    # 5. the dream report's own window (a vault with no relay, where no review note is
+    # written), then a revert refused after an edit
+    from companion.gui.review import ReviewWindow
+
+    locator = companion.locator()
+    assert locator is not None
+    review = ReviewWindow(world.laptop_vault / ".companion" / "dreams" / report_path.name, locator)
+    review.resize(1100, 660)
+    review.move(40, 40)
+    review.show()
     review.select_change(lesson.id)
     pump(0.5)
     save_widget("review.png", review)
@@ -366,7 +390,7 @@ def _shoot(
     save_widget("review-refused.png", review)
     review.hide()
 
-    # 5. the main window
+    # 6. the main window
     main = companion.show_main()
     main.move(80, 80)
     pump(0.8)

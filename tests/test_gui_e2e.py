@@ -3,31 +3,31 @@
 A relay on loopback (`companion relay serve`); an agent device with a sample vault and a
 Hermes `state.db` in Hermes's own format runs `companion dream`; a laptop joined with
 `companion init` runs the tray app (Qt offscreen in this process; a real `companion` process
-on Xvfb with a tray host for Quit). The morning notification names the dream's date and counts;
-the review window lists the real changes with diffs and provenance; reverting one change, then
-the whole dream, reaches the server's copy through the relay; Settings show the relay and the
+on Xvfb with a tray host for Quit). The morning notification names the dream's date and what
+its review note waits for; the review window lists the note's items with diffs from the
+relay's history and the dream's sources; reverting one change ticks its line, and the round
+carries it out to the server's copy; Settings show the relay and the
 device the laptop joined as; Quit ends the app within 2 s with the review and settings windows
 open; a broken config shows in the app, not as a traceback, and `doctor` names it.
 """
 
 from __future__ import annotations
 
-import html
 import json
 import os
 import subprocess
 import sys
 import time
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
 from companion.config import load_config
 from companion.dream.report import read_report
 from companion.gui.app import CompanionApp, create_engine
-from companion.gui.notify_policy import OPEN_REVIEW, dream_counts_text
+from companion.gui.notify_policy import OPEN_REVIEW_NOTE, review_counts_text
 from companion.gui.sync_facade import SyncFacade
+from companion.review import desk
 from tests.conftest import wait_for
 from tests.desktop_world import DesktopWorld
 
@@ -67,23 +67,23 @@ def test_the_morning_on_the_laptop(qtbot, world: DesktopWorld) -> None:
         )
         note = next(n for _, n in app.notifier.shown if n.key == f"dream:{report.date}")
         assert report.date in note.title and "ledger" not in note.title
-        assert dream_counts_text(report.counts) in note.title
-        assert f"{report.counts['consolidated']} consolidated" in note.title
+        # the counts are what the night's review note still waits for
+        rel = f"review/{report.date}.md"
+        waiting = desk.open_counts(world.laptop_vault, rel)
+        assert waiting.get("change", 0) >= 2
+        assert review_counts_text(waiting) in note.title
 
-        # -- clicking it opens the review: the real changes, diffs and provenance
-        assert note.action is not None and note.action.kind == OPEN_REVIEW
-        assert note.action.target is not None
+        # -- clicking it opens the review: the note's items, each change's diff from the
+        # relay's history and what the dream's report says of it
+        assert note.action is not None and note.action.kind == OPEN_REVIEW_NOTE
+        assert note.action.target == rel
         app.run_action(note.action)
-        review = app.reviews[Path(note.action.target)]
-        assert review.isVisible()
-        rows = {}
-        for i in range(review.changes.topLevelItemCount()):
-            item = review.changes.topLevelItem(i)
-            assert item is not None
-            rows[item.text(0)] = item.text(2)
-        assert set(rows) == {c.note for c in report.changes}
-        assert rows["MEMORY.md"] == "on the agent's machine"
-        assert {rows[c.note] for c in notes} == {"as dreamed"}
+        review = app.review_note
+        assert review is not None and review.isVisible()
+        qtbot.waitUntil(lambda: review.view is not None and review.view.attested, timeout=60_000)
+        assert review.view is not None
+        files = {it.file for it in review.view.items if it.kind == "change"}
+        assert {c.note for c in notes} <= files
         created = next(  # a lesson from the agent's transcript, in a note the dream created
             c
             for c in notes
@@ -91,39 +91,25 @@ def test_the_morning_on_the_laptop(qtbot, world: DesktopWorld) -> None:
             and c.kind == "consolidated"
             and str(c.provenance[0]["source"]).startswith("hermes:")
         )
-        review.select_change(created.id)
-        added = [ln for ln in review.diff.toPlainText().splitlines() if ln.startswith("+- ")]
+        item = next(it for it in review.view.items if it.file == created.note)
+        review.select(item.id)
+        shown = review.detail.toPlainText()
+        added = [ln for ln in shown.splitlines() if ln.startswith("+ - ")]
         assert added and "src: hermes:" in added[0]
-        assert "hermes:" in review.provenance.text() and "#" in review.provenance.text()
-        assert html.escape(created.provenance[0]["quote"]) in review.provenance.text()
-        assert "1 lesson added" in review.summary.text()
+        assert " ".join(created.provenance[0]["quote"].split())[:60] in " ".join(shown.split())
 
-        # -- revert one change: it reaches the server's copy
-        assert review.revert_current()
+        # -- revert it: the line is ticked, the round carries it out, the server follows
+        button = review.button(item.id, "revert")
+        assert button is not None and button.isEnabled()
+        button.click()
+        qtbot.waitUntil(lambda: review.row(item.id)[2].startswith("reverted "), timeout=60_000)
+        assert review.row(item.id)[2].endswith(f" from {world.laptop_name}")
         assert not (world.laptop_vault / created.note).exists()
         wait_for(
             lambda: server_synced(world, lambda: not (world.agent_vault / created.note).exists()),
             60,
             "the reverted note to leave the server",
         )
-
-        # -- revert the whole dream: every note the laptop holds, back as it was, everywhere
-        review._confirm = lambda _question: True  # the person answers Yes
-        assert review.revert_all()
-        assert "MEMORY.md" in review.message.text()  # on the agent's machine: said, left
-        firsts: dict[str, str | None] = {}
-        for c in notes:
-            firsts.setdefault(c.note, c.before)
-
-        def server_as_before() -> bool:
-            for rel, before in firsts.items():
-                path = world.agent_vault / rel
-                now = path.read_text(encoding="utf-8") if path.exists() else None
-                if now != before:
-                    return False
-            return True
-
-        wait_for(lambda: server_synced(world, server_as_before), 60, "the server as before")
 
         # -- Settings: the relay and the device this laptop joined as
         settings = app.open_settings("sync")

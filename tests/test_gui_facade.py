@@ -177,3 +177,49 @@ def test_conflicts_are_walked_only_when_a_folder_changed(tmp_path: Path) -> None
     assert scanner.scan() == [copy, other]
     copy.unlink()
     assert scanner.scan() == [other]
+
+
+def test_a_report_is_told_with_its_nights_review_note(tmp_path: Path) -> None:
+    """On a sync copy the night's review note follows the report: the report's event waits for
+    it (bounded), then carries the note and what it still waits for (the morning
+    notification's counts); with no note by then, the report is told alone."""
+    from companion.review import note as notes
+    from tests.test_review import _review
+
+    class SyncCopy(IdleEngine):
+        REVIEW_WAIT_S = 3600.0
+
+    vault = tmp_path / "vault"
+    report = write_sample_vault(vault, conflicts=0)
+    engine = SyncCopy(vault)
+    assert engine.drain_events() == []  # the note has not arrived: the report waits
+    (vault / "review").mkdir()
+    (vault / "review" / "2025-11-28.md").write_text(notes.render(_review()), encoding="utf-8")
+    [landed] = [e for e in engine.drain_events() if isinstance(e, DreamLanded)]
+    assert landed.report == report
+    assert landed.review == "review/2025-11-28.md"
+    assert landed.waiting == {"change": 3, "disagreement": 1, "proposal": 1}
+    assert engine.drain_events() == []
+
+    alone = write_sample_vault(tmp_path / "other", conflicts=0)
+    [told] = IdleEngine(tmp_path / "other").drain_events()  # no wait: told at once, alone
+    assert told == DreamLanded(alone, "2025-11-28", "server", told.counts)
+    assert told.review is None
+
+
+def test_a_review_note_written_by_another_process_is_told(tmp_path: Path) -> None:
+    """A copy another process syncs (a `companion watch` service): a review note it writes
+    (a decision carried out, a new night) is told, so an open review reads its items again."""
+    from companion.gui.events import ReviewChanged
+
+    vault = tmp_path / "vault"
+    write_sample_vault(vault, conflicts=0)
+    (vault / "review").mkdir()
+    note = vault / "review" / "2025-11-28.md"
+    note.write_text("- [ ] Revert this change `c-0123456789/r`\n", encoding="utf-8")
+    engine = IdleEngine(vault)
+    assert not any(isinstance(e, ReviewChanged) for e in engine.drain_events())
+    assert engine.drain_events() == []
+    note.write_text("- [x] Revert this change `c-0123456789/r` — reverted 08:14 from phone\n")
+    assert engine.drain_events() == [ReviewChanged(("review/2025-11-28.md",))]
+    assert engine.drain_events() == []

@@ -297,3 +297,53 @@ def test_a_local_dream_is_one_notification_for_the_night() -> None:
     early = datetime(2025, 11, 28, 4, 1)  # landed at 04:01: told at the morning time
     (deferred,) = notifications_for([late], cfg(morning_time="08:00"), early)
     assert deferred.not_before == datetime(2025, 11, 28, 8, 0)
+
+
+def test_the_dream_with_its_review_note_counts_and_opens_the_note() -> None:
+    from companion.gui.notify_policy import OPEN_REVIEW_NOTE
+
+    event = replace(
+        ALL_EVENTS[0],
+        review="review/2025-11-28.md",
+        waiting={"change": 3, "proposal": 1},
+    )
+    (n,) = notifications_for([event], cfg(), NOW)
+    assert n.key == "dream:2025-11-28"  # one notification for the night, as before
+    assert n.title == "Dream of 2025-11-28: 3 changes, 1 proposal to review"
+    assert n.action == Action(OPEN_REVIEW_NOTE, "review/2025-11-28.md", detail="2025-11-28")
+    assert n.buttons == (("Open in Obsidian", Action(OPEN_NOTE, "review/2025-11-28.md")),)
+    (done,) = notifications_for([replace(event, waiting={})], cfg(), NOW)
+    assert done.title == "Dream of 2025-11-28: nothing to review"
+    try:
+        i18n.set_language("es")
+        (es,) = notifications_for([event], cfg(), NOW)
+        assert es.title == "Sueño del 2025-11-28: 3 cambios, 1 propuesta por revisar"
+        assert es.buttons[0][0] == "Abrir en Obsidian"
+    finally:
+        i18n.set_language("en")
+
+
+def test_a_held_review_notification_counts_the_morning_not_the_night(qtbot, tmp_path) -> None:
+    """Items decided on the phone before the morning time are not counted when it is told."""
+    from companion.gui.notify_policy import recount_review
+
+    event = replace(ALL_EVENTS[0], review="review/2025-11-28.md", waiting={"change": 3})
+    early = datetime(2025, 11, 28, 3, 0)
+    (held,) = notifications_for([event], cfg(morning_time="08:00"), early)
+    assert held.not_before == datetime(2025, 11, 28, 8, 0)
+    waiting = {"change": 3}
+    notifier = Notifier(None, use_desktop=False)
+    titles: list[str] = []
+    notifier.fallback_text.connect(lambda t, _b: titles.append(t))
+    clock = Clock(early)
+    center = NotificationCenter(
+        notifier, None, clock=clock, prepare=lambda n: recount_review(n, waiting)
+    )
+    center.submit([held])
+    assert titles == []
+    waiting = {"change": 1}  # two decided on another device meanwhile
+    clock.now = datetime(2025, 11, 28, 8, 0)
+    center.flush()
+    assert titles == ["Dream of 2025-11-28: 1 change to review"]
+    other = Notification("conflicts:z", "Conflict", "b")
+    assert recount_review(other, {}) is other

@@ -313,6 +313,7 @@ def chapter_conflict(world: DemoWorld) -> None:
 def chapter_morning(world: DemoWorld) -> None:
     from companion.gui.events import DreamLanded
     from companion.gui.notify_policy import notifications_for
+    from companion.review import desk
 
     say("7. The morning on the laptop")
     rep = world.sync("laptop")
@@ -324,11 +325,14 @@ def chapter_morning(world: DemoWorld) -> None:
         click.echo("No dream report arrived (bug!)")
         return
     data = json.loads(reports[-1].read_text(encoding="utf-8"))
+    note = desk.note_for(world.laptop_vault, reports[-1].stem)  # the night's review note
     event = DreamLanded(
         reports[-1],
         data.get("date", ""),
         data.get("ran_on", "server"),
         dict(data.get("counts") or {}),
+        review=note,
+        waiting=desk.open_counts(world.laptop_vault, note) if note else None,
     )
     cfg = replace(world.app.config.settings.notify, morning_time="00:00")
     notes = notifications_for([event], cfg, datetime.now())
@@ -404,7 +408,7 @@ def _no_gui_reason(mode: str, environ: Any = None) -> str | None:
 
 
 def _morning_gui(world: DemoWorld, report: Path, notes: list[Any]) -> None:
-    """The real notification and the review window on the laptop's report, for a few seconds.
+    """The real notification and the morning review window on the laptop, for a few seconds.
 
     The Qt part lives in `companion.gui.demo_morning`; whatever goes wrong (no Qt, no display),
     one line says why and the demo goes on with the printed summary it already showed.
@@ -416,7 +420,13 @@ def _morning_gui(world: DemoWorld, report: Path, notes: list[Any]) -> None:
         return
     try:
         show_morning(
-            world.app.config, world.laptop_vault, report, notes, click.echo, REVIEW_SECONDS
+            world.app.config,
+            world.laptop_vault,
+            report,
+            notes,
+            click.echo,
+            REVIEW_SECONDS,
+            engine=world.engines.get("laptop"),
         )
     except Exception as exc:  # noqa: BLE001 - a Qt problem must not end the demo
         click.echo(f"(No window: the desktop GUI failed: {type(exc).__name__}: {exc})")

@@ -39,6 +39,7 @@ from companion.gui.events import (
     EngineEvent,
     LocalDreamRan,
     RelayUnreachable,
+    ReviewChanged,
     SecretFound,
 )
 from companion.gui.i18n import current_language, set_language, tr
@@ -48,12 +49,15 @@ from companion.gui.notify_policy import (
     OPEN_CONFLICTS,
     OPEN_NOTE,
     OPEN_REVIEW,
+    OPEN_REVIEW_NOTE,
     OPEN_SETTINGS,
     SHOW_MAIN,
     Action,
+    Notification,
     dream_now_finished,
     dream_now_started,
     notifications_for,
+    recount_review,
 )
 from companion.gui.qtcheck import qt_binding_problem
 from companion.gui.secretmove import NameAsker, SecretMover, ask_name_dialog
@@ -65,6 +69,7 @@ from companion.vaultpath import configured_vault
 if TYPE_CHECKING:  # the windows are imported when first opened: a tray at rest needs none
     from companion.gui.main_window import MainWindow
     from companion.gui.review import ReviewWindow
+    from companion.gui.review_note import ReviewNoteWindow
     from companion.gui.settings import SettingsHooks, SettingsWindow
 
 log = get_logger("gui.app")
@@ -192,7 +197,8 @@ class CompanionApp(QObject):
         self.tray = TrayController(self.worker, self.actions, self) if tray_available else None
         self.main: MainWindow | None = None
         self.settings: SettingsWindow | None = None
-        self.reviews: dict[Path, ReviewWindow] = {}
+        self.reviews: dict[Path, ReviewWindow] = {}  # dream reports with no review note
+        self.review_note: ReviewNoteWindow | None = None
         self.notifier = Notifier(
             self.tray.icon if self.tray else None,
             use_desktop=use_desktop_notifications,
@@ -203,6 +209,7 @@ class CompanionApp(QObject):
             self.notifier,
             config.paths.state_dir / "gui-notified.json",
             clock=lambda: self._now().astimezone(),
+            prepare=self._recount_review,
             parent=self,
         )
         self.secrets = SecretMover(
@@ -306,38 +313,53 @@ class CompanionApp(QObject):
             return None
         return NoteLocator(vault, memories_dir(self.config))
 
-    def open_review(self, report: Path) -> ReviewWindow | None:
-        from companion.gui import agent_writes  # noqa: PLC0415
+    def open_review(self, report: Path) -> ReviewWindow | ReviewNoteWindow | None:
+        """The night's review: the items of its review note when the vault has one (the
+        relay's account, decided line by line as in Obsidian); else the dream report's own
+        window (a vault with no relay: nothing attests the changes, no note is written)."""
+        from companion.review.desk import note_for  # noqa: PLC0415
 
+        vault = self.actions.vault()
+        report = Path(report)
+        note = note_for(vault, report.stem) if vault is not None and vault.is_dir() else None
+        if note is not None:
+            return self.open_review_note(note)
         locator = self.locator()
         if locator is None:
             self.notice(tr("error.title"), tr("engine.no_vault"))
             return None
-        report = Path(report)
         window = self.reviews.get(report)
         if window is None:
             from companion.gui.review import ReviewWindow  # noqa: PLC0415
 
             window = ReviewWindow(report, locator, open_url=self.actions.open_url)
-            agent_writes.attach(window)  # what the agent wrote through its tools, that window
             window.setWindowIcon(app_icon())
             window.reverted.connect(lambda _paths: self.worker.refresh())
             self.reviews[report] = window
             log.info("review window opened on %s", report)
         else:
-            self._reload_review(window)
+            window.reload()
         window.show()
         window.raise_()
         window.activateWindow()
         return window
 
-    @staticmethod
-    def _reload_review(window: ReviewWindow) -> None:
-        from companion.gui import agent_writes  # noqa: PLC0415
+    def open_review_note(self, note: str | None = None) -> ReviewNoteWindow:
+        """The review window on note `note` (vault-relative; None: the newest)."""
+        if self.review_note is None:
+            from companion.gui.review_note import ReviewNoteWindow  # noqa: PLC0415
 
-        window.reload()
-        for panel in window.findChildren(agent_writes.AgentWritesPanel):
-            panel.reload()
+            self.review_note = ReviewNoteWindow(
+                self.worker, self.actions.vault, open_url=self.actions.open_url
+            )
+            self.review_note.setWindowIcon(app_icon())
+        log.info("review window opened on %s", note or "the newest review note")
+        window = self.review_note
+        window.show_note(note)
+        window.show()
+        window.raise_()
+        window.activateWindow()
+        return window
 
     def _settings_task_done(self, name: str, _result: object) -> None:
         """After a join the folder is a sync copy: sync it, and offer the key buttons. After
@@ -399,6 +421,17 @@ class CompanionApp(QObject):
         if self.main is not None or force:
             self.show_main().show_notice(title, text)
 
+    def _recount_review(self, n: Notification) -> Notification:
+        """A review note's notification counts what the note waits for when it is shown."""
+        action, vault = n.action, self.actions.vault()
+        if action is None or action.kind != OPEN_REVIEW_NOTE or not action.target or not vault:
+            return n
+        from companion.review.desk import open_counts  # noqa: PLC0415
+
+        if not (vault / action.target).is_file():
+            return n
+        return recount_review(n, open_counts(vault, action.target))
+
     def on_events(self, events: list[EngineEvent]) -> None:
         for event in events:
             if isinstance(event, SecretFound) and event.line:
@@ -407,7 +440,13 @@ class CompanionApp(QObject):
                 window = self.reviews.get(Path(event.report))
                 if window is not None and window.isVisible():
                     log.info("review window refreshed: %s was written again", event.report)
-                    self._reload_review(window)
+                    window.reload()
+            if isinstance(event, ReviewChanged | DreamLanded):
+                # a round carried review notes (a decision here or on another device, a new
+                # night): the open review reads its items again
+                note_window = self.review_note
+                if note_window is not None and note_window.isVisible():
+                    note_window.refresh()
         now = self._now().astimezone()
         notify = self.config.settings.notify
         self.notifications.submit(notifications_for(events, notify, now, self._night(now)))
@@ -506,6 +545,8 @@ class CompanionApp(QObject):
         """What clicking a notification does."""
         if action.kind == OPEN_REVIEW and action.target:
             self.open_review(Path(action.target))
+        elif action.kind == OPEN_REVIEW_NOTE and action.target:
+            self.open_review_note(action.target)
         elif action.kind == OPEN_CONFLICTS and action.target:
             self.actions.open_file(Path(action.target))
         elif action.kind == OPEN_NOTE and action.target:
@@ -555,7 +596,7 @@ class CompanionApp(QObject):
         log.info("quitting")
         if self.main is not None:
             self.main.allow_close = True
-        for window in [self.main, self.settings, *self.reviews.values()]:
+        for window in [self.main, self.settings, self.review_note, *self.reviews.values()]:
             if window is not None:
                 window.hide()
         self.shutdown()

@@ -190,6 +190,14 @@ class EngineWorker(TaskRunner):
     def confirm_deletions(self) -> bool:
         return self.run("confirm_deletions", self.engine.confirm_deletions)
 
+    def review(self, note: str | None) -> bool:
+        """The items of a review note (`call_done("review", View)`): talks to the relay."""
+        return self.run("review", lambda: self.engine.review(note))
+
+    def decide_review(self, note: str, item_id: str, decision: str) -> bool:
+        """Tick a review line and sync once (`call_done("decide_review", Ticked)`)."""
+        return self.run("decide_review", lambda: self.engine.decide_review(note, item_id, decision))
+
 
 def _message(exc: BaseException) -> str:
     if isinstance(exc, CompanionError):

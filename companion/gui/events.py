@@ -20,6 +20,16 @@ class DreamLanded:
     date: str  # YYYY-MM-DD, the night the dream covers
     ran_on: str = "server"  # server | local
     counts: dict[str, int] = field(default_factory=dict)
+    review: str | None = None  # the night's review note (vault-relative), once it is here
+    waiting: dict[str, int] | None = None  # what that note still waits for, by item kind
+
+
+@dataclass(frozen=True)
+class ReviewChanged:
+    """A sync round carried review notes (a new night's note, a decision ticked or carried
+    out here or on another device): an open review shows their items again."""
+
+    paths: tuple[str, ...]
 
 
 @dataclass(frozen=True)
@@ -93,6 +103,7 @@ class HeldChange:
 
 EngineEvent = (
     DreamLanded
+    | ReviewChanged
     | ChangesHeld
     | ConflictsCreated
     | MassDeleteTripped

@@ -15,18 +15,28 @@ import os
 import subprocess
 import threading
 import time
+from dataclasses import replace
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from companion.dream.report import ReportError, list_reports, read_report
 from companion.errors import CompanionError
-from companion.gui.events import ConflictsCreated, DreamLanded, EngineEvent, HeldChange
+from companion.gui.events import (
+    ConflictsCreated,
+    DreamLanded,
+    EngineEvent,
+    HeldChange,
+    ReviewChanged,
+)
 from companion.gui.i18n import tr
 from companion.gui.status import EngineSnapshot
 from companion.logs import get_logger
 from companion.services.units import companion_command
 from companion.sync.conflicts import is_conflict_copy
+
+if TYPE_CHECKING:
+    from companion.review.desk import Ticked, View
 
 log = get_logger("gui.facade")
 
@@ -92,6 +102,16 @@ class EngineFacade(Protocol):
     def confirm_deletions(self) -> None:
         """Sync once deleting what the mass-deletion guard held back (the person confirmed
         it: `snapshot().held_deletions`); blocks until done."""
+        ...
+
+    def review(self, note: str | None) -> View:
+        """The items of review note `note` (vault-relative; None: the newest), with the
+        relay's history when it answers (`companion.review.desk.read`); may take a while."""
+        ...
+
+    def decide_review(self, note: str, item_id: str, decision: str) -> Ticked:
+        """Tick the line deciding `item_id` in `note` (what a tap in Obsidian does), then
+        sync once so it is carried out; blocks until done."""
         ...
 
 
@@ -164,6 +184,11 @@ class IdleEngine:
     dream command, so "Dream now" works before sync is set up.
     """
 
+    # How long a new dream report's `DreamLanded` waits for the night's review note, so the
+    # morning notification counts and opens the note's items (a sync copy: the note follows
+    # the report from the dreaming device); past it, the report is told alone.
+    REVIEW_WAIT_S = 0.0
+
     def __init__(self, vault: Path | None, *, fresh_hours: float = 24) -> None:
         self._vault = Path(vault).expanduser() if vault else None
         self._lock = threading.Lock()
@@ -175,6 +200,8 @@ class IdleEngine:
         self._seen_conflicts: set[Path] | None = None
         self._fresh = timedelta(hours=fresh_hours)
         self._scanner = ConflictScanner(self._vault) if self._vault is not None else None
+        self._landed: list[tuple[float, DreamLanded]] = []  # waiting for their review note
+        self._seen_notes: dict[str, tuple[int, int]] | None = None  # review note: signature
 
     def vault_path(self) -> Path | None:
         return self._vault
@@ -268,6 +295,80 @@ class IdleEngine:
     def confirm_deletions(self) -> None:
         raise CompanionError(tr("engine.sync_not_configured"))
 
+    def review(self, note: str | None) -> View:
+        from companion.review import desk  # noqa: PLC0415
+
+        if self._vault is None:
+            raise CompanionError(tr("engine.no_vault"))
+        return desk.read(self._vault, note)
+
+    def decide_review(self, note: str, item_id: str, decision: str) -> Ticked:
+        """The tick only: nothing syncs here to carry it out."""
+        from companion.review import desk  # noqa: PLC0415
+
+        if self._vault is None:
+            raise CompanionError(tr("engine.no_vault"))
+        done = desk.tick(self._vault, item_id, decision, note=note)
+        return replace(done, waiting=tr("engine.sync_not_configured"))
+
+    def _with_review(self, event: DreamLanded) -> DreamLanded | None:
+        """`event` with its night's review note and what it waits for, or None while the
+        note has not arrived (and may still: see REVIEW_WAIT_S)."""
+        from companion.review import desk  # noqa: PLC0415
+
+        assert self._vault is not None
+        rel = desk.note_for(self._vault, Path(event.report).stem)
+        if rel is None:
+            return None
+        try:
+            waiting = desk.open_counts(self._vault, rel)
+        except (OSError, UnicodeDecodeError) as exc:  # told without it, never lost
+            log.warning("cannot read the review note %s: %s", rel, exc)
+            return event
+        return replace(event, review=rel, waiting=waiting)
+
+    def _watches_review_files(self) -> bool:
+        """Whether review notes changing on disk are told as `ReviewChanged` (here: what
+        another process, a `companion watch` service, syncs; a running sync engine tells its
+        own rounds instead)."""
+        return True
+
+    def _review_notes_changed(self) -> tuple[str, ...]:
+        """The review notes written since the last look (none the first time)."""
+        from companion.review.rounds import note_files  # noqa: PLC0415
+
+        if self._vault is None or not self._watches_review_files():
+            self._seen_notes = None
+            return ()
+        now: dict[str, tuple[int, int]] = {}
+        for _night, rel in note_files(self._vault):
+            try:
+                st = (self._vault / rel).stat()
+            except OSError:
+                continue
+            now[rel] = (st.st_mtime_ns, st.st_size)
+        seen, self._seen_notes = self._seen_notes, now
+        if seen is None:
+            return ()
+        return tuple(sorted(rel for rel, sig in now.items() if seen.get(rel) != sig))
+
+    def _landings(self, new: list[DreamLanded]) -> list[EngineEvent]:
+        """The reports to tell now: each with its review note once it is here; one still
+        without it waits up to REVIEW_WAIT_S for it."""
+        now = time.monotonic()
+        out: list[EngineEvent] = []
+        waiting = [(t, e) for t, e in self._landed if e.report not in {n.report for n in new}]
+        self._landed = []
+        for since, event in [*waiting, *((now, e) for e in new)]:
+            told = self._with_review(event)
+            if told is not None:
+                out.append(told)
+            elif now - since >= self.REVIEW_WAIT_S:
+                out.append(event)
+            else:
+                self._landed.append((since, event))
+        return out
+
     def drain_events(self) -> list[EngineEvent]:
         """New dream reports and conflict copies since the last call.
 
@@ -298,13 +399,15 @@ class IdleEngine:
             self._seen_reports = {p: sig for p, sig in reports.items() if p not in new}
         changed = sorted(p for p, sig in reports.items() if self._seen_reports.get(p) != sig)
         self._seen_reports = reports
+        landed = []
         for path in changed:
             try:
                 rep = read_report(path)
             except ReportError as exc:
                 log.warning("skipping unreadable dream report: %s", exc)
                 continue
-            events.append(DreamLanded(path, rep.date, rep.ran_on, dict(rep.counts)))
+            landed.append(DreamLanded(path, rep.date, rep.ran_on, dict(rep.counts)))
+        events += self._landings(landed)
         conflicts = set(self.conflicts())
         if self._seen_conflicts is None:
             self._seen_conflicts = conflicts
@@ -312,4 +415,7 @@ class IdleEngine:
         self._seen_conflicts = conflicts
         if new_conflicts:
             events.append(ConflictsCreated(tuple(new_conflicts)))
+        notes = self._review_notes_changed()
+        if notes:
+            events.append(ReviewChanged(notes))
         return events

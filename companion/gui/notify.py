@@ -262,12 +262,16 @@ class NotificationCenter(QObject):
         state_file: Path | None,
         *,
         clock: Callable[[], datetime] | None = None,
+        prepare: Callable[[Notification], Notification] | None = None,
         parent: QObject | None = None,
     ) -> None:
+        """`prepare` brings a notification up to date the moment it is shown (the review
+        note's counts, for one held until the morning)."""
         super().__init__(parent)
         self.notifier = notifier
         self.state_file = state_file
         self.clock = clock or (lambda: datetime.now().astimezone())
+        self.prepare = prepare
         self.pending: list[Notification] = []
         self.seen: list[str] = self._load()
         self.timer = QTimer(self)
@@ -316,6 +320,11 @@ class NotificationCenter(QObject):
             return
         self.pending = [n for n in self.pending if n not in due]
         for n in due:
-            self.notifier.show(n)
             self.seen.append(n.key)
+            if self.prepare is not None:
+                try:
+                    n = self.prepare(n)
+                except Exception:  # noqa: BLE001 - told as it was, never lost
+                    log.exception("cannot bring a notification up to date")
+            self.notifier.show(n)
         self._save()

@@ -7,7 +7,7 @@ notification is shown is `notify.Notifier`'s job.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, time, timedelta
 from time import time_ns
 
@@ -28,6 +28,7 @@ from companion.gui.i18n import N_, tr
 
 # What clicking a notification does (Action.kind).
 OPEN_REVIEW = "open_review"  # target: the dream report path
+OPEN_REVIEW_NOTE = "open_review_note"  # target: the review note, vault-relative
 OPEN_CONFLICTS = "open_conflicts"  # target: the first conflict copy
 OPEN_NOTE = "open_note"  # target: vault-relative note
 OPEN_SETTINGS = "open_settings"  # target: settings tab name
@@ -68,6 +69,30 @@ def dream_counts_text(counts: Mapping[str, int]) -> str:
     }
     parts = [tr(keys[k], n=counts[k]) for k in KINDS if counts.get(k)]
     return ", ".join(parts) if parts else tr("notify.dream.no_changes")
+
+
+REVIEW_KINDS = {
+    "change": N_("count.review_change"),
+    "disagreement": N_("count.review_disagreement"),
+    "proposal": N_("count.review_proposal"),
+}
+
+
+def review_counts_text(waiting: Mapping[str, int]) -> str:
+    """ "3 changes, 1 proposal": what a review note still waits for (its open items)."""
+    parts = [tr(key, n=waiting[k]) for k, key in REVIEW_KINDS.items() if waiting.get(k)]
+    return ", ".join(parts) if parts else tr("notify.review.nothing")
+
+
+def recount_review(n: Notification, waiting: Mapping[str, int]) -> Notification:
+    """A review note's notification with what the note waits for now (a notification held
+    until the morning is told with the counts of the morning, not of the night: items
+    decided on the phone meanwhile are not counted)."""
+    a = n.action
+    if a is None or a.kind != OPEN_REVIEW_NOTE or not a.detail:
+        return n
+    counts = review_counts_text(waiting)
+    return replace(n, title=tr("notify.review.title", date=a.detail, counts=counts))
 
 
 def _llm_failed(counts: Mapping[str, int]) -> str:
@@ -146,6 +171,19 @@ def _one(
     if isinstance(event, DreamLanded):
         if not cfg.dream_landed:
             return None
+        if event.review is not None:  # the night's review note: its open items, and it
+            return Notification(
+                key=f"dream:{event.date}",
+                title=tr(
+                    "notify.review.title",
+                    date=event.date,
+                    counts=review_counts_text(event.waiting or {}),
+                ),
+                body=tr("notify.review.body") + _llm_failed(event.counts),
+                action=Action(OPEN_REVIEW_NOTE, event.review, detail=event.date),
+                not_before=dream_not_before(now, cfg.morning_time, night),
+                buttons=((tr("notify.review.obsidian"), Action(OPEN_NOTE, event.review)),),
+            )
         return Notification(
             key=f"dream:{event.date}",
             title=dream_title(event.date, event.ran_on, event.counts),

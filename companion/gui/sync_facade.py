@@ -24,6 +24,7 @@ from __future__ import annotations
 import os
 import threading
 import time
+from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -36,6 +37,7 @@ from companion.gui.events import (
     HeldChange,
     KeyringProblem,
     MassDeleteTripped,
+    ReviewChanged,
     SecretFound,
 )
 from companion.gui.facade import IdleEngine
@@ -44,6 +46,9 @@ from companion.gui.status import EngineSnapshot
 from companion.logs import get_logger, redact
 from companion.paths import DevicePaths
 from companion.relay.errors import RelayUnreachable
+from companion.review import desk
+from companion.review.model import is_review_path
+from companion.review.rounds import GRACE_S, device_for
 from companion.review.rounds import install as install_review
 from companion.sync.daemon import Daemon, RoundOutcome
 from companion.sync.device import (
@@ -100,6 +105,7 @@ class SyncFacade(IdleEngine):
     START_RETRY_S = 30.0  # after a failed start (keyring locked, secret missing)
     OFFLINE_PENDING_S = 5.0  # how often the pending changes are recounted while offline
     TAKEOVER_RETRY_S = 5.0  # while another process syncs this copy (a lock probe is cheap)
+    REVIEW_WAIT_S = GRACE_S  # a person's device writes a missing review note by then
 
     def __init__(
         self,
@@ -235,6 +241,9 @@ class SyncFacade(IdleEngine):
                 self._push(SecretFound(f.path, f.kind, f.line))
             if outcome.report is not None and outcome.report.held:
                 self._push(ChangesHeld(tuple(outcome.report.held)))
+            touched = _review_paths(outcome.report)
+            if touched:
+                self._push(ReviewChanged(touched))
             return
         if isinstance(exc, RelayUnreachable):
             return  # offline is a state (snapshot.online), not an error
@@ -402,11 +411,45 @@ class SyncFacade(IdleEngine):
             record_held(index, paths, decision)
         self._round_now()
 
+    # ---- the morning review ------------------------------------------------------------------
+
+    def _watches_review_files(self) -> bool:
+        return self._daemon is None  # syncing here: each round says what it carried
+
+    def review(self, note: str | None) -> desk.View:
+        """The note's items with the relay's history, through the running engine's relay
+        connection; paused or not started: from the note alone."""
+        engine = self._engine
+        dev = device_for(engine) if engine is not None else None
+        return desk.read(self.root, note, dev)
+
+    def decide_review(self, note: str, item_id: str, decision: str) -> desk.Ticked:
+        """Tick the line, then one round: it uploads the tick, and this device carries out
+        what it decides (a revert, keep mine, take the new value) and writes the outcome,
+        exactly as after a tick in Obsidian. A round that cannot run now (offline, paused)
+        leaves the tick for the next one, and says why."""
+        done = desk.tick(self.root, item_id, decision, note=note)
+        if done.status not in (desk.TICKED, desk.ALREADY):
+            return done
+        try:
+            self._round_now()
+        except CompanionError as exc:
+            return replace(done, waiting=str(exc))
+        return done
+
     def drain_events(self) -> list[EngineEvent]:
         events = super().drain_events()
         with self._events_lock:
             mine, self._events = self._events, []
         return mine + events
+
+
+def _review_paths(report: RoundReport | None) -> tuple[str, ...]:
+    """The review notes a round carried, either way."""
+    if report is None:
+        return ()
+    moved = [*report.downloaded, *report.uploaded, *report.deleted_local, *report.deleted_remote]
+    return tuple(sorted({p for p in moved if is_review_path(p)}))
 
 
 def _readable(exc: BaseException) -> str:

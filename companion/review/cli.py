@@ -91,28 +91,13 @@ def decide(app: AppContext, vault: Path, item_id: str, decision: str, night: str
     Example:
       companion review decide ~/vault p-1a2b3c4d5e apply
     """
-    from companion.fileio import write_text_atomic
-    from companion.review import note as notes
-    from companion.review.model import CODES
-    from companion.review.rounds import note_files
+    from companion.review import desk
 
-    code = CODES[decision]
-    files = [f for f in note_files(vault) if night is None or f[0] == night]
-    known = False
-    for _, rel in reversed(files):
-        path = vault / rel
-        text = path.read_text(encoding="utf-8")
-        for ln in notes.parse_lines(text):
-            if ln.id != item_id:
-                continue
-            known = True
-            if ln.code != code or ln.final:
-                continue
-            if not ln.ticked:
-                write_text_atomic(path, notes.set_ticked(text, ln.key))
-            click.echo(f"ticked {item_id} {decision} in {rel}")
-            return
-    if not known:
+    done = desk.tick(vault, item_id, decision, night=night)
+    if done.status in (desk.TICKED, desk.ALREADY):
+        click.echo(f"ticked {item_id} {decision} in {done.note}")
+        return
+    if done.status == desk.UNKNOWN:
         raise InputError(f"no review line has the id {item_id!r} (see `companion review list`)")
     click.echo(f"{item_id}: no open {decision!r} line (already decided, or not offered)", err=True)
     click.get_current_context().exit(1)

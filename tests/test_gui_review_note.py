@@ -138,7 +138,17 @@ def test_revert_ticks_that_line_and_the_round_carries_it_out(qtbot, world: World
     assert world.laptop.read(AGENT_NOTE) is None  # the agent's new note, reverted: gone
     after = _text(world.laptop)
     changed = [(a, b) for a, b in zip(before.split("\n"), after.split("\n"), strict=True) if a != b]
-    assert len(changed) == 1  # exactly that line: ticked, and its outcome
+    counts = [(a, b) for a, b in changed if a.startswith("Waiting for you")]
+    assert (
+        counts
+        == [
+            ("Waiting for you: 4 changes, 1 proposal.",) * 1
+            + ("Waiting for you: 3 changes, 1 proposal.",)
+        ]
+        * 2
+    )
+    changed = [c for c in changed if c not in counts]
+    assert len(changed) == 1  # exactly that line: ticked, and its outcome (and the counts)
     old, new = changed[0]
     assert old == f"- [ ] Revert this change `{item}/r`"
     assert new.startswith(f"- [x] Revert this change `{item}/r` — reverted ")

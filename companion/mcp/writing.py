@@ -106,6 +106,13 @@ def check_text(
     return text
 
 
+def early_check(ctx: VaultContext, text: object) -> None:
+    """The write limits before the text is scanned (a refusal costs nothing then): the note a
+    write leaves holds at least the text, so its bytes are a lower bound of the write's."""
+    bound = len(text) - text.count("\r") if isinstance(text, str) else 0
+    ctx.quota.check(size=bound, at_least=True)
+
+
 def check_reason(ctx: VaultContext, reason: str) -> str:
     reason = " ".join((reason or "").split())
     if len(reason) > ctx.limits.reason_chars:
@@ -168,10 +175,8 @@ def commit(
     reason: str,
     requested: str = "",
 ) -> dict[str, Any]:
-    """Write `after` to `rel` if it is still what `current` read; record it; the tool result."""
-    from companion.sync.atomic import ChangedSinceScan, atomic_write
-    from companion.sync.pathsafe import UnsafePath
-
+    """Write `after` to `rel` if it is still what `current` read, within the agent's write
+    limits (`companion.mcp.quota`); record it; the tool result."""
     if ctx.read_only:
         raise ToolRefused("this server is read-only (started with --read-only)")
     out_text = after.replace("\n", "\r\n") if current.crlf else after
@@ -183,6 +188,30 @@ def commit(
         )
     if current.text == after:
         return {"path": rel, "action": "unchanged", "message": "the note already holds this text"}
+    with ctx.quota.hold():  # the check, the write and its record: one write at a time
+        ctx.quota.check(size=len(data), new=current.state is None)
+        return _land(
+            ctx, tool=tool, rel=rel, current=current, after=after, data=data, action=action,
+            message=message, reason=reason, requested=requested,
+        )  # fmt: skip
+
+
+def _land(
+    ctx: VaultContext,
+    *,
+    tool: str,
+    rel: str,
+    current: Current,
+    after: str,
+    data: bytes,
+    action: str,
+    message: str,
+    reason: str,
+    requested: str,
+) -> dict[str, Any]:
+    from companion.sync.atomic import ChangedSinceScan, atomic_write
+    from companion.sync.pathsafe import UnsafePath
+
     try:
         atomic_write(ctx.root, rel, data, current.state)
     except ChangedSinceScan:
@@ -210,6 +239,8 @@ def commit(
         after_sha256=hashlib.sha256(data).hexdigest(),
         diff=diff,
         diff_truncated=truncated,
+        size=len(data),
+        new=current.state is None,
     )
     result: dict[str, Any] = {"path": rel, "action": action, "message": message}
     if requested and requested != rel:
@@ -240,6 +271,7 @@ def _sibling(ctx: VaultContext, rel: str) -> tuple[str, Current]:
 
 def write_note(ctx: VaultContext, path: str, text: str, reason: str) -> dict[str, Any]:
     rel = note_path(ctx, path)
+    early_check(ctx, text)
     text = check_text(ctx, text, where="mcp:note")
     reason = check_reason(ctx, reason)
     after = text if text.endswith("\n") else text + "\n"
@@ -281,6 +313,7 @@ def edit_note(
     ctx: VaultContext, path: str, section: str, text: str, mode: str, reason: str
 ) -> dict[str, Any]:
     rel = note_path(ctx, path)
+    early_check(ctx, text)
     if mode not in ("replace", "append"):
         raise ToolRefused(f"mode {mode!r}: use 'replace' or 'append'")
     text = check_text(ctx, text, empty_ok=mode == "replace", where="mcp:note")
@@ -376,6 +409,7 @@ def append_journal(ctx: VaultContext, section: str, text: str, reason: str) -> d
     from companion.vault.layout import new_journal_text
 
     key = journal_key(section)
+    early_check(ctx, text)
     text = check_text(ctx, text, where="mcp:journal")
     reason = check_reason(ctx, reason)
     today = dream_date(ctx.now(), dream_timezone(ctx.config))

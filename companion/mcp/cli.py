@@ -64,7 +64,13 @@ class _McpCommand(click.Command):
         rest = ctx.meta.pop("companion.mcp.token", None)
         if rest is None:
             return super().invoke(ctx)
-        with token.make_context("token", list(rest), parent=ctx) as sub:
+        verbose = [p for p in self.params if "-v" in getattr(p, "opts", ())]
+        if verbose and not any("-v" in getattr(p, "opts", ()) for p in token.params):
+            token.params.extend(verbose)  # the global `-v` after the command, as on `mcp`
+        # under `companion` itself, so its usage reads `companion mcp token [OPTIONS] [VAULT]`
+        parent = ctx.parent or ctx
+        name = f"{ctx.info_name} token" if ctx.parent else "token"
+        with token.make_context(name, list(rest), parent=parent) as sub:
             return token.invoke(sub)
 
 

@@ -73,7 +73,7 @@ def test_150_writes_of_99000_characters_stop_at_the_daily_byte_limit(
         outcomes.append(_attempt(lambda rel=rel: writing.write_note(ctx, rel, BIG, "")))
         clock.advance(seconds=61)  # never the per-minute limit: one write a minute
     landed = [i for i, o in enumerate(outcomes) if o is None]
-    assert landed == list(range(5))  # 5 x 99,001 bytes fit in 500,000; the 6th does not
+    assert landed == list(range(5))  # 5 x 99,000 bytes fit in 500,000; the 6th does not
     refusal = outcomes[5]
     assert refusal is not None
     assert "bytes_per_day" in refusal and "500,000 bytes" in refusal
@@ -106,10 +106,10 @@ def test_the_defaults_stop_150_writes_of_99000_characters(
     for i in range(150):
         try:
             with ctx.quota.hold():
-                ctx.quota.check(size=99_001, new=True)
+                ctx.quota.check(size=99_000, new=True)
                 ctx.log.record(
                     AgentWrite(tool="write_note", path=f"k/n{i}.md", action="created",
-                               message="", size=99_001, new=True)
+                               message="", size=99_000, new=True)
                 )  # fmt: skip
             landed += 1
         except ToolRefused as exc:
@@ -118,6 +118,22 @@ def test_the_defaults_stop_150_writes_of_99000_characters(
     assert landed == 101 and len(refusals) == 49
     assert all("bytes_per_day" in r and "10,000,000" in r for r in refusals)
     assert len(read_writes(ctx.root)) == 101
+
+
+def test_bytes_are_what_each_write_carries_not_the_whole_note(
+    tmp_path: Path, companion_home: Path
+) -> None:
+    """Adding a line to a large note costs the line: appends to a long note stay cheap."""
+    ctx, clock = _context(tmp_path, companion_home, "bytes_per_day = 1000\n")
+    writing.write_note(ctx, "knowledge/long.md", "# Long\n\n" + "x" * 700 + "\n", "")
+    for i in range(20):
+        clock.advance(seconds=61)
+        writing.edit_note(ctx, "knowledge/long.md", "Log", f"entry {i:02d}", "append", "")
+    clock.advance(seconds=61)
+    refusal = _attempt(
+        lambda: writing.edit_note(ctx, "knowledge/long.md", "Log", "y" * 200, "append", "")
+    )
+    assert refusal is not None and "bytes_per_day" in refusal and "this write: 200" in refusal
 
 
 def test_writes_per_minute(tmp_path: Path, companion_home: Path) -> None:

@@ -5,7 +5,7 @@ fill the person's disks in seconds (issue 44: 150 writes of 99,000 characters in
 limits are `[mcp] writes_per_minute`, `bytes_per_day` and `new_notes_per_day` (0: none).
 
 The count is the agent-write record of this device (`companion.mcp.writelog`): every landed
-write is there with its time, the size of the note it left and whether it created one. So a
+write is there with its time, the bytes of text it carried and whether it created a note. So a
 server the agent restarts, or a second server on the same device, counts the same writes; the
 record is read incrementally (it only grows during a day). Days are UTC days, like the
 record's files. A write past a limit is refused before anything is written, with one line

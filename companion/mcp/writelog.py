@@ -15,7 +15,7 @@ A line (format 1; readers ignore keys they do not know):
      "before_sha256": null, "after_sha256": "...", "diff": "--- ...", "diff_truncated": false,
      "size": 1234, "new": true}
 
-`size` (bytes of the note the write left) and `new` (it created the note) are what the write
+`size` (bytes of text the write carried) and `new` (it created the note) are what the write
 limits count (`companion.mcp.quota`).
 
 `action` is one of created, replaced, section_replaced, section_appended, appended, sibling,
@@ -84,7 +84,7 @@ class AgentWrite:
     diff: str = ""
     diff_truncated: bool = False
     id: str = field(default_factory=lambda: secrets.token_hex(6))
-    size: int | None = None  # bytes of the note the write left (None: memory, or unknown)
+    size: int | None = None  # bytes of text the write carried (None: memory, or unknown)
     new: bool = False  # the write created the note
 
     def to_dict(self) -> dict[str, Any]:

@@ -174,9 +174,12 @@ def commit(
     message: str,
     reason: str,
     requested: str = "",
+    sent: int | None = None,
 ) -> dict[str, Any]:
     """Write `after` to `rel` if it is still what `current` read, within the agent's write
-    limits (`companion.mcp.quota`); record it; the tool result."""
+    limits (`companion.mcp.quota`: `sent` is the bytes of text the call carried, what counts
+    toward `[mcp] bytes_per_day`; the whole note when not given); record it; the tool
+    result."""
     if ctx.read_only:
         raise ToolRefused("this server is read-only (started with --read-only)")
     out_text = after.replace("\n", "\r\n") if current.crlf else after
@@ -188,11 +191,12 @@ def commit(
         )
     if current.text == after:
         return {"path": rel, "action": "unchanged", "message": "the note already holds this text"}
+    size = len(data) if sent is None else sent
     with ctx.quota.hold():  # the check, the write and its record: one write at a time
-        ctx.quota.check(size=len(data), new=current.state is None)
+        ctx.quota.check(size=size, new=current.state is None)
         return _land(
             ctx, tool=tool, rel=rel, current=current, after=after, data=data, action=action,
-            message=message, reason=reason, requested=requested,
+            message=message, reason=reason, requested=requested, size=size,
         )  # fmt: skip
 
 
@@ -208,6 +212,7 @@ def _land(
     message: str,
     reason: str,
     requested: str,
+    size: int,
 ) -> dict[str, Any]:
     from companion.sync.atomic import ChangedSinceScan, atomic_write
     from companion.sync.pathsafe import UnsafePath
@@ -239,7 +244,7 @@ def _land(
         after_sha256=hashlib.sha256(data).hexdigest(),
         diff=diff,
         diff_truncated=truncated,
-        size=len(data),
+        size=size,
         new=current.state is None,
     )
     result: dict[str, Any] = {"path": rel, "action": action, "message": message}
@@ -274,13 +279,14 @@ def write_note(ctx: VaultContext, path: str, text: str, reason: str) -> dict[str
     early_check(ctx, text)
     text = check_text(ctx, text, where="mcp:note")
     reason = check_reason(ctx, reason)
+    sent = len(text.encode("utf-8"))
     after = text if text.endswith("\n") else text + "\n"
     current = load(ctx, rel)
     if current.text is None:
         note_path(ctx, path, new=True)
         return commit(
             ctx, tool="write_note", rel=rel, current=current, after=after, action="created",
-            message=f"created {rel}", reason=reason,
+            message=f"created {rel}", reason=reason, sent=sent,
         )  # fmt: skip
     if current.text == after:
         return {"path": rel, "action": "unchanged", "message": "the note already holds this text"}
@@ -293,11 +299,11 @@ def write_note(ctx: VaultContext, path: str, text: str, reason: str) -> dict[str
         )
         return commit(
             ctx, tool="write_note", rel=sibling, current=cur, after=after, action="sibling",
-            message=msg, reason=reason, requested=rel,
+            message=msg, reason=reason, requested=rel, sent=sent,
         )  # fmt: skip
     return commit(
         ctx, tool="write_note", rel=rel, current=current, after=after, action="replaced",
-        message=f"replaced the text of {rel}", reason=reason,
+        message=f"replaced the text of {rel}", reason=reason, sent=sent,
     )  # fmt: skip
 
 
@@ -318,6 +324,7 @@ def edit_note(
         raise ToolRefused(f"mode {mode!r}: use 'replace' or 'append'")
     text = check_text(ctx, text, empty_ok=mode == "replace", where="mcp:note")
     reason = check_reason(ctx, reason)
+    sent = len(text.encode("utf-8"))
     name = section.strip() if isinstance(section, str) else ""
     if not name or len(name) > 200 or "\n" in name:
         raise ToolRefused("section must be a heading's text (one line, at most 200 characters)")
@@ -342,7 +349,7 @@ def edit_note(
         )
         return commit(
             ctx, tool="edit_note", rel=rel, current=current, after=after, action="appended",
-            message=msg, reason=reason,
+            message=msg, reason=reason, sent=sent,
         )  # fmt: skip
     if found is None:
         if "#" in name.strip("#"):
@@ -359,7 +366,7 @@ def edit_note(
         action, msg = "section_appended", f"{rel}: appended to the section '{found.title}'"
     return commit(
         ctx, tool="edit_note", rel=rel, current=current, after=after, action=action,
-        message=msg, reason=reason,
+        message=msg, reason=reason, sent=sent,
     )  # fmt: skip
 
 
@@ -418,6 +425,7 @@ def append_journal(ctx: VaultContext, section: str, text: str, reason: str) -> d
     lang, tag = _language(ctx, today)
     title = section_title(key, lang)
     body = _bullets(text)
+    sent = len(body.encode("utf-8"))
     current = load(ctx, rel)
     base = current.text if current.text is not None else new_journal_text(today, tag)
     found = next((s for s in all_sections(base) if section_key(s.title) == key), None)
@@ -437,5 +445,5 @@ def append_journal(ctx: VaultContext, section: str, text: str, reason: str) -> d
     verb = "created" if current.text is None else "added to"
     return commit(
         ctx, tool="append_journal", rel=rel, current=current, after=after, action="journal",
-        message=f"{verb} today's journal {rel}, {where}", reason=reason,
+        message=f"{verb} today's journal {rel}, {where}", reason=reason, sent=sent,
     )  # fmt: skip

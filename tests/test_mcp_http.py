@@ -187,3 +187,29 @@ def test_mcp_token_prints_only_the_token_and_stdio_needs_none(
 
     err, res = run_session(vault, body)  # stdio: the process boundary is the authentication
     assert not err and res["results"]
+
+
+def test_the_token_is_compared_in_constant_time(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every comparison goes through `hmac.compare_digest`, on bytes (a non-ASCII guess too)."""
+    from starlette.datastructures import Headers
+
+    from companion.mcp import auth
+
+    calls: list[tuple[type, type]] = []
+    real = auth.hmac.compare_digest
+
+    def spy(a: Any, b: Any) -> bool:
+        calls.append((type(a), type(b)))
+        return real(a, b)
+
+    monkeypatch.setattr(auth.hmac, "compare_digest", spy)
+
+    class Fixed:
+        def current(self) -> str:
+            return "t" * 43
+
+    gate = auth.HttpGate(None, Fixed())  # type: ignore[arg-type]  # never reaches the app
+    for presented, refused in (("t" * 43, False), ("t" * 42 + "u", True), ("tökén", True)):
+        headers = Headers(raw=[(b"authorization", f"Bearer {presented}".encode("latin-1"))])
+        assert (gate.check(headers) is not None) is refused
+    assert calls == [(bytes, bytes)] * 3

@@ -19,10 +19,12 @@ stdio needs neither: the agent starts the server as its own child, and the pipe 
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import hmac
 import os
 import secrets
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -58,25 +60,46 @@ def new_token() -> str:
     return secrets.token_urlsafe(TOKEN_BYTES)
 
 
-def ensure_token(store: SecretStore, root: str | os.PathLike[str]) -> tuple[str, bool]:
+@contextlib.contextmanager
+def _token_lock(paths: DevicePaths, root: str | os.PathLike[str]) -> Iterator[None]:
+    """One get-or-create at a time per vault on this device (a server starting while
+    `companion mcp token` runs must not end up with two different tokens)."""
+    lock = stamp_file(paths, root).with_suffix(".lock")
+    lock.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    try:
+        import fcntl
+    except ImportError:  # Windows: no advisory lock; a race there is only a retry away
+        yield
+        return
+    fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
+
+
+def ensure_token(
+    store: SecretStore, paths: DevicePaths, root: str | os.PathLike[str]
+) -> tuple[str, bool]:
     """(the vault's token, whether it was generated now)."""
     name = secret_name(root)
-    token = store.get(name)
-    if token:
-        register_secret(token)
-        return token, False
-    token = new_token()
-    store.set(name, token)
+    with _token_lock(paths, root):
+        token = store.get(name)
+        if token:
+            register_secret(token)
+            return token, False
+        token = new_token()
+        store.set(name, token)
     log.info("generated the MCP token %r (see it with `companion mcp token`)", name)
     return token, True
 
 
 def rotate_token(store: SecretStore, paths: DevicePaths, root: str | os.PathLike[str]) -> str:
     token = new_token()
-    store.set(secret_name(root), token)
-    stamp = stamp_file(paths, root)
-    stamp.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-    write_atomic(stamp, secrets.token_hex(8).encode("ascii") + b"\n", mode=0o600)
+    with _token_lock(paths, root):
+        store.set(secret_name(root), token)
+        write_atomic(stamp_file(paths, root), secrets.token_hex(8).encode("ascii") + b"\n")
     log.info("rotated the MCP token %r", secret_name(root))
     return token
 
@@ -91,10 +114,11 @@ class TokenSource:
 
     def __init__(self, store: SecretStore, paths: DevicePaths, root: str | os.PathLike[str]):
         self.store = store
+        self.paths = paths
         self.root = root
         self.stamp = stamp_file(paths, root)
         self._seen = self._stamp()
-        self._token, self.generated = ensure_token(store, root)
+        self._token, self.generated = ensure_token(store, paths, root)
 
     def _stamp(self) -> tuple[int, int, int] | None:
         try:
@@ -107,7 +131,7 @@ class TokenSource:
         seen = self._stamp()
         if seen != self._seen:
             self._seen = seen
-            self._token, _ = ensure_token(self.store, self.root)
+            self._token, _ = ensure_token(self.store, self.paths, self.root)
         return self._token
 
 

@@ -44,7 +44,7 @@ def token(app: AppContext, vault: str | None, rotate: bool) -> None:
         value = rotate_token(store, app.paths, root)
         click.echo("a new MCP token; update the agents that use it", err=True)
     else:
-        value, created = ensure_token(store, root)
+        value, created = ensure_token(store, app.paths, root)
         if created:
             click.echo("generated this vault's MCP token", err=True)
     click.echo(value)

@@ -92,7 +92,24 @@ class Key:
     rule: str | None = None
 
 
+def origins_problem(value: Any) -> str | None:
+    """None for a list of web origins: scheme://host[:port], no path, no wildcard."""
+    for item in value:
+        bad = f"expected origins such as http://localhost:3000 (no path, no '*'), got {item!r}"
+        if not isinstance(item, str) or "*" in item or any(c.isspace() for c in item):
+            return bad
+        try:
+            parts = urlsplit(item)
+            parts.port  # noqa: B018 - raises ValueError on a bad port
+        except ValueError:
+            return bad
+        if not parts.scheme or not parts.netloc or parts.path.strip("/") or parts.query:
+            return bad
+    return None
+
+
 RULES: dict[str, Callable[[Any], str | None]] = {
+    "origins": origins_problem,
     "time": hhmm_problem,
     "timezone": timezone_problem,
     "url": url_problem,
@@ -398,6 +415,43 @@ class SecretsSettings:
 
 
 @dataclass(frozen=True)
+class McpSettings:
+    """[mcp]"""
+
+    allowed_origins: tuple[str, ...] = setting(
+        list,
+        [],
+        "Web page origins allowed to call `companion mcp --transport http`, e.g. "
+        "http://localhost:3000 (none by default: a request with any other Origin is refused).",
+        rule="origins",
+    )
+    require_token: bool = setting(
+        bool,
+        True,
+        "Over HTTP, require the bearer token (`companion mcp token VAULT`).",
+    )
+    writes_per_minute: int = setting(
+        int,
+        30,
+        "Most writes (notes, journal, memory) an agent makes through MCP in one minute; "
+        "0: no limit.",
+        minimum=0,
+    )
+    bytes_per_day: int = setting(
+        int,
+        10_000_000,
+        "Most bytes of notes an agent writes through MCP in one UTC day; 0: no limit.",
+        minimum=0,
+    )
+    new_notes_per_day: int = setting(
+        int,
+        200,
+        "Most new notes an agent creates through MCP in one UTC day; 0: no limit.",
+        minimum=0,
+    )
+
+
+@dataclass(frozen=True)
 class Settings:
     """The whole configuration, typed: `config.settings.sync.mass_delete_ratio`.
 
@@ -413,6 +467,7 @@ class Settings:
     notify: NotifySettings = field(default_factory=NotifySettings)
     gui: GuiSettings = field(default_factory=GuiSettings)
     secrets: SecretsSettings = field(default_factory=SecretsSettings)
+    mcp: McpSettings = field(default_factory=McpSettings)
 
     @classmethod
     def from_values(cls, values: dict[str, dict[str, Any]]) -> Settings:
@@ -436,6 +491,7 @@ _SECTIONS: dict[str, type] = {
     "notify": NotifySettings,
     "gui": GuiSettings,
     "secrets": SecretsSettings,
+    "mcp": McpSettings,
 }
 
 # The schema (types, defaults, docs, rules) read off the dataclasses: the file, the CLI's

@@ -31,6 +31,7 @@ from companion.config import load_config
 from companion.credentials.store import FileStore
 from companion.paths import DevicePaths, device_paths
 from companion.relay.auth import issue_invite
+from companion.relay.limits import Limits
 from companion.relay.sqlite_storage import SqliteStorage
 from companion.relay.testing import running_relay
 from companion.sync.engine import SyncEngine
@@ -226,9 +227,9 @@ class TwoRelays:
 class ThreadRelay:
     """The production relay stack in a background thread (`relay.testing.running_relay`)."""
 
-    def __init__(self, data_dir: Path) -> None:
+    def __init__(self, data_dir: Path, limits: Limits | None = None) -> None:
         self.data_dir = Path(data_dir)
-        self._cm = running_relay(self.data_dir)
+        self._cm = running_relay(self.data_dir, limits=limits)
         self.live = self._cm.__enter__()
         self.url = self.live.url
 
@@ -359,6 +360,7 @@ class SyncCluster:
         relay: str = "thread",
         passphrase: str = PASSPHRASE,
         relay_log_level: str = "info",
+        relay_limits: Limits | None = None,  # the in-thread relay only
     ) -> None:
         self.base = Path(base)
         self.base.mkdir(parents=True, exist_ok=True)
@@ -370,7 +372,7 @@ class SyncCluster:
         elif relay == "pg2":  # two relay processes on PostgreSQL, requests alternating
             self.relay = TwoRelays(self.base, log_level=relay_log_level)
         else:
-            self.relay = ThreadRelay(data)
+            self.relay = ThreadRelay(data, relay_limits)
         self.devices: list[Device] = []
         self.vault_id: str | None = None
         self.passphrase_file = self.base / "passphrase.txt"

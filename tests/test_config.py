@@ -143,6 +143,30 @@ def test_documented_keys_match_docs() -> None:
             assert f"`{name}`" in doc, f"docs/configuration.md misses [{section}] {name}"
 
 
+def test_config_show_defaults_lists_every_key(companion_home: Path) -> None:
+    """Every key of the schema, the [mcp] ones (#44) too, is printed with its default."""
+    res = run_companion("config", "show", "--defaults")
+    assert res.returncode == 0, res.stderr
+    for section, keys in SCHEMA.items():
+        assert f"[{section}]" in res.stdout
+        for name in keys:
+            assert f"\n{name} = " in res.stdout, f"[{section}] {name} not shown"
+    for name in ("allowed_origins", "require_token", "writes_per_minute", "bytes_per_day",
+                 "new_notes_per_day"):  # fmt: skip
+        assert name in SCHEMA["mcp"]
+
+
+@pytest.mark.parametrize(
+    "origin", ["http://localhost:*", "localhost:3000", "http://localhost:3000/app", "*"]
+)
+def test_mcp_allowed_origins_are_exact_origins(companion_home: Path, origin: str) -> None:
+    write_config(companion_home, f'[mcp]\nallowed_origins = ["{origin}"]\n')
+    with pytest.raises(ConfigError, match="allowed_origins"):
+        load_config(device_paths())
+    write_config(companion_home, '[mcp]\nallowed_origins = ["http://localhost:3000"]\n')
+    assert load_config(device_paths()).settings.mcp.allowed_origins == ("http://localhost:3000",)
+
+
 # ---- one validation for times, time zones and URLs (issue #13, item 5) ----------------------
 
 BAD_VALUES = [

@@ -12,7 +12,6 @@ import os
 from pathlib import Path
 from typing import Any
 
-import pytest
 from mcp import Client
 
 from companion.mcp.writelog import read_writes
@@ -389,46 +388,6 @@ def test_print_config_snippets(tmp_path: Path) -> None:
     assert shaped["mcp"]["servers"]["notes"]["args"][-1] == str(v.resolve())
     bad = run_companion("mcp", str(tmp_path / "nope"))
     assert bad.returncode == 2 and "does not exist" in bad.stderr
-
-
-@pytest.mark.timeout(120)
-def test_streamable_http_on_loopback(tmp_path: Path) -> None:
-    import socket
-    import subprocess
-    import sys
-    import time
-
-    import anyio
-
-    v = _vault(tmp_path)
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "companion", "mcp", str(v), "--transport", "http",
-         "--port", str(port)],
-        stderr=subprocess.PIPE, stdout=subprocess.DEVNULL,
-    )  # fmt: skip
-    try:
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
-                break
-            except OSError:
-                assert proc.poll() is None, proc.stderr.read().decode()  # type: ignore[union-attr]
-                assert time.monotonic() < deadline, "the HTTP server did not start"
-                time.sleep(0.05)
-
-        async def main() -> Any:
-            async with Client(f"http://127.0.0.1:{port}/mcp") as c:
-                return await call(c, "search_notes", query="shared memory")
-
-        err, res = anyio.run(main)
-        assert not err and res["results"][0]["path"] == "knowledge/SQLite.md"
-    finally:
-        proc.terminate()
-        proc.wait(15)
 
 
 def test_the_journal_heading_and_tag_follow_the_vaults_language(

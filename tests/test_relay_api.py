@@ -5,6 +5,8 @@ from __future__ import annotations
 import base64
 import hashlib
 import struct
+import time
+from collections.abc import Callable
 
 import pytest
 from fastapi.testclient import TestClient
@@ -41,10 +43,19 @@ def rec(n: int, rev: int = 1, sealed: bytes = b"x", blobs: list[str] | None = No
 class Relay:
     """The app over a store of `backend` (SQLite by default), through Starlette's TestClient."""
 
-    def __init__(self, tmp_path, limits: Limits | None = None, backend: Backend | None = None):
+    def __init__(
+        self,
+        tmp_path,
+        limits: Limits | None = None,
+        backend: Backend | None = None,
+        clock: Callable[[], float] = time.time,
+    ):
         self.storage = (backend or Backend("sqlite")).storage(tmp_path / "relay")
         self.app = create_app(
-            self.storage, limits=limits, limiter=FailureLimiter(capacity=10_000, rate=100)
+            self.storage,
+            limits=limits,
+            limiter=FailureLimiter(capacity=10_000, rate=100),
+            clock=clock,
         )
         self.http = TestClient(self.app)
         self.http.__enter__()

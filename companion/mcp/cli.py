@@ -1,8 +1,10 @@
-"""`companion mcp VAULT`: the vault as MCP tools for any agent; `--print-config` for agents."""
+"""`companion mcp VAULT`: the vault as MCP tools for any agent; `--print-config` for agents;
+`companion mcp token VAULT`: the bearer token of its HTTP transport."""
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -14,7 +16,65 @@ def _vault(app: AppContext, vault: str | None) -> Path:
     return which_vault(vault, app.config, hint="name the vault: companion mcp VAULT")
 
 
-@click.command("mcp")
+@click.command("token")
+@click.argument("vault", required=False, type=click.Path(file_okay=False))
+@click.option("--rotate", is_flag=True, help="Replace the token (the old one stops working).")
+@pass_app
+def token(app: AppContext, vault: str | None, rotate: bool) -> None:
+    """Print the bearer token an agent sends to `companion mcp VAULT --transport http`.
+
+    Generated on first use and kept in the secret store (the keyring, or the owner-only
+    file with `[secrets] backend = "file"`), never in the vault or a log. Only the token
+    goes to standard output. --rotate replaces it; a running server refuses the old one
+    from its next request. Details: docs/mcp.md.
+
+    \b
+    Example:
+      companion mcp token ~/vault
+      claude mcp add --transport http vault http://127.0.0.1:8765/mcp \\
+          --header "Authorization: Bearer $(companion mcp token ~/vault)"
+      companion mcp token ~/vault --rotate
+    """
+    from companion.credentials.store import open_store
+    from companion.mcp.auth import ensure_token, rotate_token
+
+    root = _vault(app, vault)
+    store = open_store(app.config)
+    if rotate:
+        value = rotate_token(store, app.paths, root)
+        click.echo("a new MCP token; update the agents that use it", err=True)
+    else:
+        value, created = ensure_token(store, app.paths, root)
+        if created:
+            click.echo("generated this vault's MCP token", err=True)
+    click.echo(value)
+
+
+class _McpCommand(click.Command):
+    """`companion mcp VAULT ...` serves; `companion mcp token ...` runs `token` (a vault
+    folder named "token" is still reachable as ./token)."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        if args[:1] == ["token"]:
+            ctx.meta["companion.mcp.token"] = args[1:]
+            return []
+        return super().parse_args(ctx, args)
+
+    def invoke(self, ctx: click.Context) -> Any:
+        rest = ctx.meta.pop("companion.mcp.token", None)
+        if rest is None:
+            return super().invoke(ctx)
+        verbose = [p for p in self.params if "-v" in getattr(p, "opts", ())]
+        if verbose and not any("-v" in getattr(p, "opts", ()) for p in token.params):
+            token.params.extend(verbose)  # the global `-v` after the command, as on `mcp`
+        # under `companion` itself, so its usage reads `companion mcp token [OPTIONS] [VAULT]`
+        parent = ctx.parent or ctx
+        name = f"{ctx.info_name} token" if ctx.parent else "token"
+        with token.make_context(name, list(rest), parent=parent) as sub:
+            return token.invoke(sub)
+
+
+@click.command("mcp", cls=_McpCommand)
 @click.argument("vault", required=False, type=click.Path(file_okay=False))
 @click.option("--read-only", is_flag=True, help="Only the read tools (no writes, no memory).")
 @click.option(
@@ -26,10 +86,10 @@ def _vault(app: AppContext, vault: str | None) -> Path:
 )
 @click.option(
     "--port",
-    type=click.IntRange(1, 65535),
+    type=click.IntRange(0, 65535),
     default=8765,
     show_default=True,
-    help="Port for --transport http (always on 127.0.0.1).",
+    help="Port for --transport http (always on 127.0.0.1; 0 picks a free one, printed).",
 )
 @click.option(
     "--hermes-home",
@@ -66,13 +126,18 @@ def mcp(
     recently is never rewritten, secrets are refused, nothing outside the vault or in
     hidden or ignored paths is touched, and every write is recorded for the morning
     review. Runs beside `companion watch`, which syncs what the agent writes. Logs go to
-    stderr and the log file; stdout is the protocol. Details: docs/mcp.md.
+    stderr and the log file; stdout is the protocol. Over HTTP every request needs the
+    vault's bearer token (`companion mcp token VAULT` prints it), and a browser page's
+    Origin is refused unless [mcp] allowed_origins lists it. Writes are limited per minute
+    and per day ([mcp] writes_per_minute, bytes_per_day, new_notes_per_day). Details:
+    docs/mcp.md.
 
     \b
     Example:
       companion mcp ~/vault                         (started by the agent, over stdio)
       companion mcp ~/vault --read-only
       companion mcp ~/vault --transport http --port 8765
+      companion mcp token ~/vault                   (the HTTP bearer token)
       companion mcp ~/vault --print-config claude   (the snippet to paste)
     """
     root = _vault(app, vault)

@@ -108,6 +108,14 @@ class VaultContext:
             device_name=self.device_name,
         )
         self.log = WriteLog(self.root, self.device_name, clock=clock)
+        from companion.mcp.quota import Quota, QuotaGuard
+
+        mcp = config.settings.mcp
+        self.quota = QuotaGuard(
+            Quota(mcp.writes_per_minute, mcp.bytes_per_day, mcp.new_notes_per_day),
+            lambda day: self.root / self.log.rel_for(day),
+            clock,
+        )
         self.client = ""  # "name version" of the connected client, set by the server
         self._lock = threading.RLock()
         self._ready = threading.Event()

@@ -80,6 +80,22 @@ def memory(
     if ctx.read_only:
         raise ToolRefused("this server is read-only (started with --read-only)")
     store = store_for(ctx, target)
+    with ctx.quota.hold():  # the limit's check, the change and its record: one at a time
+        try:
+            ctx.quota.check()
+        except ToolRefused as exc:
+            raise _refused(store, exc.message, entries=False) from None
+        return _apply(ctx, store, action, content, old_text, operations)
+
+
+def _apply(
+    ctx: VaultContext,
+    store: MemoryStore,
+    action: str,
+    content: str,
+    old_text: str,
+    operations: list[dict[str, str]] | None,
+) -> dict[str, Any]:
     if not operations:
         if action == "add" and not content.strip():
             raise _refused(store, "Content is required for 'add' action.", entries=False)

@@ -25,9 +25,11 @@ from mcp_types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import ConfigDict, Field
 
 from companion import __version__
-from companion.logs import Redactor
+from companion.logs import Redactor, get_logger
 from companion.mcp import memorytool, reading, writing
 from companion.mcp.context import ToolRefused, VaultContext
+
+log = get_logger("mcp.server")
 
 NAME = "vault-companion"
 
@@ -321,16 +323,75 @@ def log_to_stderr(verbose: int) -> None:
 def serve(ctx: VaultContext, transport: str = "stdio", port: int = 8765) -> None:
     """Run until the client goes away (stdio) or the process is stopped (http)."""
     server = build_server(ctx)
-    ctx.start()
-    try:
-        if transport == "stdio":
+    if transport == "stdio":
+        ctx.start()
+        try:
             server.run("stdio")
-        else:
+        finally:
+            ctx.close()
+        return
+    serve_http(ctx, server, port)
+
+
+def http_app(ctx: VaultContext, server: MCPServer) -> Any:
+    """The streamable-HTTP app behind the gate (`companion.mcp.auth`): the token, unless
+    `[mcp] require_token` is off, and only the origins `[mcp] allowed_origins` lists. The SDK's
+    own Host check stays (DNS rebinding: loopback names only, any port, as an ssh tunnel's
+    local port may differ)."""
+    from mcp.server.transport_security import TransportSecuritySettings
+
+    from companion.credentials.store import open_store
+    from companion.mcp.auth import HttpGate, TokenSource
+
+    settings = ctx.config.settings.mcp
+    origins = tuple(settings.allowed_origins)
+    security = TransportSecuritySettings(
+        enable_dns_rebinding_protection=True,
+        allowed_hosts=["127.0.0.1:*", "localhost:*", "[::1]:*"],
+        allowed_origins=list(origins),
+    )
+    app = server.streamable_http_app(transport_security=security, host="127.0.0.1")
+    tokens = None
+    if settings.require_token:
+        tokens = TokenSource(open_store(ctx.config), ctx.paths, ctx.root)
+        if tokens.generated:
             print(
-                f"Vault Companion MCP server on http://127.0.0.1:{port}/mcp (Ctrl+C stops)",
+                "Generated this vault's MCP token; `companion mcp token VAULT` prints it.",
                 file=sys.stderr,
                 flush=True,
             )
-            server.run("streamable-http", host="127.0.0.1", port=port)
+    else:
+        log.warning("[mcp] require_token is off: any local process can call this server")
+    return HttpGate(app, tokens, origins)
+
+
+def serve_http(ctx: VaultContext, server: MCPServer, port: int) -> None:
+    """Listen on 127.0.0.1:`port` (0: a free port), print the address once the socket listens
+    (a supervisor or a test may connect from then on), serve until stopped."""
+    import asyncio
+    import socket
+
+    import uvicorn
+
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind(("127.0.0.1", port))
+        sock.listen(128)
+    except OSError:
+        sock.close()
+        raise
+    port = sock.getsockname()[1]
+    app = http_app(ctx, server)
+    ctx.start()
+    try:
+        print(
+            f"Vault Companion MCP server on http://127.0.0.1:{port}/mcp (Ctrl+C stops)",
+            file=sys.stderr,
+            flush=True,
+        )
+        config = uvicorn.Config(app, log_level="warning", lifespan="on", access_log=False)
+        asyncio.run(uvicorn.Server(config).serve(sockets=[sock]))
     finally:
+        sock.close()
         ctx.close()

@@ -12,7 +12,11 @@ A line (format 1; readers ignore keys they do not know):
     {"v": 1, "id": "5f0c...", "time": "2026-11-28T09:14:03Z", "tool": "write_note",
      "path": "knowledge/x.md", "requested": "knowledge/x.md", "action": "created",
      "message": "...", "reason": "...", "client": "claude-code 2.1", "device": "server",
-     "before_sha256": null, "after_sha256": "...", "diff": "--- ...", "diff_truncated": false}
+     "before_sha256": null, "after_sha256": "...", "diff": "--- ...", "diff_truncated": false,
+     "size": 1234, "new": true}
+
+`size` (bytes of text the write carried) and `new` (it created the note) are what the write
+limits count (`companion.mcp.quota`).
 
 `action` is one of created, replaced, section_replaced, section_appended, appended, sibling,
 journal, memory_add, memory_replace, memory_remove. The diff never copies a line that holds a
@@ -80,6 +84,8 @@ class AgentWrite:
     diff: str = ""
     diff_truncated: bool = False
     id: str = field(default_factory=lambda: secrets.token_hex(6))
+    size: int | None = None  # bytes of text the write carried (None: memory, or unknown)
+    new: bool = False  # the write created the note
 
     def to_dict(self) -> dict[str, Any]:
         return {"v": FORMAT, **asdict(self)}
@@ -112,6 +118,8 @@ class AgentWrite:
             diff=s("diff"),
             diff_truncated=bool(d.get("diff_truncated")),
             id=s("id") or secrets.token_hex(6),
+            size=d["size"] if isinstance(d.get("size"), int) else None,
+            new=d.get("new") is True,
         )
 
     @property

@@ -106,6 +106,13 @@ def check_text(
     return text
 
 
+def early_check(ctx: VaultContext, text: object) -> None:
+    """The write limits before the text is scanned (a refusal costs nothing then): the note a
+    write leaves holds at least the text, so its bytes are a lower bound of the write's."""
+    bound = len(text) - text.count("\r") if isinstance(text, str) else 0
+    ctx.quota.check(size=bound, at_least=True)
+
+
 def check_reason(ctx: VaultContext, reason: str) -> str:
     reason = " ".join((reason or "").split())
     if len(reason) > ctx.limits.reason_chars:
@@ -167,11 +174,12 @@ def commit(
     message: str,
     reason: str,
     requested: str = "",
+    sent: int | None = None,
 ) -> dict[str, Any]:
-    """Write `after` to `rel` if it is still what `current` read; record it; the tool result."""
-    from companion.sync.atomic import ChangedSinceScan, atomic_write
-    from companion.sync.pathsafe import UnsafePath
-
+    """Write `after` to `rel` if it is still what `current` read, within the agent's write
+    limits (`companion.mcp.quota`: `sent` is the bytes of text the call carried, what counts
+    toward `[mcp] bytes_per_day`; the whole note when not given); record it; the tool
+    result."""
     if ctx.read_only:
         raise ToolRefused("this server is read-only (started with --read-only)")
     out_text = after.replace("\n", "\r\n") if current.crlf else after
@@ -183,6 +191,32 @@ def commit(
         )
     if current.text == after:
         return {"path": rel, "action": "unchanged", "message": "the note already holds this text"}
+    size = len(data) if sent is None else sent
+    with ctx.quota.hold():  # the check, the write and its record: one write at a time
+        ctx.quota.check(size=size, new=current.state is None)
+        return _land(
+            ctx, tool=tool, rel=rel, current=current, after=after, data=data, action=action,
+            message=message, reason=reason, requested=requested, size=size,
+        )  # fmt: skip
+
+
+def _land(
+    ctx: VaultContext,
+    *,
+    tool: str,
+    rel: str,
+    current: Current,
+    after: str,
+    data: bytes,
+    action: str,
+    message: str,
+    reason: str,
+    requested: str,
+    size: int,
+) -> dict[str, Any]:
+    from companion.sync.atomic import ChangedSinceScan, atomic_write
+    from companion.sync.pathsafe import UnsafePath
+
     try:
         atomic_write(ctx.root, rel, data, current.state)
     except ChangedSinceScan:
@@ -210,6 +244,8 @@ def commit(
         after_sha256=hashlib.sha256(data).hexdigest(),
         diff=diff,
         diff_truncated=truncated,
+        size=size,
+        new=current.state is None,
     )
     result: dict[str, Any] = {"path": rel, "action": action, "message": message}
     if requested and requested != rel:
@@ -240,15 +276,17 @@ def _sibling(ctx: VaultContext, rel: str) -> tuple[str, Current]:
 
 def write_note(ctx: VaultContext, path: str, text: str, reason: str) -> dict[str, Any]:
     rel = writable_note_path(ctx, path)
+    early_check(ctx, text)
     text = check_text(ctx, text, where="mcp:note")
     reason = check_reason(ctx, reason)
+    sent = len(text.encode("utf-8"))
     after = text if text.endswith("\n") else text + "\n"
     current = load(ctx, rel)
     if current.text is None:
         note_path(ctx, path, new=True)
         return commit(
             ctx, tool="write_note", rel=rel, current=current, after=after, action="created",
-            message=f"created {rel}", reason=reason,
+            message=f"created {rel}", reason=reason, sent=sent,
         )  # fmt: skip
     if current.text == after:
         return {"path": rel, "action": "unchanged", "message": "the note already holds this text"}
@@ -261,11 +299,11 @@ def write_note(ctx: VaultContext, path: str, text: str, reason: str) -> dict[str
         )
         return commit(
             ctx, tool="write_note", rel=sibling, current=cur, after=after, action="sibling",
-            message=msg, reason=reason, requested=rel,
+            message=msg, reason=reason, requested=rel, sent=sent,
         )  # fmt: skip
     return commit(
         ctx, tool="write_note", rel=rel, current=current, after=after, action="replaced",
-        message=f"replaced the text of {rel}", reason=reason,
+        message=f"replaced the text of {rel}", reason=reason, sent=sent,
     )  # fmt: skip
 
 
@@ -281,10 +319,12 @@ def edit_note(
     ctx: VaultContext, path: str, section: str, text: str, mode: str, reason: str
 ) -> dict[str, Any]:
     rel = writable_note_path(ctx, path)
+    early_check(ctx, text)
     if mode not in ("replace", "append"):
         raise ToolRefused(f"mode {mode!r}: use 'replace' or 'append'")
     text = check_text(ctx, text, empty_ok=mode == "replace", where="mcp:note")
     reason = check_reason(ctx, reason)
+    sent = len(text.encode("utf-8"))
     name = section.strip() if isinstance(section, str) else ""
     if not name or len(name) > 200 or "\n" in name:
         raise ToolRefused("section must be a heading's text (one line, at most 200 characters)")
@@ -309,7 +349,7 @@ def edit_note(
         )
         return commit(
             ctx, tool="edit_note", rel=rel, current=current, after=after, action="appended",
-            message=msg, reason=reason,
+            message=msg, reason=reason, sent=sent,
         )  # fmt: skip
     if found is None:
         if "#" in name.strip("#"):
@@ -326,7 +366,7 @@ def edit_note(
         action, msg = "section_appended", f"{rel}: appended to the section '{found.title}'"
     return commit(
         ctx, tool="edit_note", rel=rel, current=current, after=after, action=action,
-        message=msg, reason=reason,
+        message=msg, reason=reason, sent=sent,
     )  # fmt: skip
 
 
@@ -376,6 +416,7 @@ def append_journal(ctx: VaultContext, section: str, text: str, reason: str) -> d
     from companion.vault.layout import new_journal_text
 
     key = journal_key(section)
+    early_check(ctx, text)
     text = check_text(ctx, text, where="mcp:journal")
     reason = check_reason(ctx, reason)
     today = dream_date(ctx.now(), dream_timezone(ctx.config))
@@ -384,6 +425,7 @@ def append_journal(ctx: VaultContext, section: str, text: str, reason: str) -> d
     lang, tag = _language(ctx, today)
     title = section_title(key, lang)
     body = _bullets(text)
+    sent = len(body.encode("utf-8"))
     current = load(ctx, rel)
     base = current.text if current.text is not None else new_journal_text(today, tag)
     found = next((s for s in all_sections(base) if section_key(s.title) == key), None)
@@ -403,5 +445,5 @@ def append_journal(ctx: VaultContext, section: str, text: str, reason: str) -> d
     verb = "created" if current.text is None else "added to"
     return commit(
         ctx, tool="append_journal", rel=rel, current=current, after=after, action="journal",
-        message=f"{verb} today's journal {rel}, {where}", reason=reason,
+        message=f"{verb} today's journal {rel}, {where}", reason=reason, sent=sent,
     )  # fmt: skip

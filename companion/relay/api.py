@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Annotated, Any, TypeVar
 
 from fastapi import Depends, Path, Request
@@ -20,6 +20,7 @@ from companion.relay import models as m
 from companion.relay.auth import FailureLimiter
 from companion.relay.limits import Limits
 from companion.relay.longpoll import VaultNotifier
+from companion.relay.quota import AgentQuota
 from companion.relay.storage import Device, RelayStorage, RetentionPolicy, StoredRecord
 
 T = TypeVar("T")
@@ -56,6 +57,24 @@ class RelayState:
     clock: Callable[[], float] = time.time
     retention: RetentionPolicy | None = None
     prune_interval: float | None = None
+    quota: AgentQuota = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.quota = AgentQuota(self.limits, self.clock)
+
+    def check_quota(self, device: Device, records: int = 0) -> None:
+        """429 `quota_exceeded` when an agent device may not add `records` records or any
+        bytes today (`companion.relay.quota`)."""
+        refused = self.quota.refusal(device, records)
+        if refused is not None:
+            message, wait, usage = refused
+            raise ApiError(
+                429,
+                "quota_exceeded",
+                message,
+                extra={"quota": asdict(usage)},
+                headers={"Retry-After": str(wait), "Connection": "close"},
+            )
 
 
 def state_of(request: Request) -> RelayState:

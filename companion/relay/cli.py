@@ -20,6 +20,7 @@ import click
 from companion.errors import CompanionError, InputError
 from companion.relay.auth import ID_RE, InviteTargetError, issue_invite
 from companion.relay.backends import DATABASE_ENV, StoreChoice, open_storage
+from companion.relay.limits import Limits
 from companion.relay.storage import Device, NotFound, RelayStorage, RetentionPolicy
 from companion.textsafe import shown
 
@@ -126,6 +127,14 @@ def relay() -> None:
               help="Connections at once from one client address (proxies in "
               "--forwarded-allow-ips are exempt; default: half of --max-connections, "
               "at most 256).")  # fmt: skip
+@click.option("--agent-records-per-day", type=click.IntRange(0), metavar="N",
+              default=Limits.agent_records_per_day, show_default=True,
+              help="Records one agent device may commit in a UTC day (0: no limit; "
+              "human devices are never limited).")  # fmt: skip
+@click.option("--agent-bytes-per-day", type=click.IntRange(0), metavar="N",
+              default=Limits.agent_bytes_per_day, show_default=True,
+              help="Bytes (records and new blobs) one agent device may store in a UTC day "
+              "(0: no limit).")  # fmt: skip
 def serve(
     store: StoreChoice,
     migrate: bool,
@@ -143,11 +152,15 @@ def serve(
     idle_timeout: float,
     max_connections: int | None,
     max_connections_per_address: int | None,
+    agent_records_per_day: int,
+    agent_bytes_per_day: int,
 ) -> None:
     """Serve the relay's HTTP API until interrupted (Ctrl-C / SIGTERM shut down gracefully).
 
     Prints the URL it listens on. History older than --keep-days beyond the last --keep-last
-    revisions, and blobs nothing references, are pruned every few hours.
+    revisions, and blobs nothing references, are pruned every few hours. Each agent device
+    may add at most --agent-records-per-day records and --agent-bytes-per-day bytes a UTC
+    day (429 with Retry-After past them); human devices are never limited.
 
     \b
     Example:
@@ -180,6 +193,9 @@ def serve(
         idle_timeout=idle_timeout,
         max_connections=max_connections,
         max_connections_per_address=max_connections_per_address,
+        limits=Limits(
+            agent_records_per_day=agent_records_per_day, agent_bytes_per_day=agent_bytes_per_day
+        ),
     )
     try:
         run(opts)

@@ -36,6 +36,7 @@ from companion.relay.errors import (
     InvalidRelayUrl,
     MissingBlobsError,
     NotFoundError,
+    QuotaExceeded,
     RelayBusy,
     RelayError,
     RelayUnreachable,
@@ -170,6 +171,7 @@ class DeviceInfo(NamedTuple):
     kind: str
     created: float
     revoked: float | None
+    quota: dict[str, Any] | None = None  # an agent device's daily quota and usage
 
 
 def _sha(data: bytes) -> str:
@@ -404,6 +406,15 @@ class RelayClient:
             body = None
         relay_body = isinstance(body, dict) and "error" in body
         code = str(body.get("error")) if relay_body else None  # type: ignore[union-attr]
+        if status == 429 and code == "quota_exceeded":
+            wait = _retry_after(resp.headers.get("retry-after"))
+            message = str(body.get("message"))  # type: ignore[union-attr]
+            raise QuotaExceeded(
+                f"the relay at {self.base_url} holds this device's writes: {message}",
+                retry_after=wait,
+                status=status,
+                code=code,
+            )
         if status in (429, 503):
             wait = _retry_after(resp.headers.get("retry-after"))
             what = "asks this device to slow down" if status == 429 else "is unavailable"
@@ -475,7 +486,7 @@ class RelayClient:
     def devices(self) -> list[DeviceInfo]:
         out = self._parse(replies.DEVICES, self._request("GET", self._vault_path("/devices")))
         return [
-            DeviceInfo(d["device_id"], d["name"], d["kind"], d["created"], d["revoked"])
+            DeviceInfo(d["device_id"], d["name"], d["kind"], d["created"], d["revoked"], d["quota"])
             for d in out["devices"]
         ]
 

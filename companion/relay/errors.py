@@ -37,6 +37,12 @@ class RelayBusy(RelayUnreachable):
         self.retry_after = retry_after
 
 
+class QuotaExceeded(RelayBusy):
+    """429 `quota_exceeded`: this agent device has used its daily quota of records or bytes
+    on the relay (docs/relay.md, "Agent quotas"); its writes stay queued until `retry_after`
+    (the next UTC midnight, as the relay counts). Reads still work."""
+
+
 class InvalidRelayUrl(RelayError):
     """A relay URL that is not http(s)://host[:port][/path]."""
 

@@ -22,6 +22,9 @@ class Limits:
     max_history: int = 1000
     max_wait_s: float = 60.0  # longest long-poll
     max_key_blob_bytes: int = 64 * 1024
+    # what one agent device may add in a UTC day (0: no limit; human devices never limited):
+    agent_records_per_day: int = 10_000
+    agent_bytes_per_day: int = 512 * MiB
 
     def as_dict(self) -> dict[str, int | float]:
         return asdict(self)

@@ -256,12 +256,23 @@ class ReleaseOut(BaseModel):
     released: bool
 
 
+class DeviceQuotaOut(BaseModel):
+    """An agent device's usage of its daily quota (UTC day); a limit of 0 is no limit."""
+
+    records: int
+    bytes: int
+    records_limit: int
+    bytes_limit: int
+    throttled_until: float | None  # the next midnight (Unix time) while a limit is used up
+
+
 class DeviceOut(BaseModel):
     device_id: str
     name: str
     kind: str
     created: float
     revoked: float | None
+    quota: DeviceQuotaOut | None = None  # agent devices only
 
 
 class DevicesOut(BaseModel):

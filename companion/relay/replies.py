@@ -221,6 +221,16 @@ JOIN = Shape(
         "new_vault": BOOLEAN,
     },
 )
+DEVICE_QUOTA = Shape(
+    "DeviceQuotaOut",
+    {
+        "records": INTEGER,
+        "bytes": INTEGER,
+        "records_limit": INTEGER,
+        "bytes_limit": INTEGER,
+        "throttled_until": Nullable(NUMBER),
+    },
+)
 DEVICE = Shape(
     "DeviceOut",
     {
@@ -230,6 +240,7 @@ DEVICE = Shape(
         "created": NUMBER,
         "revoked": Nullable(NUMBER),
     },
+    {"quota": (Nullable(DEVICE_QUOTA), None)},
 )
 DEVICES = Shape("DevicesOut", {"devices": ListOf(DEVICE)})
 KEY = Shape("KeyOut", {"key": BASE64, "sha256": TEXT})

@@ -100,6 +100,7 @@ async def put_blob(
     checksum is deduplicated (200), with another checksum refused (409)."""
     require_media_type(request, BINARY)
     st = state_of(request)
+    st.check_quota(device)
     info = await run_sync(st.storage.blob_info, vault_id, blob_id)
     if info is not None:
         async for _ in request.stream():  # drain, so the connection stays usable
@@ -117,6 +118,8 @@ async def put_blob(
         raise
     await _seal(sink)
     (pub,) = await _publish(st.storage, vault_id, [sink])
+    if pub.created:
+        st.quota.add(device, size=pub.info.size)
     out = m.BlobPutOut(
         blob_id=blob_id, size=pub.info.size, sha256=pub.info.sha256, created=pub.created
     )
@@ -165,6 +168,7 @@ async def put_blobs(request: Request, vault_id: VaultId, device: AuthedDevice) -
     limits = state_of(request).limits
     require_media_type(request, FRAMES_TYPE)
     st = state_of(request)
+    st.check_quota(device)
     parser = FrameParser(limits.max_blob_bytes)
     headers: list[FrameHeader] = []
     seals: list[tuple[BlobSink, asyncio.Future[Any]]] = []
@@ -212,6 +216,7 @@ async def put_blobs(request: Request, vault_id: VaultId, device: AuthedDevice) -
     results = await asyncio.gather(*(f for _, f in seals), return_exceptions=True)
     good = [s for (s, _), r in zip(seals, results, strict=True) if not isinstance(r, BaseException)]
     published = {p.info.blob_id: p for p in await _publish(st.storage, vault_id, good)}
+    st.quota.add(device, size=sum(p.info.size for p in published.values() if p.created))
     errors = [r for r in results if isinstance(r, BaseException)]
     if errors:
         raise errors[0]

@@ -32,7 +32,7 @@ router = APIRouter()
     response_model=m.CommitOut,
     responses=error_responses(
         *AUTH_ERRORS, 400, 413, 415, special={409: m.CommitConflictOut, 422: m.MissingBlobsOut}
-    ),
+    ),  # 429 (in AUTH_ERRORS) also when an agent device is past its daily quota
     openapi_extra=json_body_doc(m.CommitIn),
     tags=["records"],
 )
@@ -45,6 +45,7 @@ async def commit(request: Request, vault_id: VaultId, device: AuthedDevice) -> R
     Resubmitting a record already stored with identical bytes is a `duplicate` (success).
     Every blob a record names must have been uploaded first (422 missing_blobs).
     """
+    state_of(request).check_quota(device)  # an agent already past its quota: body unread
     body = await read_json(request, m.CommitIn)  # up to 32 MiB: parsed in a worker thread
     limits = state_of(request).limits
     recs = body.records
@@ -72,6 +73,7 @@ async def commit(request: Request, vault_id: VaultId, device: AuthedDevice) -> R
         seen.add(r.file_id)
         new.append(NewRecord(r.file_id, r.rev, r.parent_rev, r.sealed, tuple(r.blobs)))
     st = state_of(request)
+    st.check_quota(device, len(new))
     outcome = await run_sync(st.storage.commit, vault_id, device.device_id, new, st.clock())
     results = [
         m.RecordResultOut(
@@ -108,6 +110,12 @@ async def commit(request: Request, vault_id: VaultId, device: AuthedDevice) -> R
         )
     if any(x.status == "committed" for x in outcome.results):
         st.notifier.notify(vault_id)
+        done = {x.file_id for x in outcome.results if x.status == "committed"}
+        st.quota.add(
+            device,
+            records=len(done),
+            size=sum(len(r.sealed) for r in new if r.file_id in done),
+        )
     return json_response(m.CommitOut(committed=True, seq=outcome.seq, results=results))
 
 

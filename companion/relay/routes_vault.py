@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+from dataclasses import asdict
 
 from fastapi import APIRouter, Request
 from fastapi.responses import Response
@@ -110,8 +111,15 @@ async def join(request: Request, body: m.JoinIn) -> Response:
     tags=["devices"],
 )
 async def devices(request: Request, vault_id: VaultId, device: AuthedDevice) -> Response:
-    """The vault's devices (including revoked ones)."""
-    rows = await run_sync(state_of(request).storage.list_devices, vault_id)
+    """The vault's devices (including revoked ones), with each agent device's usage of its
+    daily quota."""
+    st = state_of(request)
+    rows = await run_sync(st.storage.list_devices, vault_id)
+
+    def quota(d: Device) -> m.DeviceQuotaOut | None:
+        usage = st.quota.usage(d)
+        return None if usage is None else m.DeviceQuotaOut(**asdict(usage))
+
     return json_response(
         m.DevicesOut(
             devices=[
@@ -121,6 +129,7 @@ async def devices(request: Request, vault_id: VaultId, device: AuthedDevice) -> 
                     kind=d.kind,
                     created=d.created,
                     revoked=d.revoked,
+                    quota=quota(d),
                 )
                 for d in rows
             ]

@@ -417,9 +417,23 @@ def status(app: AppContext, vault: Path | None, as_json: bool, offline: bool) ->
         click.echo(f"conflicts ({len(data['conflicts'])} copies in the vault):")
         for c in data["conflicts"][-10:]:
             click.echo(f"  {shown(c.get('message') or c.get('copy') or '')}")
+    for q in data.get("agent_quotas") or []:
+        click.echo(f"agent quota: {shown(q['name'])} ({q['kind']}): {_quota_line(q)}")
     last = data["last_error"]
     if last:
         click.echo(f"last error: {_when(last.get('time'))}: {last.get('message')}")
+
+
+def _quota_line(q: dict[str, Any]) -> str:
+    """`2 of 2 records, 1,234 of 536,870,912 bytes today; throttled until <ISO time> ...`"""
+    parts = []
+    for key in ("records", "bytes"):
+        used, limit = q.get(key, 0), q.get(f"{key}_limit") or 0
+        parts.append(f"{used:,} of {limit:,} {key}" if limit else f"{used:,} {key}")
+    line = ", ".join(parts) + " today"
+    if q.get("throttled_until"):
+        line += f"; throttled until {q['throttled_until']} (its writes wait on the relay)"
+    return line
 
 
 # ------------------------------------------------------------------------------------ history

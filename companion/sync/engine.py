@@ -40,7 +40,7 @@ from companion.errors import CompanionError, InputError
 from companion.logs import get_logger
 from companion.paths import DevicePaths
 from companion.relay.client import RelayClient
-from companion.relay.errors import AuthError, RelayUnreachable
+from companion.relay.errors import AuthError, QuotaExceeded, RelayUnreachable
 from companion.sync import status as status_file_mod
 from companion.sync.atomic import remove_stale_temps
 from companion.sync.core import VERIFY_BYTES_PER_ROUND, VERIFY_PER_ROUND, Clock, Core
@@ -333,6 +333,9 @@ class SyncEngine:
                 scope = set(touched) if scope is None else scope | touched
             report.pending_download = core.index.inbox_count()
             report.live_files = core.index.count_live()
+        except QuotaExceeded as exc:  # online, but this agent device's writes are held
+            self._failed(report, t0, status_file_mod.THROTTLED, "quota", exc, online=True)
+            raise
         except RelayUnreachable as exc:
             self._failed(report, t0, status_file_mod.OFFLINE, "offline", exc, online=False)
             raise

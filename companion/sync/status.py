@@ -27,6 +27,7 @@ ERROR = "error"
 CONFLICT = "conflict"
 PENDING = "pending"
 NEVER = "never_synced"
+THROTTLED = "throttled"  # an agent device past its daily quota on the relay (relay/quota.py)
 VAULT_MISSING = "vault_missing"  # the vault folder is not there or not the vault's (folder.py)
 
 

@@ -45,8 +45,9 @@ def collect_status(
     attention = _attention(paths, root, saved.get("conflicts") or [])
     download: int | None = inbox
     online: bool | None = None
+    quotas: list[dict[str, Any]] = []
     if probe:
-        online, remote_new = _probe(paths, config, state, cursor)
+        online, remote_new, quotas = _probe(paths, config, state, cursor)
         if remote_new is not None:
             download = inbox + remote_new
     return {
@@ -71,6 +72,7 @@ def collect_status(
         "last_error": current_error(saved),
         "last_round": saved.get("last_round"),
         "daemon": holder,
+        "agent_quotas": quotas,
     }
 
 
@@ -204,9 +206,33 @@ def local_pending(
     return changed, inbox, cursor
 
 
+def _quotas(devices: list[Any]) -> list[dict[str, Any]]:
+    """Each agent device's use of its daily quota on the relay (relay/quota.py), as the
+    vault's device list reports it: who is throttled, and until when."""
+    out = []
+    for d in devices:
+        q = d.quota
+        if d.revoked is not None or not isinstance(q, dict):
+            continue
+        until = q.get("throttled_until")
+        out.append(
+            {
+                "device_id": d.device_id,
+                "name": d.name,
+                "kind": d.kind,
+                "records": q.get("records", 0),
+                "records_limit": q.get("records_limit", 0),
+                "bytes": q.get("bytes", 0),
+                "bytes_limit": q.get("bytes_limit", 0),
+                "throttled_until": _iso(until) if isinstance(until, int | float) else None,
+            }
+        )
+    return out
+
+
 def _probe(
     paths: DevicePaths, config: Any, state: DeviceState, cursor: int
-) -> tuple[bool, int | None]:
+) -> tuple[bool, int | None, list[dict[str, Any]]]:
     from companion.credentials.store import open_store
     from companion.relay.client import RelayClient
     from companion.relay.errors import RelayError, RelayUnreachable
@@ -214,7 +240,7 @@ def _probe(
     try:
         token = state.load_token(open_store(config))
     except CompanionError:
-        return False, None
+        return False, None, []
     with RelayClient(
         state.relay_url,
         token,
@@ -226,8 +252,13 @@ def _probe(
         try:
             page = client.changes_page(cursor, 0, limit=PROBE_LIMIT)
         except RelayUnreachable:
-            return False, None
+            return False, None, []
         except RelayError as exc:
             log.debug("status probe refused: %s", exc)
-            return True, None
-    return True, len(page.records)
+            return True, None, []
+        try:
+            quotas = _quotas(client.devices())
+        except RelayError as exc:
+            log.debug("status probe of the devices refused: %s", exc)
+            quotas = []
+    return True, len(page.records), quotas

@@ -23,7 +23,7 @@ class Limits:
     max_wait_s: float = 60.0  # longest long-poll
     max_key_blob_bytes: int = 64 * 1024
     # what one agent device may add in a UTC day (0: no limit; human devices never limited):
-    agent_records_per_day: int = 10_000
+    agent_records_per_day: int = 100_000  # a server's first upload of a large vault fits a day
     agent_bytes_per_day: int = 512 * MiB
 
     def as_dict(self) -> dict[str, int | float]:

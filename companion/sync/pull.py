@@ -19,6 +19,7 @@ from companion.crypto import TamperDetected
 from companion.logs import get_logger
 from companion.relay.errors import ConflictError
 from companion.sync.core import Core
+from companion.sync.holds import NOTE_CHECK_BYTES, config_folders
 from companion.sync.index import Entry, HeldRow, QuarantineRow
 from companion.sync.pathsafe import UnsafePath, normalize
 from companion.sync.plan import (
@@ -108,15 +109,29 @@ class Puller:
             def paths_with_fold(self, key: str) -> list[str]:
                 return index.paths_with_fold(key)
 
+        changes, refused_now = pulled.changes, list(pulled.refused)
+        contents: dict[str, bytes] = {}
+        hidden: list[str] = []
+        if core.holds.active:
+            newest = {ch.file_id: ch for ch in changes}
+            todo = [ch for ch in newest.values() if self._new_here(ch, known, queued)]
+            contents, bad = self.note_contents(todo)
+            if bad:
+                gone = {r.file_id for r in bad}
+                changes = [ch for ch in changes if ch.file_id not in gone]
+                refused_now += bad
+            hidden = index.hidden_folder_paths()
         held_rows = index.held()
         plan = plan_admission(
-            pulled.changes,
-            pulled.refused,
+            changes,
+            refused_now,
             _Known(),
             queued=queued,
             held=[r.path for r in held_rows],
             ignored=core.ignore.is_ignored,
             holds=core.holds,
+            known=hidden,
+            contents=contents,
         )
         now = time.time_ns()
         holds = [self._held_row(h, now) for h in plan.hold]
@@ -134,6 +149,50 @@ class Puller:
         self._report_held(report, holds)
         self._report_quarantined(report, fresh)
         return len(plan.enqueue)
+
+    def _new_here(
+        self, ch: RemoteChange, known: Mapping[str, Entry], queued: Mapping[str, int]
+    ) -> bool:
+        """An agent's note the hold rules must read, newer than anything here or queued."""
+        if not self.core.holds.needs_content(ch):
+            return False
+        path = safe_path(ch)
+        if isinstance(path, UnsafePath) or self.core.ignore.is_ignored(path):
+            return False
+        entry = known.get(path)
+        return ch.rev > max(entry.rev if entry else 0, queued.get(path, 0))
+
+    def note_contents(
+        self, changes: Iterable[RemoteChange]
+    ) -> tuple[dict[str, bytes], list[Refused]]:
+        """The verified content (by SHA-256) of the agents' notes the hold rules read
+        (`HoldPolicy.needs_content`), fetched before admission. A note larger than
+        `NOTE_CHECK_BYTES` is left out (held as unchecked); one whose content does not verify
+        is refused, so it is quarantined like any file whose blob does not open."""
+        metas = [
+            ch.meta for ch in changes
+            if self.core.holds.needs_content(ch) and ch.meta.size <= NOTE_CHECK_BYTES
+        ]  # fmt: skip
+        if not metas:
+            return {}, []
+        remote = self.core.remote
+        try:
+            return remote.fetch(metas), []
+        except TamperDetected:
+            pass
+        out: dict[str, bytes] = {}
+        bad: list[Refused] = []
+        by_sha = {ch.meta.sha256: ch for ch in changes}
+        for meta in metas:
+            if meta.sha256 in out:
+                continue
+            try:
+                out[meta.sha256] = remote.fetch_one(meta)
+            except TamperDetected as exc:
+                ch = by_sha[meta.sha256]
+                bad.append(Refused(ch.file_id, ch.rev, ch.seq, str(exc), ch.device_id,
+                                   ch.author_name))  # fmt: skip
+        return out, bad
 
     def skip_own_commits(self, seqs: Iterable[int]) -> None:
         """Move the cursor past this device's just-recorded commits when nothing else lies
@@ -169,8 +228,21 @@ class Puller:
         now = time.time_ns()
         enqueue: list[Enqueue] = []
         holds: list[HeldRow] = []
+        policy = self.core.holds
+        contents: dict[str, bytes] = {}
+        config_dirs: frozenset[str] = frozenset()
+        if policy.active:
+            contents, bad = self.note_contents(heads.values())
+            if bad:
+                self.quarantine_heads({p: r for p, h in heads.items() for r in bad
+                                       if r.file_id == h.file_id}, report)  # fmt: skip
+                gone = {r.file_id for r in bad}
+                heads = {p: h for p, h in heads.items() if h.file_id not in gone}
+            known = self.core.index.hidden_folder_paths()
+            config_dirs = config_folders([*known, *heads])
         for path, head in heads.items():
-            step = admit_head(path, head, self.core.holds)
+            step = admit_head(path, head, policy, config_dirs, contents.get(head.meta.sha256),
+                              self.core.index)  # fmt: skip
             if isinstance(step, Hold):
                 holds.append(self._held_row(step, now))
             else:

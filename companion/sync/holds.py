@@ -77,7 +77,9 @@ SHAPE_FILES = frozenset(
         "community-plugins.json",
         "core-plugins.json",
         "core-plugins-migration.json",
+        "daily-notes.json",
         "hotkeys.json",
+        "templates.json",
     }
 )
 SHAPE_MANIFEST_IN = frozenset({"plugins", "themes"})  # plugins/<id>/manifest.json

@@ -41,6 +41,7 @@ log = get_logger("sync.engine")
 
 META_CURSOR = "cursor"
 QUARANTINE_RETRIES = 50  # quarantined files asked for again per round
+READ_NOTES_BUDGET = 32 * 1024 * 1024  # notes read for the hold rules, kept for the apply
 
 
 def take_over(core: Core, path: str, file_id: str, rev: int, sha256: str, deleted: bool) -> None:
@@ -121,6 +122,7 @@ class Puller:
                 changes = [ch for ch in changes if ch.file_id not in gone]
                 refused_now += bad
             hidden = index.hidden_folder_paths()
+            self._keep_for_apply(contents)
         held_rows = index.held()
         plan = plan_admission(
             changes,
@@ -193,6 +195,17 @@ class Puller:
                 bad.append(Refused(ch.file_id, ch.rev, ch.seq, str(exc), ch.device_id,
                                    ch.author_name))  # fmt: skip
         return out, bad
+
+    def _keep_for_apply(self, contents: Mapping[str, bytes]) -> None:
+        """Hand the notes just read to the apply (`Applier._fetch_group`), up to a budget."""
+        kept: dict[str, bytes] = {}
+        size = 0
+        for sha, data in contents.items():
+            if size + len(data) > READ_NOTES_BUDGET:
+                break
+            kept[sha] = data
+            size += len(data)
+        self.core.read_notes = kept
 
     def skip_own_commits(self, seqs: Iterable[int]) -> None:
         """Move the cursor past this device's just-recorded commits when nothing else lies

@@ -20,6 +20,7 @@ import {
   AuthError,
   CompanionError,
   ConflictError,
+  CryptoError,
   InputError,
   MassDeleteRefused,
   RelayUnreachable,
@@ -536,7 +537,7 @@ export class SyncEngine {
         const got = ch.meta.chunks.length > 1 ? await this.remote.fetchLarge(ch.meta, this.partials) : (await this.remote.fetch([ch.meta])).get(ch.meta.sha256);
         if (got) this.noteCache.set(ch.meta.sha256, got);
       } catch (e) {
-        if (!(e instanceof CompanionError) || e instanceof RelayUnreachable || e instanceof AuthError) throw e;
+        if (!(e instanceof CryptoError)) throw e;
         this.quarantine(ch.fileId, ch.rev, e.message, report);
         bad.add(p);
       }

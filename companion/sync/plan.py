@@ -129,10 +129,11 @@ def plan_admission(
 ) -> Admission:
     """Admit the newest verified change of each file (`changes` in relay order).
 
-    For the hold rules (`HoldPolicy`): `known` lists the vault's files in top-level hidden
-    folders (with the incoming paths, they tell which folders have Obsidian's config shape),
-    `contents` the content of each agent-written note, by SHA-256 (`HoldPolicy.needs_content`;
-    one missing is held as unchecked)."""
+    For the hold rules (`HoldPolicy`): `known` lists the vault's (and the held) files in
+    top-level hidden folders (with the incoming paths, they tell which folders have Obsidian's
+    config shape), `contents` the content of each agent-written note, by SHA-256
+    (`HoldPolicy.needs_content`; `b""` for one known to hold no code, see
+    `Puller.note_contents`; one missing is held as unchecked)."""
     newest: dict[str, RemoteChange] = {}
     for ch in changes:
         newest[ch.file_id] = ch

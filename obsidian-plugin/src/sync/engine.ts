@@ -33,7 +33,7 @@ import { FOLDER_MARKER, folderMissingMessage, markerText, parseMarker } from "./
 import { IGNORE_FILE, IgnoreRules } from "./ignore";
 import { isText } from "./merge";
 import { fold, normalize, pathProblem, tryNormalize } from "./paths";
-import { configFolders, holdFold, holdReason, isMassDelete, type Kind, NOTE_CHECK_BYTES, needsContent } from "./policy";
+import { configFolders, holdFold, holdReason, isMassDelete, type Kind, NOTE_CHECK_BYTES, needsContent, noteCode } from "./policy";
 import { MemoryPartials, type Outgoing, type PartialStore, pool, type RemoteChange, RemoteVault } from "./remote";
 import { RoundReport } from "./report";
 import {
@@ -52,6 +52,8 @@ export const MAX_PASSES = 10;
 export const CHUNK_SIZE = 4 * 1024 * 1024;
 const WRITE_PARALLEL = 16;
 const APPLY_GROUP = 1500;
+const NOTE_BATCH_BYTES = 8 * 1024 * 1024; // agents' notes read for the hold rules at a time
+const READ_NOTES_BUDGET = 16 * 1024 * 1024; // ... of which kept for the apply
 const BULK_MIN = 32; // from this many files on, one flush beats one fsync each
 const FIRST_GROUP = 250; // a small first group, so writing starts early
 
@@ -146,7 +148,9 @@ export class SyncEngine {
   private readonly now: () => Date;
   private verified = new Map<string, RemoteChange>();
   private approved = new Set<string>();
-  /** Agents' notes the hold rules read this pass, by SHA-256 (reused by the apply). */
+  /** Agents' notes the hold rules read this pass, by SHA-256 (`noteContents`): what the rules
+   * see, and the real contents kept for the apply. */
+  private noteRead = new Map<string, Uint8Array>();
   private noteCache = new Map<string, Uint8Array>();
   /** Paths whose remote change could not be written this round: not retried until the next. */
   private unwritable = new Set<string>();
@@ -512,36 +516,71 @@ export class SyncEngine {
   }
 
   /** The hold rules' view of the vault (policy.ts `holdReason`, companion/sync/holds.py):
-   * which folders have Obsidian's config shape, among the files known here, the incoming
-   * paths and this device's own config folder. */
+   * which folders have Obsidian's config shape, among the files known here (held ones too),
+   * the incoming paths and this device's own config folder. */
   private configDirs(incoming: string[]): Set<string> {
     const known = Object.entries(this.state.files)
       .filter(([p, e]) => !e.deleted && p.startsWith(".") && p.includes("/"))
       .map(([p]) => p);
-    const dirs = configFolders([...known, ...incoming]);
+    const dirs = configFolders([...known, ...Object.keys(this.state.held), ...incoming]);
     if (!this.configDir.includes("/")) dirs.add(holdFold(this.configDir));
     return dirs;
   }
 
-  /** The verified content of the agents' notes the hold rules read, fetched before they are
-   * admitted (kept for the apply: not downloaded twice). A note whose content does not verify
-   * is quarantined like any file; one over NOTE_CHECK_BYTES is left unread (held). */
+  /** What the hold rules read of the agents' notes, fetched and verified before they are
+   * admitted, NOTE_BATCH_BYTES at a time (companion/sync/pull.py `note_contents`): a note
+   * without code a plugin runs is kept as empty bytes (all the rules need), one with code as
+   * its bytes; up to READ_NOTES_BUDGET of real contents are kept for the apply, so they are
+   * not downloaded twice. A note whose content does not verify is quarantined like any file;
+   * one over NOTE_CHECK_BYTES is left unread (held). Returns the quarantined paths. */
   private async noteContents(changes: [string, RemoteChange][], report: RoundReport): Promise<Set<string>> {
     const bad = new Set<string>();
     const want = changes.filter(
       ([, ch]) => needsContent(this.device.kind, ch.kind, ch.meta.path, ch.meta.deleted) && ch.meta.size <= NOTE_CHECK_BYTES,
     );
-    for (const [p, ch] of want) {
-      if (this.noteCache.has(ch.meta.sha256)) continue;
+    let budget = READ_NOTES_BUDGET;
+    const take = (sha: string, data: Uint8Array) => {
+      if (data.length <= budget) {
+        this.noteCache.set(sha, data);
+        budget -= data.length;
+      }
+      this.noteRead.set(sha, noteCode(new TextDecoder().decode(data)) === null ? new Uint8Array(0) : data);
+    };
+    const one = async (p: string, ch: RemoteChange) => {
       try {
         const got = ch.meta.chunks.length > 1 ? await this.remote.fetchLarge(ch.meta, this.partials) : (await this.remote.fetch([ch.meta])).get(ch.meta.sha256);
-        if (got) this.noteCache.set(ch.meta.sha256, got);
+        if (got) take(ch.meta.sha256, got);
       } catch (e) {
         if (!(e instanceof CryptoError)) throw e;
         this.quarantine(ch.fileId, ch.rev, e.message, report);
         bad.add(p);
       }
+    };
+    let batch: [string, RemoteChange][] = [];
+    let size = 0;
+    const flush = async () => {
+      if (!batch.length) return;
+      try {
+        const got = await this.remote.fetch(batch.map(([, ch]) => ch.meta));
+        for (const [sha, data] of got) take(sha, data);
+      } catch (e) {
+        if (!(e instanceof CryptoError)) throw e;
+        for (const [p, ch] of batch) await one(p, ch); // file by file: each failure costs its own
+      }
+      batch = [];
+      size = 0;
+    };
+    for (const [p, ch] of want) {
+      if (this.noteRead.has(ch.meta.sha256)) continue;
+      if (ch.meta.chunks.length > 1) {
+        await one(p, ch);
+        continue;
+      }
+      batch.push([p, ch]);
+      size += ch.meta.size;
+      if (size >= NOTE_BATCH_BYTES) await flush();
     }
+    await flush();
     return bad;
   }
 
@@ -558,7 +597,7 @@ export class SyncEngine {
       deleted: ch.meta.deleted,
       executable: ch.meta.executable,
       configDirs: dirs,
-      content: this.noteCache.get(ch.meta.sha256) ?? null,
+      content: this.noteRead.get(ch.meta.sha256) ?? null,
       unchanged: !ch.meta.deleted && (same(path) || same(ch.meta.renameFrom)),
     });
   }
@@ -567,6 +606,7 @@ export class SyncEngine {
     // what could not be written this round stays queued until the next
     const paths = Object.keys(this.state.inbox).filter((p) => !this.unwritable.has(p)).sort();
     this.noteCache.clear();
+    this.noteRead.clear();
     if (!paths.length) return false;
     const todo = new Map<string, RemoteChange>();
     const opened: [string, RemoteChange][] = [];

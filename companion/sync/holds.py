@@ -25,7 +25,7 @@ accept|refuse`) when it:
 5. sets the executable bit (or is a new revision of a file that has it);
 6. is a note (`.md`, `.canvas`) whose content holds code a plugin runs (`note_code`):
    Templater commands `<% ... %>`, `dataviewjs` / Datacore / JS Engine / Meta Bind / Buttons /
-   Execute Code blocks, inline DataviewJS `` `$= ...` ``, and `obsidian://` links to the
+   Execute Code / RunJS blocks, inline DataviewJS `` `$= ...` ``, and `obsidian://` links to the
    plugins that run commands or code (Advanced URI, Actions URI, Shell commands, QuickAdd).
    Such a note is held, not rewritten: a neutralised copy would differ from the relay's and be
    pushed back as the person's own edit.
@@ -103,12 +103,8 @@ def _is_shape(rest: str) -> bool:
     if rest in SHAPE_FILES:
         return True
     parts = rest.split("/")
-    return (
-        len(parts) == 3
-        and parts[0] in SHAPE_MANIFEST_IN
-        and parts[1] != ""
-        and (parts[2] == "manifest.json")
-    )
+    shaped = len(parts) == 3 and parts[0] in SHAPE_MANIFEST_IN and parts[1] != ""
+    return shaped and parts[2] == "manifest.json"
 
 
 def config_folders(known: Iterable[str]) -> frozenset[str]:
@@ -157,9 +153,10 @@ def is_note(path: str) -> bool:
 _FENCE = re.compile(
     r"(?:`{3,}|~{3,})[ \t]*"
     r"(dataviewjs|datacore(?:jsx?|tsx?)|js-engine|meta-bind-js-view|meta-bind-button|button"
-    r"|run-[a-z0-9+#_-]+)(?![a-z0-9_-])",
+    r"|(?:run|pre|post)-[a-z0-9+#_-]+)(?![a-z0-9_-])",
     re.I | re.A,
 )
+_RUNJS = re.compile(r"(?:`{3,}|~{3,})[^\r\n`~]*RunJS", re.I | re.A)
 _INLINE_JS = re.compile(r"`+[ \t]*\$=", re.A)
 _URI = re.compile(
     r"obsidian:(?://)?(advanced-uri|actions-uri|shell-commands|quickadd)(?![a-z0-9_-])",
@@ -194,6 +191,8 @@ def note_code(text: str) -> str | None:
     m = _FENCE.search(text)
     if m:
         return f"a {m.group(1).lower()} code block"
+    if _RUNJS.search(text):
+        return "a RunJS code block"
     if _INLINE_JS.search(text):
         return "an inline DataviewJS query (`$= ...`)"
     m = _URI.search(_decode_ascii(text))

@@ -112,7 +112,8 @@ export function isNote(path: string): boolean {
 
 // no u flag: ASCII-only case-insensitivity, as Python's re.I | re.A
 const FENCE =
-  /(?:`{3,}|~{3,})[ \t]*(dataviewjs|datacore(?:jsx?|tsx?)|js-engine|meta-bind-js-view|meta-bind-button|button|run-[a-z0-9+#_-]+)(?![a-z0-9_-])/i;
+  /(?:`{3,}|~{3,})[ \t]*(dataviewjs|datacore(?:jsx?|tsx?)|js-engine|meta-bind-js-view|meta-bind-button|button|(?:run|pre|post)-[a-z0-9+#_-]+)(?![a-z0-9_-])/i;
+const RUNJS = /(?:`{3,}|~{3,})[^\r\n`~]*RunJS/i;
 const INLINE_JS = /`+[ \t]*\$=/;
 const URI = /obsidian:(?:\/\/)?(advanced-uri|actions-uri|shell-commands|quickadd)(?![a-z0-9_-])/i;
 const PERCENT = /%([0-9a-fA-F]{2})/g;
@@ -135,6 +136,7 @@ export function noteCode(text: string): string | null {
   if (i >= 0 && text.indexOf("%>", i + 2) >= 0) return "a Templater command (<% ... %>)";
   let m = FENCE.exec(text);
   if (m) return `a ${m[1].toLowerCase()} code block`;
+  if (RUNJS.test(text)) return "a RunJS code block";
   if (INLINE_JS.test(text)) return "an inline DataviewJS query (`$= ...`)";
   m = URI.exec(decodeAscii(text));
   if (m) return `an obsidian://${m[1].toLowerCase()} link`;

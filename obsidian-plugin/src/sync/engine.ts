@@ -20,7 +20,6 @@ import {
   AuthError,
   CompanionError,
   ConflictError,
-  CryptoError,
   InputError,
   MassDeleteRefused,
   RelayUnreachable,
@@ -33,7 +32,8 @@ import { FOLDER_MARKER, folderMissingMessage, markerText, parseMarker } from "./
 import { IGNORE_FILE, IgnoreRules } from "./ignore";
 import { isText } from "./merge";
 import { fold, normalize, pathProblem, tryNormalize } from "./paths";
-import { configFolders, holdFold, holdReason, isMassDelete, type Kind, NOTE_CHECK_BYTES, needsContent, noteCode } from "./policy";
+import { readAgentNotes } from "./noteread";
+import { configFolders, holdFold, holdReason, isMassDelete, type Kind } from "./policy";
 import { MemoryPartials, type Outgoing, type PartialStore, pool, type RemoteChange, RemoteVault } from "./remote";
 import { RoundReport } from "./report";
 import {
@@ -52,8 +52,6 @@ export const MAX_PASSES = 10;
 export const CHUNK_SIZE = 4 * 1024 * 1024;
 const WRITE_PARALLEL = 16;
 const APPLY_GROUP = 1500;
-const NOTE_BATCH_BYTES = 8 * 1024 * 1024; // agents' notes read for the hold rules at a time
-const READ_NOTES_BUDGET = 16 * 1024 * 1024; // ... of which kept for the apply
 const BULK_MIN = 32; // from this many files on, one flush beats one fsync each
 const FIRST_GROUP = 250; // a small first group, so writing starts early
 
@@ -148,8 +146,8 @@ export class SyncEngine {
   private readonly now: () => Date;
   private verified = new Map<string, RemoteChange>();
   private approved = new Set<string>();
-  /** Agents' notes the hold rules read this pass, by SHA-256 (`noteContents`): what the rules
-   * see, and the real contents kept for the apply. */
+  /** Agents' notes the hold rules read this pass, by SHA-256 (`readAgentNotes`): what the
+   * rules see, and the real contents kept for the apply. */
   private noteRead = new Map<string, Uint8Array>();
   private noteCache = new Map<string, Uint8Array>();
   /** Paths whose remote change could not be written this round: not retried until the next. */
@@ -527,63 +525,6 @@ export class SyncEngine {
     return dirs;
   }
 
-  /** What the hold rules read of the agents' notes, fetched and verified before they are
-   * admitted, NOTE_BATCH_BYTES at a time (companion/sync/pull.py `note_contents`): a note
-   * without code a plugin runs is kept as empty bytes (all the rules need), one with code as
-   * its bytes; up to READ_NOTES_BUDGET of real contents are kept for the apply, so they are
-   * not downloaded twice. A note whose content does not verify is quarantined like any file;
-   * one over NOTE_CHECK_BYTES is left unread (held). Returns the quarantined paths. */
-  private async noteContents(changes: [string, RemoteChange][], report: RoundReport): Promise<Set<string>> {
-    const bad = new Set<string>();
-    const want = changes.filter(
-      ([, ch]) => needsContent(this.device.kind, ch.kind, ch.meta.path, ch.meta.deleted) && ch.meta.size <= NOTE_CHECK_BYTES,
-    );
-    let budget = READ_NOTES_BUDGET;
-    const take = (sha: string, data: Uint8Array) => {
-      if (data.length <= budget) {
-        this.noteCache.set(sha, data);
-        budget -= data.length;
-      }
-      this.noteRead.set(sha, noteCode(new TextDecoder().decode(data)) === null ? new Uint8Array(0) : data);
-    };
-    const one = async (p: string, ch: RemoteChange) => {
-      try {
-        const got = ch.meta.chunks.length > 1 ? await this.remote.fetchLarge(ch.meta, this.partials) : (await this.remote.fetch([ch.meta])).get(ch.meta.sha256);
-        if (got) take(ch.meta.sha256, got);
-      } catch (e) {
-        if (!(e instanceof CryptoError)) throw e;
-        this.quarantine(ch.fileId, ch.rev, e.message, report);
-        bad.add(p);
-      }
-    };
-    let batch: [string, RemoteChange][] = [];
-    let size = 0;
-    const flush = async () => {
-      if (!batch.length) return;
-      try {
-        const got = await this.remote.fetch(batch.map(([, ch]) => ch.meta));
-        for (const [sha, data] of got) take(sha, data);
-      } catch (e) {
-        if (!(e instanceof CryptoError)) throw e;
-        for (const [p, ch] of batch) await one(p, ch); // file by file: each failure costs its own
-      }
-      batch = [];
-      size = 0;
-    };
-    for (const [p, ch] of want) {
-      if (this.noteRead.has(ch.meta.sha256)) continue;
-      if (ch.meta.chunks.length > 1) {
-        await one(p, ch);
-        continue;
-      }
-      batch.push([p, ch]);
-      size += ch.meta.size;
-      if (size >= NOTE_BATCH_BYTES) await flush();
-    }
-    await flush();
-    return bad;
-  }
-
   private holdReason(path: string, ch: RemoteChange, dirs: Set<string>): string | null {
     const same = (p: string | null | undefined) => {
       const e = p ? this.state.files[p] : undefined;
@@ -621,7 +562,11 @@ export class SyncEngine {
       opened.push([p, ch]);
       sealed.set(p, q);
     }
-    const unverified = await this.noteContents(opened.filter(([p]) => !this.approved.has(p)), report);
+    const notes = await readAgentNotes(this.remote, this.partials, this.device.kind, opened.filter(([p]) => !this.approved.has(p)));
+    for (const [, ch, why] of notes.bad) this.quarantine(ch.fileId, ch.rev, why, report);
+    const unverified = new Set(notes.bad.map(([p]) => p));
+    this.noteRead = notes.read;
+    this.noteCache = notes.cache;
     const dirs = this.configDirs(opened.map(([p]) => p));
     for (const [p, ch] of opened) {
       if (unverified.has(p)) continue;

@@ -201,13 +201,13 @@ class SyncSettings:
     hold_agent_changes: bool = setting(
         bool,
         True,
-        "On a human device, hold agent changes to Obsidian plugins/settings and exec bits "
-        "for approval.",
+        "On a human device, hold agent changes to sync rules, settings, Obsidian's config, "
+        "scripts, exec bits and notes that are code, for approval.",
     )
     hold_patterns: tuple[str, ...] = setting(
         list,
         [],
-        "Paths held for approval (gitignore syntax; empty: the built-in list).",
+        "More paths held for approval (gitignore syntax), added to the built-in rules.",
     )
 
 

@@ -80,10 +80,15 @@ def synced(*items: tuple[str, str, int]) -> Index:
                   for p, t, r in items})  # fmt: skip
 
 
+CONTENTS: dict[str, bytes] = {}  # what each change's content is, by SHA-256 (as pulled)
+
+
 def change(path: str, text: str | None, rev: int, *, kind: str = "human",
            rename_from: str | None = None, executable: bool = False,
            author: str = "desk") -> RemoteChange:  # fmt: skip
     chunks = (ChunkRef(sha(text), len(text)),) if text else ()
+    if text is not None:
+        CONTENTS[sha(text)] = text.encode()
     meta = FileMeta(
         path=path, size=0 if text is None else len(text), sha256="" if text is None else sha(text),
         chunks=chunks,
@@ -159,7 +164,7 @@ def test_admission(ch: RemoteChange, index: Index, queued: dict[str, int], want:
 
     rules = IgnoreRules("/nonexistent-vault")
     adm = plan_admission([ch], [], index, queued=queued, held=[], ignored=rules.is_ignored,
-                         holds=PERSON)  # fmt: skip
+                         holds=PERSON, contents=CONTENTS)  # fmt: skip
     got = (
         "enqueue" if adm.enqueue else "hold" if adm.hold else adm.skip[0].why if adm.skip
         else "quarantine" if adm.quarantine else ""
@@ -171,6 +176,73 @@ def test_admission(ch: RemoteChange, index: Index, queued: dict[str, int], want:
         assert adm.healed == []
     else:
         assert adm.healed == [ch.file_id]  # it verified: out of quarantine, if it was
+
+
+def _admit(*changes: RemoteChange, index: Index | None = None, known: tuple[str, ...] = (),
+           contents: dict[str, bytes] | None = None) -> dict[str, str]:  # fmt: skip
+    adm = plan_admission(list(changes), [], index or Index(), queued={}, held=[],
+                         ignored=lambda p: False, holds=PERSON, known=known,
+                         contents=CONTENTS if contents is None else contents)  # fmt: skip
+    out = {e.path: "enqueue" for e in adm.enqueue}
+    out.update({h.path: h.reason for h in adm.hold})
+    return out
+
+
+def test_admission_holds_what_changes_sync_the_companion_and_obsidian() -> None:
+    """Issue 44, findings 1 and 4: the ignore file, the companion's settings, and any folder
+    with Obsidian's config shape (in the vault, or arriving in the same pull)."""
+    got = _admit(
+        change(".companionignore", "knowledge/\n", 2, kind="agent"),
+        change(".CompanionIgnore", "x/\n", 1, kind="agent"),
+        change(".companion/settings.json", "{}", 1, kind="agent"),
+        change(".companion/dreams/2026-01-01.json", "{}", 1, kind="agent"),
+        change(".companion/agent/2026-01-01.server.jsonl", "{}", 1, kind="agent"),
+        change(".obsidian-mobile/plugins/x/main.js", "js", 1, kind="agent"),
+        change(".phone/community-plugins.json", '["x"]', 1, kind="agent"),
+        change(".phone/snippets/a.css", "a{}", 1, kind="agent"),
+        change(".notes/todo.md", "a", 1, kind="agent"),
+        known=(".obsidian-mobile/plugins/x/manifest.json",),
+    )
+    assert got == {
+        ".companionignore": "changes what sync leaves out (.companionignore)",
+        ".CompanionIgnore": "changes what sync leaves out (.companionignore)",
+        ".companion/settings.json": "changes the companion's settings in the vault",
+        ".companion/dreams/2026-01-01.json": "enqueue",
+        ".companion/agent/2026-01-01.server.jsonl": "enqueue",
+        ".obsidian-mobile/plugins/x/main.js": "changes Obsidian's plugins, themes or settings",
+        ".phone/community-plugins.json": "changes Obsidian's plugins, themes or settings",
+        ".phone/snippets/a.css": "changes Obsidian's plugins, themes or settings",
+        ".notes/todo.md": "enqueue",
+    }
+    # without the manifest, `.obsidian-mobile` is an ordinary hidden folder (its script is
+    # still held: a script anywhere is)
+    assert _admit(change(".obsidian-mobile/x.md", "a", 1, kind="agent")) == {
+        ".obsidian-mobile/x.md": "enqueue"
+    }
+
+
+def test_admission_reads_agent_notes_for_code_a_plugin_runs() -> None:
+    """Issue 44, finding 5: an agent's note holding Templater, DataviewJS or a command link
+    waits; a note whose content is unknown waits too; bytes this device already has (a
+    rename) are not read again; a person's note is never held."""
+    tpl = change("templates/daily.md", "<%* await tp.system.prompt() %>\n", 1, kind="agent")
+    dv = change("n/dv.md", "```dataviewjs\ndv.paragraph(1)\n```\n", 1, kind="agent")
+    uri = change("n/u.md", "[go](obsidian://advanced-uri?commandid=x)\n", 1, kind="agent")
+    plain = change("n/plain.md", "a normal note\n", 1, kind="agent")
+    mine = change("n/mine.md", "<% tp.date.now() %>\n", 1, kind="human")
+    got = _admit(tpl, dv, uri, plain, mine)
+    assert got["templates/daily.md"].startswith("holds code a plugin runs: a Templater command")
+    assert got["n/dv.md"] == "holds code a plugin runs: a dataviewjs code block"
+    assert got["n/u.md"] == "holds code a plugin runs: an obsidian://advanced-uri link"
+    assert got["n/plain.md"] == got["n/mine.md"] == "enqueue"
+    unread = change("n/unread.md", "a", 1, kind="agent")
+    assert _admit(unread, contents={}) == {
+        "n/unread.md": "is a note whose content could not be checked for code"
+    }
+    # renamed by the agent: the same bytes the person already has at the old path
+    text = "<% tp.file.title %>\n"
+    moved = change("b.md", text, 1, kind="agent", rename_from="a.md")
+    assert _admit(moved, index=synced(("a.md", text, 3)), contents={}) == {"b.md": "enqueue"}
 
 
 def test_admission_takes_the_newest_of_each_file_and_releases_replaced_holds() -> None:

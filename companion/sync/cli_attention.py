@@ -46,11 +46,13 @@ def _carry_out(app: AppContext, root: str) -> None:
 
 @click.group()
 def held() -> None:
-    """Changes from agent devices held for your approval (Obsidian plugins, settings, exec bits).
+    """Changes from agent devices held for your approval (settings, plugins, code).
 
-    On a device of kind human, a change an agent device made to `.obsidian/` plugins, themes,
-    snippets or behavioural settings, or one that sets the executable bit, is not applied
-    until you accept it. Refusing keeps this device's version and sends it to every device.
+    On a device of kind human, a change an agent device made to `.companionignore`, the
+    companion's settings in `.companion/`, an Obsidian config folder (plugins, themes,
+    snippets, settings), a script or an executable file, or a note holding code a plugin runs
+    (Templater, DataviewJS...), is not applied until you accept it. Refusing keeps this
+    device's version and sends it to every device.
 
     \b
     Example:

@@ -69,6 +69,9 @@ class Core:
     stop_event: threading.Event = field(default_factory=threading.Event)
     on_local_write: Callable[[str, FileState | None], None] | None = None
     on_phase: Callable[[str], None] | None = None
+    # agents' notes the hold rules read at admission (by SHA-256), taken by the apply so
+    # they are not downloaded twice; replaced by every pull (`Puller.note_contents`)
+    read_notes: dict[str, bytes] = field(default_factory=dict)
     case_insensitive_hint: bool | None = None
     _executor: ThreadPoolExecutor | None = None
 

@@ -924,6 +924,17 @@ class SyncIndex:
             out[fid] = max(rev, out.get(fid, 0))
         return out
 
+    def hidden_folder_paths(self) -> list[str]:
+        """Live files inside top-level hidden folders (`.obsidian/...`, `.x/...`): what the
+        hold rules read to tell which folders have Obsidian's config shape (a range of the
+        primary key: paths from "." up to, not including, "/")."""
+        with self._lock:
+            rows = self._db.execute(
+                "SELECT path FROM files WHERE path >= '.' AND path < '/' AND deleted=0 "
+                "AND instr(path, '/') > 0"
+            ).fetchall()
+        return [r[0] for r in rows]
+
     def paths_for_file_ids(self, file_ids: Iterable[str]) -> dict[str, str]:
         """file id -> path, for the files this index knows."""
         return {fid: path for path, fid in self._files_by_id("path, file_id", file_ids)}

@@ -7,8 +7,9 @@ function from what is known to a list of typed steps (table-tested case by case 
 them in the index.
 
 1. **Admission** (`plan_admission`): each verified remote change is queued in the inbox, held
-   for the person (an agent's change to Obsidian's plugins or settings, or an executable bit,
-   on a human device: `HoldPolicy`), or skipped (already here, already queued, ignored); a
+   for the person (on a human device, an agent's change to the sync rules, the companion's
+   settings, an Obsidian config folder, a script, an executable bit or a note holding code a
+   plugin runs: `HoldPolicy`), or skipped (already here, already queued, ignored); a
    record that failed verification, or names no vault path (absolute, `..`), quarantines its
    file: listed by `status`, `sync` exits 1, never a silent skip.
 2. **Decisions** (`plan_decisions`) the person recorded on held and quarantined files, and the
@@ -37,13 +38,13 @@ them in the index.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Protocol
 
 from companion.sync.filestate import FileState
 from companion.sync.guard import is_mass_delete
-from companion.sync.holds import HoldPolicy
+from companion.sync.holds import OBSIDIAN_DIR, HoldPolicy, config_folders
 from companion.sync.index import AppliedRow, Entry, HeldRow, QuarantineRow
 from companion.sync.merge import derives_from
 from companion.sync.model import Local, entry_state
@@ -123,11 +124,24 @@ def plan_admission(
     held: Iterable[str],
     ignored: Callable[[str], bool],
     holds: HoldPolicy,
+    known: Iterable[str] = (),
+    contents: Mapping[str, bytes] | None = None,
 ) -> Admission:
-    """Admit the newest verified change of each file (`changes` in relay order)."""
+    """Admit the newest verified change of each file (`changes` in relay order).
+
+    For the hold rules (`HoldPolicy`): `known` lists the vault's (and the held) files in
+    top-level hidden folders (with the incoming paths, they tell which folders have Obsidian's
+    config shape), `contents` the content of each agent-written note, by SHA-256
+    (`HoldPolicy.needs_content`; `b""` for one known to hold no code, see
+    `Puller.note_contents`; one missing is held as unchecked)."""
     newest: dict[str, RemoteChange] = {}
     for ch in changes:
         newest[ch.file_id] = ch
+    config_dirs = (
+        config_folders([*known, *(ch.path for ch in newest.values())])
+        if holds.active
+        else frozenset()
+    )
     out = Admission(quarantine=list(refused))
     by_path: dict[str, Enqueue | Hold] = {}
     for ch in newest.values():
@@ -149,8 +163,9 @@ def plan_admission(
         if ignored(path):
             out.skip.append(Skip(path, "ignored"))
             continue
-        reason = holds.reason(ch)
-        by_path[path] = Enqueue(path, ch) if reason is None else Hold(path, ch, reason)
+        by_path[path] = admit_head(
+            path, ch, holds, config_dirs, (contents or {}).get(ch.meta.sha256), view
+        )
     out.enqueue = [s for s in by_path.values() if isinstance(s, Enqueue)]
     out.hold = [s for s in by_path.values() if isinstance(s, Hold)]
     was_held = set(held)
@@ -158,9 +173,24 @@ def plan_admission(
     return out
 
 
-def admit_head(path: str, head: RemoteChange, holds: HoldPolicy) -> Enqueue | Hold:
-    """A head that beat one of our commits: into the inbox, or held like any pulled change."""
-    reason = holds.reason(head)
+def admit_head(
+    path: str,
+    head: RemoteChange,
+    holds: HoldPolicy,
+    config_dirs: Collection[str] = frozenset({OBSIDIAN_DIR}),
+    content: bytes | None = None,
+    view: IndexView | None = None,
+) -> Enqueue | Hold:
+    """A head that beat one of our commits (or any pulled change): into the inbox, or held.
+    `view` tells whether this device already has the head's exact bytes (at its path, or at
+    the path it was renamed from): then its content brings nothing new to check."""
+    unchanged = False
+    if view is not None and not head.deleted:
+        for p in (path, _rename_source(head)):
+            entry = view.get(p) if p else None
+            if entry is not None and not entry.deleted and entry.sha256 == head.meta.sha256:
+                unchanged = True
+    reason = holds.reason(head, config_dirs, content, unchanged=unchanged)
     return Enqueue(path, head) if reason is None else Hold(path, head, reason)
 
 

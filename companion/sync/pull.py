@@ -14,11 +14,13 @@ import contextlib
 import time
 from collections.abc import Iterable, Mapping
 from dataclasses import replace
+from typing import TYPE_CHECKING
 
 from companion.crypto import TamperDetected
 from companion.logs import get_logger
 from companion.relay.errors import ConflictError
 from companion.sync.core import Core
+from companion.sync.holds import NOTE_CHECK_BYTES, config_folders, note_code
 from companion.sync.index import Entry, HeldRow, QuarantineRow
 from companion.sync.pathsafe import UnsafePath, normalize
 from companion.sync.plan import (
@@ -36,10 +38,15 @@ from companion.sync.plan import (
 from companion.sync.remote import Pulled, Refused, RemoteChange
 from companion.sync.report import RoundReport
 
+if TYPE_CHECKING:
+    from companion.crypto import FileMeta  # the cipher is loaded only when a round needs it
+
 log = get_logger("sync.engine")
 
 META_CURSOR = "cursor"
 QUARANTINE_RETRIES = 50  # quarantined files asked for again per round
+READ_NOTES_BUDGET = 32 * 1024 * 1024  # notes read for the hold rules, kept for the apply
+NOTE_BATCH_BYTES = 8 * 1024 * 1024  # notes read for the hold rules, fetched at a time
 
 
 def take_over(core: Core, path: str, file_id: str, rev: int, sha256: str, deleted: bool) -> None:
@@ -108,19 +115,40 @@ class Puller:
             def paths_with_fold(self, key: str) -> list[str]:
                 return index.paths_with_fold(key)
 
+        changes, refused_now = pulled.changes, list(pulled.refused)
+        named: dict[str, str] = {}  # file id -> path, of the notes whose content did not verify
+        contents: dict[str, bytes] = {}
+        hidden: list[str] = []
+        if core.holds.active and changes:
+            newest = {ch.file_id: ch for ch in changes}
+            todo = [ch for ch in newest.values() if self._new_here(ch, known, queued)]
+            contents, bad = self.note_contents(todo, keep=True)
+            if bad:
+                gone = {r.file_id for r in bad}
+                named = {
+                    ch.file_id: p for ch in todo if not isinstance(p := safe_path(ch), UnsafePath)
+                }
+                changes = [ch for ch in changes if ch.file_id not in gone]
+                refused_now += bad
+        elif core.read_notes:
+            core.read_notes = {}
         held_rows = index.held()
+        if core.holds.active and changes:  # held files count too (an agent's `.x/app.json`)
+            hidden = index.hidden_folder_paths() + [r.path for r in held_rows]
         plan = plan_admission(
-            pulled.changes,
-            pulled.refused,
+            changes,
+            refused_now,
             _Known(),
             queued=queued,
             held=[r.path for r in held_rows],
             ignored=core.ignore.is_ignored,
             holds=core.holds,
+            known=hidden,
+            contents=contents,
         )
         now = time.time_ns()
         holds = [self._held_row(h, now) for h in plan.hold]
-        refused = self._quarantine_rows(plan.quarantine)
+        refused = self._quarantine_rows(plan.quarantine, named)
         with index.transaction():
             index.queue_remote((e.path, e.change.to_payload()) for e in plan.enqueue)
             index.hold(holds)
@@ -134,6 +162,78 @@ class Puller:
         self._report_held(report, holds)
         self._report_quarantined(report, fresh)
         return len(plan.enqueue)
+
+    def _new_here(
+        self, ch: RemoteChange, known: Mapping[str, Entry], queued: Mapping[str, int]
+    ) -> bool:
+        """An agent's note the hold rules must read, newer than anything here or queued."""
+        if not self.core.holds.needs_content(ch):
+            return False
+        path = safe_path(ch)
+        if isinstance(path, UnsafePath) or self.core.ignore.is_ignored(path):
+            return False
+        entry = known.get(path)
+        return ch.rev > max(entry.rev if entry else 0, queued.get(path, 0))
+
+    def note_contents(
+        self, changes: Iterable[RemoteChange], *, keep: bool = False
+    ) -> tuple[dict[str, bytes], list[Refused]]:
+        """What the hold rules read of the agents' notes (`HoldPolicy.needs_content`), by
+        SHA-256, fetched and verified before admission, `NOTE_BATCH_BYTES` at a time so that a
+        first sync of a large vault never holds them all: a note that holds no code a plugin
+        runs comes back as `b""` (all the rules need to know of it), one that does as its
+        bytes. With `keep`, up to `READ_NOTES_BUDGET` of the real contents are handed to the
+        apply (`Core.read_notes`), so they are not downloaded twice. A note larger than
+        `NOTE_CHECK_BYTES` is left out (held as unchecked); one whose content does not verify
+        is refused, so it is quarantined like any file whose blob does not open."""
+        changes = list(changes)
+        by_sha: dict[str, list[RemoteChange]] = {}
+        for ch in changes:
+            if self.core.holds.needs_content(ch) and ch.meta.size <= NOTE_CHECK_BYTES:
+                by_sha.setdefault(ch.meta.sha256, []).append(ch)
+        out: dict[str, bytes] = {}
+        bad: list[Refused] = []
+        kept: dict[str, bytes] = {}
+        budget = READ_NOTES_BUDGET if keep else 0
+        batch: list[FileMeta] = []
+        size = 0
+        todo = [chs[0].meta for chs in by_sha.values()]
+        for i, meta in enumerate(todo):
+            batch.append(meta)
+            size += meta.size
+            if size < NOTE_BATCH_BYTES and i + 1 < len(todo):
+                continue
+            got, failed = self._fetch_notes(batch)
+            for sha, exc in failed.items():
+                bad += [Refused(ch.file_id, ch.rev, ch.seq, str(exc), ch.device_id,
+                                ch.author_name) for ch in by_sha[sha]]  # fmt: skip
+            for sha, data in got.items():
+                if len(data) <= budget:
+                    kept[sha] = data
+                    budget -= len(data)
+                code = note_code(data.decode("utf-8", errors="replace"))
+                out[sha] = b"" if code is None else data
+            batch, size = [], 0
+        if keep:
+            self.core.read_notes = kept
+        return out, bad
+
+    def _fetch_notes(
+        self, metas: list[FileMeta]
+    ) -> tuple[dict[str, bytes], dict[str, TamperDetected]]:
+        remote = self.core.remote
+        try:
+            return remote.fetch(metas), {}
+        except TamperDetected:
+            pass
+        got: dict[str, bytes] = {}
+        failed: dict[str, TamperDetected] = {}
+        for meta in metas:
+            try:
+                got[meta.sha256] = remote.fetch_one(meta)
+            except TamperDetected as exc:
+                failed[meta.sha256] = exc
+        return got, failed
 
     def skip_own_commits(self, seqs: Iterable[int]) -> None:
         """Move the cursor past this device's just-recorded commits when nothing else lies
@@ -169,8 +269,22 @@ class Puller:
         now = time.time_ns()
         enqueue: list[Enqueue] = []
         holds: list[HeldRow] = []
+        policy = self.core.holds
+        contents: dict[str, bytes] = {}
+        config_dirs: frozenset[str] = frozenset()
+        if policy.active:
+            contents, bad = self.note_contents(heads.values())
+            if bad:
+                self.quarantine_heads({p: r for p, h in heads.items() for r in bad
+                                       if r.file_id == h.file_id}, report)  # fmt: skip
+                gone = {r.file_id for r in bad}
+                heads = {p: h for p, h in heads.items() if h.file_id not in gone}
+            index = self.core.index
+            known = index.hidden_folder_paths() + [r.path for r in index.held()]
+            config_dirs = config_folders([*known, *heads])
         for path, head in heads.items():
-            step = admit_head(path, head, self.core.holds)
+            step = admit_head(path, head, policy, config_dirs, contents.get(head.meta.sha256),
+                              self.core.index)  # fmt: skip
             if isinstance(step, Hold):
                 holds.append(self._held_row(step, now))
             else:
@@ -190,11 +304,13 @@ class Puller:
 
     # ------------------------------------------------------------------ quarantine
 
-    def _quarantine_rows(self, refused: Iterable[Refused]) -> list[QuarantineRow]:
+    def _quarantine_rows(
+        self, refused: Iterable[Refused], named: Mapping[str, str] | None = None
+    ) -> list[QuarantineRow]:
         refused = list(refused)
         if not refused:
             return []
-        paths = self.core.index.paths_for_file_ids(r.file_id for r in refused)
+        paths = {**self.core.index.paths_for_file_ids(r.file_id for r in refused), **(named or {})}
         now = time.time_ns()
         return [
             QuarantineRow(

@@ -6,7 +6,7 @@ import { utf8 } from "../src/crypto/bytes";
 import { parseJson, pyDumps } from "../src/crypto/json";
 import { metaFromJson } from "../src/crypto/records";
 import { recordMtimeMs } from "../src/sync/engine";
-import { effectiveKind, isBehaviouralConfig, isMassDelete, kindMismatch, mustHold } from "../src/sync/policy";
+import { CONFIG, effectiveKind, holdReason, isMassDelete, kindMismatch, pathReason } from "../src/sync/policy";
 import { normalize, UnsafePath, windowsNameProblem } from "../src/sync/paths";
 import { nameError, UnusableName } from "../src/sync/vaultfs";
 import { IgnoreRules } from "../src/sync/ignore";
@@ -68,21 +68,21 @@ describe("record JSON", () => {
 });
 
 describe("trust rules", () => {
-  it("classifies Obsidian's behavioural config", () => {
-    for (const p of [".obsidian/plugins/x/main.js", ".obsidian/snippets/a.css", ".obsidian/themes/T/theme.css", ".obsidian/community-plugins.json", ".obsidian/hotkeys.json", ".obsidian/app.json"]) {
-      expect(isBehaviouralConfig(p)).toBe(true);
+  it("holds an agent's change to any config folder, its own included", () => {
+    for (const p of [".obsidian/plugins/x/main.js", ".Obsidian/snippets/a.css", ".obsidian/appearance.json", ".obsidian/bookmarks.json"]) {
+      expect(pathReason(p)).toBe(CONFIG);
     }
-    for (const p of [".obsidian/appearance.json", "notes/plugins/x.md", ".obsidian/bookmarks.json"]) expect(isBehaviouralConfig(p)).toBe(false);
-    expect(isBehaviouralConfig(".config/plugins/x/main.js", ".config")).toBe(true);
+    for (const p of ["notes/plugins/x.md", ".config/bookmarks.json"]) expect(pathReason(p)).toBeNull();
+    expect(pathReason(".config/bookmarks.json", new Set([".config"]))).toBe(CONFIG);
   });
 
   it("holds only agent changes on a human device", () => {
-    const base = { path: ".obsidian/app.json", setsExec: false };
-    expect(mustHold({ ...base, localKind: "human", remoteKind: "agent" })).toMatch(/agent/);
-    expect(mustHold({ ...base, localKind: "human", remoteKind: "human" })).toBeNull();
-    expect(mustHold({ ...base, localKind: "agent", remoteKind: "agent" })).toBeNull();
-    expect(mustHold({ path: "run.sh", setsExec: true, localKind: "human", remoteKind: "agent" })).toMatch(/executable/);
-    expect(mustHold({ path: "n.md", renameFrom: ".obsidian/plugins/x/a.js", setsExec: false, localKind: "human", remoteKind: "agent" })).not.toBeNull();
+    const base = { path: ".obsidian/app.json", deleted: false, executable: false };
+    expect(holdReason({ ...base, localKind: "human", remoteKind: "agent" })).toBe(CONFIG);
+    expect(holdReason({ ...base, localKind: "human", remoteKind: "human" })).toBeNull();
+    expect(holdReason({ ...base, localKind: "agent", remoteKind: "agent" })).toBeNull();
+    expect(holdReason({ path: "run.sh", deleted: false, executable: true, localKind: "human", remoteKind: "agent" })).toMatch(/executable/);
+    expect(holdReason({ path: "n.png", renameFrom: ".obsidian/plugins/x/a.js", deleted: false, executable: false, localKind: "human", remoteKind: "agent" })).not.toBeNull();
   });
 
   it("uses the relay's kind, falls back to the sealed one, and spots a mismatch", () => {

@@ -45,7 +45,7 @@ export class HeldModal extends Modal {
       c,
       "p",
       held.length
-        ? "An agent device changed Obsidian's plugins, themes, snippets, hotkeys or app settings, or made a file executable. Nothing of it runs or applies until you accept it. Refusing puts this device's version back on every device."
+        ? "An agent device changed what sync leaves out, the companion's or Obsidian's settings, plugins or themes, a script or an executable file, or wrote a note holding code a plugin runs. Nothing of it runs or applies until you accept it. Refusing puts this device's version back on every device."
         : "No changes wait for your approval.",
     );
     for (const h of held) {

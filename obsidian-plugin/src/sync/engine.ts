@@ -32,7 +32,8 @@ import { FOLDER_MARKER, folderMissingMessage, markerText, parseMarker } from "./
 import { IGNORE_FILE, IgnoreRules } from "./ignore";
 import { isText } from "./merge";
 import { fold, normalize, pathProblem, tryNormalize } from "./paths";
-import { isMassDelete, type Kind, mustHold } from "./policy";
+import { readAgentNotes } from "./noteread";
+import { configFolders, holdFold, holdReason, isMassDelete, type Kind } from "./policy";
 import { MemoryPartials, type Outgoing, type PartialStore, pool, type RemoteChange, RemoteVault } from "./remote";
 import { RoundReport } from "./report";
 import {
@@ -145,6 +146,10 @@ export class SyncEngine {
   private readonly now: () => Date;
   private verified = new Map<string, RemoteChange>();
   private approved = new Set<string>();
+  /** Agents' notes the hold rules read this pass, by SHA-256 (`readAgentNotes`): what the
+   * rules see, and the real contents kept for the apply. */
+  private noteRead = new Map<string, Uint8Array>();
+  private noteCache = new Map<string, Uint8Array>();
   /** Paths whose remote change could not be written this round: not retried until the next. */
   private unwritable = new Set<string>();
   private running: Promise<unknown> = Promise.resolve();
@@ -548,23 +553,45 @@ export class SyncEngine {
     return o;
   }
 
-  private holdReason(path: string, ch: RemoteChange): string | null {
-    const e = this.state.files[path];
-    return mustHold({
+  /** The hold rules' view of the vault (policy.ts `holdReason`, companion/sync/holds.py):
+   * which folders have Obsidian's config shape, among the files known here (held ones too),
+   * the incoming paths and this device's own config folder. */
+  private configDirs(incoming: string[]): Set<string> {
+    const known = Object.entries(this.state.files)
+      .filter(([p, e]) => !e.deleted && p.startsWith(".") && p.includes("/"))
+      .map(([p]) => p);
+    const dirs = configFolders([...known, ...Object.keys(this.state.held), ...incoming]);
+    if (!this.configDir.includes("/")) dirs.add(holdFold(this.configDir));
+    return dirs;
+  }
+
+  private holdReason(path: string, ch: RemoteChange, dirs: Set<string>): string | null {
+    const same = (p: string | null | undefined) => {
+      const e = p ? this.state.files[p] : undefined;
+      return !!e && !e.deleted && e.sha256 === ch.meta.sha256;
+    };
+    return holdReason({
       localKind: this.device.kind,
       remoteKind: ch.kind,
       path,
       renameFrom: ch.meta.renameFrom,
-      setsExec: !ch.meta.deleted && ch.meta.executable && !(e && !e.deleted && e.executable),
-      configDir: this.configDir,
+      deleted: ch.meta.deleted,
+      executable: ch.meta.executable,
+      configDirs: dirs,
+      content: this.noteRead.get(ch.meta.sha256) ?? null,
+      unchanged: !ch.meta.deleted && (same(path) || same(ch.meta.renameFrom)),
     });
   }
 
   private async applyInbox(local: Map<string, Local>, report: RoundReport, touched: Set<string>): Promise<boolean> {
     // what could not be written this round stays queued until the next
     const paths = Object.keys(this.state.inbox).filter((p) => !this.unwritable.has(p)).sort();
+    this.noteCache.clear();
+    this.noteRead.clear();
     if (!paths.length) return false;
     const todo = new Map<string, RemoteChange>();
+    const opened: [string, RemoteChange][] = [];
+    const sealed = new Map<string, Queued>();
     for (const p of paths) {
       const q = this.state.inbox[p];
       const ch = await this.openQueued(p, q, report);
@@ -572,7 +599,19 @@ export class SyncEngine {
       if (!ch) continue;
       const e = this.state.files[p];
       if (e && ch.rev <= e.rev) continue;
-      const why = this.approved.has(p) ? null : this.holdReason(p, ch);
+      opened.push([p, ch]);
+      sealed.set(p, q);
+    }
+    const notes = await readAgentNotes(this.remote, this.partials, this.device.kind, opened.filter(([p]) => !this.approved.has(p)));
+    for (const [, ch, why] of notes.bad) this.quarantine(ch.fileId, ch.rev, why, report);
+    const unverified = new Set(notes.bad.map(([p]) => p));
+    this.noteRead = notes.read;
+    this.noteCache = notes.cache;
+    const dirs = this.configDirs(opened.map(([p]) => p));
+    for (const [p, ch] of opened) {
+      if (unverified.has(p)) continue;
+      const q = sealed.get(p)!;
+      const why = this.approved.has(p) ? null : this.holdReason(p, ch, dirs);
       if (why) {
         this.state.held[p] = {
           ...q,
@@ -663,8 +702,9 @@ export class SyncEngine {
   }
 
   private async fetchContents(group: RemoteChange[]): Promise<Map<string, Uint8Array>> {
-    const small = group.filter((c) => c.meta.chunks.length <= 1).map((c) => c.meta);
+    const small = group.filter((c) => c.meta.chunks.length <= 1 && !this.noteCache.has(c.meta.sha256)).map((c) => c.meta);
     const out = await this.remote.fetch(small);
+    for (const c of group) if (this.noteCache.has(c.meta.sha256)) out.set(c.meta.sha256, this.noteCache.get(c.meta.sha256)!);
     for (const ch of group) {
       if (ch.meta.chunks.length > 1 && !out.has(ch.meta.sha256)) out.set(ch.meta.sha256, await this.remote.fetchLarge(ch.meta, this.partials));
     }

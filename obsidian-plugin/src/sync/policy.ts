@@ -5,9 +5,10 @@
  * - `effectiveKind`: precedence and history use the relay's record of the committing device
  *   (`device_kind` on RecordOut) when the relay sends it, else the kind sealed in the record.
  * - `kindMismatch`: a sealed kind that disagrees with the relay's is refused as tampering.
- * - `mustHold`: on a human device, agent-authored changes to Obsidian's executable or
- *   behavioural configuration, and any change that sets the executable bit, wait for the
- *   person's approval.
+ * - `holdReason`: on a human device, an agent's change to the sync rules, the companion's
+ *   settings, an Obsidian config folder (any with its shape), a script, an executable file or
+ *   a note holding code a plugin runs waits for the person's approval (companion/sync/holds.py,
+ *   the same rules, pinned by tests/vectors/holds_v1.json).
  * - `isMassDelete`: the mass-deletion guard (companion/sync/guard.py).
  * - `Backoff` / `retryDelay`: back off on 429/503 (honouring Retry-After) and keep running.
  */
@@ -27,16 +28,127 @@ export function kindMismatch(relayKind: string | null | undefined, sealedKind: s
   return deviceKind(sealedKind) !== relayKind;
 }
 
-/** Obsidian configuration that runs code or changes what the app does. */
-export function isBehaviouralConfig(path: string, configDir = ".obsidian"): boolean {
-  for (const dir of new Set([".obsidian", configDir])) {
-    const prefix = dir + "/";
-    if (!path.startsWith(prefix)) continue;
-    const rest = path.slice(prefix.length);
-    if (/^(plugins|snippets|themes)\//.test(rest)) return true;
-    if (["community-plugins.json", "hotkeys.json", "app.json"].includes(rest)) return true;
+// ------------------------------------------------------------------ holds (companion/sync/holds.py)
+// One list and one matching rule with the Python laptop, pinned by tests/vectors/holds_v1.json.
+
+export const SYNC_RULES = "changes what sync leaves out (.companionignore)";
+export const SETTINGS = "changes the companion's settings in the vault";
+export const CONFIG = "changes Obsidian's plugins, themes or settings";
+export const SCRIPT = "is a script that Obsidian plugins run";
+export const EXECUTABLE = "sets the executable bit";
+export const NOTE_CODE = "holds code a plugin runs";
+export const UNCHECKED = "is a note whose content could not be checked for code";
+
+const IGNORE_FILE = ".companionignore";
+const COMPANION_DIR = ".companion";
+const AGENT_FOLDERS = [".companion/dreams/", ".companion/agent/"];
+export const OBSIDIAN_DIR = ".obsidian";
+const SHAPE_FILES = new Set([
+  "app.json",
+  "appearance.json",
+  "community-plugins.json",
+  "core-plugins.json",
+  "core-plugins-migration.json",
+  "daily-notes.json",
+  "hotkeys.json",
+  "templates.json",
+]);
+const SHAPE_MANIFEST_IN = new Set(["plugins", "themes"]);
+const SCRIPT_EXTENSIONS = [".js", ".mjs", ".cjs", ".jsx", ".ts", ".tsx"];
+const NOTE_EXTENSIONS = [".md", ".canvas"];
+/** A larger agent-written note is held unread. */
+export const NOTE_CHECK_BYTES = 32 * 1024 * 1024;
+
+/** The key two spellings share when a case-insensitive file system opens one file. */
+export function holdFold(s: string): string {
+  return s.toUpperCase().toLowerCase().normalize("NFC");
+}
+
+function top(folded: string): [string, string] | null {
+  const i = folded.indexOf("/");
+  return i <= 0 ? null : [folded.slice(0, i), folded.slice(i + 1)];
+}
+
+function isShape(rest: string): boolean {
+  if (SHAPE_FILES.has(rest)) return true;
+  const parts = rest.split("/");
+  return parts.length === 3 && SHAPE_MANIFEST_IN.has(parts[0]) && parts[1] !== "" && parts[2] === "manifest.json";
+}
+
+/** The (folded) top-level folders that are, or look like, an Obsidian config folder: `.obsidian`
+ * and every other top-level dot-folder (Obsidian takes only such a folder as its config folder)
+ * holding, among `known` (the vault's files and the incoming changes), an Obsidian settings file
+ * or a `plugins/<id>/manifest.json` / `themes/<id>/manifest.json`. Never `.companion`. */
+export function configFolders(known: Iterable<string>): Set<string> {
+  const out = new Set([OBSIDIAN_DIR]);
+  for (const path of known) {
+    const split = top(holdFold(path));
+    if (!split) continue;
+    const [t, rest] = split;
+    if (t.startsWith(".") && t !== COMPANION_DIR && isShape(rest)) out.add(t);
   }
-  return false;
+  return out;
+}
+
+/** Why an agent's change at `path` waits for the person by its path alone (null: it does not). */
+export function pathReason(path: string, configDirs: ReadonlySet<string> = new Set([OBSIDIAN_DIR])): string | null {
+  const f = holdFold(path);
+  if (f === IGNORE_FILE) return SYNC_RULES;
+  const split = top(f);
+  if (split) {
+    const t = split[0];
+    if (t === COMPANION_DIR) return AGENT_FOLDERS.some((a) => f.startsWith(a)) ? null : SETTINGS;
+    if (configDirs.has(t) || t === OBSIDIAN_DIR) return CONFIG;
+  }
+  if (SCRIPT_EXTENSIONS.some((x) => f.endsWith(x))) return SCRIPT;
+  return null;
+}
+
+/** Notes Obsidian renders (and plugins read as code): their content is checked. */
+export function isNote(path: string): boolean {
+  const f = holdFold(path);
+  return NOTE_EXTENSIONS.some((x) => f.endsWith(x));
+}
+
+// no u flag: ASCII-only case-insensitivity, as Python's re.I | re.A
+const FENCE =
+  /(?:`{3,}|~{3,})[ \t]*(dataviewjs|datacore(?:jsx?|tsx?)|js-engine|meta-bind-js-view|meta-bind-button|button|(?:run|pre|post)-[a-z0-9+#_-]+)(?![a-z0-9_-])/i;
+const RUNJS = /(?:`{3,}|~{3,})[^\r\n`~]*RunJS/i;
+const INLINE_JS = /`+[ \t]*\$=/;
+const URI = /obsidian:(?:\/\/)?(advanced-uri|actions-uri|shell-commands|quickadd)(?![a-z0-9_-])/i;
+const PERCENT = /%([0-9a-fA-F]{2})/g;
+const ENTITY = /&#(?:[xX]([0-9a-fA-F]{1,6})|([0-9]{1,7}));?/g;
+
+function shownAscii(n: number, orig: string): string {
+  return n >= 0x20 && n < 0x7f ? String.fromCharCode(n) : orig;
+}
+
+/** Percent escapes and numeric character references of printable ASCII, decoded. */
+function decodeAscii(text: string): string {
+  return text
+    .replace(PERCENT, (m, h: string) => shownAscii(parseInt(h, 16), m))
+    .replace(ENTITY, (m, h: string | undefined, d: string | undefined) => shownAscii(h ? parseInt(h, 16) : parseInt(d!, 10), m));
+}
+
+/** What code a plugin would run in this note's text, or null (whole-text checks). */
+export function noteCode(text: string): string | null {
+  const i = text.indexOf("<%");
+  if (i >= 0 && text.indexOf("%>", i + 2) >= 0) return "a Templater command (<% ... %>)";
+  let m = FENCE.exec(text);
+  if (m) return `a ${m[1].toLowerCase()} code block`;
+  if (RUNJS.test(text)) return "a RunJS code block";
+  if (INLINE_JS.test(text)) return "an inline DataviewJS query (`$= ...`)";
+  m = URI.exec(decodeAscii(text));
+  if (m) return `an obsidian://${m[1].toLowerCase()} link`;
+  return null;
+}
+
+/** Why an agent's version of note `path` waits, by its content (null content: unread). */
+export function contentReason(path: string, content: Uint8Array | null): string | null {
+  if (!isNote(path)) return null;
+  if (content === null) return UNCHECKED;
+  const what = noteCode(new TextDecoder().decode(content));
+  return what === null ? null : `${NOTE_CODE}: ${what}`;
 }
 
 export interface HoldInput {
@@ -45,19 +157,31 @@ export interface HoldInput {
   path: string;
   /** Old path of a rename (its tombstone is classified too). */
   renameFrom?: string | null;
-  /** The remote revision sets the executable bit where the last synced one had it clear. */
-  setsExec: boolean;
-  configDir?: string;
+  deleted: boolean;
+  executable: boolean;
+  /** `configFolders` of the known paths (plus this device's own config folder). */
+  configDirs?: ReadonlySet<string>;
+  /** The content, for an agent's note (`needsContent`); null: unread. */
+  content?: Uint8Array | null;
+  /** This device already has these exact bytes (a rename, a re-commit). */
+  unchanged?: boolean;
+}
+
+/** Whether deciding about this change needs its content (an agent's version of a note). */
+export function needsContent(localKind: Kind, remoteKind: Kind, path: string, deleted: boolean): boolean {
+  return localKind === HUMAN && remoteKind !== HUMAN && !deleted && isNote(path);
 }
 
 /** Why a remote change must wait for the person, or null when it may be applied. */
-export function mustHold(h: HoldInput): string | null {
-  if (h.localKind !== HUMAN || h.remoteKind !== AGENT) return null;
-  if (h.setsExec) return "an agent device made this file executable";
-  if (isBehaviouralConfig(h.path, h.configDir) || (h.renameFrom && isBehaviouralConfig(h.renameFrom, h.configDir))) {
-    return "an agent device changed Obsidian's plugins, themes, snippets, hotkeys or app settings";
+export function holdReason(h: HoldInput): string | null {
+  if (h.localKind !== HUMAN || h.remoteKind === HUMAN) return null;
+  for (const p of h.renameFrom ? [h.path, h.renameFrom] : [h.path]) {
+    const why = pathReason(p, h.configDirs);
+    if (why) return why;
   }
-  return null;
+  if (h.executable && !h.deleted) return EXECUTABLE;
+  if (h.deleted || h.unchanged) return null;
+  return contentReason(h.path, h.content ?? null);
 }
 
 export const MASS_DELETE_MIN_FILES = 10;

@@ -20,7 +20,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 from filelock import FileLock, Timeout
 
 from companion.config import Config, load_config
-from companion.dream import injection
+from companion.dream import gates
 from companion.dream.consolidate import Consolidated, Explanation, consolidate
 from companion.dream.distill_llm import build_units, distill_llm, settings_from_config
 from companion.dream.distill_rules import Distilled, merge_candidates, screen
@@ -63,7 +63,7 @@ from companion.dream.represent import Represented, find_orphans, repair_links, u
 from companion.dream.secretgate import SecretGate
 from companion.dream.state import DreamState, EditorInfo, default_editors, vault_key
 from companion.dream.taint import Refused
-from companion.dream.text import collapse, norm_key
+from companion.dream.text import norm_key
 from companion.dream.topics import NoteCatalog
 from companion.dream.verify import SyncHook, settle
 from companion.errors import CompanionError, ConfigError, InputError
@@ -349,8 +349,8 @@ def _distill(run: _Run) -> None:
     run.distilled = rules_distiller(run.entries, run.messages, run.gate)
     if report.distiller == "llm":
         _distill_llm(run)
-    run.distilled.skipped.extend(_quoted(r, run.gate) for r in run.refused)
-    kept, refused, warned = injection.screen(run.cands)  # the one injection guard (issue 40)
+    run.distilled.skipped.extend(gates.tainted(r, run.gate) for r in run.refused)
+    kept, refused, warned = gates.guard_screen(run.cands)  # the one injection guard (issue 40)
     run.distilled.candidates = kept
     run.distilled.skipped.extend(refused)
     report.warnings.extend(warned)
@@ -359,18 +359,6 @@ def _distill(run: _Run) -> None:
     run.lessons = [c for c in run.cands if c.kind == "knowledge"]  # counted after Consolidate
     _retry_blocked(run)
     run.clock.lap("distill")
-
-
-def _quoted(r: Refused, gate: SecretGate) -> Skipped:
-    """A quoted or relayed line that would have been a candidate: reported with its reason
-    (the line itself withheld when it holds a secret)."""
-    return Skipped(
-        "quoted",
-        r.reason,
-        None if gate(r.text) else collapse(r.text),
-        r.kind,
-        [{"source": r.ref.source, "line": r.ref.line, "message_id": r.ref.message_id}],
-    )
 
 
 def _retry_blocked(run: _Run) -> None:

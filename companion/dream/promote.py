@@ -50,6 +50,7 @@ from companion.dream.model import Candidate, Provenance
 from companion.dream.plan import Plan
 from companion.dream.quality import promotion_problem
 from companion.dream.report import Change, Skipped
+from companion.dream.steps import hold
 from companion.dream.summary import fact, render
 from companion.dream.voice import third_person
 from companion.memory import MemoryRefused, MemoryStore, Op
@@ -337,11 +338,13 @@ def plan_promotions(
         reconcile_entries(stores, working, plan, out, dated)
     eligible = [c for c in cands if c.promote]
     eligible.sort(key=lambda c: (_ORDER.get(c.promote or "", 9), c.time or 0))  # type: ignore[operator]
+    locked = {t: locked_why(s) for t, s in stores.items() if t in blocked}
     for c in eligible:
         found = stores.get(c.target)
-        if found is not None and c.target in blocked:
-            explain.add(c, "not promoted", locked_why(found), found.name)
-            out.skipped.append(Skipped.of(c, "locked", locked_why(found)))
+        held = hold(c, locked)  # the plan's Hold: kept for the next dream
+        if found is not None and held is not None:
+            explain.add(c, "not promoted", held.why, found.name)
+            out.skipped.append(Skipped.of(c, "locked", held.why))
             out.pending.append(c)
             continue
         if c.target not in working or found is None:

@@ -420,20 +420,29 @@ def memory_step(
     return Supersede(target, cand, target, new or "", (old,) if old else ())
 
 
+def hold(c: Candidate, blocked: Mapping[str, str]) -> Hold | None:
+    """A `Hold` when the memory file `c` is promoted to is blocked (`blocked`: target -> why,
+    the files whose lock another writer holds), else None."""
+    why = blocked.get(c.target)
+    return Hold(c.target, c, why) if why is not None else None
+
+
 def plan_memory(
     ops: Mapping[str, Sequence[tuple[str, str | None, str | None, Candidate]]],
-    held: Sequence[tuple[Candidate, str]],
     mode: str,
     *,
+    eligible: Sequence[Candidate] = (),
+    blocked: Mapping[str, str] | None = None,
     unsure: Callable[[str], str | None] | None = None,
 ) -> list[Step]:
-    """The injected memory's steps: each planned write (`ops`: target -> (op, old, new,
-    candidate)) as `memory_step` says, then a `Hold` for each fact the memory lock kept out
-    (`held`: the candidate and why)."""
-    out: list[Step] = [
+    """The injected memory's steps: a `Hold` for each eligible fact whose file is blocked
+    (`hold`), then each planned write (`ops`: target -> (op, old, new, candidate)) as
+    `memory_step` says. (`promote.plan_promotions` asks `hold` and
+    `proposals.take_proposals` asks `memory_step`, one fact at a time.)"""
+    out: list[Step] = [h for c in eligible if (h := hold(c, blocked or {})) is not None]
+    out.extend(
         memory_step(target, op, old, new, c, mode, unsure=unsure)
         for target, planned in ops.items()
         for op, old, new, c in planned
-    ]
-    out.extend(Hold(c.target, c, why) for c, why in held)
+    )
     return out

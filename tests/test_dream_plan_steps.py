@@ -9,13 +9,18 @@ written: every row runs on strings."""
 from __future__ import annotations
 
 import datetime as dt
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from companion.dream import blocks, steps
 from companion.dream.blocks import Ref
+from companion.dream.consolidate import Explanation
 from companion.dream.model import Candidate, Provenance
+from companion.dream.plan import Plan
+from companion.dream.promote import MemoryFile, plan_memory_writes
+from companion.dream.state import MtimeEditors
 from companion.dream.steps import Add, Flag, Hold, Merge, Propose, Supersede
 from companion.dream.topics import TopicMatch
 
@@ -323,3 +328,51 @@ def test_the_guard_doubt_makes_an_add_a_proposal() -> None:
         "memory", "add", None, RISKY, c, "propose-risky", unsure=lambda _t: "encoded text"
     )
     assert step == Propose("memory", c, "add", None, RISKY, "unsure")
+
+
+def _counting_plan(cap: int = 10) -> Plan:
+    """The removal cap's counter, all the memory plan asks of the working copy (a root that
+    does not exist: nothing can be read from it)."""
+    return Plan(
+        root=Path("/nonexistent-vault"),
+        is_secret=lambda _t: False,
+        max_removals=cap,
+        editors=MtimeEditors(Path("/nonexistent-vault"), None),  # type: ignore[arg-type]
+        now=dt.datetime(2026, 11, 28, tzinfo=dt.UTC),
+        human_window=dt.timedelta(hours=1),
+    )
+
+
+# (id, MEMORY.md's entries as read, the lock held, the fact promoted, [dream] apply, steps out)
+ENTRY_ROWS: list[tuple[str, list[str] | None, bool, str, str, list[tuple[Any, ...]]]] = [
+    ("a new fact is added", ["The NAS is a DS920+."], False, RISKY, "propose-risky", [
+        ("add", "memory", RISKY)
+    ]),
+    ("a newer value of an entry is a replacement: proposed", [OLDER], False, RISKY,
+     "propose-risky", [("propose", "memory", "replace", "replaces")]),
+    ("the same, with apply = auto: the older entry is superseded", [OLDER], False, RISKY, "auto",
+     [("supersede", RISKY, [OLDER])]),
+    ("the lock is held: held, nothing planned", None, True, RISKY, "propose-risky",
+     [("hold", "memory", RISKY)]),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("entries", "locked", "text", "mode", "expected"),
+    [row[1:] for row in ENTRY_ROWS],
+    ids=[row[0] for row in ENTRY_ROWS],
+)
+def test_memory_entries_in_steps_out(
+    entries: list[str] | None, locked: bool, text: str, mode: str, expected: list[Any]
+) -> None:
+    """From the entries as read (no store, no file) through the promotion plan to steps."""
+    c = cand(text, "knowledge", role="user", promote="marker")
+    files = {"memory": MemoryFile("MEMORY.md", 2200, entries)}
+    blocked = {"memory": BLOCKED["memory"]} if locked else {}
+    pp = plan_memory_writes([c], files, _counting_plan(), Explanation(), blocked=blocked)
+    ops = {
+        t: [(p.op.action, p.op.old_text or p.replaced, p.op.content, p.cand) for p in planned]
+        for t, planned in pp.ops.items()
+    }
+    got = steps.plan_memory(ops, mode, eligible=pp.pending, blocked=blocked, unsure=_never_unsure)
+    assert [shape(s) for s in got] == expected

@@ -29,7 +29,8 @@ steps (table-tested row by row in `tests/test_dream_plan_steps.py`):
    secrets, the injection guard, the removal cap: a supersession over the cap adds the new
    line and keeps the old).
 2. **The injected memory's steps** (`memory_step`, `plan_memory`): each write the promotion
-   plan (`companion.dream.promote`) holds for MEMORY.md / USER.md is an `Add` or a `Supersede`
+   plan holds for MEMORY.md / USER.md (`promote.plan_memory_writes`, on the entries as
+   `promote.read_memory` read them: no file either) is an `Add` or a `Supersede`
    (the agent's replace or remove, an older entry on the same subject), or a `Propose` when
    `[dream] apply` says the person decides (`companion.dream.proposals.needs_proposal`); each
    fact the agent's memory lock kept out is a `Hold`, retried at the next dream.

@@ -441,6 +441,7 @@ def _consolidate(run: _Run) -> None:
         human_window=dt.timedelta(hours=float(run.config.settings.vault.human_edit_window_hours)),
         id_start=run.id_start,
     )
+    run.ledger.notes()  # its lines read now (an old ledger's rebuilt): the plan reads no file
     run.cons = consolidate(
         run.cands,
         run.catalog,

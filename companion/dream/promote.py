@@ -45,14 +45,14 @@ from filelock import FileLock, Timeout
 
 from companion.dream import blocks
 from companion.dream.blocks import Ref
-from companion.dream.consolidate import Explanation, is_flag_line, line_core
+from companion.dream.consolidate import Explanation
 from companion.dream.distill_rules import MemoryEdit
 from companion.dream.meaning import meaning, same_subject
 from companion.dream.model import Candidate, Provenance
 from companion.dream.plan import Plan
 from companion.dream.quality import promotion_problem
 from companion.dream.report import Change, Skipped
-from companion.dream.steps import hold
+from companion.dream.steps import hold, is_flag_line, line_core
 from companion.dream.summary import fact, render
 from companion.dream.voice import third_person
 from companion.memory import MemoryRefused, MemoryStore, Op

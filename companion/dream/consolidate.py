@@ -1,9 +1,18 @@
 """Step 2, Consolidate: lessons into `knowledge/`, decisions and state into `projects/`.
 
-Each candidate goes to the note its topic matching found (`companion.dream.topics`); lines are
-added to the note's dream block (created at the end of the note when missing), each ending in
-its provenance. The note on a topic is extended, never duplicated: a new note is created only
-when no existing note matches, and two candidates for the same new title share it.
+Three of the dream's stages (`docs/dream.md`, "The stages"), one home each:
+
+- **placement** (`companion.dream.placement.place_all`): the note each candidate goes to,
+  decided once by its topic matching (`companion.dream.topics`); a new note is created only
+  when no existing note matches, and two candidates for the same new title share it;
+- **plan** (`companion.dream.steps.plan_note`, pure): each note's typed steps against its
+  text and the ledger -- `Add` a line, `Merge` a paraphrase's sources into the dream's line
+  saying it, `Supersede` the dream's own stale line (a newer status its older status line),
+  `Flag` a line that disagrees with the person's;
+- **apply** (`_write_note`, here): the steps become edits of the working copy
+  (`companion.dream.plan.Plan`), one change per kind of line, through `Plan.write`, the single
+  door that checks every guardrail. Lines are added to the note's dream block (created at the
+  end of the note when missing), each ending in its provenance.
 
 Dedupe: a candidate is not written when the note already says it, in the person's text or the
 dream's (`meaning.same_statement`). One lesson, one line: a candidate saying what one of the
@@ -12,8 +21,8 @@ line's provenance instead, and its recurrence is counted on that line's key (`li
 
 Project notes get `Decided YYYY-MM-DD: ...` lines and one `Status YYYY-MM-DD: ...` line (in the
 vault's language: `Decidido`, `Estado`); a newer status replaces the dream's older status line
-(a removal, within the cap), except in a note a person edited recently, where lines are only
-ever appended at the end and the report says so.
+(a removal, within the cap), except in a note a person edited recently, where nothing is
+written: its lines wait for the next dream and the report says so.
 
 Ownership: only the dream's own lines, those the ledger (`companion.dream.ledger`) says it
 wrote and nobody changed since, are ever superseded. A line of a block the person wrote or
@@ -26,58 +35,49 @@ person decides.
 from __future__ import annotations
 
 import datetime as dt
-import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from functools import lru_cache
 from typing import Any
 
 from companion.dream import blocks
-from companion.dream.blocks import Ref
-from companion.dream.meaning import contradicts, meaning, paraphrase, same_statement, same_subject
 from companion.dream.model import Candidate
+from companion.dream.placement import place_all
 from companion.dream.plan import Plan
 from companion.dream.report import Skipped
+from companion.dream.steps import (  # the lines of a note (re-exported: promote, verify)
+    FLAG,
+    LABELS,
+    PREFIX_RE,
+    Add,
+    Flag,
+    Known,
+    Merge,
+    Supersede,
+    _everything_own,
+    flag_text,
+    is_flag_line,
+    is_status_line,
+    line_core,
+    line_refs,
+    plan_note,
+)
 from companion.dream.summary import fact
-from companion.dream.text import fold, norm_key
+from companion.dream.text import norm_key
 from companion.dream.topics import NoteCatalog, TopicMatch
-from companion.l10n import LANGUAGES, say
 
-LABELS = {
-    "en": {"decision": "Decided", "status": "Status"},
-    "es": {"decision": "Decidido", "status": "Estado"},
-    "fr": {"decision": "Décidé", "status": "Statut"},
-    "de": {"decision": "Entschieden", "status": "Stand"},
-    "pt": {"decision": "Decidido", "status": "Situação"},
-    "it": {"decision": "Deciso", "status": "Stato"},
-}
-
-
-def _alts(kind: str | None = None) -> str:
-    words = {w for t in LABELS.values() for k, w in t.items() if kind in (None, k)}
-    return "|".join(re.escape(w) for w in sorted(words, key=len, reverse=True))
-
-
-PREFIX_RE = re.compile(rf"^(?:{_alts()}) \d{{4}}-\d{{2}}-\d{{2}}: ")
-_STATUS_LINE = re.compile(rf"^- (?:{_alts('status')}) \d{{4}}-\d{{2}}-\d{{2}}: ")
-_BULLET = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+(?:\[[ xX]\]\s+)?")
-FLAG = "⚠"
-
-
-def flag_text(text: str, day: str, language: str) -> str:
-    """A new line that disagrees with the person's, as the person reads it."""
-    return f"{FLAG} {say(language, 'Disagrees with your line')} ({day}): {text}"
-
-
-@lru_cache(maxsize=1)
-def _flag_re() -> re.Pattern[str]:
-    labels = sorted({say(lang, "Disagrees with your line") for lang in LANGUAGES}, key=len)
-    alts = "|".join(re.escape(x) for x in reversed(labels))
-    return re.compile(rf"^{FLAG}\ufe0f? (?:{alts}) \(\d{{4}}-\d{{2}}-\d{{2}}\): ")
-
-
-def is_flag_line(line: str) -> bool:
-    return bool(_flag_re().match(_BULLET.sub("", line, count=1)))
+__all__ = [
+    "FLAG",
+    "LABELS",
+    "PREFIX_RE",
+    "Consolidated",
+    "Explanation",
+    "consolidate",
+    "flag_text",
+    "is_flag_line",
+    "line_core",
+    "new_note_text",
+]
+_Known = Known  # its old name (tests)
 
 
 @dataclass
@@ -110,111 +110,6 @@ class Explanation:
                 item["decision"], item["why"] = decision, why
 
 
-def line_core(line: str) -> str:
-    """A note line as a statement: no bullet, no provenance comment, no Decided/Status prefix."""
-    m = blocks.SRC_RE.search(line)
-    if m:
-        line = line[: m.start()]
-    line = _BULLET.sub("", line, count=1).strip()
-    return PREFIX_RE.sub("", _flag_re().sub("", line, count=1))
-
-
-def _cores(text: str) -> list[tuple[int, str]]:
-    """(line index, statement) of every line of `text` that says something."""
-    out = []
-    for i, raw in enumerate(blocks.split_lines(text)):
-        core = line_core(raw)
-        if core and not core.startswith("<!--") and not core.startswith("#"):
-            out.append((i, core))
-    return out
-
-
-def _everything_own(_line: str) -> bool:
-    return True
-
-
-@dataclass
-class _Known:
-    """What a note already says: the person's lines and the dream's own, as statements (each
-    with its folded text, a cheap first filter before comparing meanings). The person's lines
-    are those outside the dream's blocks and those inside that the dream did not write as they
-    are (`owns`: the ledger)."""
-
-    keys: set[str]
-    # (line index, statement, folded, the raw line when it is inside a content block)
-    human: list[tuple[int, str, str, str | None]]
-    dream: list[tuple[str, str]]  # (statement, folded) of the dream's own content lines
-    own_raw: dict[str, str] = field(default_factory=dict)  # statement -> its block line
-
-    @classmethod
-    def of(cls, text: str, owns: Callable[[str], bool] = _everything_own) -> _Known:
-        human: list[tuple[int, str, str, str | None]] = [
-            (i, c, fold(c), None) for i, c in _cores(blocks.blank_blocks(text))
-        ]
-        dream: list[tuple[str, str]] = []
-        own_raw: dict[str, str] = {}
-        raw = blocks.split_lines(text)
-        for dl in blocks.dream_lines(text):
-            if dl.kind != "content":
-                continue
-            c = line_core(dl.text)
-            line = raw[dl.line - 1].rstrip("\r")
-            if owns(line):
-                dream.append((c, fold(c)))
-                own_raw.setdefault(c, line)
-            elif c and not c.startswith("<!--") and not c.startswith("#"):
-                human.append((dl.line - 1, c, fold(c), line))
-        keys = {norm_key(h[1]) for h in human} | {norm_key(c) for c, _f in dream}
-        return cls(keys, human, dream, own_raw)
-
-    @staticmethod
-    def _near(text: str, lines: list[tuple[str, str]]) -> list[str]:
-        """The lines sharing at least one stem of `text` (the others cannot say the same
-        thing, nor contradict it)."""
-        stems = meaning(text).stems
-        return [c for c, f in lines if any(s in f for s in stems)]
-
-    def says(self, text: str) -> bool:
-        if norm_key(text) in self.keys:
-            return True
-        pool = [(h[1], h[2]) for h in self.human] + self.dream
-        near = self._near(text, pool)
-        if any(same_statement(text, c) for c in near):
-            return True
-        # The person's line saying the lesson in other words (often the dream's line they
-        # edited, a name added): one lesson, one line, and that line is theirs.
-        theirs = {h[1] for h in self.human}
-        return any(paraphrase(text, c) for c in near if c in theirs)
-
-    def host(self, text: str) -> str | None:
-        """The dream's own block line (as it is in the note) saying `text`, maybe in other
-        words (`meaning.paraphrase`: the same values, a close stem overlap): one lesson is one
-        line, holding every source."""
-        for c in self._near(text, [(c, f) for c, f in self.dream if c in self.own_raw]):
-            if paraphrase(text, c) and not is_flag_line(self.own_raw[c]):
-                return self.own_raw[c]  # a flag is not said again: a repeat changes nothing
-        return None
-
-    def stale_own(self, text: str) -> set[str]:
-        """The dream's own lines `text` makes stale."""
-        return {c for c in self._near(text, self.dream) if contradicts(text, c)}
-
-    def clashes(self, text: str) -> list[tuple[int, str, str, str | None]]:
-        """(line, statement, how, raw line inside a block) of the person's lines `text`
-        disagrees with (the same subject, even said with more words, another value)."""
-        near = set(self._near(text, [(h[1], h[2]) for h in self.human]))
-        out = []
-        for i, c, _f, raw in self.human:
-            how = same_subject(text, c) if c in near else None
-            if how:
-                out.append((i, c, how, raw))
-        return out
-
-    def add(self, text: str) -> None:
-        self.keys.add(norm_key(text))
-        self.dream.append((text, fold(text)))
-
-
 def _prov(c: Candidate, p: Any) -> dict[str, Any]:
     """The report's provenance entry; a model-written line also records its own text, so
     `--verify` can tie that exact line to the quote that grounds it."""
@@ -228,10 +123,6 @@ def new_note_text(day: dt.date, title: str | None = None) -> str:
     """A new note: minimal frontmatter, then its title as an H1 (as written: ":" kept)."""
     head = f"---\ntags: [dream]\ndate: {day.isoformat()}\n---\n"
     return head + (f"# {title}\n" if title else "")
-
-
-def _is_status_line(line: str) -> bool:
-    return bool(_STATUS_LINE.match(line))
 
 
 def _drop_own_lines(
@@ -291,51 +182,16 @@ def consolidate(
     rejected: Callable[[str], str | None] = lambda _k: None,
     owns: Callable[[str, str], bool] | None = None,
 ) -> Consolidated:
-    """Plan the candidates into their notes. `owns(note, line)`: whether the dream wrote that
-    block line and nobody changed it (the ledger); without it every block line is the
-    dream's."""
+    """Place the candidates (`placement.place_all`), plan each note's steps
+    (`steps.plan_note`) and apply them to the working copy. `owns(note, line)`: whether the
+    dream wrote that block line and nobody changed it (the ledger); without it every block
+    line is the dream's."""
     out = Consolidated()
-    labels = LABELS.get(language, LABELS["en"])
-    catalog.inbox = say(language, "Inbox")  # TRANSLATORS: the note lessons without a topic wait in
-    catalog.inbox_names = tuple(dict.fromkeys(say(lang, "Inbox") for lang in LANGUAGES))
-    catalog.prefetch(c.text for c in cands if c.kind == "knowledge")
-    targets: dict[str, list[tuple[Candidate, TopicMatch]]] = {}
-    latest_status: dict[str, Candidate] = {}
-    for c in sorted(cands, key=lambda c: c.time or dt.datetime.min.replace(tzinfo=dt.UTC)):
-        if not c.consolidate:
-            continue
-        undone = rejected(c.key)
-        if undone:
-            explain.add(c, "skipped", f"undone on {undone}")
-            out.skipped.append(Skipped.of(c, "undone", f"a person undid it on {undone}"))
-            continue
-        if c.kind == "knowledge":
-            # The agent's memory-tool facts extend a note they name; else they stay in memory.
-            tool = c.origin == "memory-tool"
-            m = catalog.match_knowledge(
-                c.text, c.topic, may_create=not tool, by_similarity=not tool
-            )
-        else:
-            m = catalog.match_project(c.text, c.topic)
-        if m.path is None:
-            explain.add(c, "not consolidated", m.reason)
-            if c.kind != "knowledge":
-                out.skipped.append(Skipped.of(c, "no_project", m.reason))
-            continue
-        if m.is_new:
-            catalog.add_created(m.path)
-        if c.kind == "status":
-            prev = latest_status.get(m.path)
-            if prev is not None:
-                explain.add(
-                    prev, "skipped", "a later status of the same project replaces it", m.path
-                )
-                targets[m.path] = [(x, y) for x, y in targets[m.path] if x is not prev]
-            latest_status[m.path] = c
-        targets.setdefault(m.path, []).append((c, m))
-    for rel, items in targets.items():
+    placed = place_all(cands, catalog, language=language, explain=explain, rejected=rejected)
+    out.skipped.extend(placed.skipped)
+    for rel, items in placed.notes.items():
         own = _everything_own if owns is None else (lambda ln, rel=rel: owns(rel, ln))
-        _write_note(rel, items, plan, labels, today, explain, out, own, language)
+        _write_note(rel, items, plan, today, explain, out, own, language)
     return out
 
 
@@ -343,13 +199,14 @@ def _write_note(
     rel: str,
     items: list[tuple[Candidate, TopicMatch]],
     plan: Plan,
-    labels: dict[str, str],
     today: dt.date,
     explain: Explanation,
     out: Consolidated,
     owns: Callable[[str], bool] = _everything_own,
     language: str = "en",
 ) -> None:
+    """Apply one note's steps: read it, plan it (`steps.plan_note`, pure), write it through
+    `Plan.write` (the guardrails), one change per kind of line, then the merged sources."""
     text = plan.read(rel)
     exists = plan.exists(rel)
     if exists and text is None:
@@ -367,66 +224,37 @@ def _write_note(
         return
     title = next((m.title for _c, m in items if m.title), None)
     base = text if text is not None else new_note_text(today, title)
-    known = _Known.of(base, owns)
+    np = plan_note(rel, base, items, today=today, language=language, owns=owns)
+    for c, decision, why in np.explained:
+        explain.add(c, decision, why, rel)
+    out.contradictions.extend(np.contradictions)
     stale: set[str] = set()  # the dream's own lines a newer candidate makes stale
     by_kind: dict[str, list[tuple[Candidate, str]]] = {}
     anchors: dict[str, str] = {}  # a flagged line -> the person's block line it goes under
-    flagged = 0
     hosts: dict[str, list[Candidate]] = {}  # the dream's line -> lessons saying it again
-    for c, m in items:
-        host = known.host(c.text) if c.kind == "knowledge" else None
-        if host is not None:
-            c.line_key = norm_key(line_core(host))
-            c.entry = c.entry or line_core(host)  # promoted, it is the note's one wording
-            if _new_refs(host, c):
-                hosts.setdefault(host, []).append(c)
-                explain.add(c, "consolidated", "said again: its source joins the line", rel)
+    flagged = 0
+    status_supersedes = False
+    for step in np.steps:
+        if isinstance(step, Merge):
+            c = step.cand
+            c.line_key = norm_key(line_core(step.host))
+            c.entry = c.entry or line_core(step.host)  # promoted, it is the note's one wording
+            if step.refs:
+                hosts.setdefault(step.host, []).append(c)
+        elif isinstance(step, Flag):
+            flagged += 1
+            stale.update(step.old)
+            if step.anchor is not None:
+                anchors[step.line] = step.anchor
+            by_kind.setdefault("knowledge", []).append((step.cand, step.line))
+        elif isinstance(step, Supersede):
+            if step.kind == "status":
+                status_supersedes = True
             else:
-                explain.add(c, "duplicate", "the note already says this", rel)
-            continue
-        if known.says(c.text):
-            explain.add(c, "duplicate", "the note already says this", rel)
-            continue
-        day = (c.day or today).isoformat()
-        shown = c.text if c.kind == "knowledge" else f"{labels[c.kind]} {day}: {c.text}"
-        anchor: str | None = None
-        if c.kind == "knowledge":
-            stale |= known.stale_own(c.text)
-            clashes = known.clashes(c.text)
-            for line_no, core, clash, raw in clashes:
-                out.contradictions.append(
-                    {
-                        "note": rel,
-                        "line": line_no + 1,
-                        "existing": core,
-                        "new": c.text,
-                        "why": clash,
-                        "edited": raw is not None,  # a dream line the person changed
-                    }
-                )
-            if clashes:
-                shown = flag_text(c.text, day, language)
-                flagged += 1
-                anchor = next((raw for *_x, raw in clashes if raw is not None), None)
-        known.add(c.text)
-        line = blocks.render_line(shown, c.refs())
-        if anchor is not None:
-            anchors[line] = anchor
-        by_kind.setdefault(c.kind, []).append((c, line))
-        how = {
-            "link": "its wikilink",
-            "title": "the note's title",
-            "alias": "an alias",
-            "similar": f"full-text similarity {m.score}",
-            "mention": "the note that names its topic",
-        }.get(m.how, m.how)
-        if m.how == "inbox":
-            why = "no topic to name a note by: it waits in the inbox for you to sort"
-        elif m.is_new:
-            why = "no note on this topic yet: a new note named by its topic"
-        else:
-            why = f"matched by {how}"
-        explain.add(c, "consolidated", why, rel)
+                stale.update(step.old)
+            by_kind.setdefault(step.kind, []).append((step.cand, step.line))
+        elif isinstance(step, Add):
+            by_kind.setdefault(step.kind, []).append((step.cand, step.line))
     current = base
     for kind in ("knowledge", "decision", "status"):
         lines = by_kind.get(kind)
@@ -434,8 +262,8 @@ def _write_note(
             continue
         new_lines = [ln for _c, ln in lines if ln not in anchors]
         trial, removed = current, 0
-        if kind == "status":
-            trial, removed = _drop_own_lines(current, _is_status_line, plan, owns)
+        if kind == "status" and status_supersedes:
+            trial, removed = _drop_own_lines(current, is_status_line, plan, owns)
         elif kind == "knowledge" and stale:
             trial, removed = _drop_own_lines(current, lambda ln: line_core(ln) in stale, plan, owns)
         after = blocks.add_lines(trial, new_lines)
@@ -481,16 +309,6 @@ def _write_note(
         _add_sources(rel, current, hosts, plan, out)
 
 
-def _line_refs(line: str) -> list[Ref]:
-    m = blocks.SRC_RE.search(line)
-    return blocks.parse_refs(m.group("refs")) if m else []
-
-
-def _new_refs(host: str, c: Candidate) -> list[Ref]:
-    have = _line_refs(host)
-    return [r for r in c.refs() if r not in have]
-
-
 def _add_sources(
     rel: str, text: str, hosts: dict[str, list[Candidate]], plan: Plan, out: Consolidated
 ) -> None:
@@ -499,7 +317,7 @@ def _add_sources(
     lines = blocks.split_lines(text)
     added = 0
     for host, cands in hosts.items():
-        refs = _line_refs(host)
+        refs = line_refs(host)
         for c in cands:
             refs += [r for r in c.refs() if r not in refs]
         m = blocks.SRC_RE.search(host)
@@ -507,7 +325,7 @@ def _add_sources(
             continue
         new = host[: m.start()] + " " + blocks.format_refs(refs)
         lines = [new if ln == host else ln for ln in lines]
-        added += len(refs) - len(_line_refs(host))
+        added += len(refs) - len(line_refs(host))
     if not added:
         return
     cands = [c for cs in hosts.values() for c in cs]

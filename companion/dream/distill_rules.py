@@ -24,11 +24,12 @@ import datetime as dt
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
+from companion.dream import gates
 from companion.dream.blocks import Ref
 from companion.dream.markers import match_marker
 from companion.dream.meaning import paraphrase, same_statement
 from companion.dream.model import Candidate, JournalEntry, Message, Provenance
-from companion.dream.quality import junk_reason, personal_fact, transient_reason
+from companion.dream.quality import personal_fact
 from companion.dream.report import Skipped
 from companion.dream.text import collapse, sentence
 from companion.dream.toolcalls import memory_ops
@@ -243,20 +244,14 @@ def distill_rules(
 
 
 def screen(raw: Iterable[Candidate], is_secret: Callable[[str], bool]) -> Distilled:
-    """Drop secrets (location only) and junk, then merge what remains."""
+    """The gates before merging (`companion.dream.gates.BEFORE_MERGE`: secret, junk,
+    durability, transient), then merge what remains."""
     out = Distilled()
     kept: list[Candidate] = []
     for c in raw:
-        if is_secret(c.text) or any(is_secret(p.quote) for p in c.provenance):
-            out.skipped.append(Skipped.secret(c))
-            continue
-        why = junk_reason(c.text)
-        if why is not None:
-            out.skipped.append(Skipped.of(c, "junk", why))
-            continue
-        why = transient_reason(c.text) if c.kind in ("knowledge", "fact") else None
-        if why is not None:
-            out.skipped.append(Skipped.of(c, "transient", why))
+        found = gates.refusal(c, is_secret, gates.BEFORE_MERGE)
+        if found is not None:
+            out.skipped.append(found.skipped(c))
             continue
         kept.append(c)
     out.candidates = merge_candidates(kept)

@@ -4,8 +4,9 @@
 bucket Y", "for now the relay runs on 8443": true while something lasts, then wrong. Such a
 remark never becomes a note or a memory entry (issue 40). The gate is one table of phrases per
 language, and one pure function, `is_transient(text, lang)`, which the dream applies where its
-candidates are made (`companion.dream.quality.transient_reason`, called by the distillers'
-common screen), so the journal, the transcripts and the model's proposals pass the same gate.
+candidates are made (the durability gate of `companion.dream.gates`, through
+`companion.dream.quality.scoped_reason`, run by the distillers' common screen), so the journal,
+the transcripts and the model's proposals pass the same gate.
 
 `lang` picks one table; `None` (the default) tries every table: a vault written in one
 language quotes sessions held in others. Each phrase is matched on the folded text (lower

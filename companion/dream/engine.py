@@ -1,10 +1,28 @@
-"""`run_dream`: the six steps in order, on the server (scheduled) or in the desktop app.
+"""`run_dream`: the dream's stages in order, on the server (scheduled) or in the desktop app.
 
-Read -> distill -> Consolidate -> Represent -> Promote -> Record are planned in memory
+The stages (issue 40; `docs/dream.md`, "The stages"), each decision in one place:
+
+1. read (`_read`): the window, the transcripts and journal days (taint: a quoted or relayed
+   line is never a source, `taint.line_taint`), the vault's notes (`topics.NoteCatalog`);
+2. distill (`_distill`): candidates, from the rules and, with `llm`, the model;
+3. gates (`gates.refusal`): taint, secret, junk, durability, transient before merging
+   (`distill_rules.screen`, both distillers), the injection guard after (`gates.guard_screen`):
+   each candidate kept, or skipped with the reason;
+4. placement (`placement.place`, from `consolidate`): which note, once per candidate;
+5. plan, pure: a note's steps (`steps.plan_note`: `Add`, `Merge`, `Supersede`, `Flag`); the
+   injected memory's (`promote.plan_promotions` asks `steps.hold` for a `Hold`,
+   `proposals.take_proposals` asks `steps.memory_step` for a `Propose`); Home.md's index and
+   link repairs (`_represent`), the Dreaming lines (`_record`);
+6. apply: the steps become edits of the working copy (`consolidate._write_note` through
+   `Plan.write`, where every guardrail is checked), then `_apply` is the only place that
+   writes: notes, then the memory files;
+7. record what landed (`_landed`): the ledger, the dream's state, the blocked promotions
+   (retried next run), the proposals, the day's report; then `_verify` (sync until quiet).
+
+Nothing is written before `_apply`: every edit is planned in memory
 (`companion.dream.plan.Plan`), then applied at once: notes (atomic replace, only if unchanged
-since read), the injected memory (through `MemoryStore`, under the agent's lock), the day's
-report, the ledger, the dream's private state. Verify runs sync until quiet when the vault is a
-sync copy. Nothing here imports Qt.
+since read), the injected memory (through `MemoryStore`, under the agent's lock). Nothing here
+imports Qt.
 """
 
 from __future__ import annotations
@@ -20,7 +38,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 from filelock import FileLock, Timeout
 
 from companion.config import Config, load_config
-from companion.dream import injection
+from companion.dream import gates
 from companion.dream.consolidate import Consolidated, Explanation, consolidate
 from companion.dream.distill_llm import build_units, distill_llm, settings_from_config
 from companion.dream.distill_rules import Distilled, merge_candidates, screen
@@ -63,7 +81,7 @@ from companion.dream.represent import Represented, find_orphans, repair_links, u
 from companion.dream.secretgate import SecretGate
 from companion.dream.state import DreamState, EditorInfo, default_editors, vault_key
 from companion.dream.taint import Refused
-from companion.dream.text import collapse, norm_key
+from companion.dream.text import norm_key
 from companion.dream.topics import NoteCatalog
 from companion.dream.verify import SyncHook, settle
 from companion.errors import CompanionError, ConfigError, InputError
@@ -114,8 +132,8 @@ class _Run:
     """What the steps of one dream share: its inputs, and what each step leaves for the next.
 
     Each step is one function taking the run (`_read`, `_distill`, `_consolidate`,
-    `_represent`, `_promote`, `_record`, `_apply`, `_verify`); the fields below the inputs are
-    filled in step order.
+    `_represent`, `_promote`, `_record`, `_apply`, `_landed`, `_verify`); the fields below the
+    inputs are filled in step order.
     """
 
     root: Path
@@ -167,6 +185,12 @@ class _Run:
     # 5. record
     skipped: list[Skipped] = field(default_factory=list)
     id_start: int = 1
+    # apply: what was written (notes that landed, this run's changes, the memory writes'
+    # skipped items, the staged ones), for the record of what landed
+    landed: list[Change] = field(default_factory=list)
+    run_changes: list[Change] = field(default_factory=list)
+    more: list[Skipped] = field(default_factory=list)
+    staged: list[Skipped] = field(default_factory=list)
 
     @property
     def cands(self) -> list[Candidate]:
@@ -283,6 +307,7 @@ def _dream(run: _Run, since: dt.datetime | None) -> DreamReport:
         _promote(run)
         _record(run)
         _apply(run)
+        _landed(run)
     finally:
         if index is not None:
             index.close()
@@ -349,8 +374,8 @@ def _distill(run: _Run) -> None:
     run.distilled = rules_distiller(run.entries, run.messages, run.gate)
     if report.distiller == "llm":
         _distill_llm(run)
-    run.distilled.skipped.extend(_quoted(r, run.gate) for r in run.refused)
-    kept, refused, warned = injection.screen(run.cands)  # the one injection guard (issue 40)
+    run.distilled.skipped.extend(gates.tainted(r, run.gate) for r in run.refused)
+    kept, refused, warned = gates.guard_screen(run.cands)  # the one injection guard (issue 40)
     run.distilled.candidates = kept
     run.distilled.skipped.extend(refused)
     report.warnings.extend(warned)
@@ -359,18 +384,6 @@ def _distill(run: _Run) -> None:
     run.lessons = [c for c in run.cands if c.kind == "knowledge"]  # counted after Consolidate
     _retry_blocked(run)
     run.clock.lap("distill")
-
-
-def _quoted(r: Refused, gate: SecretGate) -> Skipped:
-    """A quoted or relayed line that would have been a candidate: reported with its reason
-    (the line itself withheld when it holds a secret)."""
-    return Skipped(
-        "quoted",
-        r.reason,
-        None if gate(r.text) else collapse(r.text),
-        r.kind,
-        [{"source": r.ref.source, "line": r.ref.line, "message_id": r.ref.message_id}],
-    )
 
 
 def _retry_blocked(run: _Run) -> None:
@@ -428,6 +441,7 @@ def _consolidate(run: _Run) -> None:
         human_window=dt.timedelta(hours=float(run.config.settings.vault.human_edit_window_hours)),
         id_start=run.id_start,
     )
+    run.ledger.notes()  # its lines read now (an old ledger's rebuilt): the plan reads no file
     run.cons = consolidate(
         run.cands,
         run.catalog,
@@ -599,27 +613,38 @@ def _record(run: _Run) -> None:
 
 
 def _apply(run: _Run) -> None:
-    """Write everything planned (notes at once, then the memory files under the agent's
-    lock), the ledger and the dream's state; or, in a dry run, only simulate."""
-    report, plan, pp, ledger = run.report, run.need_plan(), run.pp, run.ledger
-    assert ledger is not None and run.state is not None
+    """Apply: the only stage that writes the vault and the memory files. Everything planned
+    is written (notes at once, only if unchanged since read; then the memory files under the
+    agent's lock), or, in a dry run, only simulated. What landed is left for `_landed`."""
+    plan, pp = run.need_plan(), run.pp
+    assert run.state is not None
     counter = [run.id_start + len(plan.changes)]
 
     def next_id() -> str:
         counter[0] += 1
         return f"c{counter[0] - 1}"
 
-    staged = stage_promotions(pp, run.home, dry_run=run.dry_run) if run.staging else []
+    run.staged = stage_promotions(pp, run.home, dry_run=run.dry_run) if run.staging else []
     if run.staging:
         pp.ops = {}
     if run.dry_run:
-        mem_changes, more = apply_promotions(pp, run.stores, dry_run=True, next_id=next_id)
-        run_changes: list[Change] = [*plan.changes, *mem_changes]
+        mem_changes, run.more = apply_promotions(pp, run.stores, dry_run=True, next_id=next_id)
+        run.landed, run.run_changes = [], [*plan.changes, *mem_changes]
     else:
-        landed = plan.apply(run.state)
-        _own_lines(ledger, landed, run.today)
-        mem_changes, more = apply_promotions(pp, run.stores, dry_run=False, next_id=next_id)
-        run_changes = [*landed, *mem_changes]
+        run.landed = plan.apply(run.state)
+        mem_changes, run.more = apply_promotions(pp, run.stores, dry_run=False, next_id=next_id)
+        run.run_changes = [*run.landed, *mem_changes]
+
+
+def _landed(run: _Run) -> None:
+    """Record what landed: the ledger (the lines the dream now owns, the entries in memory),
+    the dream's state, the promotions the lock blocked (retried next run), the proposals, and
+    the day's report (earlier runs' changes and skipped items kept)."""
+    report, plan, pp, ledger = run.report, run.need_plan(), run.pp, run.ledger
+    assert ledger is not None and run.state is not None
+    more = run.more
+    if not run.dry_run:
+        _own_lines(ledger, run.landed, run.today)
         try:
             run.state.save()
         except OSError as exc:
@@ -646,10 +671,10 @@ def _apply(run: _Run) -> None:
         if run.book or run.held:
             save_book(run.root, run.book, run.today.isoformat())
     report.proposals = for_report(run.book, run.existing.proposals if run.existing else [])
-    run.skipped.extend([*staged, *more])
+    run.skipped.extend([*run.staged, *more])
     report.superseded = pp.superseded
-    report.run_changes = run_changes
-    report.changes = [*(run.existing.changes if run.existing else []), *run_changes]
+    report.run_changes = run.run_changes
+    report.changes = [*(run.existing.changes if run.existing else []), *run.run_changes]
     report.skipped = _day_skipped(run.existing.skipped if run.existing else [], run.skipped)
     report.warnings.extend(plan.warnings)
     report.explanations = run.why.items if run.explain else []
@@ -661,7 +686,7 @@ def _apply(run: _Run) -> None:
             report.memory[store.name] = store.usage(entries_now).to_dict()
         except CompanionError:
             continue
-    run.clock.lap("apply")
+    run.clock.lap("apply")  # timed with the writes: the report's timings keep their keys
 
 
 def _own_lines(ledger: Ledger, landed: list[Change], today: dt.date) -> None:

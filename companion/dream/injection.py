@@ -13,6 +13,7 @@ Two places, so nothing hostile is written and nothing is lost:
 from __future__ import annotations
 
 from companion.dream import blocks
+from companion.dream.gates import guard_screen
 from companion.dream.model import Candidate
 from companion.dream.report import Skipped
 from companion.memory import guard
@@ -46,19 +47,6 @@ def line_problem(rel: str, line: str) -> str | None:
 
 
 def screen(cands: list[Candidate]) -> tuple[list[Candidate], list[Skipped], list[str]]:
-    """(kept, skipped, warnings): the candidates the guard lets through, the others."""
-    kept: list[Candidate] = []
-    skipped: list[Skipped] = []
-    warnings: list[str] = []
-    for c in cands:
-        where = "proposal" if c.origin == "llm" else "memory" if c.kind == "fact" else "note"
-        finding = guard.check_write(c.text, where=where)
-        if finding is None:
-            kept.append(c)
-            continue
-        skipped.append(Skipped.of(c, "guard", f"refused by the injection guard: {finding.detail}"))
-        warnings.append(
-            f"a {c.kind} from {c.where()} was not written: the injection guard refused it "
-            f"[rule {finding.rule}]"
-        )
-    return kept, skipped, warnings
+    """(kept, skipped, warnings): the candidates the guard lets through, the others (the
+    guard gate of `companion.dream.gates`)."""
+    return guard_screen(cands)

@@ -8,7 +8,9 @@ this far). Never code, commands, paths to secrets or secrets (`quality.promotion
 secret gate before it). The agent's replace and remove calls are followed; a fact a past
 dream saw in the file and a person deleted since is not added back.
 
-Writes go through `companion.memory.MemoryStore`, under the same lock the agent takes.
+Writes go through `companion.memory.MemoryStore`, under the same lock the agent takes. The
+plan reads no file: `read_memory` reads each file's entries, bytes and time once, then
+`plan_memory_writes` plans on them (`plan_promotions` does both).
 
 Supersession by subject, not wording: before adding a fact, an older entry on the same subject
 -- `companion.dream.meaning.same_subject`: the same words, or at least three subject words
@@ -43,13 +45,14 @@ from filelock import FileLock, Timeout
 
 from companion.dream import blocks
 from companion.dream.blocks import Ref
-from companion.dream.consolidate import Explanation, is_flag_line, line_core
+from companion.dream.consolidate import Explanation
 from companion.dream.distill_rules import MemoryEdit
 from companion.dream.meaning import meaning, same_subject
 from companion.dream.model import Candidate, Provenance
 from companion.dream.plan import Plan
 from companion.dream.quality import promotion_problem
 from companion.dream.report import Change, Skipped
+from companion.dream.steps import hold, is_flag_line, line_core
 from companion.dream.summary import fact, render
 from companion.dream.voice import third_person
 from companion.memory import MemoryRefused, MemoryStore, Op
@@ -106,6 +109,40 @@ class PromotionPlan:
     superseded: list[dict[str, Any]] = field(default_factory=list)
     # pairs of entries on the same subject neither known to be the newer: for the morning
     flagged: list[dict[str, Any]] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class MemoryFile:
+    """One injected memory file as the plan sees it, read once before planning
+    (`read_memory`): the plan itself reads no file."""
+
+    name: str  # MEMORY.md, USER.md
+    limit: int  # its character budget
+    entries: list[str] | None  # None: blocked by the lock, or unreadable (`problem`)
+    text: str | None = None  # the file as it was (the report's before), None when absent
+    mtime: float | None = None
+    problem: str | None = None
+
+
+def read_memory(
+    stores: Mapping[str, MemoryStore], blocked: Collection[str] = ()
+) -> dict[str, MemoryFile]:
+    """Read every injected memory file the plan needs: its entries, bytes and time. A
+    blocked file (its lock held by another writer) is not read."""
+    out: dict[str, MemoryFile] = {}
+    for target, store in stores.items():
+        if target in blocked:
+            out[target] = MemoryFile(store.name, store.limit, None)
+            continue
+        try:
+            entries = store.read()
+        except MemoryRefused as exc:
+            out[target] = MemoryFile(store.name, store.limit, None, problem=exc.message)
+            continue
+        out[target] = MemoryFile(
+            store.name, store.limit, entries, _file_text(store), _file_mtime(store)
+        )
+    return out
 
 
 def _in_third_person(c: Candidate) -> bool:
@@ -185,7 +222,7 @@ def _entry_cand(target: str, entry: str, file: str) -> Candidate:
 
 
 def reconcile_entries(
-    stores: Mapping[str, MemoryStore],
+    stores: Mapping[str, MemoryStore | MemoryFile],
     working: dict[str, list[str]],
     plan: Plan,
     out: PromotionPlan,
@@ -251,7 +288,7 @@ def _file_mtime(store: MemoryStore) -> float | None:
 
 def _follow_edits(
     edits: Sequence[MemoryEdit],
-    stores: Mapping[str, MemoryStore],
+    stores: Mapping[str, MemoryFile],
     working: dict[str, list[str]],
     plan: Plan,
     out: PromotionPlan,
@@ -267,7 +304,7 @@ def _follow_edits(
         hits = list(dict.fromkeys(x for x in entries if e.old_text in x))
         if len(hits) != 1:
             continue  # already applied (no match), or ambiguous: leave it
-        mtime = _file_mtime(store)
+        mtime = store.mtime
         if mtime is not None and mtime >= e.time.timestamp():
             continue  # the file changed after the call: Hermes applied it, or a person wrote
         if plan.removal_room() < 1:
@@ -319,29 +356,59 @@ def plan_promotions(
     their facts are reported and kept in `pending`. `dated(target, entry)` is the day an entry
     was first seen in its file (the ledger); with it, entries on the same subject are
     reconciled first (`reconcile_entries`)."""
+    locked = {t: locked_why(s) for t, s in stores.items() if t in blocked}
+    return plan_memory_writes(
+        cands,
+        read_memory(stores, blocked),
+        plan,
+        explain,
+        rejected,
+        edits=edits,
+        was_in_memory=was_in_memory,
+        blocked=locked,
+        dated=dated,
+    )
+
+
+def plan_memory_writes(
+    cands: list[Candidate],
+    files: Mapping[str, MemoryFile],
+    plan: Plan,
+    explain: Explanation,
+    rejected: Callable[[str], str | None] = lambda _k: None,
+    *,
+    edits: Sequence[MemoryEdit] = (),
+    was_in_memory: Callable[[str], str | None] = lambda _k: None,
+    blocked: Mapping[str, str] | None = None,
+    dated: Callable[[str, str], str] | None = None,
+) -> PromotionPlan:
+    """`plan_promotions` on the memory files as read (`read_memory`): no file is read or
+    written here. `blocked`: the targets whose lock is held, and why (each fact for them is
+    the plan's `Hold`, `steps.hold`). `plan` only counts removals against the cap."""
     out = PromotionPlan()
     working: dict[str, list[str]] = {}
     fresh: dict[str, set[str]] = {}
-    for target, store in stores.items():
-        if target in blocked:
+    locked = dict(blocked or {})
+    for target, f in files.items():
+        if target in locked:
             continue
-        try:
-            working[target] = store.read()
-        except MemoryRefused as exc:
-            out.warnings.append(f"{store.name}: {exc.message}; nothing promoted to it")
+        if f.entries is None:
+            out.warnings.append(f"{f.name}: {f.problem}; nothing promoted to it")
             continue
-        out.before[target] = _file_text(store)
+        working[target] = list(f.entries)
+        out.before[target] = f.text
         fresh[target] = set()
-    _follow_edits(edits, stores, working, plan, out)
+    _follow_edits(edits, files, working, plan, out)
     if dated is not None:
-        reconcile_entries(stores, working, plan, out, dated)
+        reconcile_entries(files, working, plan, out, dated)
     eligible = [c for c in cands if c.promote]
     eligible.sort(key=lambda c: (_ORDER.get(c.promote or "", 9), c.time or 0))  # type: ignore[operator]
     for c in eligible:
-        found = stores.get(c.target)
-        if found is not None and c.target in blocked:
-            explain.add(c, "not promoted", locked_why(found), found.name)
-            out.skipped.append(Skipped.of(c, "locked", locked_why(found)))
+        found = files.get(c.target)
+        held = hold(c, locked)  # the plan's Hold: kept for the next dream
+        if found is not None and held is not None:
+            explain.add(c, "not promoted", held.why, found.name)
+            out.skipped.append(Skipped.of(c, "locked", held.why))
             out.pending.append(c)
             continue
         if c.target not in working or found is None:

@@ -46,6 +46,7 @@ from companion.dream.consolidate import Explanation
 from companion.dream.model import Candidate
 from companion.dream.promote import PromotionPlan
 from companion.dream.report import DREAMS_DIR, list_reports, write_json_atomic
+from companion.dream.steps import Propose, memory_step
 from companion.memory import MemoryRefused, MemoryStore, Op
 from companion.memory import format as fmt
 from companion.memory.home import TARGETS
@@ -211,18 +212,11 @@ def take_proposals(
         for p in planned:
             old = p.op.old_text or p.replaced or None
             content = p.op.content or None
-            change = MemoryChange(
-                target,
-                p.op.action,
-                old,
-                content,
-                voices(p.cand),
-                memory_tool=p.cand.promote == "memory-tool" or p.cand.origin == "memory-tool",
-            )
-            reason = needs_proposal(change, mode, unsure=unsure)
-            if reason is None:
+            step = memory_step(target, p.op.action, old, content, p.cand, mode, unsure=unsure)
+            if not isinstance(step, Propose):  # the plan's Add or Supersede: written tonight
                 kept.append(p)
                 continue
+            reason = step.reason
             if p.op.action != "remove" and p.cand.key in pp.in_memory:
                 pp.in_memory.remove(p.cand.key)  # not there until the person applies it
             pid = proposal_id(target, p.op.action, old, content)

@@ -335,10 +335,22 @@ _FILLER = frozenset(
 def transient_reason(text: str) -> str | None:
     """Why `text` is true only for a day (a reminder, a state of today, filler) or only while
     something lasts (a session, work in progress: `companion.dream.durability`), or None."""
-    plain = unwrap_links(text)
-    scope = transient_phrase(plain)
+    return scoped_reason(text) or day_bound_reason(text)
+
+
+def scoped_reason(text: str) -> str | None:
+    """Why `text` is true only while a session or some work in progress lasts, or None (the
+    durability gate, `companion.dream.gates`)."""
+    scope = transient_phrase(unwrap_links(text))
     if scope is not None:
         return f"scoped to the session or to work in progress ({scope!r}), not lasting knowledge"
+    return None
+
+
+def day_bound_reason(text: str) -> str | None:
+    """Why `text` is true only for a day (a reminder, a state of that day) or says nothing
+    lasting (filler), or None (the transient gate, `companion.dream.gates`)."""
+    plain = unwrap_links(text)
     if _RELATIVE.search(plain) and not _LEARNED_PREFACE.match(plain):
         return "tied to a relative day (a reminder or a state of that day, not lasting knowledge)"
     from companion.vault.query import STOPWORDS  # noqa: PLC0415

@@ -73,6 +73,15 @@ PATHS = [
     "notes/.companion-tmp-x",
     "bad\u0007name.md",
     "ok/./x.md",
+    "knowledge/\u202egnp.md",
+    "a\u2066b\u2069.md",
+    "notes/\u200fx.md",
+    "\uff0eobsidian/plugins/x/main.js",
+    "\u2024\u2024/x.md",
+    "\ufe52hidden.md",
+    "Ideas\u2026 later.md",
+    "\u2026 later.md",
+    "\u2025/x.md",
 ]
 IGNORED = [
     ".obsidian/workspace.json",

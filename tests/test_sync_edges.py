@@ -694,3 +694,21 @@ def test_local_files_the_scan_skips_are_listed_until_fixed(cluster: SyncCluster)
     os.unlink(a.path("etc-link"))
     a.sync(paths={"etc-link"})
     assert [n["path"] for n in a.engine().status.read()["not_synced"]] == ["bad\x07name.md"]
+
+
+def test_names_that_show_otherwise_than_they_are_are_not_synced(cluster: SyncCluster) -> None:
+    """Issue 44.8: a bidirectional control shows `\u202egnp.md` as `dm.png`, and a fullwidth
+    or leader dot passes for a hidden folder or '..'. Such a name never leaves the device it
+    is on; the round lists it with why, and the rest syncs."""
+    a, b = _pair(cluster)
+    a.write("knowledge/\u202egnp.md", "reversed\n")
+    a.write("\uff0eobsidian/plugins.md", "a fake config folder\n")
+    a.write("knowledge/ok.md", "fine\n")
+    a.sync()
+    listed = {n["path"]: n["detail"] for n in a.engine().status.read()["not_synced"]}
+    assert "bidirectional" in listed["knowledge/\u202egnp.md"]
+    assert "looks like a dot" in listed["\uff0eobsidian"] or any(
+        "looks like a dot" in d for d in listed.values()
+    )
+    b.sync()
+    assert b.files() == {"knowledge/ok.md": b"fine\n"}

@@ -13,6 +13,7 @@ and Android devices apply).
 
 from __future__ import annotations
 
+import os
 import re
 
 from companion.mcp.context import ToolRefused, VaultContext
@@ -69,7 +70,31 @@ def note_path(ctx: VaultContext, raw: str, *, new: bool = False) -> str:
         why = windows_name_problem(rel)
         if why:
             raise ToolRefused(f"path {rel!r}: {why}, so a person's Windows device cannot hold it")
+        twin = case_twin(ctx, rel)
+        if twin is not None:
+            raise ToolRefused(
+                f"path {rel!r}: {twin!r} exists, and names that differ only in case are one "
+                f"note on macOS, Windows and Android: write to {twin!r}"
+            )
     return rel
+
+
+def case_twin(ctx: VaultContext, rel: str) -> str | None:
+    """An existing file or folder of the vault whose path differs from `rel` only in case."""
+    at = ctx.root
+    parts = rel.split("/")
+    for i, seg in enumerate(parts):
+        try:
+            names = os.listdir(at)
+        except OSError:
+            return None
+        if seg in names:
+            at = at / seg
+            continue
+        folded = seg.casefold()
+        other = next((n for n in names if n.casefold() == folded), None)
+        return "/".join([*parts[:i], other]) if other is not None else None
+    return None
 
 
 REVIEW_FOLDER = "review/"  # the morning review's notes (companion.review): the person's to decide

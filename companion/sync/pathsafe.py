@@ -87,6 +87,12 @@ def is_temp_name(name: str) -> bool:
     return name.startswith(TEMP_PREFIX)
 
 
+# Unicode's bidirectional controls: embeddings, overrides, isolates and the invisible marks.
+# In a name they make it read otherwise than it is (`\u202egnp.md` shows as `dm.png`), the
+# "Trojan Source" trick; no name needs them, so every path rule refuses them (issue 44.8).
+BIDI_CONTROLS = re.compile("[\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+
+
 def normalize(rel: str) -> str:
     """The canonical form of a vault-relative path, or `UnsafePath`.
 
@@ -107,6 +113,11 @@ def normalize(rel: str) -> str:
         raise UnsafePath(f"path {shown!r} is not valid UTF-8")
     if p.startswith("/"):
         raise UnsafePath(f"path {shown!r} is absolute, expected a path inside the vault")
+    if BIDI_CONTROLS.search(p):
+        raise UnsafePath(
+            f"path {shown!r} contains a bidirectional text control, which shows the name "
+            "other than it is"
+        )
     for seg in p.split("/"):
         if seg == "":
             raise UnsafePath(f"path {shown!r} has an empty segment")
@@ -114,6 +125,12 @@ def normalize(rel: str) -> str:
             raise UnsafePath(f"path {shown!r} contains '{seg}'")
         if is_temp_name(seg):
             raise UnsafePath(f"path {shown!r} is an engine temporary file")
+        first = unicodedata.normalize("NFKC", seg[0])
+        if (seg[0] != "." and first == ".") or unicodedata.normalize("NFKC", seg) in (".", ".."):
+            raise UnsafePath(
+                f"path {shown!r} starts a name with a character that looks like a dot: it "
+                "would pass for a hidden folder or '..'"
+            )
     return p
 
 
@@ -127,6 +144,10 @@ def name_problem(name: str) -> str | None:
         return "its name is not valid UTF-8 (rename it)"
     if BAD_NAME_CHARS.search(name):
         return "its name contains a backslash or a control character"
+    if BIDI_CONTROLS.search(name):
+        return "its name contains a bidirectional text control (it shows otherwise than it is)"
+    if name and name[0] != "." and unicodedata.normalize("NFKC", name[0]) == ".":
+        return "its name starts with a character that looks like a dot (rename it)"
     if name in (".", ".."):
         return "reserved name"
     return None

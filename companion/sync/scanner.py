@@ -236,7 +236,7 @@ class _Scan:
                     continue
                 if only is not None and fold(name) not in only:
                     continue
-                if bad_chars(name):
+                if bad_chars(name) or (not name.isascii() and name_problem(name)):
                     self.skip(rel_dir + name, SkipReason.BAD_NAME, name_problem(name) or "")
                     continue
                 try:

@@ -18,6 +18,10 @@ export function isTempName(name: string): boolean {
 /** The longest name (one path segment) common file systems hold: ext4, APFS, f2fs (bytes). */
 export const MAX_NAME_BYTES = 255;
 
+// Unicode's bidirectional controls (embeddings, overrides, isolates, the invisible marks): in a
+// name they make it read otherwise than it is ("Trojan Source"); refused as in pathsafe.py.
+const BIDI_CONTROLS = /[\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/;
+
 export function normalize(rel: string): string {
   if (typeof rel !== "string" || !rel) throw new UnsafePath("empty path");
   const p = rel.normalize("NFC").replace(/\\/g, "/");
@@ -28,10 +32,13 @@ export function normalize(rel: string): string {
   // on Linux, macOS or Android; where Windows's rule holds, `windowsNameProblem` makes it a
   // problem of that one file when it is written (issue 42.2)
   if (p.startsWith("/")) throw new UnsafePath(`path '${shown}' is absolute, expected a path inside the vault`);
+  if (BIDI_CONTROLS.test(p)) throw new UnsafePath(`path '${shown}' contains a bidirectional text control, which shows the name other than it is`);
   for (const seg of p.split("/")) {
     if (seg === "") throw new UnsafePath(`path '${shown}' has an empty segment`);
     if (seg === "." || seg === "..") throw new UnsafePath(`path '${shown}' contains '${seg}'`);
     if (isTempName(seg)) throw new UnsafePath(`path '${shown}' is an engine temporary file`);
+    const first = seg[0].normalize("NFKC");
+    if ((seg[0] !== "." && first === ".") || [".", ".."].includes(seg.normalize("NFKC"))) throw new UnsafePath(`path '${shown}' starts a name with a character that looks like a dot: it would pass for a hidden folder or '..'`);
     if (utf8(seg).length > MAX_NAME_BYTES) throw new UnsafePath(`path '${shown.slice(0, 80)}…' has a name over ${MAX_NAME_BYTES} bytes, more than a phone's or a desktop's file system holds`);
   }
   return p;

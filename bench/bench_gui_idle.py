@@ -20,6 +20,10 @@ Example:
 
     python bench/bench_gui_idle.py
     python bench/bench_gui_idle.py --modes synced --seconds 120 --display offscreen
+    python bench/bench_gui_idle.py --quick --display xvfb   # a smoke run: 2 s settle, 2 s window
+
+It exits 1 when a target is missed, except with `--quick`, whose windows are too short to mean
+anything: that run only shows the app starts, idles and stops in both cases.
 """
 
 from __future__ import annotations
@@ -266,7 +270,12 @@ def main() -> int:
     parser.add_argument("--display", default="auto", choices=("auto", "xvfb", "offscreen"))
     parser.add_argument("--settle", type=float, default=10.0, help="seconds before sampling")
     parser.add_argument("--seconds", type=float, default=60.0, help="sampling window")
+    parser.add_argument(
+        "--quick", action="store_true", help="2 s settle, 2 s window, targets not enforced"
+    )
     args = parser.parse_args()
+    if args.quick:
+        args.settle, args.seconds = 2.0, 2.0
     if not Path("/proc/self/stat").exists():
         raise SystemExit("this benchmark reads /proc: Linux only")
     results = [
@@ -296,7 +305,7 @@ def main() -> int:
             f"{'yes' if met else 'NO'} |"
         )
     print(f"\nTarget: at most {CPU_TARGET_PCT}% of one core and {RSS_TARGET_MB:.0f} MB RSS.")
-    return 0 if ok else 1
+    return 0 if ok or args.quick else 1
 
 
 if __name__ == "__main__":

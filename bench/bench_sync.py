@@ -11,7 +11,7 @@ The floors of this machine are measured in the same run, for the ratios: the dis
 same files and flushing them once), AES-GCM over the same bytes (one call per file), and
 Python's start-up.
 
-Run:  python bench/bench_sync.py [--quick] [--only syncthing|companion] [--big]
+Run:  python bench/bench_sync.py [--quick | --smoke] [--only syncthing|companion] [--big]
 Prints one Markdown table (metric | Vault Companion | Syncthing | ratio | target) and writes
 the raw samples as JSON to bench/out/. Everything runs on 127.0.0.1 under one temp dir that is
 deleted at the end (--keep leaves it). See bench/README.md.
@@ -1318,6 +1318,11 @@ def table(run: Run) -> str:
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--quick", action="store_true", help="2,000 notes, fewer samples")
+    ap.add_argument(
+        "--smoke",
+        action="store_true",
+        help="a smoke run in seconds (CI): 200 notes, 2 samples, no 10 s-delay row, no help vault",
+    )
     ap.add_argument("--only", choices=("syncthing", "companion"))
     ap.add_argument("--big", action="store_true", help="also the 100,000-file RSS test")
     ap.add_argument("--notes", type=int, help="vault size (default 10,000; --quick 2,000)")
@@ -1337,6 +1342,15 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--keep", action="store_true", help="keep the temp dir (prints its path)")
     ap.add_argument("--out", type=Path, default=HERE / "out")
     args = ap.parse_args(argv)
+    if args.smoke:  # every code path once, on tiny sizes: the numbers mean nothing
+        args.notes = args.notes or 200
+        args.samples = 2 if args.samples is None else args.samples
+        args.samples_10s = 0 if args.samples_10s is None else args.samples_10s
+        args.reps = args.reps or 1
+        args.idle = 0.5
+        args.no_help_vault = True
+        args.repeat = 1
+        return args
     q = args.quick
     args.notes = args.notes or (2_000 if q else 10_000)
     args.samples = args.samples if args.samples is not None else (6 if q else 30)
@@ -1424,11 +1438,12 @@ def main(argv: list[str] | None = None) -> int:
                 log(f"companion watch failed: {exc}")
         lat = run.results.setdefault("latency", {})
         if st_live is not None and st_live.pair is not None:
-            st10 = LatencyTarget("syncthing-10s", st_live, st_live.vault_a, st_live.vault_b, 60)
-            log("syncthing at its default 10 s watcher delay")
-            # idle longer than the delay, so each sample starts from a quiet watcher
-            measure_latency(run, [st10], args.samples_10s, max(args.idle, 12.0))
-            lat["syncthing-10s"] = summarize_latency(st10)
+            if args.samples_10s > 0:
+                st10 = LatencyTarget("syncthing-10s", st_live, st_live.vault_a, st_live.vault_b, 60)
+                log("syncthing at its default 10 s watcher delay")
+                # idle longer than the delay, so each sample starts from a quiet watcher
+                measure_latency(run, [st10], args.samples_10s, max(args.idle, 12.0))
+                lat["syncthing-10s"] = summarize_latency(st10)
             st_live.pair.set_folder(fsWatcherDelayS=1)
             st_live.settle()
             targets.append(

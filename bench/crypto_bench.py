@@ -1,13 +1,15 @@
 """Crypto layer timings: key wrap/unwrap at default Argon2id cost, seal/open throughput.
 
-Run:  python bench/crypto_bench.py
+Run:  python bench/crypto_bench.py [--quick]
 Prints a Markdown table. Throughput counts plaintext bytes of a 1 MiB file, sealed the way the
 sync engine will (blob id + sealed blob per chunk, then one sealed record) and opened back
-(open each blob, assemble with SHA-256 check, open the record).
+(open each blob, assemble with SHA-256 check, open the record). `--quick` (a smoke run) times
+each operation once instead of 5 (wrap, unwrap) and 7 (seal, open) times.
 """
 
 from __future__ import annotations
 
+import argparse
 import hashlib
 import os
 import random
@@ -85,11 +87,15 @@ def open_file(key: VaultKey, fid: str, record: bytes, sealed: list[tuple[str, by
 
 
 def main() -> None:
+    ap = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
+    ap.add_argument("--quick", action="store_true", help="each operation once (a smoke run)")
+    args = ap.parse_args()
+    kdf_runs, seal_runs = (1, 1) if args.quick else (5, 7)
     key = VaultKey.generate()
     p = DEFAULT_KDF_PARAMS
     wrapped = wrap_vault_key(key, "bench passphrase", vault_id=VID)
-    wrap_s = timed(lambda: wrap_vault_key(key, "bench passphrase", vault_id=VID), 5)
-    unwrap_s = timed(lambda: unwrap_vault_key(wrapped, "bench passphrase", vault_id=VID), 5)
+    wrap_s = timed(lambda: wrap_vault_key(key, "bench passphrase", vault_id=VID), kdf_runs)
+    unwrap_s = timed(lambda: unwrap_vault_key(wrapped, "bench passphrase", vault_id=VID), kdf_runs)
 
     print(
         f"Argon2id default: {p.memory_kib // 1024} MiB, {p.iterations} iterations, {p.lanes} lanes"
@@ -104,8 +110,10 @@ def main() -> None:
             fid, record, sealed = seal_file(key, "bench/file.md", content, chunk)
             assert open_file(key, fid, record, sealed) == content
             size = len(record) + sum(len(s) for _, s in sealed)
-            seal_s = timed(lambda c=content, k=chunk: seal_file(key, "bench/file.md", c, k), 7)
-            open_s = timed(lambda f=fid, r=record, s=sealed: open_file(key, f, r, s), 7)
+            seal_s = timed(
+                lambda c=content, k=chunk: seal_file(key, "bench/file.md", c, k), seal_runs
+            )
+            open_s = timed(lambda f=fid, r=record, s=sealed: open_file(key, f, r, s), seal_runs)
             kib = f"{chunk // 1024} KiB"
             print(
                 f"| seal 1 MiB | {label} | {kib} | {seal_s * 1000:.1f} ms | "

@@ -17,15 +17,16 @@ os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
 
 # The slow tier, by module: crash and fuzz runs, PostgreSQL, property soaks, the generated
-# worlds, real desktops, Hermes's and the plugin's own code in subprocesses. One home for the
-# list; `pytest -m "not slow"` leaves them out (CONTRIBUTING.md), the default run keeps them.
+# worlds, real desktops, Hermes's and the plugin's own code in subprocesses, the benches' smoke
+# runs. One home for the list; `pytest -m "not slow"` leaves them out (CONTRIBUTING.md), the
+# default run keeps them.
 SLOW_MODULES = frozenset(
     {
         "test_sync_crash", "test_sync_props", "test_relay_fuzz", "test_relay_fuzz_pg",
         "test_relay_pg", "test_relay_transfer", "test_dream_quality", "test_dream_worlds",
         "test_gui_e2e", "test_gui_demo", "test_gui_notify_desktop", "test_packaging_screenshots",
         "test_plugin_interop", "test_review_phone", "test_interop_hermes_dream",
-        "test_interop_hermes_memory",
+        "test_interop_hermes_memory", "test_bench_quick",
     }
 )  # fmt: skip
 

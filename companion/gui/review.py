@@ -77,6 +77,26 @@ REFUSAL_KEYS = {
 }
 
 
+def show_message(label: QLabel, text: str, *, error: bool = False) -> None:
+    """One line of outcome under a review window's list: green, or red for a refusal."""
+    label.setText(text)
+    label.setStyleSheet(
+        "color:#82071e;background:#ffebe9;padding:6px;border-radius:4px;"
+        if error
+        else "color:#116329;background:#dafbe1;padding:6px;border-radius:4px;"
+    )
+    label.show()
+
+
+def open_url(url: QUrl, opener: Callable[[QUrl], object] | None = None) -> bool:
+    """Open `url` with `opener` (tests) or the desktop's handler (Obsidian for obsidian://)."""
+    if opener is None:
+        from PySide6.QtGui import QDesktopServices
+
+        opener = QDesktopServices.openUrl
+    return bool(opener(url))
+
+
 def kind_label(kind: str) -> str:
     key = KIND_LABELS.get(kind)
     return tr(key) if key else kind
@@ -292,13 +312,7 @@ class ReviewWindow(QWidget):
         self.revert_all_button.setEnabled(bool(self.report and self.report.changes))
 
     def _say(self, text: str, *, error: bool = False) -> None:
-        self.message.setText(text)
-        self.message.setStyleSheet(
-            "color:#82071e;background:#ffebe9;padding:6px;border-radius:4px;"
-            if error
-            else "color:#116329;background:#dafbe1;padding:6px;border-radius:4px;"
-        )
-        self.message.show()
+        show_message(self.message, text, error=error)
 
     # ---- actions -----------------------------------------------------------------------------
 
@@ -355,12 +369,7 @@ class ReviewWindow(QWidget):
             if path.is_relative_to(self.locator.vault)
             else (QUrl.fromLocalFile(str(path)))
         )
-        opener = self._open_url
-        if opener is None:
-            from PySide6.QtGui import QDesktopServices
-
-            opener = QDesktopServices.openUrl
-        opener(url)
+        open_url(url, self._open_url)
 
     def _ask(self, question: str) -> bool:
         answer = QMessageBox.question(self, tr("review.title"), question)

@@ -37,7 +37,7 @@ from companion.gui.bridge import EngineWorker
 from companion.gui.i18n import N_, tr
 from companion.gui.links import obsidian_uri
 from companion.gui.notify_policy import review_counts_text
-from companion.gui.review import diff_html
+from companion.gui.review import diff_html, open_url, show_message
 from companion.review import desk
 from companion.review.diff import diff_lines
 from companion.review.listing import Item
@@ -394,13 +394,7 @@ class ReviewNoteWindow(QWidget):
         self.refresh()
 
     def _say(self, text: str, *, error: bool = False) -> None:
-        self.message.setText(text)
-        self.message.setStyleSheet(
-            "color:#82071e;background:#ffebe9;padding:6px;border-radius:4px;"
-            if error
-            else "color:#116329;background:#dafbe1;padding:6px;border-radius:4px;"
-        )
-        self.message.show()
+        show_message(self.message, text, error=error)
 
     # ---- the note in Obsidian ----------------------------------------------------------------
 
@@ -408,13 +402,7 @@ class ReviewNoteWindow(QWidget):
         vault = self.vault()
         if vault is None or self.note is None:
             return False
-        url = QUrl(obsidian_uri(Path(vault) / self.note))
-        opener = self._open_url
-        if opener is None:
-            from PySide6.QtGui import QDesktopServices  # noqa: PLC0415
-
-            opener = QDesktopServices.openUrl
-        return bool(opener(url))
+        return open_url(QUrl(obsidian_uri(Path(vault) / self.note)), self._open_url)
 
     def _ask(self, question: str) -> bool:
         answer = QMessageBox.question(self, tr("review_note.title"), question)

@@ -332,3 +332,27 @@ def test_a_tick_made_while_the_agent_rewrote_the_note_is_carried_out_after_the_r
         assert f"`{first}/r`" in fixed
         ln = _line(laptop, last, "r")
         assert ln.final and ln.outcome and ln.outcome.startswith("reverted "), ln.outcome
+
+
+def test_a_new_process_does_not_look_at_a_seen_note_again(tmp_path: Path) -> None:
+    """A one-shot `companion sync` is a new process each time: what the last one looked at is
+    kept in the engine's folder, so a quiet round asks the relay for no note's history."""
+    with cluster(tmp_path / "c") as c:
+        laptop, server, _ = _world(tmp_path, c)
+        laptop.sync()
+        laptop.restart()
+        engine = laptop.engine()
+        install(engine)
+        asked: list[str] = []
+        history = engine.core.remote.history
+
+        def counted(path: str, limit: int = 1000):  # type: ignore[no-untyped-def]
+            asked.append(path)
+            return history(path, limit)
+
+        engine.core.remote.history = counted  # type: ignore[method-assign]
+        laptop.sync()
+        assert [p for p in asked if p.startswith("review/")] == []
+        _tick(laptop, _ids(_text(laptop), "c-")[0], "r")
+        laptop.sync()
+        assert REVIEW in asked  # a changed note is looked at again

@@ -20,6 +20,7 @@ Everything written here is an ordinary edit of this device, synced by the round 
 from __future__ import annotations
 
 import datetime as dt
+import json
 import os
 import time
 from collections.abc import Callable
@@ -64,6 +65,7 @@ GRACE_S = 600.0  # a person's device writes a missing note once the report is th
 ACTIVE_DAYS = 14  # notes older than the newest by more are left as they are (carried forward)
 RECENT_DAYS = 3  # a report this much older than the newest gets no note (an upgrade's backlog)
 HOME = "Home.md"
+SEEN_FILE = "review-seen.json"
 BOOK = ".companion/dreams/proposals.json"  # the dream's proposals (companion.dream.proposals)
 HOME_BEGIN = "<!-- review:begin -->"
 HOME_END = "<!-- review:end -->"
@@ -84,6 +86,7 @@ class Device:
     now: Callable[[], float] = time.time
     written: set[str] = field(default_factory=set)
     seen: dict[str, str] = field(default_factory=dict)  # note path -> text hash processed
+    seen_file: Path | None = None  # where `seen` is kept between processes (one-shot syncs)
     firsts: dict[str, Any] = field(default_factory=dict)  # report path -> its first revision
     _lang: str | None = None
 
@@ -120,6 +123,9 @@ class Device:
 def device_for(engine: SyncEngine) -> Device:
     core = engine.core
     config = engine.config
+    from companion.sync.device import vault_dir
+
+    seen_file = vault_dir(engine.paths, core.root) / SEEN_FILE
     return Device(
         root=core.root,
         remote=core.remote,
@@ -128,7 +134,32 @@ def device_for(engine: SyncEngine) -> Device:
         kind=core.kind,
         tz=_tz(config),
         config=config,
+        seen=_load_seen(seen_file),
+        seen_file=seen_file,
     )
+
+
+def _load_seen(path: Path) -> dict[str, str]:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    if not isinstance(data, dict):
+        return {}
+    return {str(k): str(v) for k, v in data.items() if isinstance(v, str)}
+
+
+def _save_seen(dev: Device, before: dict[str, str]) -> None:
+    """Keep what was looked at, so the next process (a one-shot `companion sync`) does not
+    fetch every recent note's history again; the engine's own folder, never the vault."""
+    if dev.seen_file is None or dev.seen == before:
+        return
+    notes_now = {rel for _, rel in note_files(dev.root)}
+    keep = {k: v for k, v in dev.seen.items() if k in notes_now}
+    try:
+        write_text_atomic(dev.seen_file, json.dumps(keep, sort_keys=True))
+    except OSError as exc:
+        log.debug("review: cannot keep %s: %s", dev.seen_file, exc)
 
 
 def _tz(config: Any) -> str:
@@ -169,9 +200,11 @@ def install(engine: SyncEngine) -> None:
 def after_round(dev: Device) -> set[str]:
     """The review's work for one settled round; the vault paths it wrote."""
     dev.written = set()
+    before = dict(dev.seen)
     try:
         write_missing(dev)
         carry_out(dev)
+        _save_seen(dev, before)
         if dev.written:
             point_home(dev)
     except Exception as exc:  # the review never breaks sync: said, and tried next round
@@ -409,6 +442,7 @@ def carry_out(dev: Device) -> None:
             continue
         waiting = [ln for ln in notes.parse_lines(text) if ln.ticked and not ln.final]
         if not waiting and not dev.human:
+            dev.seen[rel] = decide.sha(text) or ""
             continue
         revs = _revisions(dev, rel)
         if not revs or revs[-1].text != text:
@@ -419,6 +453,8 @@ def carry_out(dev: Device) -> None:
                 waiting = [ln for ln in notes.parse_lines(checked) if ln.ticked and not ln.final]
             text = checked
         if not waiting:
+            if text == dev.read(rel):  # nothing to do until the note changes
+                dev.seen[rel] = decide.sha(text) or ""
             continue
         who = blame.ticks(revs)
         lang = notes.front_matter(text).get("lang") or dev.lang

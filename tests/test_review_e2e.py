@@ -18,8 +18,10 @@ import pytest
 from companion.demo.sample import write_hermes_state, write_sample_vault
 from companion.dream import run_dream
 from companion.mcp.writelog import FOLDER as LOG_FOLDER
+from companion.review import hook
 from companion.review import note as notes
 from companion.review.rounds import install
+from companion.sync.device import vault_dir
 from companion.sync.dreamhook import EngineSyncHook
 from tests.syncharness import Device, SyncCluster, cluster
 
@@ -342,7 +344,7 @@ def test_a_new_process_does_not_look_at_a_seen_note_again(tmp_path: Path) -> Non
         laptop.sync()
         laptop.restart()
         engine = laptop.engine()
-        install(engine)
+        hook.install(engine)  # as `companion sync`, `watch` and the desktop app install it
         asked: list[str] = []
         history = engine.core.remote.history
 
@@ -353,6 +355,8 @@ def test_a_new_process_does_not_look_at_a_seen_note_again(tmp_path: Path) -> Non
         engine.core.remote.history = counted  # type: ignore[method-assign]
         laptop.sync()
         assert [p for p in asked if p.startswith("review/")] == []
+        seen = json.loads((vault_dir(laptop.paths, laptop.vault) / hook.SEEN_FILE).read_text())
+        assert not hook.work_waits(laptop.vault, seen)  # so the round imports no review module
         _tick(laptop, _ids(_text(laptop), "c-")[0], "r")
         laptop.sync()
         assert REVIEW in asked  # a changed note is looked at again

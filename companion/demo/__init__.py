@@ -212,7 +212,7 @@ def _device_config(paths: DevicePaths, kind: str, name: str) -> Any:
 def chapter_relay(world: DemoWorld) -> None:
     from companion.credentials.store import open_store
     from companion.relay.testing import running_relay
-    from companion.review.rounds import install as install_review
+    from companion.review.hook import install as install_review
     from companion.sync.engine import SyncEngine
     from companion.sync.join import join_vault
 

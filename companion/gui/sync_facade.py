@@ -47,9 +47,9 @@ from companion.logs import get_logger, redact
 from companion.paths import DevicePaths
 from companion.relay.errors import RelayUnreachable
 from companion.review import desk
+from companion.review.hook import install as install_review
 from companion.review.model import is_review_path
 from companion.review.rounds import GRACE_S, device_for
-from companion.review.rounds import install as install_review
 from companion.sync.daemon import Daemon, RoundOutcome
 from companion.sync.device import (
     DeviceState,

@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 from companion.fileio import write_text_atomic
 from companion.logs import get_logger
-from companion.review import attest, blame, decide, labels
+from companion.review import attest, blame, decide, hook, labels
 from companion.review import note as notes
 from companion.review.model import (
     APPLY,
@@ -63,9 +63,8 @@ log = get_logger("review")
 
 GRACE_S = 600.0  # a person's device writes a missing note once the report is this old
 ACTIVE_DAYS = 14  # notes older than the newest by more are left as they are (carried forward)
-RECENT_DAYS = 3  # a report this much older than the newest gets no note (an upgrade's backlog)
+RECENT_DAYS = hook.RECENT_DAYS  # a report this much older than the newest gets no note
 HOME = "Home.md"
-SEEN_FILE = "review-seen.json"
 BOOK = ".companion/dreams/proposals.json"  # the dream's proposals (companion.dream.proposals)
 HOME_BEGIN = "<!-- review:begin -->"
 HOME_END = "<!-- review:end -->"
@@ -125,7 +124,7 @@ def device_for(engine: SyncEngine) -> Device:
     config = engine.config
     from companion.sync.device import vault_dir
 
-    seen_file = vault_dir(engine.paths, core.root) / SEEN_FILE
+    seen_file = vault_dir(engine.paths, core.root) / hook.SEEN_FILE
     return Device(
         root=core.root,
         remote=core.remote,
@@ -434,11 +433,12 @@ def carry_out(dev: Device) -> None:
     files = note_files(dev.root)
     newest = _day(files[-1][0]) if files else None
     for night, rel in files:
-        day = _day(night)
-        if day is None or newest is None or (newest - day).days > ACTIVE_DAYS:
-            continue
         text = dev.read(rel)
         if text is None or dev.seen.get(rel) == decide.sha(text):
+            continue
+        day = _day(night)
+        if day is None or newest is None or (newest - day).days > ACTIVE_DAYS:
+            dev.seen[rel] = decide.sha(text) or ""  # left as it is: looked at, for the hook
             continue
         waiting = [ln for ln in notes.parse_lines(text) if ln.ticked and not ln.final]
         if not waiting and not dev.human:

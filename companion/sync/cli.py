@@ -57,7 +57,7 @@ def _when(ts: float | None) -> str:
 
 def _open_engine(app: AppContext, vault: Path, **kw: Any) -> Any:
     from companion.heap import freeze_loaded
-    from companion.review.rounds import install
+    from companion.review.hook import install
     from companion.sync.engine import SyncEngine
 
     freeze_loaded()  # the engine is imported: the collector need not walk any of it again

@@ -136,7 +136,7 @@ def dream_sync_hook(
         return
     try:
         engine = SyncEngine(root, paths, config)
-        from companion.review.rounds import install
+        from companion.review.hook import install
 
         install(engine)
         try:

@@ -21,9 +21,10 @@ def load(lang: str) -> dict:
 
 
 def used_keys() -> dict[str, str]:
-    """Literal keys passed to tr()/N_() anywhere in companion/gui, with the file using them."""
+    """Literal keys passed to tr()/N_() anywhere in companion/gui (its subpackages too), with the
+    file using them."""
     keys: dict[str, str] = {}
-    for path in sorted(GUI.glob("*.py")):
+    for path in sorted(GUI.rglob("*.py")):
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             if (
                 isinstance(node, ast.Call)
@@ -78,7 +79,7 @@ def test_no_visible_literal_strings_bypass_tr() -> None:
         r"\(\s*\"[A-Za-z][^\"]*\s[^\"]*\""
     )
     offenders = []
-    for path in GUI.glob("*.py"):
+    for path in GUI.rglob("*.py"):
         for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
             if pattern.search(line):
                 offenders.append(f"{path.name}:{number}: {line.strip()}")

@@ -13,13 +13,13 @@ from companion.config import load_config
 from companion.dream.read import (
     SourceSpec,
     Window,
-    _connect_ro,
     find_messages,
     journal_entries,
     parse_time,
     read_transcripts,
     sources_from_config,
 )
+from companion.dream.readers.hermes import connect_ro
 from companion.errors import ConfigError
 from companion.paths import device_paths
 from tests.fixtures.dream import (
@@ -101,7 +101,7 @@ def test_hermes_structured_content_prefix(tmp_path):
 
 def test_hermes_is_opened_read_only(tmp_path):
     db = build_hermes_db(tmp_path / "state.db")
-    con = _connect_ro(db)
+    con = connect_ro(db)
     with pytest.raises(sqlite3.OperationalError):
         con.execute("DELETE FROM messages")
     con.close()

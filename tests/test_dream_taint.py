@@ -442,12 +442,13 @@ def test_tool_families_name_the_reason(name: str, family: str) -> None:
 
 
 def test_tool_results_themselves_are_never_sources() -> None:
-    from companion.dream.read import SourceSpec, _message
+    from companion.dream.read import SourceSpec
+    from companion.dream.readers.message import build_message
 
     spec = SourceSpec("jsonl", "x.jsonl")
     t = dt.datetime(2026, 11, 27, tzinfo=dt.UTC)
     for role in ("tool", "toolResult", "function", "system"):
-        m = _message(spec, "s", "1", role, t, f"remember: {HOSTILE_REMEMBER}", 1)
+        m = build_message(spec, "s", "1", role, t, f"remember: {HOSTILE_REMEMBER}", 1)
         assert m is None or m.text == ""
 
 

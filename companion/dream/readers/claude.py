@@ -1,6 +1,7 @@
-"""Which parts of a Claude Code or OpenClaw transcript are the person's and the agent's words.
+"""Claude Code session JSONL files (``~/.claude/projects/<project>/<session>.jsonl``; a file,
+or a folder searched for ``*.jsonl``), and which of their parts are the person's and the
+agent's words:
 
-Claude Code (``~/.claude/projects/<project>/<session>.jsonl``):
 - ``isCompactSummary`` lines are the model's summary of earlier turns, written as a user line;
   ``isMeta`` lines are scaffolding; neither is anyone's words;
 - subagent transcripts (``<session>/subagents/agent-*.jsonl``, older ``agent-*.jsonl`` beside
@@ -13,23 +14,19 @@ Claude Code (``~/.claude/projects/<project>/<session>.jsonl``):
 - a message the person types while the agent works is not a user line but an ``attachment``
   line, ``{"attachment": {"type": "queued_command", "commandMode": "prompt", "prompt": ...}}``:
   read as the person's words (unless it is meta, or its origin is not a human).
-
-OpenClaw (pi session files, ``~/.openclaw/agents/<agent>/sessions/<id>.jsonl``):
-- entries form a tree by ``id`` / ``parentId``; the conversation is the path from the last
-  entry of the file (the active leaf) back to the root, and abandoned branches are not read;
-- a session closed with ``/new`` or ``/reset`` is archived as ``<id>.jsonl.reset.<time>``: read;
-- messages from chat channels start with OpenClaw's envelope,
-  ``[Telegram Ana +2m 2026-11-27 09:14 UTC] remember: ...``: removed before reading.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-# --- Claude Code -----------------------------------------------------------------------------
+from companion.dream.model import Message
+from companion.dream.readers.files import JsonlFormat, Lines
+from companion.dream.readers.message import build_message, parse_time
+from companion.dream.readers.source import SourceSpec
 
 _CLAUDE_TAGS = (
     "bash-input",
@@ -87,36 +84,39 @@ def claude_queued_prompt(obj: Mapping[str, Any]) -> Any | None:
     return prompt if isinstance(prompt, str | list) and prompt else None
 
 
-# --- OpenClaw --------------------------------------------------------------------------------
-
-# ``[Channel sender ... time] `` at the very start: the bracket holds a date or a clock time.
-_ENVELOPE = re.compile(r"^\[(?=[^\]\n]*(?:\d{4}-\d{2}-\d{2}|\b\d{1,2}:\d{2}\b))[^\]\n]{1,200}\]\s*")
-
-
-def openclaw_clean(text: str) -> str:
-    """User text without OpenClaw's channel envelope."""
-    return _ENVELOPE.sub("", text, count=1) if text.startswith("[") else text
-
-
-def openclaw_is_archive(path: Path) -> bool:
-    """``<id>.jsonl.reset.<time>``: a session closed with /new or /reset."""
-    return ".jsonl.reset." in path.name
-
-
-def openclaw_active_ids(entries: Sequence[Mapping[str, Any]]) -> set[str] | None:
-    """Ids on the path from the active leaf (the last entry with an id) to the root, or None
-    for a file without a tree (every entry then counts)."""
-    by_id = {str(e["id"]): e for e in entries if e.get("type") != "session" and e.get("id")}
-    if not any("parentId" in e for e in by_id.values()):
+def _claude_message(spec: SourceSpec, n: int, obj: dict[str, Any]) -> Message | None:
+    if claude_skip_line(obj):
         return None
-    leaf = next(
-        (str(e["id"]) for e in reversed(entries) if e.get("type") != "session" and e.get("id")),
-        None,
+    t = parse_time(obj.get("timestamp"))
+    if t is None:
+        return None
+    mid = str(obj.get("uuid") or f"L{n}")
+    session = str(obj.get("sessionId") or spec.path)
+    queued = claude_queued_prompt(obj)
+    if queued is not None:  # typed while the agent worked
+        return build_message(spec, session, mid, "user", t, queued, n, clean=claude_clean)
+    if obj.get("type") not in ("user", "assistant"):
+        return None
+    msg = obj.get("message")
+    if not isinstance(msg, dict):
+        return None
+    return build_message(
+        spec,
+        session,
+        mid,
+        str(msg.get("role") or obj["type"]),
+        t,
+        msg.get("content"),
+        n,
+        clean=claude_clean,
     )
-    path: set[str] = set()
-    current = leaf
-    while current is not None and current in by_id and current not in path:
-        path.add(current)
-        parent = by_id[current].get("parentId")
-        current = str(parent) if parent else None
-    return path
+
+
+def _messages(spec: SourceSpec, _session: str, lines: Lines) -> Iterator[Message]:
+    for n, obj in lines:
+        msg = _claude_message(spec, n, obj)
+        if msg is not None:
+            yield msg
+
+
+FORMAT = JsonlFormat(_messages, skip_file=claude_skip_file)

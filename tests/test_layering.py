@@ -50,7 +50,7 @@ def test_the_desktop_app_loads_no_command_line_library() -> None:
 
 @pytest.mark.parametrize(
     "module",
-    ["companion.sync.engine", "companion.dream.engine", "companion.relay.app",
+    ["companion.sync.round.engine", "companion.dream.engine", "companion.relay.app",
      "companion.mcp.server", "companion.memory.store", "companion.vault.check"],
 )  # fmt: skip
 def test_engine_packages_load_no_qt(module: str) -> None:
@@ -59,17 +59,17 @@ def test_engine_packages_load_no_qt(module: str) -> None:
 
 def test_the_sync_engine_loads_no_secret_detector() -> None:
     """The credential store and the secret guard are two packages (#14.5)."""
-    loaded = _loaded("companion.sync.engine")
+    loaded = _loaded("companion.sync.round.engine")
     assert "companion.credentials.store" in loaded
     assert not any(m.startswith(("companion.secrets", "detect_secrets")) for m in loaded)
 
 
-@pytest.mark.parametrize("module", ["companion.sync.engine", "companion.sync.daemon"])
+@pytest.mark.parametrize("module", ["companion.sync.round.engine", "companion.sync.service.daemon"])
 def test_a_device_reads_the_relay_without_pydantic(module: str) -> None:
     """The relay's answers are read by `relay/replies.py`: importing pydantic and building the
     relay's models cost a one-shot `companion sync` about 100 ms (#17)."""
     loaded = _loaded(module)
-    assert "companion.relay.client" in loaded
+    assert "companion.relayclient.client" in loaded
     assert not any(m.startswith(("pydantic", "companion.relay.models")) for m in loaded)
 
 
@@ -77,8 +77,8 @@ def test_a_quiet_sync_loads_only_what_a_quiet_round_uses() -> None:
     """What the command line and the engine import up front is what every `companion sync`
     pays for, changes or not (#17): merging (merge3), similar-content matching (difflib), time
     zones and TOML writing come in when a round or a command uses them."""
-    loaded = _loaded("companion.cli, companion.sync.cli, companion.sync.engine")
-    assert "companion.sync.scanner" in loaded
+    loaded = _loaded("companion.cli, companion.sync.commands.cli, companion.sync.round.engine")
+    assert "companion.sync.round.scanner" in loaded
     late = {"merge3", "difflib", "zoneinfo", "tomlkit"}
     assert late & loaded == set()
 
@@ -89,9 +89,10 @@ def test_a_quiet_sync_pays_for_no_unused_http_or_lock_layers() -> None:
     the engine lock is two system calls without filelock: together ~100 ms of a one-shot
     `companion sync`'s start-up on a slow machine (#17)."""
     loaded = _loaded(
-        "companion.cli, companion.sync.cli, companion.sync.engine, companion.sync.lock"
+        "companion.cli, companion.sync.commands.cli, companion.sync.round.engine,"
+        " companion.sync.service.lock"
     )
-    assert {"companion.relay.client", "httpcore", "companion.sync.lock"} <= loaded
+    assert {"companion.relayclient.client", "httpcore", "companion.sync.service.lock"} <= loaded
     assert {"httpx", "filelock", "urllib.request", "http.client", "email.utils"} & loaded == set()
 
 
@@ -99,6 +100,8 @@ def test_the_engine_loads_the_cipher_only_when_a_key_is_used() -> None:
     """`companion.crypto` names its functions lazily and the engine builds the vault key on
     first use, so loading the engine (and a quiet round, see test_sync_cli_commands) does not
     load `cryptography` (#17)."""
-    loaded = _loaded("companion.cli, companion.sync.cli, companion.sync.engine, companion.crypto")
+    loaded = _loaded(
+        "companion.cli, companion.sync.commands.cli, companion.sync.round.engine, companion.crypto"
+    )
     assert {"companion.crypto", "companion.crypto.errors"} <= loaded
     assert {"cryptography", "companion.crypto.keys", "companion.crypto.records"} & loaded == set()

@@ -43,7 +43,7 @@ from companion.gui.autostart import Autostart, set_start_at_login
 from companion.gui.bridge import TaskRunner
 from companion.gui.i18n import tr
 from companion.logs import get_logger
-from companion.sync.device import SecretMissing
+from companion.sync.state.device import SecretMissing
 
 log = get_logger("gui.settings")
 

@@ -1,5 +1,7 @@
 """The house's layering, checked on the real import graph (#14.2): libraries never import a
-command, the desktop app loads no command-line library, and no engine package loads Qt."""
+command, the desktop app loads no command-line library, and no engine package loads Qt. Sync is
+six layers, one package each, so a module's path names its layer; each imports only the layers
+before it, and the relay server never imports its client (#43)."""
 
 from __future__ import annotations
 
@@ -105,3 +107,85 @@ def test_the_engine_loads_the_cipher_only_when_a_key_is_used() -> None:
     )
     assert {"companion.crypto", "companion.crypto.errors"} <= loaded
     assert {"cryptography", "companion.crypto.keys", "companion.crypto.records"} & loaded == set()
+
+
+SYNC = ROOT / "sync"
+# Bottom to top: each layer imports only itself and the layers before it.
+SYNC_LAYERS = ("local", "state", "remote", "round", "service", "commands")
+
+
+def _imported_modules(path: Path) -> set[str]:
+    """Every module a file imports, anywhere in it (lazy imports too), with the names of
+    `from package import module` spelled out."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    out: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module:
+            assert node.level == 0, f"{path}: relative import"
+            out.add(node.module)
+            out.update(f"{node.module}.{a.name}" for a in node.names)
+        elif isinstance(node, ast.Import):
+            out.update(a.name for a in node.names)
+    return out
+
+
+def test_every_sync_module_lives_in_a_layer_package() -> None:
+    """`companion/sync/<layer>/<module>.py`: the path names the layer."""
+    assert sorted(p.name for p in SYNC.glob("*.py")) == ["__init__.py"]
+    packages = sorted(p.name for p in SYNC.iterdir() if p.is_dir() and p.name != "__pycache__")
+    assert packages == sorted(SYNC_LAYERS)
+    for layer in SYNC_LAYERS:
+        assert (SYNC / layer / "__init__.py").is_file()
+        nested = [p for p in (SYNC / layer).iterdir() if p.is_dir() and p.name != "__pycache__"]
+        assert nested == [], f"{layer} has sub-packages: {nested}"
+
+
+@pytest.mark.parametrize("layer", SYNC_LAYERS)
+def test_a_sync_layer_imports_only_the_layers_before_it(layer: str) -> None:
+    """The round imports no service or command, the local disk no remote, and so on down."""
+    allowed = SYNC_LAYERS[: SYNC_LAYERS.index(layer) + 1]
+    offenders = sorted(
+        f"{p.relative_to(ROOT)} -> {m}"
+        for p in (SYNC / layer).rglob("*.py")
+        for m in _imported_modules(p)
+        if m.startswith("companion.sync.") and m.split(".")[2] not in allowed
+    )
+    assert offenders == []
+
+
+@pytest.mark.parametrize("layer", ["local", "state"])
+def test_the_local_disk_and_the_state_never_talk_to_the_relay(layer: str) -> None:
+    offenders = sorted(
+        f"{p.relative_to(ROOT)} -> {m}"
+        for p in (SYNC / layer).rglob("*.py")
+        for m in _imported_modules(p)
+        if m.startswith(("companion.relayclient", "companion.relay"))
+    )
+    assert offenders == []
+
+
+def test_the_relay_server_never_imports_its_client_or_sync() -> None:
+    offenders = sorted(
+        f"{p.relative_to(ROOT)} -> {m}"
+        for p in (ROOT / "relay").rglob("*.py")
+        for m in _imported_modules(p)
+        if m.startswith(("companion.relayclient", "companion.sync"))
+    )
+    assert offenders == []
+
+
+def test_the_relay_client_shares_only_the_wire_format_with_the_server() -> None:
+    """The client reads the server's blob frames and answer shapes, nothing of the server."""
+    wire = {"companion.relay", "companion.relay.blobframes", "companion.relay.replies"}
+    used = {
+        ".".join(m.split(".")[:3])  # the module, without the names taken from it
+        for p in (ROOT / "relayclient").rglob("*.py")
+        for m in _imported_modules(p)
+        if m == "companion.relay" or m.startswith("companion.relay.")
+    }
+    assert used <= wire
+    loaded = _loaded("companion.relayclient.client")
+    assert {m for m in loaded if m.startswith("companion.relay.")} <= wire
+    assert not any(
+        m.startswith(("fastapi", "starlette", "uvicorn", "companion.sync")) for m in loaded
+    )

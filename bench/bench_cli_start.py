@@ -26,7 +26,7 @@ LIBRARIES = {
     "sqlite3 (the sync index)": "import sqlite3",
     "click (the command line)": "import click",
     "pathspec (ignore rules)": "import pathspec",
-    "httpcore, as the relay client imports it": "import companion.relay.lean",
+    "httpcore, as the relay client imports it": "import companion.relayclient.lean",
     "(for comparison) cryptography (AES-GCM), loaded only when a round seals or opens something "
     "since 2026-12-05": "from cryptography.hazmat.primitives.ciphers.aead import AESGCM",
     "(for comparison) httpx, which the client used until 2026-12-04": "import httpx",
@@ -34,7 +34,10 @@ LIBRARIES = {
     "(for comparison) the standard library's http.client": "import http.client",
 }
 ALL_LIBRARIES = "\n".join(v for k, v in LIBRARIES.items() if not k.startswith("("))
-ENGINE = "import companion.cli, companion.sync.cli, companion.sync.engine, companion.sync.lock"
+ENGINE = (
+    "import companion.cli, companion.sync.commands.cli, companion.sync.round.engine,"
+    " companion.sync.service.lock"
+)
 
 # Counts and times the dataclasses created while the engine is imported (a child prints JSON).
 DATACLASSES = """
@@ -50,7 +53,8 @@ def timed(cls, *args, **kwargs):
         spent += time.perf_counter() - t
         made += 1
 dataclasses._process_class = timed
-import companion.cli, companion.sync.cli, companion.sync.engine, companion.sync.lock
+import companion.cli, companion.sync.commands.cli, companion.sync.round.engine
+import companion.sync.service.lock
 print(json.dumps({"classes": made, "s": spent}))
 """
 

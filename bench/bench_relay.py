@@ -43,7 +43,7 @@ from pathlib import Path
 
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
-from companion.relay.client import Record, RelayClient
+from companion.relayclient.client import Record, RelayClient
 
 MB = 1_000_000
 BATCH = 100

@@ -54,7 +54,7 @@ from syncthing_peer import (  # noqa: E402
 )
 
 # Names that belong to a sync tool, not to the user's notes, skipped when comparing trees.
-# each copy's own folder marker (companion/sync/folder.py) never syncs: not a user file
+# each copy's own folder marker (companion/sync/local/folder.py) never syncs: not a user file
 PRIVATE_NAMES = {*ST_PRIVATE, ".companion", ".companion-folder.json"}
 TEMP_PREFIXES = (*ST_TEMP_PREFIXES, ".companion-tmp", ".~tmp")
 PASSPHRASE = "correct horse battery staple bench"
@@ -715,7 +715,7 @@ def summarize_latency(t: LatencyTarget) -> dict[str, Any]:
 LIBRARIES = """
 import sqlite3
 import click, pathspec
-import companion.relay.lean  # httpcore, the relay client's transport
+import companion.relayclient.lean  # httpcore, the relay client's transport
 """  # cryptography is not here: a quiet round has not loaded it since 2026-12-05
 
 WALK = """
@@ -779,7 +779,7 @@ assert reply.startswith(b"HTTP/1.1 200"), reply[:100]
 IO_TRANSPORT_FLOOR = (
     _QUIET_IO
     + """
-import companion.relay.lean  # imports httpcore as the relay client does
+import companion.relayclient.lean  # imports httpcore as the relay client does
 import httpcore
 with httpcore.ConnectionPool() as pool:
     reply = pool.request("GET", device["relay_url"] + "/v1/health")
@@ -837,8 +837,8 @@ INPROCESS_CHILD = r"""
 import json, sys, time
 from companion.config import load_config
 from companion.paths import device_paths
-from companion.sync.engine import SyncEngine
-from companion.sync.scanner import scan
+from companion.sync.round.engine import SyncEngine
+from companion.sync.round.scanner import scan
 
 vault, repeat = sys.argv[1], int(sys.argv[2])
 paths = device_paths()

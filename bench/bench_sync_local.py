@@ -21,9 +21,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from companion.sync.ignore import IgnoreRules  # noqa: E402
-from companion.sync.index import Entry, SyncIndex  # noqa: E402
-from companion.sync.scanner import ChangeKind, scan  # noqa: E402
+from companion.sync.local.ignore import IgnoreRules  # noqa: E402
+from companion.sync.round.scanner import ChangeKind, scan  # noqa: E402
+from companion.sync.state.index import Entry, SyncIndex  # noqa: E402
 
 
 def rss_mb() -> float:

@@ -72,7 +72,7 @@ class Context:
     unit_dir: Path | None = None
     relay_data: Path | None = None  # a relay data folder to check (--relay-data)
     relay_time: tuple[float, float, float] | None = None  # (sent, server time, received)
-    device: Any = None  # companion.sync.device.DeviceState, when the vault is set up for sync
+    device: Any = None  # companion.sync.state.device.DeviceState, when the vault is set up for sync
     _dirs: int | None = field(default=None, repr=False)
 
     @property
@@ -312,7 +312,7 @@ def check_sync(c: Context) -> Check:
     if c.vault is None or not c.vault.is_dir():
         return Check("sync", "skip", "no vault to look at")
     try:
-        from companion.sync.device import DeviceState
+        from companion.sync.state.device import DeviceState
     except ImportError:
         return Check("sync", "skip", "sync is not part of this build")
     init = (
@@ -366,9 +366,14 @@ def check_sync(c: Context) -> Check:
 
 
 def check_relay(c: Context) -> Check:
-    from companion.relay.client import RelayClient, RelayError, RelayUnreachable, check_relay_url
-    from companion.relay.errors import InvalidRelayUrl
-    from companion.relay.proxy import ProxySettingError
+    from companion.relayclient.client import (
+        RelayClient,
+        RelayError,
+        RelayUnreachable,
+        check_relay_url,
+    )
+    from companion.relayclient.errors import InvalidRelayUrl
+    from companion.relayclient.proxy import ProxySettingError
 
     url = c.relay_url
     verify: bool | str = True

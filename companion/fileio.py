@@ -10,7 +10,7 @@ note the person made readable to others stays so) and gives a new one the umask'
 target that is a symbolic link is refused unless `follow_symlinks` (then the link's target is
 replaced and the link kept, as Hermes Agent writes its memory files).
 
-The sync engine's writes into the vault (`companion/sync/atomic.py`) add what only the engine
+The sync engine's writes into the vault (`companion/sync/local/atomic.py`) add what only the engine
 needs (a changed-since-scan check, the remote file's mtime and exec bit) on the same pattern.
 """
 

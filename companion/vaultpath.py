@@ -76,7 +76,7 @@ def which_vault(
 
         synced = False
         if paths is not None:
-            from companion.sync.device import DeviceState  # noqa: PLC0415
+            from companion.sync.state.device import DeviceState  # noqa: PLC0415
 
             synced = DeviceState.exists(paths, str(root))
         if not looks_like_vault(root) and not synced:

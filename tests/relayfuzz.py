@@ -19,9 +19,9 @@ from schemathesis.specs.openapi.checks import positive_data_acceptance
 from companion.relay.auth import FailureLimiter
 from companion.relay.blobframes import MEDIA_TYPE as FRAMES_TYPE
 from companion.relay.blobframes import frame_header
-from companion.relay.client import RelayClient
 from companion.relay.limits import Limits
 from companion.relay.testing import running_relay
+from companion.relayclient.client import RelayClient
 from tests.relaybackends import Backend
 
 EXAMPLES = int(os.environ.get("RELAY_FUZZ_EXAMPLES", "90"))  # per operation and phase

@@ -34,11 +34,11 @@ from companion.relay.auth import issue_invite
 from companion.relay.limits import Limits
 from companion.relay.sqlite_storage import SqliteStorage
 from companion.relay.testing import running_relay
-from companion.sync.engine import SyncEngine
-from companion.sync.folder import MARKER_NAME
-from companion.sync.join import TEST_KDF_PARAMS, join_vault
-from companion.sync.pathsafe import TEMP_PREFIX
-from companion.sync.report import RoundReport
+from companion.sync.commands.join import TEST_KDF_PARAMS, join_vault
+from companion.sync.local.folder import MARKER_NAME
+from companion.sync.local.pathsafe import TEMP_PREFIX
+from companion.sync.round.engine import SyncEngine
+from companion.sync.round.report import RoundReport
 
 PASSPHRASE = "correct horse battery staple, but longer"
 
@@ -333,7 +333,7 @@ class Device:
 
     def files(self) -> dict[str, bytes]:
         """Every regular file in the vault (relative path -> bytes), engine temp files and the
-        vault folder's marker (`sync/folder.py`, never synced) excluded."""
+        vault folder's marker (`sync/local/folder.py`, never synced) excluded."""
         out: dict[str, bytes] = {}
         for dirpath, _dirnames, filenames in os.walk(self.vault):
             for name in filenames:

@@ -90,8 +90,8 @@ def test_saving_keeps_the_persons_comments_layout_and_default_valued_keys(
     """`companion init` and the settings window save through `Config.save`: it edits the file,
     it does not regenerate it (#39: init dropped every comment and every key equal to a
     default). A refused value the person wrote stays as written."""
-    from companion.sync.device import DeviceState
-    from companion.sync.join import remember_join
+    from companion.sync.commands.join import remember_join
+    from companion.sync.state.device import DeviceState
 
     text = (
         "# my laptop's settings: keep the dream early\n"

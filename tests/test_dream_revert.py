@@ -261,7 +261,7 @@ def test_the_desktop_app_has_no_report_model_of_its_own() -> None:
     from companion.dream import report as engine_report
     from companion.dream import undo as engine_undo
     from companion.gui import app, facade, review
-    from companion.sync import conflicts
+    from companion.sync.round import conflicts
 
     assert importlib.util.find_spec("companion.gui.report") is None
     assert review.read_report is engine_report.read_report

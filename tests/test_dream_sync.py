@@ -16,10 +16,10 @@ import pytest
 
 from companion.demo.sample import write_hermes_state, write_sample_vault
 from companion.dream import run_dream
-from companion.sync.daemon import Daemon
-from companion.sync.device import vault_dir
-from companion.sync.dreamhook import DaemonSyncHook, EngineSyncHook, dream_sync_hook
-from companion.sync.lock import VaultLock
+from companion.sync.service.daemon import Daemon
+from companion.sync.service.dreamhook import DaemonSyncHook, EngineSyncHook, dream_sync_hook
+from companion.sync.service.lock import VaultLock
+from companion.sync.state.device import vault_dir
 from tests.conftest import wait_for
 from tests.syncharness import Device, cluster
 
@@ -121,8 +121,8 @@ def test_a_round_before_the_dreams_writes_never_satisfies_its_verify(tmp_path: P
     """The daemon ran a round after the hook was made but before the dream wrote; that round
     says nothing of the dream's files. The hook's round is one asked after the writes, so when
     it returns the relay has them (#39.4)."""
-    from companion.sync import requests
-    from companion.sync.index import SyncIndex
+    from companion.sync.service import requests
+    from companion.sync.state.index import SyncIndex
 
     with cluster(tmp_path / "c") as c:
         server = c.add_device("server", "agent")

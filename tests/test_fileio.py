@@ -76,8 +76,8 @@ def test_the_sync_engines_own_state_files_go_through_the_one_write(
 ) -> None:
     """The device state, the status file and the lock's holder note: owner-only, no fixed
     temporary name two writers could share."""
-    from companion.sync.lock import VaultLock
-    from companion.sync.status import StatusStore
+    from companion.sync.service.lock import VaultLock
+    from companion.sync.state.status import StatusStore
 
     calls: list[Path] = []
     real = fileio.write_atomic

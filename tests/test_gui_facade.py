@@ -146,7 +146,7 @@ def test_obsidian_uri_is_percent_encoded(tmp_path: Path) -> None:
 def test_conflict_names_match_the_sync_engines() -> None:
     from datetime import datetime
 
-    from companion.sync.conflicts import conflict_copy_name
+    from companion.sync.round.conflicts import conflict_copy_name
 
     when = datetime(2025, 11, 28, 14, 3)
     taken = {"notes/a (conflict my laptop 2025-11-28 1403).md"}

@@ -145,7 +145,7 @@ def test_a_note_this_device_cannot_write_is_explained_in_the_main_window(
     from PySide6.QtCore import Qt
 
     from companion.gui.main_window import MainWindow
-    from companion.sync import pathsafe
+    from companion.sync.local import pathsafe
 
     cluster, laptop, server, facade, worker, tray = world
     window = MainWindow(worker, AppActions(worker, open_url=lambda _url: True))

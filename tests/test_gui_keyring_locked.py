@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from companion.credentials.store import FileStore
-from companion.sync.device import DeviceState
+from companion.sync.state.device import DeviceState
 from tests.keyring_service import KeyringService, start_keyring_service
 from tests.syncharness import cluster
 

@@ -13,8 +13,8 @@ from companion.errors import CompanionError, InputError
 from companion.gui import i18n, keys
 from companion.gui.app import CompanionApp, create_engine
 from companion.paths import device_paths
-from companion.sync.device import DeviceState
-from companion.sync.join import TEST_KDF_PARAMS, join_vault
+from companion.sync.commands.join import TEST_KDF_PARAMS, join_vault
+from companion.sync.state.device import DeviceState
 from tests.conftest import wait_for
 from tests.syncharness import PASSPHRASE, SyncCluster, cluster
 

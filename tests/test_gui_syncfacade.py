@@ -18,8 +18,8 @@ from companion.gui.events import ConflictsCreated, MassDeleteTripped, SecretFoun
 from companion.gui.facade import EngineFacade, IdleEngine
 from companion.gui.status import TrayState, tray_state
 from companion.gui.sync_facade import SyncFacade
-from companion.sync.device import vault_dir
-from companion.sync.lock import VaultLock
+from companion.sync.service.lock import VaultLock
+from companion.sync.state.device import vault_dir
 from tests.conftest import wait_for
 from tests.syncharness import Device, SyncCluster
 
@@ -289,7 +289,7 @@ def test_no_server_report_by_grace_dreams_here_and_syncs(
 def test_a_missing_vault_key_is_an_error_and_a_keyring_event(cluster: SyncCluster) -> None:
     from companion.credentials.store import FileStore
     from companion.gui.events import KeyringProblem
-    from companion.sync.device import DeviceState
+    from companion.sync.state.device import DeviceState
 
     laptop = cluster.add_device("laptop", "human")
     state = DeviceState.load(laptop.paths, os.path.realpath(laptop.vault))
@@ -318,7 +318,7 @@ def test_a_lost_relay_token_sends_the_person_to_the_sync_tab(cluster: SyncCluste
     from companion.credentials.store import FileStore
     from companion.gui.events import KeyringProblem
     from companion.gui.notify_policy import OPEN_SETTINGS, Action, notifications_for
-    from companion.sync.device import DeviceState
+    from companion.sync.state.device import DeviceState
 
     laptop = cluster.add_device("laptop", "human")
     state = DeviceState.load(laptop.paths, os.path.realpath(laptop.vault))

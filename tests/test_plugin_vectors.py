@@ -26,10 +26,10 @@ from cryptography.hazmat.primitives.kdf.argon2 import Argon2id
 from companion.crypto import ChunkRef, FileMeta, VaultKey, blob_id, seal_record
 from companion.crypto.framing import frame, padded_size
 from companion.relay.blobframes import encode_frames
-from companion.sync.conflicts import conflict_copy_name, sanitize_device
-from companion.sync.ignore import IgnoreRules
-from companion.sync.merge import merge_text
-from companion.sync.pathsafe import UnsafePath, normalize
+from companion.sync.local.ignore import IgnoreRules
+from companion.sync.local.pathsafe import UnsafePath, normalize
+from companion.sync.round.conflicts import conflict_copy_name, sanitize_device
+from companion.sync.round.merge import merge_text
 
 VECTORS = Path(__file__).parent / "vectors" / "plugin_v1.json"
 KAT_PASSWORD = "vault-companion argon2id self-test"

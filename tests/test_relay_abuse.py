@@ -12,8 +12,8 @@ import time
 import pytest
 
 from companion.relay.backends import limiter_for
-from companion.relay.client import AuthError, Record, RelayBusy, RelayClient, RelayUnreachable
 from companion.relay.testing import running_relay
+from companion.relayclient.client import AuthError, Record, RelayBusy, RelayClient, RelayUnreachable
 from tests.relaybackends import NAMES, Backend
 from tests.relayproxy import RelayProxy
 

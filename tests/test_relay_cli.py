@@ -16,9 +16,9 @@ import pytest
 from click.testing import CliRunner
 
 from companion.cli import cli
-from companion.relay.client import AuthError, Record, RelayClient, RelayError
 from companion.relay.sqlite_storage import SqliteStorage
 from companion.relay.testing import self_signed_cert
+from companion.relayclient.client import AuthError, Record, RelayClient, RelayError
 from tests.relaybackends import open_store
 
 

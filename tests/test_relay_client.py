@@ -11,7 +11,9 @@ import time
 import pytest
 
 from companion.errors import CompanionError
-from companion.relay.client import (
+from companion.relay.limits import Limits
+from companion.relay.testing import running_relay, self_signed_cert
+from companion.relayclient.client import (
     AuthError,
     ConflictError,
     MissingBlobsError,
@@ -21,8 +23,6 @@ from companion.relay.client import (
     RelayError,
     RelayUnreachable,
 )
-from companion.relay.limits import Limits
-from companion.relay.testing import running_relay, self_signed_cert
 from tests.relaybackends import NAMES, Backend, damage
 
 
@@ -253,7 +253,7 @@ def test_batched_download_with_a_blob_damaged_on_the_relay(relay, pair, caplog):
             "http://0.0.0.0:8787", "HTTP://Relay.Example.org/", "http://[::ffff:192.0.2.7]:1"],
 )  # fmt: skip
 def test_plain_http_to_another_host_is_refused(url):
-    from companion.relay.errors import InsecureRelayUrl
+    from companion.relayclient.errors import InsecureRelayUrl
 
     with pytest.raises(InsecureRelayUrl) as e:
         RelayClient(url)
@@ -269,7 +269,7 @@ def test_plain_http_to_another_host_is_refused(url):
             "https:///v1", "https://user:pa55word@relay.example.org:x"],
 )  # fmt: skip
 def test_a_malformed_relay_url_is_a_clear_input_error(url):
-    from companion.relay.errors import InvalidRelayUrl
+    from companion.relayclient.errors import InvalidRelayUrl
 
     with pytest.raises(InvalidRelayUrl) as e:
         RelayClient(url)

@@ -11,8 +11,8 @@ import httpx
 import pytest
 
 from companion.relay.app import OBSIDIAN_ORIGINS
-from companion.relay.client import RelayClient
 from companion.relay.testing import running_relay
+from companion.relayclient.client import RelayClient
 
 
 @pytest.fixture(scope="module")

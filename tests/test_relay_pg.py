@@ -21,8 +21,8 @@ from pathlib import Path
 
 import pytest
 
-from companion.relay.client import AuthError, Record, RelayBusy, RelayClient, RelayError
 from companion.relay.storage import NewRecord, RetentionPolicy
+from companion.relayclient.client import AuthError, Record, RelayBusy, RelayClient, RelayError
 from tests.pgcluster import empty_database, fresh_database, release
 
 

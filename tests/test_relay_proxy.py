@@ -15,10 +15,10 @@ import sys
 import pytest
 
 from companion.logs import redact
-from companion.relay.client import Record, RelayClient
-from companion.relay.errors import RelayError, RelayUnreachable
-from companion.relay.proxy import ProxySettingError, proxy_for
 from companion.relay.testing import running_relay, self_signed_cert
+from companion.relayclient.client import Record, RelayClient
+from companion.relayclient.errors import RelayError, RelayUnreachable
+from companion.relayclient.proxy import ProxySettingError, proxy_for
 from tests.forwardproxy import forward_proxy
 
 HOST = "relay.vault.test"

@@ -139,7 +139,7 @@ def test_status_shows_the_throttled_agent_on_every_device(tmp_path: Path) -> Non
     """Through the real sync engine and relay: the agent device's sync stops at its quota
     (its writes stay queued, state `throttled`), the person's edits still reach it, and
     `companion status` says so on the agent's device and on the person's."""
-    from companion.relay.errors import QuotaExceeded
+    from companion.relayclient.errors import QuotaExceeded
     from tests.syncharness import SyncCluster
 
     limits = Limits(agent_records_per_day=2, agent_bytes_per_day=0)

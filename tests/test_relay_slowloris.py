@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from companion.relay.client import RelayClient
+from companion.relayclient.client import RelayClient
 
 ATTACKERS = 300
 

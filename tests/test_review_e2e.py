@@ -21,8 +21,8 @@ from companion.mcp.writelog import FOLDER as LOG_FOLDER
 from companion.review import hook
 from companion.review import note as notes
 from companion.review.rounds import install
-from companion.sync.device import vault_dir
-from companion.sync.dreamhook import EngineSyncHook
+from companion.sync.service.dreamhook import EngineSyncHook
+from companion.sync.state.device import vault_dir
 from tests.syncharness import Device, SyncCluster, cluster
 
 NIGHT = dt.datetime(2026, 11, 29, 2, 0, tzinfo=ZoneInfo("Europe/Madrid"))

@@ -26,7 +26,7 @@ from companion.demo.sample import write_hermes_state, write_sample_vault
 from companion.dream import run_dream
 from companion.review import note as notes
 from companion.review.rounds import install
-from companion.sync.dreamhook import EngineSyncHook
+from companion.sync.service.dreamhook import EngineSyncHook
 from tests.syncharness import Device, SyncCluster
 from tests.test_plugin_interop import CLI, PLUGIN, PluginDevice
 

@@ -7,7 +7,7 @@ import logging
 from pathlib import Path
 
 from companion.secrets.watch import ChangeScanner
-from companion.sync.daemon import Daemon
+from companion.sync.service.daemon import Daemon
 from tests.syncharness import cluster
 
 CANARY = "ghp_" + "R7tQ2wX9mK4pL8vN3bZ6cY1dF5gH0jS2aE7u"  # fake GitHub token shape

@@ -20,9 +20,9 @@ import pytest
 from companion import crypto
 from companion.credentials.store import FileStore
 from companion.crypto import ChunkRef, FileMeta, records
-from companion.relay.client import Record
-from companion.sync.device import DeviceState
-from companion.sync.remote import Outgoing
+from companion.relayclient.client import Record
+from companion.sync.remote.vault import Outgoing
+from companion.sync.state.device import DeviceState
 from tests.syncharness import Device, SyncCluster
 
 
@@ -383,7 +383,7 @@ def test_a_note_named_as_windows_forbids_costs_the_persons_windows_device_only_t
     names an alternate data stream). Each is a problem of its file there: kept queued with the
     reason, the rest syncs both ways, and a rename on the server brings the note. Windows
     cannot run here: `pathsafe.WINDOWS_NAMES` gives the laptop Windows's rule for its rounds."""
-    from companion.sync import pathsafe
+    from companion.sync.local import pathsafe
 
     cluster, laptop, server = world
     bad = ["CON.md", "Meeting 10:30.md", "notes/What is X?.md"]

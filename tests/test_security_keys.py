@@ -18,7 +18,7 @@ from companion.crypto.passphrase import (
     passphrase_problem,
     suggest_passphrase,
 )
-from companion.sync.device import DeviceState
+from companion.sync.state.device import DeviceState
 from tests.syncharness import SyncCluster
 
 STRONG = "correct horse battery staple, but longer"

@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 
 from companion.paths import device_paths
-from companion.sync.device import vault_dir
-from companion.sync.lock import VaultLock
+from companion.sync.service.lock import VaultLock
+from companion.sync.state.device import vault_dir
 from tests.syncharness import CliRunnerInProcess, SyncCluster
 
 
@@ -206,7 +206,7 @@ def test_a_quiet_one_shot_sync_does_not_load_the_cipher(pair) -> None:
 def _key_store(device: CliRunnerInProcess) -> tuple[Any, Any]:
     from companion.config import load_config
     from companion.credentials.store import open_store
-    from companion.sync.device import DeviceState
+    from companion.sync.state.device import DeviceState
 
     paths = device_paths(device.home)
     device.mp.setenv("COMPANION_HOME", str(device.home))
@@ -287,7 +287,7 @@ def test_a_device_whose_store_lost_everything_joins_again(pair, cluster) -> None
     the folder again as a new device of the same vault, with the key from the passphrase, and
     keeps its index. It used to say "`companion init` with --invite", which refuses a folder
     already set up."""
-    from companion.sync.device import DeviceState
+    from companion.sync.state.device import DeviceState
 
     laptop, server = pair
     note = laptop.vault / "Home.md"
@@ -335,7 +335,7 @@ def test_a_rejoin_with_a_wrong_invite_or_passphrase_changes_nothing(
 ) -> None:
     """The new device leaves the relay again at once, the folder keeps its old state, and the
     rejoin can be tried again with the right invite and passphrase."""
-    from companion.sync.device import DeviceState
+    from companion.sync.state.device import DeviceState
 
     laptop, _server = pair
     assert laptop("sync", str(laptop.vault))[0] == 0

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from companion.paths import device_paths
-from companion.sync.device import DeviceState
+from companion.sync.state.device import DeviceState
 from tests.syncharness import CliRunnerInProcess as Cli
 from tests.syncharness import SyncCluster
 
@@ -111,13 +111,13 @@ def test_wrong_passphrase_leaves_no_working_token(cli, cluster, tmp_path: Path) 
 
 def test_no_key_with_other_devices_listed_is_refused(cli, cluster, monkeypatch) -> None:
     """#12.7: a relay hiding the wrapped key must not make a joining device create a second."""
-    import companion.sync.join as join
+    import companion.sync.commands.join as join
 
     assert cli("laptop").init()[0] == 0
     monkeypatch.setattr(join, "KEY_WAIT_S", 0.2)
     monkeypatch.setattr(join, "KEY_POLL_S", 0.05)
     monkeypatch.setattr(
-        "companion.relay.client.RelayClient.get_key_blob", lambda self: None
+        "companion.relayclient.client.RelayClient.get_key_blob", lambda self: None
     )  # the relay hides the key (the boundary under test; everything else is the real relay)
     server = cli("server")
     code, _out, err = server.init(kind="agent")

@@ -292,7 +292,7 @@ def test_a_hidden_edit_meeting_a_remote_edit_converges(cluster: SyncCluster) -> 
 def _edit_no_stat_shows(device: Device, path: str, data: bytes) -> None:
     """Write `data` to `path`, then make the index's stat agree with the file's, as on a file
     system that keeps no inode change time: only re-hashing the file can show the edit."""
-    from companion.sync.filestate import FileState
+    from companion.sync.local.filestate import FileState
 
     device.path(path).write_bytes(data)
     key = FileState.from_stat(os.stat(device.path(path))).stat_key()
@@ -319,7 +319,7 @@ def test_a_quiet_round_rehashes_a_bounded_number_of_bytes(
     """The rotation is counted in bytes too: with attachments in the vault, a quiet round
     re-hashes at most its byte budget (or one file that is larger), and going round still finds
     an edit no stat shows."""
-    import companion.sync.scanner as scanner_mod
+    import companion.sync.round.scanner as scanner_mod
 
     budget = 1 << 20
     a = cluster.add_device("laptop", "human", verify_bytes_per_round=budget)
@@ -364,7 +364,7 @@ def test_browser_and_editor_temp_files_are_not_synced(cluster: SyncCluster) -> N
 def test_a_file_still_being_written_waits_until_it_is_closed(cluster: SyncCluster) -> None:
     """A 12 MB copy that pauses between blocks: while the writer holds the file open, rounds
     leave it alone; once closed it goes out whole, as one revision."""
-    from companion.sync.daemon import Daemon
+    from companion.sync.service.daemon import Daemon
 
     a, b = _pair(cluster)
     daemon = Daemon(a.engine(), rescan_interval_s=None)
@@ -395,9 +395,9 @@ def test_a_file_still_being_written_waits_until_it_is_closed(cluster: SyncCluste
 def test_without_events_a_large_file_needs_a_longer_quiet_period(tmp_path: Path) -> None:
     """`companion sync` has no close events: a file is stable once unchanged for a quiet period
     that grows with its size (a copy pausing 120 ms between 2 MiB blocks is not done)."""
-    from companion.sync.ignore import IgnoreRules
-    from companion.sync.index import SyncIndex
-    from companion.sync.scanner import scan
+    from companion.sync.local.ignore import IgnoreRules
+    from companion.sync.round.scanner import scan
+    from companion.sync.state.index import SyncIndex
 
     vault = tmp_path / "v"
     vault.mkdir()
@@ -439,7 +439,7 @@ def test_nfc_and_nfd_twins_are_both_kept_and_reported(cluster: SyncCluster) -> N
 
 
 def test_a_conflict_is_listed_on_every_device(cluster: SyncCluster) -> None:
-    from companion.sync.statusview import collect_status
+    from companion.sync.commands.statusview import collect_status
 
     a, b = _pair(cluster, "agent")
     a.write("plan.md", "base\n")
@@ -462,7 +462,7 @@ def test_a_note_named_like_a_conflict_copy_is_not_a_conflict(cluster: SyncCluste
     """The round's state and `companion status` agree with the one rule of what a copy is
     (`conflicts.is_kept_copy`): a note the person named "... (conflict resolution)" is not one.
     The round used to put the vault in state "conflict" on the SQL pattern alone."""
-    from companion.sync.statusview import collect_status
+    from companion.sync.commands.statusview import collect_status
 
     a, _ = _pair(cluster)
     a.write("Meeting (conflict resolution).md", "how we settle things\n")
@@ -512,7 +512,7 @@ def _watch(dev: Device) -> subprocess.Popen[bytes]:
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
     )
-    from companion.sync.statusview import collect_status
+    from companion.sync.commands.statusview import collect_status
 
     def up() -> bool:
         assert proc.poll() is None, proc.stderr.read().decode() if proc.stderr else ""
@@ -590,8 +590,8 @@ def test_sync_goes_through_a_running_watch(cluster: SyncCluster) -> None:
 def test_commands_do_not_wait_on_a_holder_that_takes_no_requests(cluster: SyncCluster) -> None:
     """Another one-shot command (a `sync`, a `dream`) holds the lock: exit 4 at once, rather
     than wait ten minutes for a request nobody will take."""
-    from companion.sync.device import vault_dir
-    from companion.sync.lock import VaultLock
+    from companion.sync.service.lock import VaultLock
+    from companion.sync.state.device import vault_dir
 
     a, _ = _pair(cluster)
     a.write("n.md", "version 1\n")

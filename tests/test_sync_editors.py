@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from companion.dream.state import DreamState, MtimeEditors, edited_recently
-from companion.sync.editors import SyncEditors
-from companion.sync.index import SyncIndex, SyncIndexError
+from companion.sync.state.editors import SyncEditors
+from companion.sync.state.index import SyncIndex, SyncIndexError
 from tests.syncharness import SyncCluster
 
 

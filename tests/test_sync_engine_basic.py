@@ -107,7 +107,7 @@ def test_offline_edits_queue_until_the_relay_answers(tmp_path: Path) -> None:
         c.relay.stop()
         a.write("a.md", "one\ntwo\n")
         a.write("new.md", "made offline\n")
-        from companion.relay.errors import RelayUnreachable
+        from companion.relayclient.errors import RelayUnreachable
 
         with pytest.raises(RelayUnreachable):
             a.sync()
@@ -180,7 +180,7 @@ def test_joining_device_with_existing_files(cluster: SyncCluster) -> None:
 
 
 def test_revoked_device_gets_a_clear_error(cluster: SyncCluster) -> None:
-    from companion.relay.errors import AuthError
+    from companion.relayclient.errors import AuthError
 
     a = cluster.add_device("laptop", "human")
     a.write("n.md", "x\n")

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from companion.credentials.store import FileStore
 from companion.crypto import export_recovery_key, padded_size
-from companion.sync.device import DeviceState
+from companion.sync.state.device import DeviceState
 from tests.syncharness import PASSPHRASE, SyncCluster, WireProxy
 
 NOTES = {

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from companion.sync.atomic import ChangedSinceScan
-from companion.sync.bulkwrite import WriteJob, write_many
-from companion.sync.filestate import FileState, current_state
-from companion.sync.pathsafe import TEMP_PREFIX, UnsafePath
+from companion.sync.local.atomic import ChangedSinceScan
+from companion.sync.local.bulkwrite import WriteJob, write_many
+from companion.sync.local.filestate import FileState, current_state
+from companion.sync.local.pathsafe import TEMP_PREFIX, UnsafePath
 from tests.syncharness import SyncCluster
 
 

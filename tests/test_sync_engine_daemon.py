@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from companion.sync.daemon import Backoff, Daemon
-from companion.sync.guard import MassDeleteRefused
+from companion.sync.round.guard import MassDeleteRefused
+from companion.sync.service.daemon import Backoff, Daemon
 from tests.conftest import wait_for
 from tests.relayproxy import RelayProxy
 from tests.syncharness import Device, SyncCluster
@@ -79,10 +79,10 @@ def test_an_idle_daemon_runs_no_rounds_and_one_per_request(cluster: SyncCluster)
     and "closed_no_write". Taking those for a request made each look at the file start a round,
     whose wait looked at the file again: an idle `companion watch` ran a round every ~10 ms and
     used most of a core."""
-    from companion.sync import requests
-    from companion.sync.device import vault_dir
-    from companion.sync.index import SyncIndex
-    from companion.sync.wake import request_round
+    from companion.sync.service import requests
+    from companion.sync.service.wake import request_round
+    from companion.sync.state.device import vault_dir
+    from companion.sync.state.index import SyncIndex
 
     dev = cluster.add_device("laptop", "human")
     dev.write("notes/a.md", "one\n")
@@ -108,9 +108,9 @@ def test_an_idle_daemon_runs_no_rounds_and_one_per_request(cluster: SyncCluster)
 
 def _ask_round(running: Running, **args: object) -> dict:
     """Ask the daemon for a round as `companion sync` does from another process; its report."""
-    from companion.sync import requests
-    from companion.sync.index import SyncIndex
-    from companion.sync.wake import request_round
+    from companion.sync.service import requests
+    from companion.sync.service.wake import request_round
+    from companion.sync.state.index import SyncIndex
 
     with SyncIndex(running.daemon.engine.index.path) as index:
         rid = requests.submit(index, requests.ROUND, **args)
@@ -173,7 +173,7 @@ def test_on_a_network_share_an_asked_round_scans_everything(
 ) -> None:
     """No network share can be mounted here: the mount-table check is replaced (the one
     stand-in in this file), as it answers for an NFS or SMB vault."""
-    monkeypatch.setattr("companion.sync.watcher.reports_every_change", lambda folder: False)
+    monkeypatch.setattr("companion.sync.local.watcher.reports_every_change", lambda folder: False)
     dev = cluster.add_device("laptop", "human")
     running = Running(dev, quiet_s=60.0, max_latency_s=120.0)
     try:
@@ -320,7 +320,7 @@ def test_watch_command_stops_cleanly_on_sigterm(cluster: SyncCluster) -> None:
             return b.read("from-daemon.md") == b"pushed by watch\n"
 
         wait_for(arrived, 20, "daemon pushed the note")
-        from companion.sync.statusview import collect_status
+        from companion.sync.commands.statusview import collect_status
 
         info = collect_status(a.paths, a.config, a.vault)  # lock-free while the daemon runs
         assert info["daemon"]["pid"] == proc.pid and "watch" in info["daemon"]["command"]
@@ -386,7 +386,7 @@ def test_backoff_grows_to_its_cap_and_resets() -> None:
 
 
 def test_a_busy_relay_is_retried_after_what_it_asked() -> None:
-    from companion.relay.errors import RelayBusy, RelayUnreachable
+    from companion.relayclient.errors import RelayBusy, RelayUnreachable
 
     b = Backoff(first=0.5, maximum=8)
     busy = RelayBusy("slow down", retry_after=30, status=429)

@@ -19,8 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from companion.sync.daemon import Daemon
-from companion.sync.folder import (
+from companion.sync.local.folder import (
     EXIT_VAULT_MISSING,
     MARKER_NAME,
     VaultMissing,
@@ -28,8 +27,9 @@ from companion.sync.folder import (
     read_marker,
     write_marker,
 )
-from companion.sync.ignore import IgnoreRules
-from companion.sync.index import SyncIndex
+from companion.sync.local.ignore import IgnoreRules
+from companion.sync.service.daemon import Daemon
+from companion.sync.state.index import SyncIndex
 from tests.conftest import wait_for
 from tests.syncharness import Device, SyncCluster
 
@@ -261,7 +261,7 @@ def test_sync_command_on_a_folder_that_is_not_the_vaults_exits_6(cluster: SyncCl
 
 
 def _index(tmp_path: Path, live: dict[str, bytes]) -> SyncIndex:
-    from companion.sync.index import Entry
+    from companion.sync.state.index import Entry
 
     index = SyncIndex(tmp_path / "index.sqlite")
     index.put_many(

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from companion.sync.device import vault_dir
-from companion.sync.guard import MassDeleteRefused
-from companion.sync.lock import LockHeld, VaultLock
-from companion.sync.scanner import VaultMissing
+from companion.sync.round.guard import MassDeleteRefused
+from companion.sync.round.scanner import VaultMissing
+from companion.sync.service.lock import LockHeld, VaultLock
+from companion.sync.state.device import vault_dir
 from tests.syncharness import SyncCluster
 
 

@@ -84,7 +84,7 @@ def _commit_raw(dev, path: str, data: bytes) -> None:
     import hashlib
 
     from companion.crypto import ChunkRef, FileMeta
-    from companion.sync.remote import Outgoing
+    from companion.sync.remote.vault import Outgoing
 
     core = dev.engine().core
     bid = core.remote.blob_id(data)
@@ -104,7 +104,7 @@ def test_a_colon_after_a_first_letter_is_a_name_every_linux_device_holds(
     refused as an absolute path, exit 0, the copies different for good). A device that holds
     Windows's rule cannot write it: a problem of that one file, listed by `status` with the
     reason, `sync` exits 1, the rest syncs."""
-    from companion.sync import pathsafe
+    from companion.sync.local import pathsafe
     from tests.syncharness import CliRunnerInProcess
 
     laptop = cluster.add_device("laptop", "human")
@@ -159,6 +159,6 @@ def test_a_record_that_names_no_vault_path_is_quarantined_not_skipped(
 
 def _top_files(vault: Path) -> list[str]:
     """The files at the top of a copy, less its own folder marker (never synced)."""
-    from companion.sync.folder import MARKER_NAME
+    from companion.sync.local.folder import MARKER_NAME
 
     return sorted(p.name for p in vault.iterdir() if p.is_file() and p.name != MARKER_NAME)

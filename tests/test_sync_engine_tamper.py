@@ -21,7 +21,7 @@ import pytest
 
 from companion.credentials.store import FileStore
 from companion.crypto import RolledBack, TamperedBlob, TamperedRecord, WrongPassphrase
-from companion.sync.device import DeviceState
+from companion.sync.state.device import DeviceState
 from tests.syncharness import (
     Device,
     Exchange,
@@ -198,7 +198,7 @@ def test_the_feed_is_read_page_by_page_and_a_replay_across_pages_is_refused(
 ) -> None:
     """Pages of two records: the next page travels while this one is opened; the order of a
     file's revisions is still checked across pages."""
-    from companion.sync import remote
+    from companion.sync.remote import vault as remote
 
     monkeypatch.setattr(remote, "PULL_PAGE", 2)
     cluster, proxy, a, b = setup

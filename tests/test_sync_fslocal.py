@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from companion.sync.fslocal import LOCAL_TYPES, MOUNTINFO, fs_type, reports_every_change
+from companion.sync.local.fslocal import LOCAL_TYPES, MOUNTINFO, fs_type, reports_every_change
 
 # the shape of /proc/self/mountinfo (proc(5)): optional fields, then " - ", type, source
 MOUNTINFO_TEXT = """\

@@ -1,6 +1,6 @@
 """One hold list and one matching rule for both human clients (issue 44, findings 1, 3, 4, 5).
 
-`companion/sync/holds.py` decides what a person's device holds when an agent device changes
+`companion/sync/round/holds.py` decides what a person's device holds when an agent device changes
 it; the Obsidian plugin's `src/sync/policy.ts` must decide the same. These vectors pin every
 rule (the case-insensitive fold, the config-folder shape, the path rules, the executable bit,
 the code a plugin runs in a note) as Python decides it; `obsidian-plugin/test/hold-vectors.test.ts`
@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 
 from companion.crypto import ChunkRef, FileMeta
-from companion.sync.holds import HoldPolicy, config_folders, hold_fold, note_code
-from companion.sync.remote import RemoteChange
+from companion.sync.remote.vault import RemoteChange
+from companion.sync.round.holds import HoldPolicy, config_folders, hold_fold, note_code
 
 VECTORS = Path(__file__).parent / "vectors" / "holds_v1.json"
 

@@ -9,15 +9,15 @@ from pathlib import Path
 
 import pytest
 
-from companion.sync.atomic import (
+from companion.sync.local.atomic import (
     ChangedSinceScan,
     atomic_delete,
     atomic_rename,
     atomic_write,
     remove_stale_temps,
 )
-from companion.sync.filestate import FileState, current_state, hash_file
-from companion.sync.pathsafe import TEMP_PREFIX, UnsafePath
+from companion.sync.local.filestate import FileState, current_state, hash_file
+from companion.sync.local.pathsafe import TEMP_PREFIX, UnsafePath
 
 
 def scanned(p: Path) -> FileState:

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from companion.sync.atomic import ChangedSinceScan, atomic_write
-from companion.sync.chunking import (
+from companion.sync.local.atomic import ChangedSinceScan, atomic_write
+from companion.sync.local.chunking import (
     ChunkAssembler,
     ChunkMismatch,
     ChunkSpec,
@@ -19,7 +19,7 @@ from companion.sync.chunking import (
     prune_partials,
     sha256_hex,
 )
-from companion.sync.filestate import hash_file
+from companion.sync.local.filestate import hash_file
 
 CS = 64 * 1024  # small chunks keep the tests fast
 

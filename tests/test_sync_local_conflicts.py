@@ -8,7 +8,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from companion.sync.conflicts import (
+from companion.sync.local.pathsafe import normalize
+from companion.sync.round.conflicts import (
     AGENT,
     HUMAN,
     KINDS,
@@ -20,7 +21,6 @@ from companion.sync.conflicts import (
     resolve,
     sanitize_device,
 )
-from companion.sync.pathsafe import normalize
 
 WHEN = datetime(2024, 5, 1, 15, 30)
 

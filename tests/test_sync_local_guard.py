@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from companion.errors import CompanionError
-from companion.sync.guard import MassDeleteRefused, check_mass_delete, is_mass_delete
+from companion.sync.round.guard import MassDeleteRefused, check_mass_delete, is_mass_delete
 
 
 @pytest.mark.parametrize(

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from companion.sync.ignore import IGNORE_FILE, IgnoreRules
+from companion.sync.local.ignore import IGNORE_FILE, IgnoreRules
 
 
 @pytest.mark.parametrize(

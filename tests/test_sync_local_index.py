@@ -16,12 +16,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from companion.paths import device_paths
-from companion.sync.conflicts import (
+from companion.sync.round.conflicts import (
     case_collision_name,
     conflict_copy_name,
     unicode_twin_name,
 )
-from companion.sync.index import (
+from companion.sync.state.index import (
     BASE_TEXT_LIMIT,
     AppliedRow,
     Entry,
@@ -136,7 +136,7 @@ def test_every_kept_name_the_sync_writes_is_found_by_the_index(
     `views.copy_paths` keeps them: status and the tray list every copy in the vault."""
     from datetime import datetime
 
-    from companion.sync.views import copy_paths
+    from companion.sync.round.views import copy_paths
 
     path = f"notes/{stem}{ext}"
     kept = [

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import assume, example, given, settings
 from hypothesis import strategies as st
 
-from companion.sync.merge import derives_from, is_text, merge_bytes, merge_text
+from companion.sync.round.merge import derives_from, is_text, merge_bytes, merge_text
 
 
 def test_identical_edits_merge_cleanly() -> None:

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from companion.sync.pathsafe import (
+from companion.sync.local.pathsafe import (
     UnsafePath,
     UnusableName,
     fold,
@@ -73,7 +73,7 @@ def test_a_drive_like_name_is_a_file_problem_only_where_windows_rules(
 ) -> None:
     """Where the file system has drive letters a ':' is refused like any ':' (`UnusableName`,
     a problem of that one file), never joined as a drive; elsewhere it stays in the vault."""
-    from companion.sync import pathsafe
+    from companion.sync.local import pathsafe
 
     assert resolve_inside(tmp_path, rel) == tmp_path.resolve().joinpath(*rel.split("/"))
     monkeypatch.setattr(pathsafe, "WINDOWS_NAMES", True)
@@ -237,7 +237,7 @@ def test_shown_cuts_a_long_text_around_an_ellipsis() -> None:
 )
 def test_the_names_windows_refuses_as_the_plugin_does(path: str, want: str | None) -> None:
     """The same table as the Obsidian plugin's `windowsNameProblem` test (units.test.ts)."""
-    from companion.sync.pathsafe import windows_name_problem
+    from companion.sync.local.pathsafe import windows_name_problem
 
     got = windows_name_problem(path)
     if want is None:

@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from companion.sync.filestate import hash_file
-from companion.sync.ignore import IGNORE_FILE, IgnoreRules
-from companion.sync.index import Entry, SyncIndex
-from companion.sync.scanner import ChangeKind, ScanResult, SkipReason, VaultMissing, scan
+from companion.sync.local.filestate import hash_file
+from companion.sync.local.ignore import IGNORE_FILE, IgnoreRules
+from companion.sync.round.scanner import ChangeKind, ScanResult, SkipReason, VaultMissing, scan
+from companion.sync.state.index import Entry, SyncIndex
 
 
 @pytest.fixture

@@ -17,9 +17,9 @@ from pathlib import Path
 
 import pytest
 
-from companion.sync.atomic import atomic_write
-from companion.sync.ignore import IGNORE_FILE, IgnoreRules
-from companion.sync.watcher import COOKIE_PREFIX, Batch, Debounce, Watcher
+from companion.sync.local.atomic import atomic_write
+from companion.sync.local.ignore import IGNORE_FILE, IgnoreRules
+from companion.sync.local.watcher import COOKIE_PREFIX, Batch, Debounce, Watcher
 from tests.conftest import wait_for
 
 pytestmark = pytest.mark.timeout(60)

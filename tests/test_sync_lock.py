@@ -13,14 +13,14 @@ from pathlib import Path
 
 import pytest
 
-from companion.sync.lock import LockHeld, VaultLock
+from companion.sync.service.lock import LockHeld, VaultLock
 
 REPO = Path(__file__).resolve().parents[1]
 
 HOLDER = textwrap.dedent(
     """
     import sys
-    from companion.sync.lock import VaultLock
+    from companion.sync.service.lock import VaultLock
     lock = VaultLock(sys.argv[1], command="companion watch (test)").acquire()
     print("held", flush=True)
     sys.stdin.read()  # hold until the test kills this process or closes stdin

@@ -18,9 +18,9 @@ from collections.abc import Iterator
 import pytest
 
 from companion.crypto.keys import VaultKey
-from companion.relay.client import RelayClient
-from companion.relay.errors import RelayError
-from companion.sync.remote import RemoteVault
+from companion.relayclient.client import RelayClient
+from companion.relayclient.errors import RelayError
+from companion.sync.remote.vault import RemoteVault
 
 VAULT = "0123456789abcdef"
 

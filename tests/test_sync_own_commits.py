@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from companion.relay.client import ChangesPage
+from companion.relayclient.client import ChangesPage
 from tests.syncharness import Device, SyncCluster
 
 

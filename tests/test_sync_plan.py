@@ -1,4 +1,4 @@
-"""The planner (`companion/sync/plan.py`), case by case: pure functions from the scan, the
+"""The planner (`companion/sync/round/plan.py`), case by case: pure functions from the scan, the
 remote changes and the index to typed steps. No relay, no disk: an index made of a dict.
 
 Every edge case of issue 17 that is a decision has its row here (renames racing edits, stale
@@ -14,12 +14,12 @@ from dataclasses import dataclass, field
 import pytest
 
 from companion.crypto import ChunkRef, FileMeta
-from companion.sync.filestate import FileState
-from companion.sync.holds import HoldPolicy
-from companion.sync.index import AppliedRow, Entry, HeldRow, QuarantineRow
-from companion.sync.model import Local
-from companion.sync.pathsafe import fold
-from companion.sync.plan import (
+from companion.sync.local.filestate import FileState
+from companion.sync.local.pathsafe import fold
+from companion.sync.remote.vault import Refused, RemoteChange
+from companion.sync.round.holds import HoldPolicy
+from companion.sync.round.model import Local
+from companion.sync.round.plan import (
     STALE_SAVE_WINDOW_NS,
     AcceptHeld,
     CaseCollision,
@@ -51,8 +51,8 @@ from companion.sync.plan import (
     plan_push,
     plan_resync,
 )
-from companion.sync.remote import Refused, RemoteChange
-from companion.sync.scanner import ChangeKind
+from companion.sync.round.scanner import ChangeKind
+from companion.sync.state.index import AppliedRow, Entry, HeldRow, QuarantineRow
 
 C, M, D = ChangeKind.CREATED, ChangeKind.MODIFIED, ChangeKind.DELETED
 
@@ -160,7 +160,7 @@ PERSON = HoldPolicy("human")
     ],
 )
 def test_admission(ch: RemoteChange, index: Index, queued: dict[str, int], want: str) -> None:
-    from companion.sync.ignore import IgnoreRules
+    from companion.sync.local.ignore import IgnoreRules
 
     rules = IgnoreRules("/nonexistent-vault")
     adm = plan_admission([ch], [], index, queued=queued, held=[], ignored=rules.is_ignored,

@@ -35,9 +35,9 @@ from hypothesis import HealthCheck, Phase, settings
 from hypothesis import strategies as stt
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
-from companion.relay.client import RelayClient
-from companion.relay.errors import RelayUnreachable
-from companion.sync.filestate import NotRegularFile, current_state, hash_file
+from companion.relayclient.client import RelayClient
+from companion.relayclient.errors import RelayUnreachable
+from companion.sync.local.filestate import NotRegularFile, current_state, hash_file
 from tests.syncharness import Device, SyncCluster
 
 EXAMPLES = int(os.environ.get("COMPANION_SYNC_PROPS_EXAMPLES", "15"))

@@ -6,8 +6,8 @@ import threading
 
 from companion.crypto import file_id
 from companion.crypto.keys import VaultKey
-from companion.relay.client import RelayClient
-from companion.sync.remote import RemoteVault
+from companion.relayclient.client import RelayClient
+from companion.sync.remote.vault import RemoteVault
 
 VAULT = "0123456789abcdef"
 

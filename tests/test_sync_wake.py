@@ -5,7 +5,7 @@ from __future__ import annotations
 import threading
 from pathlib import Path
 
-from companion.sync.wake import WAKE_NAME, WakeFile, request_round
+from companion.sync.service.wake import WAKE_NAME, WakeFile, request_round
 
 
 def test_a_reader_never_sees_the_wake_file_half_written(tmp_path: Path) -> None:

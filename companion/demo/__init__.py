@@ -134,7 +134,7 @@ def chapter_dream(world: DemoWorld) -> None:
     write_hermes_state(world.hermes_home / "state.db", dream_at)
     click.echo("The agent had two sessions yesterday (Hermes state.db) and kept its journal.")
     from companion.config import load_config
-    from companion.sync.dreamhook import EngineSyncHook
+    from companion.sync.service.dreamhook import EngineSyncHook
 
     # the server dreams on its own device's settings: the person's config (its `[dream]
     # sources`, `[memory] hermes_home`) is not the demo's
@@ -213,8 +213,8 @@ def chapter_relay(world: DemoWorld) -> None:
     from companion.credentials.store import open_store
     from companion.relay.testing import running_relay
     from companion.review.hook import install as install_review
-    from companion.sync.engine import SyncEngine
-    from companion.sync.join import join_vault
+    from companion.sync.commands.join import join_vault
+    from companion.sync.round.engine import SyncEngine
 
     say("3. An end-to-end encrypted relay, a server copy and a laptop copy")
     relay = world.stack.enter_context(running_relay(world.root / "relay"))
@@ -257,7 +257,7 @@ def chapter_relay(world: DemoWorld) -> None:
 
 def _tree(root: Path) -> dict[str, bytes]:
     """The synced files of a copy: not its temporary files, nor its own folder marker."""
-    from companion.sync.folder import MARKER_NAME
+    from companion.sync.local.folder import MARKER_NAME
 
     return {
         p.relative_to(root).as_posix(): p.read_bytes()

@@ -304,8 +304,8 @@ def dream_copy(
     dreamer; who changed a note the dream leaves alone comes from the sync index. The one path
     of `companion dream` and of `--schedule` (#39: the scheduler dreamt with no sync at all)."""
     from companion.dream.engine import run_dream  # noqa: PLC0415
-    from companion.sync.dreamhook import dream_sync_hook  # noqa: PLC0415
-    from companion.sync.editors import editors_for_dream  # noqa: PLC0415
+    from companion.sync.service.dreamhook import dream_sync_hook  # noqa: PLC0415
+    from companion.sync.state.editors import editors_for_dream  # noqa: PLC0415
 
     hook_ctx = contextlib.nullcontext(None) if dry_run else dream_sync_hook(root, paths, config)
     with hook_ctx as hook, editors_for_dream(root, paths, config) as editors:

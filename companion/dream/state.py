@@ -13,7 +13,7 @@ person's edit either.
 `EditorInfo` answers "when did a person last edit this note?". The default, `MtimeEditors`,
 uses the file's modification time unless the file still holds exactly what the agent side
 wrote; it cannot tell a person from the agent, so it counts every other edit (the safe side).
-`companion.sync.editors.SyncEditors` knows each synced version's device kind and does better.
+`companion.sync.state.editors.SyncEditors` knows each synced version's device kind and does better.
 
 An `EditorInfo` may also say what is known of who made an edit (`edit_origin`): `PERSON` (a
 person's device: the person), `HERE` (this agent device, outside the companion: the agent's own

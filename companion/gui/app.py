@@ -84,7 +84,7 @@ def create_engine(config: Config) -> EngineFacade:
     folder = configured_vault(config)
     engine: IdleEngine | None = None
     if folder is not None and folder.is_dir():
-        from companion.sync.device import DeviceState  # noqa: PLC0415 - light; the rest is lazy
+        from companion.sync.state.device import DeviceState  # noqa: PLC0415 - light; the rest is lazy
 
         if DeviceState.exists(config.paths, os.path.realpath(folder)):
             from companion.gui.sync_facade import SyncFacade  # noqa: PLC0415

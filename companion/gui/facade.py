@@ -33,7 +33,7 @@ from companion.gui.i18n import tr
 from companion.gui.status import EngineSnapshot
 from companion.logs import get_logger
 from companion.services.units import companion_command
-from companion.sync.conflicts import is_conflict_copy
+from companion.sync.round.conflicts import is_conflict_copy
 
 if TYPE_CHECKING:
     from companion.review.desk import Ticked, View
@@ -92,7 +92,7 @@ class EngineFacade(Protocol):
         ...
 
     def held_changes(self) -> list[HeldChange]:
-        """Changes from agent devices held for the person's approval (see sync/holds.py)."""
+        """Changes from agent devices held for the person's approval (see sync/round/holds.py)."""
         ...
 
     def decide_held(self, paths: list[str] | None, decision: str) -> None:

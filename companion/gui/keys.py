@@ -1,7 +1,8 @@
-"""The settings window's key functions live in the engine (`companion.sync.vaultkeys`), shared
-with `companion keys`; this name is kept for the GUI's imports."""
+"""The settings window's key functions live in the engine
+(`companion.sync.commands.vaultkeys`), shared with
+`companion keys`; this name is kept for the GUI's imports."""
 
-from companion.sync.vaultkeys import (
+from companion.sync.commands.vaultkeys import (
     KeyContext,
     RecoveryImport,
     WrongCurrentPassphrase,

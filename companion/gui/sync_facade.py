@@ -1,7 +1,7 @@
 """The engine for a vault copy set up for sync: the sync daemon, in this process, as an
 `EngineFacade`.
 
-`SyncFacade` runs `companion.sync.daemon.Daemon` (watcher + relay long-poll + rounds) on a
+`SyncFacade` runs `companion.sync.service.daemon.Daemon` (watcher + relay long-poll + rounds) on a
 background thread, exactly what `companion watch` runs, and answers the tray from memory: the
 daemon's online flag, the round in progress, the status file the engine writes after each round.
 "Sync now" asks the daemon for a round and waits for its outcome; "Pause" stops the daemon (no
@@ -45,13 +45,21 @@ from companion.gui.i18n import tr
 from companion.gui.status import EngineSnapshot
 from companion.logs import get_logger, redact
 from companion.paths import DevicePaths
-from companion.relay.errors import RelayUnreachable
+from companion.relayclient.errors import RelayUnreachable
 from companion.review import desk
 from companion.review.hook import install as install_review
 from companion.review.model import is_review_path
 from companion.review.rounds import GRACE_S, device_for
-from companion.sync.daemon import Daemon, RoundOutcome
-from companion.sync.device import (
+from companion.sync.commands.statusview import local_pending
+from companion.sync.local.folder import VaultMissing
+from companion.sync.round.engine import SyncEngine
+from companion.sync.round.guard import MassDeleteRefused
+from companion.sync.round.report import RoundReport
+from companion.sync.round.scanner import SkipReason
+from companion.sync.service.daemon import Daemon, RoundOutcome
+from companion.sync.service.dreamhook import rounds_until_quiet
+from companion.sync.service.lock import LockHeld, VaultLock
+from companion.sync.state.device import (
     DeviceState,
     SecretMissing,
     TokenMissing,
@@ -59,15 +67,7 @@ from companion.sync.device import (
     sync_index_path,
     vault_dir,
 )
-from companion.sync.dreamhook import rounds_until_quiet
-from companion.sync.engine import SyncEngine
-from companion.sync.folder import VaultMissing
-from companion.sync.guard import MassDeleteRefused
-from companion.sync.lock import LockHeld, VaultLock
-from companion.sync.report import RoundReport
-from companion.sync.scanner import SkipReason
-from companion.sync.status import StatusStore
-from companion.sync.statusview import local_pending
+from companion.sync.state.status import StatusStore
 
 log = get_logger("gui.sync")
 
@@ -370,7 +370,7 @@ class SyncFacade(IdleEngine):
             self._dreaming = True
         if not self._paused:
             self._ensure_started()
-        from companion.sync.editors import editors_for_dream  # noqa: PLC0415
+        from companion.sync.state.editors import editors_for_dream  # noqa: PLC0415
 
         hook = _DaemonSyncHook(self) if self._daemon is not None else None
         try:
@@ -394,7 +394,7 @@ class SyncFacade(IdleEngine):
 
     def held_changes(self) -> list[HeldChange]:
         """Read from the sync index (safe while the daemon syncs: SQLite, read only)."""
-        from companion.sync.index import SyncIndex  # noqa: PLC0415
+        from companion.sync.state.index import SyncIndex  # noqa: PLC0415
 
         db = sync_index_path(self.paths, self.root)
         if not db.exists():
@@ -404,8 +404,8 @@ class SyncFacade(IdleEngine):
 
     def decide_held(self, paths: list[str] | None, decision: str) -> None:
         """Record the decision (`sync.decisions`), then one round carries it out."""
-        from companion.sync.decisions import record_held  # noqa: PLC0415
-        from companion.sync.index import SyncIndex  # noqa: PLC0415
+        from companion.sync.round.decisions import record_held  # noqa: PLC0415
+        from companion.sync.state.index import SyncIndex  # noqa: PLC0415
 
         with SyncIndex(sync_index_path(self.paths, self.root)) as index:
             record_held(index, paths, decision)

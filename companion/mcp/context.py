@@ -1,13 +1,13 @@
 """What every tool of one MCP server shares: the vault, its index and graph, and its rules.
 
 The full-text index and the link graph are the vault's own (`companion.vault.index`), kept
-fresh without walking the vault on every call: a watcher (`companion.sync.watcher`) marks the
+fresh without walking the vault on every call: a watcher (`companion.sync.local.watcher`) marks the
 index stale when a file changes, the server's own writes mark it stale directly, and the next
 query brings it up to date (reading only what changed). Without a watcher (inotify limit, a
 network drive) the index is refreshed when it is older than `REFRESH_S`. The first update runs
 in the background at start, so the server answers `initialize` at once.
 
-Who edited a note last comes from `companion.sync.editors` (the sync index's device kinds, and
+Who edited a note last comes from `companion.sync.state.editors` (the sync index's device kinds, and
 the agent side's own writes); "recently" is `companion.dream.state.edited_recently` with the
 window `[vault] human_edit_window_hours`, the same rule the dream obeys.
 """
@@ -30,13 +30,13 @@ from companion.dream.state import DreamState, MtimeEditors, edited_recently
 from companion.logs import get_logger
 from companion.mcp.writelog import WriteLog
 from companion.paths import DevicePaths
-from companion.sync.editors import SyncEditors
-from companion.sync.ignore import IgnoreRules
+from companion.sync.local.ignore import IgnoreRules
+from companion.sync.state.editors import SyncEditors
 from companion.vault.vault import Vault
 
 if TYPE_CHECKING:
-    from companion.sync.index import SyncIndex
-    from companion.sync.watcher import Watcher
+    from companion.sync.local.watcher import Watcher
+    from companion.sync.state.index import SyncIndex
     from companion.vault.graph import LinkGraph
     from companion.vault.index import VaultIndex
 
@@ -133,7 +133,7 @@ class VaultContext:
     def _device(self) -> tuple[str, str, bool]:
         """(name, kind, has sync state) of this copy: `companion init`'s record, else config."""
         with contextlib.suppress(Exception):
-            from companion.sync.device import DeviceState
+            from companion.sync.state.device import DeviceState
 
             if DeviceState.exists(self.paths, self.root):
                 st = DeviceState.load(self.paths, self.root)
@@ -145,7 +145,7 @@ class VaultContext:
         """The copy's sync index, read-only (None while this copy has never synced)."""
         if self._sync_index is None and time.monotonic() - self._sync_index_tried > 5:
             self._sync_index_tried = time.monotonic()
-            from companion.sync.index import SyncIndex, SyncIndexError, index_path
+            from companion.sync.state.index import SyncIndex, SyncIndexError, index_path
 
             with contextlib.suppress(SyncIndexError, OSError):
                 self._sync_index = SyncIndex(
@@ -182,7 +182,7 @@ class VaultContext:
 
     def _start_watcher(self) -> None:
         try:
-            from companion.sync.watcher import Watcher
+            from companion.sync.local.watcher import Watcher
 
             self._watcher = Watcher(
                 self.root, self.ignore, lambda _batch: self.mark_dirty(), rescan_interval_s=None

@@ -2,13 +2,13 @@
 
 A path from a tool call is a vault-relative POSIX path. It is refused, with the reason, when it
 is absolute, climbs out (`..`), has an empty segment or a control character
-(`companion.sync.pathsafe.normalize`); when any segment is hidden (`.obsidian/`, `.companion/`,
-`.trash/`, `.git/`: app state, plugins and the companion's own files, never notes); when the
-vault's ignore rules exclude it (it would never sync); or when it goes through a symbolic link.
-Notes end in `.md`. A new note's name must also work as an Obsidian link and on every system
-the vault syncs to: none of `[ ] # ^ | \\ : * ? " < >`, no segment ending in a dot or a space,
-no Windows device name (`CON.md`: `pathsafe.windows_name_problem`, the rule the person's Windows
-and Android devices apply).
+(`companion.sync.local.pathsafe.normalize`); when any segment is hidden (`.obsidian/`,
+`.companion/`, `.trash/`, `.git/`: app state, plugins and the companion's own files, never
+notes); when the vault's ignore rules exclude it (it would never sync); or when it goes through
+a symbolic link. Notes end in `.md`. A new note's name must also work as an Obsidian link and on
+every system the vault syncs to: none of `[ ] # ^ | \\ : * ? " < >`, no segment ending in a dot
+or a space, no Windows device name (`CON.md`: `pathsafe.windows_name_problem`, the rule the
+person's Windows and Android devices apply).
 """
 
 from __future__ import annotations
@@ -17,7 +17,12 @@ import os
 import re
 
 from companion.mcp.context import ToolRefused, VaultContext
-from companion.sync.pathsafe import UnsafePath, normalize, resolve_inside, windows_name_problem
+from companion.sync.local.pathsafe import (
+    UnsafePath,
+    normalize,
+    resolve_inside,
+    windows_name_problem,
+)
 
 _BAD_NEW_NAME = re.compile(r'[\[\]#^|\\:*?"<>]')
 _DRIVE_PATH = re.compile(r"^[A-Za-z]:[/\\]")  # C:/notes/x.md, C:\notes\x.md

@@ -17,7 +17,7 @@ from companion.errors import CompanionError
 from companion.mcp.context import ToolRefused, VaultContext
 from companion.mcp.paths import folder_path, note_path
 from companion.mcp.writelog import iso, last_writes_by_path
-from companion.sync.conflicts import AGENT, HUMAN
+from companion.sync.round.conflicts import AGENT, HUMAN
 from companion.vault.note import parse_note
 from companion.vault.reader import read_note_text
 

@@ -21,7 +21,7 @@ limits count (`companion.mcp.quota`).
 `action` is one of created, replaced, section_replaced, section_appended, appended, sibling,
 journal, memory_add, memory_replace, memory_remove. The diff never copies a line that holds a
 secret (such a line of the person's text is shown as a placeholder). Writes are atomic
-replaces (`companion.sync.atomic`); a concurrent writer on this device is retried.
+replaces (`companion.sync.local.atomic`); a concurrent writer on this device is retried.
 """
 
 from __future__ import annotations
@@ -164,9 +164,9 @@ class WriteLog:
 
     def record(self, write: AgentWrite) -> AgentWrite:
         """Stamp and append `write`; returns it. Raises OSError when the vault is unwritable."""
-        from companion.sync.atomic import ChangedSinceScan, atomic_write
-        from companion.sync.filestate import current_state
-        from companion.sync.pathsafe import resolve_inside
+        from companion.sync.local.atomic import ChangedSinceScan, atomic_write
+        from companion.sync.local.filestate import current_state
+        from companion.sync.local.pathsafe import resolve_inside
 
         now = self.clock()
         write.time = write.time or iso(now)

@@ -13,9 +13,9 @@ Every write, before anything touches the disk:
   rewritten: `write_note` puts the text in a sibling note, `edit_note` and `append_journal` add
   it after the note's last line, and the result says so;
 - a note that is not plain UTF-8, or mixes line endings, is never rewritten.
-The write is an atomic replace (`companion.sync.atomic`) that refuses if the note changed since
-it was read, so a concurrent edit is never overwritten and a refused call changes nothing. Each
-landed write is remembered as the agent's own (never a person's edit) and recorded in the
+The write is an atomic replace (`companion.sync.local.atomic`) that refuses if the note changed
+since it was read, so a concurrent edit is never overwritten and a refused call changes nothing.
+Each landed write is remembered as the agent's own (never a person's edit) and recorded in the
 agent-write log with its provenance (`companion.mcp.writelog`).
 """
 
@@ -30,7 +30,7 @@ from typing import Any
 from companion.mcp.context import ToolRefused, VaultContext
 from companion.mcp.paths import note_path, writable_note_path
 from companion.mcp.writelog import AgentWrite, make_diff
-from companion.sync.filestate import FileState
+from companion.sync.local.filestate import FileState
 from companion.vault.journal import section_key, section_title
 from companion.vault.sections import (
     Section,
@@ -214,8 +214,8 @@ def _land(
     requested: str,
     size: int,
 ) -> dict[str, Any]:
-    from companion.sync.atomic import ChangedSinceScan, atomic_write
-    from companion.sync.pathsafe import UnsafePath
+    from companion.sync.local.atomic import ChangedSinceScan, atomic_write
+    from companion.sync.local.pathsafe import UnsafePath
 
     try:
         atomic_write(ctx.root, rel, data, current.state)

@@ -35,7 +35,7 @@ from companion.review.model import (
 from companion.review.note import link
 
 if TYPE_CHECKING:
-    from companion.sync.remote import RemoteChange, RemoteVault
+    from companion.sync.remote.vault import RemoteChange, RemoteVault
 
 EXCLUDED_PREFIXES = (".companion/", "review/")
 PAGE = 5000
@@ -81,7 +81,7 @@ def agent_spans(
     """The spans of revisions committed by agent devices with `from_seq < seq <= to_seq`
     (and, when given, committed at or after `not_before`, relay time). `include` may admit
     a person's device's revisions too (a dream run on a laptop)."""
-    from companion.sync.remote import AGENT, Refused
+    from companion.sync.remote.vault import AGENT, Refused
 
     feed = Feed(last_seq=from_seq)
     open_spans: dict[str, Span] = {}
@@ -120,7 +120,7 @@ def first_human_seq(remote: RemoteVault, to_seq: int) -> int | None:
     """The seq of the first record a person's device committed (None: none yet). What agent
     devices wrote before a person ever took part is the vault's initial content, not a night's
     change: the first review starts there."""
-    from companion.sync.remote import HUMAN, Refused
+    from companion.sync.remote.vault import HUMAN, Refused
 
     since = 0
     while since < to_seq:

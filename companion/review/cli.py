@@ -47,7 +47,7 @@ def list_cmd(app: AppContext, vault: Path, night: str | None, as_json: bool) -> 
       companion review list ~/vault --json
     """
     from companion.review.listing import items, newest_note
-    from companion.sync.cli import _open_engine
+    from companion.sync.commands.cli import _open_engine
 
     with _open_engine(app, vault) as engine:
         from companion.review.rounds import device_for

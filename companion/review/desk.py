@@ -117,7 +117,7 @@ def explain(dev: Device, view: View) -> None:
 
 
 def _span(dev: Device, path: str, item_id: str) -> attest.Span | None:
-    from companion.sync.remote import RemoteChange
+    from companion.sync.remote.vault import RemoteChange
 
     hist = [h for h in dev.remote.history(path) if isinstance(h, RemoteChange)]
     hist.reverse()

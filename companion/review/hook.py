@@ -16,8 +16,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from companion.sync.engine import SyncEngine
-    from companion.sync.report import RoundReport
+    from companion.sync.round.engine import SyncEngine
+    from companion.sync.round.report import RoundReport
 
 FOLDER = "review"
 REPORTS = Path(".companion") / "dreams"
@@ -28,7 +28,7 @@ RECENT_DAYS = 3  # a report this much older than the newest gets no note (an upg
 def install(engine: SyncEngine) -> None:
     """Run the review's work after each round of `engine` that settles (one `rounds.Device`
     kept across rounds, made when there is first work)."""
-    from companion.sync.device import vault_dir
+    from companion.sync.state.device import vault_dir
 
     root = engine.core.root
     seen_file = vault_dir(engine.paths, root) / SEEN_FILE

@@ -55,9 +55,9 @@ from companion.review.model import (
 )
 
 if TYPE_CHECKING:
-    from companion.sync.engine import SyncEngine
-    from companion.sync.remote import RemoteChange, RemoteVault
-    from companion.sync.report import RoundReport
+    from companion.sync.remote.vault import RemoteChange, RemoteVault
+    from companion.sync.round.engine import SyncEngine
+    from companion.sync.round.report import RoundReport
 
 log = get_logger("review")
 
@@ -122,7 +122,7 @@ class Device:
 def device_for(engine: SyncEngine) -> Device:
     core = engine.core
     config = engine.config
-    from companion.sync.device import vault_dir
+    from companion.sync.state.device import vault_dir
 
     seen_file = vault_dir(engine.paths, core.root) / hook.SEEN_FILE
     return Device(
@@ -234,7 +234,7 @@ def note_files(root: Path) -> list[tuple[str, str]]:
 
 
 def _oldest(remote: RemoteVault, rel: str) -> RemoteChange | None:
-    from companion.sync.remote import RemoteChange
+    from companion.sync.remote.vault import RemoteChange
 
     try:
         hist = remote.history(rel)
@@ -411,7 +411,7 @@ def _carried_label(ln: Line) -> str:
 
 def _revisions(dev: Device, rel: str) -> list[blame.Revision]:
     """The note's retained revisions, oldest first, with their verified contents."""
-    from companion.sync.remote import RemoteChange
+    from companion.sync.remote.vault import RemoteChange
 
     hist = [h for h in dev.remote.history(rel) if isinstance(h, RemoteChange)]
     hist.reverse()
@@ -578,7 +578,7 @@ def _path_of(root: Path, target: str | None) -> str | None:
 def _attested_change(dev: Device, path: str, item_id: str) -> ChangeItem | None:
     """The change `item_id` names, found again in the relay's history of `path`: a span of
     revisions all committed by agent devices (or the dreaming device) whose id matches."""
-    from companion.sync.remote import RemoteChange
+    from companion.sync.remote.vault import RemoteChange
 
     try:
         hist = [h for h in dev.remote.history(path) if isinstance(h, RemoteChange)]

@@ -43,7 +43,7 @@ def _vault_arg(app: AppContext, vault: Path | None) -> Path:
 
 def _sync_ready(app: AppContext, vault: Path) -> bool | None:
     try:
-        from companion.sync.device import DeviceState
+        from companion.sync.state.device import DeviceState
     except ImportError:
         return None
     return DeviceState.exists(app.paths, vault)

@@ -1,6 +1,6 @@
 /**
  * Error types, mirroring companion/errors.py, companion/crypto/errors.py and
- * companion/relay/errors.py so both implementations report the same things the same way.
+ * companion/relayclient/errors.py so both implementations report the same things the same way.
  * Messages are for a person and never contain a key, a token, a passphrase or note content.
  */
 

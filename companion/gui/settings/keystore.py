@@ -8,7 +8,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from companion.errors import CompanionError
-from companion.sync.device import SecretMissing
+from companion.sync.state.device import SecretMissing
 
 
 @dataclass(frozen=True)

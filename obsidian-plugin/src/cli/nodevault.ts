@@ -179,7 +179,7 @@ export class NodeVault implements VaultFS {
   }
 
   /**
-   * The dpkg approach (companion/sync/bulkwrite.py): every content goes to a temp file beside
+   * The dpkg approach (companion/sync/local/bulkwrite.py): every content goes to a temp file beside
    * its target, one `syncfs` flushes them all, each target is checked and renamed, and one more
    * flush makes the renames durable. Where syncfs is unavailable each temp file is fsynced.
    */

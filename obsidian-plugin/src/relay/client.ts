@@ -1,5 +1,5 @@
 /**
- * The relay's HTTP API (docs/relay.md), as companion/relay/client.py speaks it. Every failure
+ * The relay's HTTP API (docs/relay.md), as companion/relayclient/client.py speaks it. Every failure
  * is a typed RelayError; a conflicting commit is a result, not an error. The token never
  * appears in an error message.
  */

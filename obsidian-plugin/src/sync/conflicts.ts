@@ -1,6 +1,6 @@
 /**
  * What to do when a file changed here and on another device: a pure decision, the same rules
- * as companion/sync/conflicts.py (docs/sync.md §3):
+ * as companion/sync/round/conflicts.py (docs/sync.md §3):
  *
  * 1. same content (or both deleted): nothing; 2. one side unchanged since the common version:
  * take the other; 3. deleted on one side, edited on the other: keep the edit; 4. text with a
@@ -163,7 +163,7 @@ export function resolve(
     copy,
   );
 }
-// What `conflictCopyName` and `caseCollisionName` write, read back (companion/sync/conflicts.py
+// What `conflictCopyName` and `caseCollisionName` write, read back (companion/sync/round/conflicts.py
 // is_kept_copy and views.py): "<stem> (conflict <device> <date> <HHMM>[ N])<ext>", and the
 // names kept after a case or Unicode-spelling collision.
 const COPY_NAME = /^(?<stem>.+) \((?:conflict (?<device>.+) \d{4}-\d{2}-\d{2} \d{4}|(?:case|unicode) conflict)(?: \d+)?\)(?<ext>\.[^.]*)?$/u;

@@ -1,5 +1,5 @@
 /**
- * The sync core of one vault copy (companion/sync/engine.py, apply.py, push.py), behind the
+ * The sync core of one vault copy (companion/sync/round/engine.py, apply.py, push.py), behind the
  * `VaultFS` interface so Obsidian, the headless CLI and tests run the same code.
  *
  * A round is a loop of passes (at most 10). Each pass:
@@ -156,7 +156,7 @@ export class SyncEngine {
   private loaded = false;
   stopped = false;
   /** Work after each round that settles (the review's, src/review/rounds.ts): each returns the
-   * vault paths it wrote, which one more round syncs (companion/sync/engine.py `after_round`). */
+   * vault paths it wrote, which one more round syncs (companion/sync/round/engine.py `after_round`). */
   readonly afterRound: ((engine: SyncEngine, report: RoundReport) => Promise<Iterable<string>>)[] = [];
   private inAfterRound = false;
 
@@ -553,7 +553,7 @@ export class SyncEngine {
     return o;
   }
 
-  /** The hold rules' view of the vault (policy.ts `holdReason`, companion/sync/holds.py):
+  /** The hold rules' view of the vault (policy.ts `holdReason`, companion/sync/round/holds.py):
    * which folders have Obsidian's config shape, among the files known here (held ones too),
    * the incoming paths and this device's own config folder. */
   private configDirs(incoming: string[]): Set<string> {

@@ -1,5 +1,5 @@
 /**
- * Which paths are not synced (companion/sync/ignore.py): gitignore syntax, the same built-in
+ * Which paths are not synced (companion/sync/local/ignore.py): gitignore syntax, the same built-in
  * defaults, the vault's own `.companionignore` (synced) and the device's extra patterns.
  * Matching uses the `ignore` package (git's rules).
  */

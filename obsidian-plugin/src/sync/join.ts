@@ -1,5 +1,5 @@
 /**
- * Joining a vault (companion/sync/join.py, with the rules of security issue #12):
+ * Joining a vault (companion/sync/commands/join.py, with the rules of security issue #12):
  *
  * 1. redeem the invite as a human device (`kind` sent; a relay that fixed another kind at
  *    invite time answers 409 kind_mismatch);

@@ -1,5 +1,5 @@
 /**
- * Three-way merge of text against the last common version (companion/sync/merge.py), with
+ * Three-way merge of text against the last common version (companion/sync/round/merge.py), with
  * node-diff3. Clean only when no region changed differently on both sides; never writes
  * conflict markers. Line endings: one style per input is merged on "\n" and written in the
  * local style; the final newline is its own tiny three-way choice.

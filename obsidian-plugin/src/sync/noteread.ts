@@ -1,6 +1,6 @@
 /**
  * Reading the agents' notes the hold rules need (policy.ts `contentReason`), before they are
- * admitted: the twin of companion/sync/pull.py `Puller.note_contents`.
+ * admitted: the twin of companion/sync/round/pull.py `Puller.note_contents`.
  *
  * Notes are fetched and verified NOTE_BATCH_BYTES at a time, so a first sync of a large vault
  * never holds them all: a note without code a plugin runs is kept as empty bytes (all the

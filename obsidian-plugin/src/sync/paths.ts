@@ -1,5 +1,5 @@
 /**
- * Vault-relative paths: one canonical spelling (companion/sync/pathsafe.py). NFC, forward
+ * Vault-relative paths: one canonical spelling (companion/sync/local/pathsafe.py). NFC, forward
  * slashes, relative, no empty/./.. segments, no control characters, never an engine temp name.
  * A ':' is an ordinary character here, as on the systems that hold it.
  */

@@ -7,9 +7,9 @@
  * - `kindMismatch`: a sealed kind that disagrees with the relay's is refused as tampering.
  * - `holdReason`: on a human device, an agent's change to the sync rules, the companion's
  *   settings, an Obsidian config folder (any with its shape), a script, an executable file or
- *   a note holding code a plugin runs waits for the person's approval (companion/sync/holds.py,
+ *   a note holding code a plugin runs waits for the person's approval (companion/sync/round/holds.py,
  *   the same rules, pinned by tests/vectors/holds_v1.json).
- * - `isMassDelete`: the mass-deletion guard (companion/sync/guard.py).
+ * - `isMassDelete`: the mass-deletion guard (companion/sync/round/guard.py).
  * - `Backoff` / `retryDelay`: back off on 429/503 (honouring Retry-After) and keep running.
  */
 
@@ -28,7 +28,7 @@ export function kindMismatch(relayKind: string | null | undefined, sealedKind: s
   return deviceKind(sealedKind) !== relayKind;
 }
 
-// ------------------------------------------------------------------ holds (companion/sync/holds.py)
+// ------------------------------------------------------------------ holds (companion/sync/round/holds.py)
 // One list and one matching rule with the Python laptop, pinned by tests/vectors/holds_v1.json.
 
 export const SYNC_RULES = "changes what sync leaves out (.companionignore)";
@@ -187,7 +187,7 @@ export function holdReason(h: HoldInput): string | null {
 export const MASS_DELETE_MIN_FILES = 10;
 
 /** True when deleting `nDeletes` of `nTotal` synced files needs confirmation (the rule of
- * companion/sync/guard.py): more than `ratio` of them, never fewer than `minFiles` unless they
+ * companion/sync/round/guard.py): more than `ratio` of them, never fewer than `minFiles` unless they
  * are every synced file (an emptied or unmounted folder, whatever the vault's size). */
 export function isMassDelete(nDeletes: number, nTotal: number, ratio: number, minFiles = MASS_DELETE_MIN_FILES): boolean {
   const everyFile = nDeletes >= Math.max(nTotal, 1);

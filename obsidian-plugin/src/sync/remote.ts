@@ -1,5 +1,5 @@
 /**
- * The encrypted, verified view of the relay (companion/sync/remote.py). Everything returned
+ * The encrypted, verified view of the relay (companion/sync/remote/vault.py). Everything returned
  * has been opened under its vault id, file id and revision, names the path its id belongs to,
  * and (when the relay says who committed it) carries the kind the relay recorded. Records that
  * fail are returned apart as `bad`, so the caller quarantines that one file and goes on.

@@ -1,0 +1,3 @@
+"""The remote: the encrypted, verified view of the relay over `companion.relayclient`. Imports no
+other sync layer.
+"""

@@ -334,6 +334,32 @@ describe("names this device cannot write", () => {
   });
 });
 
+describe("case collisions on a case-insensitive disk (R11)", () => {
+  it("keeps a name that folds like another's as a case-conflict copy, with the fold both engines share", async () => {
+    // 'Straße' and 'STRASSE' are one file where names fold (upper, then lower case; the
+    // plugin used toLowerCase). A colliding name was also deferred for ever: stat() of the
+    // new name found the other file, which looked like a new local file.
+    const invite = await relay.newVault();
+    const h = await device(relay, invite, "phone", "human", { vault: new MemoryVault(true) });
+    const a = await device(relay, await relay.invite(h.engine.remote.vaultId, "agent"), "server", "agent");
+    await a.vault.put("Straße.md", "with sharp s\n");
+    await a.engine.round();
+    await h.engine.round();
+    await a.vault.put("STRASSE.md", "in capitals\n");
+    await a.engine.round();
+    const r = await h.engine.round();
+    expect(r.conflicts.map((c) => c.outcome)).toContain("case_collision");
+    expect(h.vault.text("Straße.md")).toBe("with sharp s\n");
+    const copies = synced(h.vault).filter((p) => p.includes("(case conflict)"));
+    expect(copies.length).toBe(1);
+    expect(h.vault.text(copies[0])).toBe("in capitals\n");
+    expect(r.converged).toBe(true);
+    // the copy replaces the colliding name everywhere: nothing is lost, nothing is twice
+    await a.engine.round();
+    expect(synced(a.vault).sort()).toEqual(synced(h.vault).sort());
+  });
+});
+
 describe("a ':' after a first letter (issue 42.2)", () => {
   it("is a name: it arrives byte for byte, and where Windows's rule holds it is a problem of that file", async () => {
     const [h, a] = await pair(relay);

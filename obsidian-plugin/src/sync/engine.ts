@@ -763,29 +763,30 @@ export class SyncEngine {
 
   private async applyWrite(p: string, ch: RemoteChange, content: Uint8Array, report: RoundReport): Promise<void> {
     const e = this.state.files[p];
-    if (!(await this.unchanged(p))) {
-      if (!e || e.deleted) {
-        // a new local file appeared since the scan: let the next pass resolve both
-        report.deferred++;
-        this.state.inbox[p] = queued(ch);
-        return;
-      }
-      report.deferred++;
-      this.state.inbox[p] = queued(ch);
-      return;
-    }
+    // Checked before the disk is: on a case-insensitive disk, stat(p) finds the other file,
+    // which would look like a new local file at p and defer the change for ever (R11).
     if (this.fs.caseInsensitive && (!e || e.deleted)) {
       const other = Object.entries(this.state.files).find(([q, x]) => q !== p && !x.deleted && fold(q) === fold(p));
       if (other) {
         const copy = caseCollisionName(p, (c) => this.taken(c));
-        const st = await this.write(copy, content, this.writeOpts(ch.meta));
-        void st;
+        if ((await this.fs.stat(copy)) !== null) {
+          report.deferred++; // a local file took the copy's name since the scan
+          this.state.inbox[p] = queued(ch);
+          return;
+        }
+        await this.write(copy, content, this.writeOpts(ch.meta));
         this.record(p, ch, null);
         this.state.files[p].mtime = 0; // synced but absent here: the next scan pushes the rename
         const msg = `${p}: its name differs only by case from ${other[0]}; saved as '${copy}'`;
         report.conflicts.push(this.conflictInfo(p, copy, this.device.deviceName, ch.deviceName, "case_collision", msg));
         return;
       }
+    }
+    if (!(await this.unchanged(p))) {
+      // a new local file appeared since the scan, or the file changed: the next pass decides
+      report.deferred++;
+      this.state.inbox[p] = queued(ch);
+      return;
     }
     let st: FileStat;
     try {

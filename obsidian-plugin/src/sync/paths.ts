@@ -49,16 +49,31 @@ export function normalize(rel: string): string {
 const WINDOWS_CHARS = /[<>:"|?*]/;
 const WINDOWS_DEVICES = /^(?:CON|PRN|AUX|NUL|COM[1-9]|LPT[1-9])(?:\..*)?$/i;
 
-/** Why Windows (or Android's shared storage) cannot hold the vault path `rel`, or null. A
- * person's device there cannot write such a file; an agent on Linux can make one. */
-export function windowsNameProblem(rel: string): string | null {
+/** What Windows refuses in the vault path `rel`: `[kind, name, char]` for the first refused
+ * name, kind `char` (the character), `trailing` (a dot or a space ends it) or `device`
+ * (`CON`, `lpt1.md`), or null. Python's `pathsafe.windows_name_verdict` decides the same
+ * (tests/vectors/rules_v1.json). */
+export function windowsNameVerdict(rel: string): [string, string, string] | null {
   for (const seg of rel.split("/")) {
     const m = WINDOWS_CHARS.exec(seg);
-    if (m) return `the name '${seg.slice(0, 80)}' contains '${m[0]}', which Windows and Android do not allow in a file name`;
-    if (/[. ]$/.test(seg)) return `the name '${seg.slice(0, 80)}' ends with a dot or a space, which Windows does not allow`;
-    if (WINDOWS_DEVICES.test(seg)) return `'${seg.slice(0, 80)}' is a device name on Windows, not a file name`;
+    if (m) return ["char", seg, m[0]];
+    if (/[. ]$/.test(seg)) return ["trailing", seg, seg.slice(-1)];
+    if (WINDOWS_DEVICES.test(seg)) return ["device", seg, ""];
   }
   return null;
+}
+
+/** Why Windows (or Android's shared storage) cannot hold the vault path `rel`, or null. A
+ * person's device there cannot write such a file; an agent on Linux can make one. The
+ * message names Android for the characters, where Python's names only Windows: the rule
+ * holds on both here (docs/protocol.md R14, a platform difference). */
+export function windowsNameProblem(rel: string): string | null {
+  const v = windowsNameVerdict(rel);
+  if (!v) return null;
+  const [kind, seg, ch] = v;
+  if (kind === "char") return `the name '${seg.slice(0, 80)}' contains '${ch}', which Windows and Android do not allow in a file name`;
+  if (kind === "trailing") return `the name '${seg.slice(0, 80)}' ends with a dot or a space, which Windows does not allow`;
+  return `'${seg.slice(0, 80)}' is a device name on Windows, not a file name`;
 }
 
 /** Normalised path or null (for listing input that may hold unusable names). */
@@ -81,9 +96,12 @@ export function pathProblem(rel: string): string | null {
   }
 }
 
-/** The key two names share on a case-insensitive file system. */
+/** The key two names share when a case-insensitive file system opens one file: NFC, upper
+ * case, then lower case, NFC (`ß` and `SS`, `ſ` and `s`, `ı` and `i` meet). The one fold of
+ * both engines (Python's `pathsafe.fold`; tests/vectors/rules_v1.json), for case collisions
+ * and holds. */
 export function fold(rel: string): string {
-  return rel.normalize("NFC").toLowerCase().normalize("NFC");
+  return rel.normalize("NFC").toUpperCase().toLowerCase().normalize("NFC");
 }
 
 export function parentOf(rel: string): string {

@@ -97,6 +97,41 @@ describe("two devices", () => {
     expect(a.vault.text("notas/caf\u00e9.md")).toBe("café\n");
   });
 
+  it("keeps both spellings when an NFD twin sits beside its NFC name, the NFD one renamed (R10)", async () => {
+    // The plugin's scan used to leave the NFD twin out silently: never synced, kept or listed.
+    const [h, a] = await pair(relay);
+    await h.vault.put("notas/caf\u00e9.md", "composed\n");
+    await h.vault.put("notas/cafe\u0301.md", "decomposed\n");
+    const r = await h.engine.round();
+    expect(synced(h.vault).sort()).toEqual(["notas/caf\u00e9 (unicode conflict).md", "notas/caf\u00e9.md"]);
+    expect(h.vault.text("notas/caf\u00e9.md")).toBe("composed\n");
+    expect(h.vault.text("notas/caf\u00e9 (unicode conflict).md")).toBe("decomposed\n");
+    expect(r.conflicts.map((c) => [c.outcome, c.copy])).toEqual([["unicode_twin", "notas/caf\u00e9 (unicode conflict).md"]]);
+    await a.engine.round();
+    expect(synced(a.vault).sort()).toEqual(synced(h.vault).sort());
+  });
+
+  it("lists a local name no device can share each round until it is renamed (R13)", async () => {
+    // It used to be dropped without a word: the person never learnt the note did not sync.
+    const [h, a] = await pair(relay);
+    await h.vault.put("notes/evil\u202egnp.md", "hidden\n");
+    await h.vault.put("notes/fine.md", "fine\n");
+    const r1 = await h.engine.round();
+    expect(r1.uploaded).toEqual(["notes/fine.md"]);
+    expect(r1.skipped.length).toBe(1);
+    expect(r1.skipped[0]).toContain("notes/evil\\u202egnp.md");
+    expect(r1.skipped[0]).toContain("until it is renamed");
+    expect(r1.skipped[0]).not.toContain("\u202e"); // shown escaped, never as it would display
+    const r2 = await h.engine.round();
+    expect(r2.skipped.length).toBe(1);
+    await h.vault.rename("notes/evil\u202egnp.md", "notes/evil.md");
+    const r3 = await h.engine.round();
+    expect(r3.skipped).toEqual([]);
+    expect(r3.uploaded).toEqual(["notes/evil.md"]);
+    await a.engine.round();
+    expect(a.vault.text("notes/evil.md")).toBe("hidden\n");
+  });
+
   it("chunks large files and resumes an interrupted download from verified chunks", async () => {
     const [h, a] = [await pair(relay)].flat();
     h.engine["chunkSize" as never] = 1000 as never;

@@ -27,7 +27,7 @@ import {
   VaultFolderMissing,
 } from "../errors";
 import type { RelayClient, WireRecord } from "../relay/client";
-import { conflictCopyName, caseCollisionName, conflictViews, type CopyView, HUMAN, isKeptCopy, resolve } from "./conflicts";
+import { conflictCopyName, caseCollisionName, unicodeTwinName, conflictViews, type CopyView, HUMAN, isKeptCopy, resolve } from "./conflicts";
 import { FOLDER_MARKER, folderMissingMessage, markerText, parseMarker } from "./folder";
 import { IGNORE_FILE, IgnoreRules } from "./ignore";
 import { isText } from "./merge";
@@ -475,17 +475,31 @@ export class SyncEngine {
     const seen = new Map<string, FileStat>();
     const onDisk = new Set(listing.map((s) => s.path));
     for (let st of listing) {
-      const p = tryNormalize(st.path);
-      if (!p) continue;
+      let p = tryNormalize(st.path);
+      if (!p) {
+        // a name no device could share (a control or bidirectional character, a backslash, a
+        // look-alike dot): listed each round until it is renamed, never dropped silently (R13)
+        const line = `${pathProblem(st.path) ?? "not a vault path"}; not synced until it is renamed`;
+        if (!report.skipped.includes(line)) report.skipped.push(line); // once per round, not per pass
+        continue;
+      }
       if (this.ignore.isIgnored(p)) continue;
       if (p !== st.path) {
-        // a decomposed (NFD) name, e.g. from macOS: rename it to its NFC spelling in place
-        if (onDisk.has(p) || seen.has(p)) continue;
+        // a decomposed (NFD) name, e.g. from macOS: rename it to its NFC spelling in place;
+        // when the NFC spelling exists too, both are kept, this one under a new name (R10)
+        const twin = onDisk.has(p) || seen.has(p);
+        const nfc = p;
+        if (twin) p = unicodeTwinName(nfc, (c) => onDisk.has(c) || seen.has(c) || this.taken(c));
         try {
           st = await this.rename(st.path, p);
         } catch (e) {
           if (e instanceof VaultFolderMissing) throw e;
+          report.skipped.push(`${st.path}: could not be renamed to ${p} (${e instanceof Error ? e.message : String(e)}); not synced`);
           continue;
+        }
+        if (twin) {
+          const msg = `${nfc}: another file had the same name in decomposed Unicode (as macOS writes it); both are kept, that one as '${p}'`;
+          report.conflicts.push(this.conflictInfo(nfc, p, this.device.deviceName, this.device.deviceName, "unicode_twin", msg));
         }
       }
       seen.set(p, st);

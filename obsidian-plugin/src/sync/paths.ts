@@ -15,6 +15,22 @@ export function isTempName(name: string): boolean {
   return name.startsWith(TEMP_PREFIX);
 }
 
+const UNSAFE_CHAR = /[\p{Cc}\p{Cf}\p{Zl}\p{Zp}\p{Cs}\p{Co}\p{Cn}]/gu;
+
+/** `text` with every control, format or invisible character escaped as `\uXXXX` (`\xXX` below
+ * 0x100), as Python's `textsafe.shown` does, so a name printed in a message cannot hide or
+ * reorder what follows it; with `limit`, a longer text keeps its start and its end. */
+export function shownText(text: string, limit?: number): string {
+  if (limit !== undefined && text.length > limit) {
+    const tail = Math.max(Math.floor(limit / 4), 1);
+    text = text.slice(0, limit - tail - 1) + "\u2026" + text.slice(-tail);
+  }
+  return text.replace(UNSAFE_CHAR, (c) => {
+    const code = c.codePointAt(0)!;
+    return code < 0x100 ? `\\x${code.toString(16).padStart(2, "0")}` : `\\u${code.toString(16).padStart(4, "0")}`;
+  });
+}
+
 /** The longest name (one path segment) common file systems hold: ext4, APFS, f2fs (bytes). */
 export const MAX_NAME_BYTES = 255;
 
@@ -25,7 +41,7 @@ const BIDI_CONTROLS = /[\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/;
 export function normalize(rel: string): string {
   if (typeof rel !== "string" || !rel) throw new UnsafePath("empty path");
   const p = rel.normalize("NFC").replace(/\\/g, "/");
-  const shown = JSON.stringify(rel).slice(1, -1).slice(0, 200);
+  const shown = shownText(rel, 200);
   if (/[\x00-\x1f\x7f]/.test(p)) throw new UnsafePath(`path '${shown}' contains a control character`);
   if (!isUnicode(p)) throw new UnsafePath(`path '${shown}' is not valid UTF-8`);
   // a ':' is a name character, also after a first letter ("Q: open questions.md"): not a drive

@@ -395,6 +395,31 @@ describe("case collisions on a case-insensitive disk (R11)", () => {
   });
 });
 
+describe("an agent's case-only twin (issue 44)", () => {
+  it("is a case conflict on a person's case-sensitive disk too, never a second note", async () => {
+    const [h, a] = await pair(relay);
+    await h.vault.put("Home.md", "the person's home\n");
+    await h.engine.round();
+    await a.engine.round();
+    await a.vault.put("Home.MD", "the agent's twin\n");
+    await a.engine.round();
+    const r = await h.engine.round();
+    expect(r.conflicts.map((c) => c.outcome)).toEqual(["case_collision"]);
+    expect(h.vault.text("Home.md")).toBe("the person's home\n");
+    expect(synced(h.vault)).not.toContain("Home.MD");
+    await a.engine.round();
+    await h.engine.round();
+    expect(synced(a.vault).sort()).toEqual(synced(h.vault).sort());
+    expect(new Set(synced(a.vault).map((p) => p.toUpperCase())).size).toBe(synced(a.vault).length);
+    // the person's own twin on their own disk stays theirs
+    await h.vault.put("Todo.md", "a\n");
+    await h.vault.put("TODO.md", "b\n");
+    await h.engine.round();
+    await a.engine.round();
+    expect(synced(a.vault)).toEqual(expect.arrayContaining(["Todo.md", "TODO.md"]));
+  });
+});
+
 describe("a ':' after a first letter (issue 42.2)", () => {
   it("is a name: it arrives byte for byte, and where Windows's rule holds it is a problem of that file", async () => {
     const [h, a] = await pair(relay);

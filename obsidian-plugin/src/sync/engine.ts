@@ -668,7 +668,12 @@ export class SyncEngine {
       const contents = await ahead!;
       ahead = g + 1 < groups.length ? this.fetchContents(groups[g + 1]) : null;
       ahead?.catch(() => undefined);
-      const bulk = this.fs.writeMany && !this.fs.caseInsensitive ? group.filter((ch) => !local.has(normalize(ch.meta.path))) : [];
+      // an agent's case-only twin goes one by one, through applyWrite's collision rule (R11)
+      const folds = new Map<string, number>();
+      for (const ch of group) folds.set(fold(ch.meta.path), (folds.get(fold(ch.meta.path)) ?? 0) + 1);
+      const mayTwin = (ch: RemoteChange) =>
+        this.device.kind === HUMAN && ch.kind !== HUMAN && ((folds.get(fold(ch.meta.path)) ?? 0) > 1 || this.twinOf(normalize(ch.meta.path), ch) !== null);
+      const bulk = this.fs.writeMany && !this.fs.caseInsensitive ? group.filter((ch) => !local.has(normalize(ch.meta.path)) && !mayTwin(ch)) : [];
       if (bulk.length >= BULK_MIN) await this.applyBulk(bulk, contents, report, touched);
       const done = new Set(bulk.length >= BULK_MIN ? bulk : []);
       await pool(group.filter((ch) => !done.has(ch)), WRITE_PARALLEL, async (ch) => {
@@ -775,13 +780,24 @@ export class SyncEngine {
     return false;
   };
 
-  private async applyWrite(p: string, ch: RemoteChange, content: Uint8Array, report: RoundReport): Promise<void> {
+  /** The live file whose name `p` (new here) differs from only by case, when that is a case
+   * collision: on a case-insensitive disk, and on a person's device for an agent's file
+   * whatever the disk (issue 44: an agent's `Home.MD` is no second `Home.md`). */
+  private twinOf(p: string, ch: RemoteChange): string | null {
     const e = this.state.files[p];
+    if (e && !e.deleted) return null;
+    if (!this.fs.caseInsensitive && !(this.device.kind === HUMAN && ch.kind !== HUMAN)) return null;
+    const f = fold(p);
+    const other = Object.entries(this.state.files).find(([q, x]) => q !== p && !x.deleted && fold(q) === f);
+    return other ? other[0] : null;
+  }
+
+  private async applyWrite(p: string, ch: RemoteChange, content: Uint8Array, report: RoundReport): Promise<void> {
     // Checked before the disk is: on a case-insensitive disk, stat(p) finds the other file,
     // which would look like a new local file at p and defer the change for ever (R11).
-    if (this.fs.caseInsensitive && (!e || e.deleted)) {
-      const other = Object.entries(this.state.files).find(([q, x]) => q !== p && !x.deleted && fold(q) === fold(p));
-      if (other) {
+    {
+      const other = this.twinOf(p, ch);
+      if (other !== null) {
         const copy = caseCollisionName(p, (c) => this.taken(c));
         if ((await this.fs.stat(copy)) !== null) {
           report.deferred++; // a local file took the copy's name since the scan
@@ -791,7 +807,7 @@ export class SyncEngine {
         await this.write(copy, content, this.writeOpts(ch.meta));
         this.record(p, ch, null);
         this.state.files[p].mtime = 0; // synced but absent here: the next scan pushes the rename
-        const msg = `${p}: its name differs only by case from ${other[0]}; saved as '${copy}'`;
+        const msg = `${p}: its name differs only by case from ${other}; saved as '${copy}'`;
         report.conflicts.push(this.conflictInfo(p, copy, this.device.deviceName, ch.deviceName, "case_collision", msg));
         return;
       }

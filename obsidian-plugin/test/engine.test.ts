@@ -265,6 +265,55 @@ describe("quarantine", () => {
     expect(h.engine.state.files["plain.md"].deviceKind).toBe("agent");
   });
 
+  it("heals a record damaged in transit by itself: the next round asks the relay again (R9)", async () => {
+    // The plugin kept such a file quarantined until a newer revision came; Python asks again.
+    const [h, a] = await pair(relay);
+    await a.vault.put("n.md", "from the server\n");
+    await a.engine.round();
+    const fid = await h.engine.remote.fileId("n.md");
+    let damage = true;
+    h.wire.rewrite = (req, resp) => {
+      if (!damage || !req.url.includes("/changes")) return resp;
+      const body = JSON.parse(new TextDecoder().decode(resp.body));
+      for (const r of body.records ?? []) if (r.file_id === fid) r.sealed = toBase64(new Uint8Array(40).fill(1));
+      return { ...resp, body: text(JSON.stringify(body)) };
+    };
+    await h.engine.round();
+    expect(h.engine.state.quarantine[fid]).toBeDefined();
+    expect(h.vault.text("n.md")).toBeUndefined();
+    damage = false;
+    await h.engine.round();
+    expect(h.engine.state.quarantine[fid]).toBeUndefined();
+    expect(h.vault.text("n.md")).toBe("from the server\n");
+  });
+
+  it("lets the person dismiss a quarantined record: not listed, not quarantined again, newer ones land", async () => {
+    const [h, a] = await pair(relay);
+    await a.vault.put("n.md", "v1\n");
+    await a.engine.round();
+    const fid = await h.engine.remote.fileId("n.md");
+    let badRev = 1;
+    h.wire.rewrite = (req, resp) => {
+      if (!req.url.includes("/changes") && !req.url.includes("/files/")) return resp;
+      const body = JSON.parse(new TextDecoder().decode(resp.body));
+      for (const r of body.records ?? [body]) if (r.file_id === fid && r.rev === badRev) r.sealed = toBase64(new Uint8Array(40).fill(1));
+      return { ...resp, body: text(JSON.stringify(body)) };
+    };
+    await h.engine.round();
+    expect(h.engine.state.quarantine[fid]).toBeDefined();
+    await expect(h.engine.dismissQuarantine("nothing-like-it")).rejects.toThrow(/no quarantined record/);
+    expect(await h.engine.dismissQuarantine(fid)).toBe(fid);
+    expect(h.engine.state.quarantine).toEqual({});
+    const r = await h.engine.round();
+    expect(r.quarantined).toEqual([]);
+    expect(h.engine.state.quarantine).toEqual({});
+    await a.vault.put("n.md", "v2\n");
+    await a.engine.round();
+    badRev = -1;
+    await h.engine.round();
+    expect(h.vault.text("n.md")).toBe("v2\n");
+  });
+
   it("lets the person supersede a quarantined record with their own version", async () => {
     const [h, a] = await pair(relay);
     await h.vault.put("n.md", "mine\n");

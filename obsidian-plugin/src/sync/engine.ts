@@ -51,6 +51,8 @@ import { type BulkItem, type FileStat, UnusableName, type VaultFS, type WriteOpt
 export const MAX_PASSES = 10;
 export const CHUNK_SIZE = 4 * 1024 * 1024;
 const WRITE_PARALLEL = 16;
+/** Quarantined files asked about again per round (Python's QUARANTINE_RETRIES). */
+const QUARANTINE_RETRIES = 50;
 const APPLY_GROUP = 1500;
 const BULK_MIN = 32; // from this many files on, one flush beats one fsync each
 const FIRST_GROUP = 250; // a small first group, so writing starts early
@@ -254,6 +256,7 @@ export class SyncEngine {
       for (let i = 0; i < (opts.maxPasses ?? MAX_PASSES); i++) {
         if (this.stopped) break;
         report.passes++;
+        if (i === 0) for (const t of await this.retryQuarantined(report)) scope?.add(t);
         const { work, touched } = await this.pass(scope, !!opts.allowMassDelete, report);
         if (!work) {
           report.converged = !report.heldDeletes;
@@ -410,9 +413,45 @@ export class SyncEngine {
   private quarantine(fileId: string, rev: number, reason: string, report: RoundReport): void {
     const old = this.state.quarantine[fileId];
     if (old && old.rev >= rev) return;
+    if ((this.state.dismissed?.[fileId] ?? -1) >= rev) return; // the person dismissed this one
     const path = Object.entries(this.state.files).find(([, e]) => e.fileId === fileId)?.[0] ?? null;
     this.state.quarantine[fileId] = { fileId, rev, path, reason, time: Date.now() / 1000, reported: false };
     report.quarantined.push(path ?? `file ${fileId.slice(0, 12)}`);
+  }
+
+  /** Once per round, ask the relay again for the head of up to QUARANTINE_RETRIES quarantined
+   * files (Python's `Puller.retry_quarantined`, docs/protocol.md R9): a record damaged in
+   * transit, or a file since superseded, heals on its own. A head the relay no longer has
+   * means its feed listed a file that is not there: the feed is read again from the start.
+   * Returns the paths admitted again. */
+  private async retryQuarantined(report: RoundReport): Promise<string[]> {
+    const admitted: string[] = [];
+    const rows = Object.values(this.state.quarantine).slice(0, QUARANTINE_RETRIES);
+    for (const q of rows) {
+      const rec = await this.remote.client.head(q.fileId);
+      if (rec === null) {
+        delete this.state.quarantine[q.fileId];
+        this.state.cursor = 0;
+        continue;
+      }
+      const ch = await this.remote.tryOpen(rec);
+      if ("reason" in ch) {
+        if (ch.rev !== q.rev) this.quarantine(ch.fileId, ch.rev, ch.reason, report);
+        continue;
+      }
+      if (ch.fileId !== q.fileId) continue;
+      const path = tryNormalize(ch.meta.path);
+      if (!path) continue; // still no vault path: it stays quarantined with its reason
+      delete this.state.quarantine[q.fileId];
+      const entry = this.state.files[path];
+      if (entry && ch.rev <= entry.rev) continue;
+      // admitted as the feed would admit it; a blob that does not open quarantines it again
+      this.state.inbox[path] = queued(ch);
+      this.verified.set(path, ch);
+      admitted.push(path);
+    }
+    if (rows.length) await this.save();
+    return admitted;
   }
 
   private async pull(report: RoundReport): Promise<number> {
@@ -1238,6 +1277,21 @@ export class SyncEngine {
       await this.save();
       return path;
     }).then((path) => this.round({ paths: [path] }));
+  }
+
+  /** Forget a quarantined record without replacing it (Python's `companion quarantine
+   * dismiss`): the file keeps this device's version, `status` stops listing it, and that
+   * revision is not quarantined again; a newer revision is admitted as usual. */
+  dismissQuarantine(target: string): Promise<string> {
+    return this.exclusive(async () => {
+      await this.load();
+      const q = this.state.quarantine[target] ?? Object.values(this.state.quarantine).find((x) => x.path === target);
+      if (!q) throw new InputError(`no quarantined record for '${target}' (give a file id or a path from \`status\`)`);
+      delete this.state.quarantine[q.fileId];
+      this.state.dismissed = { ...(this.state.dismissed ?? {}), [q.fileId]: q.rev };
+      await this.save();
+      return q.path ?? q.fileId;
+    });
   }
 
   /** Mark every quarantined record as reported (the status shows each once). */

@@ -314,6 +314,38 @@ describe("quarantine", () => {
     expect(h.vault.text("n.md")).toBe("v2\n");
   });
 
+  it("stops the round when the relay replays an older genuine revision, as Python does (R3)", async () => {
+    // The plugin used to quarantine that one file while Python's round stops (`RolledBack`).
+    const [h, a] = await pair(relay);
+    const fid = await h.engine.remote.fileId("alpha.md");
+    let first: Record<string, unknown> | null = null;
+    let replay = false;
+    h.wire.rewrite = (req, resp) => {
+      if (!req.url.includes("/changes")) return resp;
+      const body = JSON.parse(new TextDecoder().decode(resp.body));
+      const rec = (body.records ?? []).find((r: { file_id: string }) => r.file_id === fid);
+      if (!rec) return resp;
+      if (!first) first = { ...rec };
+      if (!replay) return resp;
+      body.records = [{ ...first, seq: rec.seq }]; // genuine, correctly sealed, but revision 1
+      return { ...resp, body: text(JSON.stringify(body)) };
+    };
+    for (const v of ["version 1\n", "version 2\n"]) {
+      await a.vault.put("alpha.md", v);
+      await a.engine.round();
+      await h.engine.round();
+    }
+    await a.vault.put("alpha.md", "version 3\n");
+    await a.engine.round();
+    replay = true;
+    await expect(h.engine.round()).rejects.toThrow(/revision 1, older than revision 2/);
+    expect(h.vault.text("alpha.md")).toBe("version 2\n");
+    expect(h.engine.state.state).toBe("error");
+    replay = false;
+    await h.engine.round();
+    expect(h.vault.text("alpha.md")).toBe("version 3\n");
+  });
+
   it("lets the person supersede a quarantined record with their own version", async () => {
     const [h, a] = await pair(relay);
     await h.vault.put("n.md", "mine\n");

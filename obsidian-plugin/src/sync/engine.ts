@@ -23,6 +23,7 @@ import {
   InputError,
   MassDeleteRefused,
   RelayUnreachable,
+  RolledBack,
   TamperDetected,
   VaultFolderMissing,
 } from "../errors";
@@ -468,7 +469,24 @@ export class SyncEngine {
     }
     for (const b of pulled.bad) this.quarantine(b.fileId, b.rev, b.reason, report);
     const newest = new Map<string, RemoteChange>();
-    for (const ch of pulled.changes) newest.set(ch.fileId, ch);
+    for (const ch of pulled.changes) {
+      const before = newest.get(ch.fileId);
+      if (before && ch.rev < before.rev) {
+        throw new RolledBack(`the relay listed revision ${ch.rev} of a file after its revision ${before.rev}`);
+      }
+      newest.set(ch.fileId, ch);
+    }
+    // A genuine but older revision than this device has seen: the relay is replaying. The
+    // round stops before anything of this feed is queued, as Python's does (R3), and `sync`
+    // says the relay's data was refused; the cursor stays, so the feed is read again.
+    for (const ch of newest.values()) {
+      const path = tryNormalize(ch.meta.path);
+      if (!path) continue;
+      const best = Math.max(this.state.files[path]?.rev ?? 0, this.state.inbox[path]?.rev ?? 0);
+      if (best && ch.rev < best) {
+        throw new RolledBack(`${path}: the relay offered revision ${ch.rev}, older than revision ${best} this device has seen`);
+      }
+    }
     let n = 0;
     for (const ch of newest.values()) {
       const path = tryNormalize(ch.meta.path);
@@ -483,10 +501,7 @@ export class SyncEngine {
       const entry = this.state.files[path];
       const inQueue = this.state.inbox[path]?.rev ?? 0;
       const best = Math.max(entry?.rev ?? 0, inQueue);
-      if (best && ch.rev < best) {
-        this.quarantine(ch.fileId, ch.rev, `the relay offered revision ${ch.rev}, older than revision ${best} seen here (rollback)`, report);
-        continue;
-      }
+      if (best && ch.rev < best) continue; // refused above: unreachable
       if (entry && ch.rev <= entry.rev) continue;
       if (ch.rev <= inQueue) continue;
       if (this.ignore.isIgnored(path)) continue;

@@ -72,6 +72,36 @@ def test_case_collision_on_a_case_insensitive_device_loses_nothing(cluster: Sync
     assert len({p.casefold() for p in converged}) == 2  # the rename reached every device
 
 
+def test_an_agents_case_only_twin_is_a_conflict_on_a_persons_case_sensitive_disk(
+    cluster: SyncCluster,
+) -> None:
+    """Issue 44 finding 8: `Home.MD` from an agent beside the person's `Home.md` was a second
+    note on a Linux laptop (and a case conflict only on a Mac or a phone). On a person's device
+    it is now a case conflict on every disk: kept as a copy that replaces it everywhere."""
+    server = cluster.add_device("server", "agent")
+    laptop = cluster.add_device("laptop", "human")
+    laptop.write("Home.md", "the person's home\n")
+    laptop.sync()
+    server.sync()
+    server.write("Home.MD", "the agent's twin\n")
+    server.sync()
+    report = laptop.sync()
+    assert [c.outcome for c in report.conflicts] == ["case_collision"]
+    files = laptop.files()
+    assert files["Home.md"] == b"the person's home\n"
+    assert "Home.MD" not in files
+    assert sorted(files.values()) == [b"the agent's twin\n", b"the person's home\n"]
+    cluster.sync_all()
+    converged = cluster.assert_converged()
+    assert len({p.casefold() for p in converged}) == len(converged)  # one name per fold, everywhere
+    # the person's own twin on their own disk stays theirs: a second note, not a conflict
+    laptop.write("Todo.md", "a\n")
+    laptop.write("TODO.md", "b\n")
+    laptop.sync()
+    server.sync()
+    assert {"Todo.md", "TODO.md"} <= set(server.files())
+
+
 # ------------------------------------------------------------------ ':' in a name (issue 42.2)
 
 COLON = "Q: open questions.md"

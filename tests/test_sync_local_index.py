@@ -16,6 +16,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from companion.paths import device_paths
+from companion.sync.local.pathsafe import fold
 from companion.sync.round.conflicts import (
     case_collision_name,
     conflict_copy_name,
@@ -23,6 +24,7 @@ from companion.sync.round.conflicts import (
 )
 from companion.sync.state.index import (
     BASE_TEXT_LIMIT,
+    SCHEMA_VERSION,
     AppliedRow,
     Entry,
     SyncIndex,
@@ -374,9 +376,29 @@ def test_an_index_of_schema_1_is_migrated(tmp_path: Path) -> None:
         assert got is not None and got.stat_key() == (5, 2, 6, 0) and got.rev == 3
         assert [(r.path, r.payload) for r in idx.inbox()] == [("b.md", {"rev": 4})]
     con = sqlite3.connect(db)
-    assert con.execute("PRAGMA user_version").fetchone()[0] == 3
+    assert con.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
     tables = {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type='table'")}
     assert "outbox" not in tables and {"inbox", "applied", "requests", "bases"} <= tables
+    con.close()
+
+
+def test_an_index_of_schema_3_gets_the_fold_both_engines_share(tmp_path: Path) -> None:
+    """Schema 4 folds names as the plugin does (upper, then lower case): a schema 3 index
+    kept `str.casefold()` keys, under which `ı.md` and `I.md` did not meet (issue 43, R11)."""
+    db = tmp_path / "index.sqlite"
+    SyncIndex(db).close()
+    con = sqlite3.connect(db)
+    con.execute(
+        "INSERT INTO files (path, fold, rev, sha256, size, mtime_ns, inode) "
+        "VALUES ('\u0131.md', '\u0131.md', 1, 'ab', 2, 5, 6)"
+    )
+    con.execute("PRAGMA user_version=3")
+    con.commit()
+    con.close()
+    with SyncIndex(db) as idx:
+        assert idx.paths_with_fold(fold("I.md")) == ["\u0131.md"]
+    con = sqlite3.connect(db)
+    assert con.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
     con.close()
 
 
@@ -405,7 +427,7 @@ def test_an_index_of_schema_2_is_migrated_with_its_bases(tmp_path: Path) -> None
         idx.set_base("b.md", b"another\n")
         assert idx.get_base("b.md") == b"another\n"
     con = sqlite3.connect(db)
-    assert con.execute("PRAGMA user_version").fetchone()[0] == 3
+    assert con.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
     assert con.execute("SELECT prev_sha, prev_data, applied_ns FROM applied").fetchall() == [
         ("ab", b"before\n", 7)
     ]

@@ -97,6 +97,41 @@ describe("two devices", () => {
     expect(a.vault.text("notas/caf\u00e9.md")).toBe("café\n");
   });
 
+  it("keeps both spellings when an NFD twin sits beside its NFC name, the NFD one renamed (R10)", async () => {
+    // The plugin's scan used to leave the NFD twin out silently: never synced, kept or listed.
+    const [h, a] = await pair(relay);
+    await h.vault.put("notas/caf\u00e9.md", "composed\n");
+    await h.vault.put("notas/cafe\u0301.md", "decomposed\n");
+    const r = await h.engine.round();
+    expect(synced(h.vault).sort()).toEqual(["notas/caf\u00e9 (unicode conflict).md", "notas/caf\u00e9.md"]);
+    expect(h.vault.text("notas/caf\u00e9.md")).toBe("composed\n");
+    expect(h.vault.text("notas/caf\u00e9 (unicode conflict).md")).toBe("decomposed\n");
+    expect(r.conflicts.map((c) => [c.outcome, c.copy])).toEqual([["unicode_twin", "notas/caf\u00e9 (unicode conflict).md"]]);
+    await a.engine.round();
+    expect(synced(a.vault).sort()).toEqual(synced(h.vault).sort());
+  });
+
+  it("lists a local name no device can share each round until it is renamed (R13)", async () => {
+    // It used to be dropped without a word: the person never learnt the note did not sync.
+    const [h, a] = await pair(relay);
+    await h.vault.put("notes/evil\u202egnp.md", "hidden\n");
+    await h.vault.put("notes/fine.md", "fine\n");
+    const r1 = await h.engine.round();
+    expect(r1.uploaded).toEqual(["notes/fine.md"]);
+    expect(r1.skipped.length).toBe(1);
+    expect(r1.skipped[0]).toContain("notes/evil\\u202egnp.md");
+    expect(r1.skipped[0]).toContain("until it is renamed");
+    expect(r1.skipped[0]).not.toContain("\u202e"); // shown escaped, never as it would display
+    const r2 = await h.engine.round();
+    expect(r2.skipped.length).toBe(1);
+    await h.vault.rename("notes/evil\u202egnp.md", "notes/evil.md");
+    const r3 = await h.engine.round();
+    expect(r3.skipped).toEqual([]);
+    expect(r3.uploaded).toEqual(["notes/evil.md"]);
+    await a.engine.round();
+    expect(a.vault.text("notes/evil.md")).toBe("hidden\n");
+  });
+
   it("chunks large files and resumes an interrupted download from verified chunks", async () => {
     const [h, a] = [await pair(relay)].flat();
     h.engine["chunkSize" as never] = 1000 as never;
@@ -230,6 +265,87 @@ describe("quarantine", () => {
     expect(h.engine.state.files["plain.md"].deviceKind).toBe("agent");
   });
 
+  it("heals a record damaged in transit by itself: the next round asks the relay again (R9)", async () => {
+    // The plugin kept such a file quarantined until a newer revision came; Python asks again.
+    const [h, a] = await pair(relay);
+    await a.vault.put("n.md", "from the server\n");
+    await a.engine.round();
+    const fid = await h.engine.remote.fileId("n.md");
+    let damage = true;
+    h.wire.rewrite = (req, resp) => {
+      if (!damage || !req.url.includes("/changes")) return resp;
+      const body = JSON.parse(new TextDecoder().decode(resp.body));
+      for (const r of body.records ?? []) if (r.file_id === fid) r.sealed = toBase64(new Uint8Array(40).fill(1));
+      return { ...resp, body: text(JSON.stringify(body)) };
+    };
+    await h.engine.round();
+    expect(h.engine.state.quarantine[fid]).toBeDefined();
+    expect(h.vault.text("n.md")).toBeUndefined();
+    damage = false;
+    await h.engine.round();
+    expect(h.engine.state.quarantine[fid]).toBeUndefined();
+    expect(h.vault.text("n.md")).toBe("from the server\n");
+  });
+
+  it("lets the person dismiss a quarantined record: not listed, not quarantined again, newer ones land", async () => {
+    const [h, a] = await pair(relay);
+    await a.vault.put("n.md", "v1\n");
+    await a.engine.round();
+    const fid = await h.engine.remote.fileId("n.md");
+    let badRev = 1;
+    h.wire.rewrite = (req, resp) => {
+      if (!req.url.includes("/changes") && !req.url.includes("/files/")) return resp;
+      const body = JSON.parse(new TextDecoder().decode(resp.body));
+      for (const r of body.records ?? [body]) if (r.file_id === fid && r.rev === badRev) r.sealed = toBase64(new Uint8Array(40).fill(1));
+      return { ...resp, body: text(JSON.stringify(body)) };
+    };
+    await h.engine.round();
+    expect(h.engine.state.quarantine[fid]).toBeDefined();
+    await expect(h.engine.dismissQuarantine("nothing-like-it")).rejects.toThrow(/no quarantined record/);
+    expect(await h.engine.dismissQuarantine(fid)).toBe(fid);
+    expect(h.engine.state.quarantine).toEqual({});
+    const r = await h.engine.round();
+    expect(r.quarantined).toEqual([]);
+    expect(h.engine.state.quarantine).toEqual({});
+    await a.vault.put("n.md", "v2\n");
+    await a.engine.round();
+    badRev = -1;
+    await h.engine.round();
+    expect(h.vault.text("n.md")).toBe("v2\n");
+  });
+
+  it("stops the round when the relay replays an older genuine revision, as Python does (R3)", async () => {
+    // The plugin used to quarantine that one file while Python's round stops (`RolledBack`).
+    const [h, a] = await pair(relay);
+    const fid = await h.engine.remote.fileId("alpha.md");
+    let first: Record<string, unknown> | null = null;
+    let replay = false;
+    h.wire.rewrite = (req, resp) => {
+      if (!req.url.includes("/changes")) return resp;
+      const body = JSON.parse(new TextDecoder().decode(resp.body));
+      const rec = (body.records ?? []).find((r: { file_id: string }) => r.file_id === fid);
+      if (!rec) return resp;
+      if (!first) first = { ...rec };
+      if (!replay) return resp;
+      body.records = [{ ...first, seq: rec.seq }]; // genuine, correctly sealed, but revision 1
+      return { ...resp, body: text(JSON.stringify(body)) };
+    };
+    for (const v of ["version 1\n", "version 2\n"]) {
+      await a.vault.put("alpha.md", v);
+      await a.engine.round();
+      await h.engine.round();
+    }
+    await a.vault.put("alpha.md", "version 3\n");
+    await a.engine.round();
+    replay = true;
+    await expect(h.engine.round()).rejects.toThrow(/revision 1, older than revision 2/);
+    expect(h.vault.text("alpha.md")).toBe("version 2\n");
+    expect(h.engine.state.state).toBe("error");
+    replay = false;
+    await h.engine.round();
+    expect(h.vault.text("alpha.md")).toBe("version 3\n");
+  });
+
   it("lets the person supersede a quarantined record with their own version", async () => {
     const [h, a] = await pair(relay);
     await h.vault.put("n.md", "mine\n");
@@ -331,6 +447,57 @@ describe("names this device cannot write", () => {
     expect(h.engine.state.inbox).toEqual({});
     expect(h.engine.state.state).toBe("synced");
     expect(h.vault.text("notes/What is X.md")).toBe("a question\n");
+  });
+});
+
+describe("case collisions on a case-insensitive disk (R11)", () => {
+  it("keeps a name that folds like another's as a case-conflict copy, with the fold both engines share", async () => {
+    // 'Straße' and 'STRASSE' are one file where names fold (upper, then lower case; the
+    // plugin used toLowerCase). A colliding name was also deferred for ever: stat() of the
+    // new name found the other file, which looked like a new local file.
+    const invite = await relay.newVault();
+    const h = await device(relay, invite, "phone", "human", { vault: new MemoryVault(true) });
+    const a = await device(relay, await relay.invite(h.engine.remote.vaultId, "agent"), "server", "agent");
+    await a.vault.put("Straße.md", "with sharp s\n");
+    await a.engine.round();
+    await h.engine.round();
+    await a.vault.put("STRASSE.md", "in capitals\n");
+    await a.engine.round();
+    const r = await h.engine.round();
+    expect(r.conflicts.map((c) => c.outcome)).toContain("case_collision");
+    expect(h.vault.text("Straße.md")).toBe("with sharp s\n");
+    const copies = synced(h.vault).filter((p) => p.includes("(case conflict)"));
+    expect(copies.length).toBe(1);
+    expect(h.vault.text(copies[0])).toBe("in capitals\n");
+    expect(r.converged).toBe(true);
+    // the copy replaces the colliding name everywhere: nothing is lost, nothing is twice
+    await a.engine.round();
+    expect(synced(a.vault).sort()).toEqual(synced(h.vault).sort());
+  });
+});
+
+describe("an agent's case-only twin (issue 44)", () => {
+  it("is a case conflict on a person's case-sensitive disk too, never a second note", async () => {
+    const [h, a] = await pair(relay);
+    await h.vault.put("Home.md", "the person's home\n");
+    await h.engine.round();
+    await a.engine.round();
+    await a.vault.put("Home.MD", "the agent's twin\n");
+    await a.engine.round();
+    const r = await h.engine.round();
+    expect(r.conflicts.map((c) => c.outcome)).toEqual(["case_collision"]);
+    expect(h.vault.text("Home.md")).toBe("the person's home\n");
+    expect(synced(h.vault)).not.toContain("Home.MD");
+    await a.engine.round();
+    await h.engine.round();
+    expect(synced(a.vault).sort()).toEqual(synced(h.vault).sort());
+    expect(new Set(synced(a.vault).map((p) => p.toUpperCase())).size).toBe(synced(a.vault).length);
+    // the person's own twin on their own disk stays theirs
+    await h.vault.put("Todo.md", "a\n");
+    await h.vault.put("TODO.md", "b\n");
+    await h.engine.round();
+    await a.engine.round();
+    expect(synced(a.vault)).toEqual(expect.arrayContaining(["Todo.md", "TODO.md"]));
   });
 });
 

@@ -52,19 +52,35 @@ _WINDOWS_DEVICES = re.compile(r"(?i)^(?:CON|PRN|AUX|NUL|COM[1-9]|LPT[1-9])(?:\..
 WINDOWS_NAMES = os.name == "nt"  # this file system refuses what Windows refuses
 
 
+def windows_name_verdict(rel: str) -> tuple[str, str, str] | None:
+    """What Windows refuses in the vault path `rel`: ``(kind, name, char)`` for the first
+    refused name, kind ``char`` (`char` is the character), ``trailing`` (a dot or a space
+    ends it) or ``device`` (``CON``, ``lpt1.md``), or None. The plugin's `windowsNameVerdict`
+    decides the same (tests/vectors/rules_v1.json)."""
+    for seg in rel.split("/"):
+        m = _WINDOWS_CHARS.search(seg)
+        if m:
+            return ("char", seg, m.group())
+        if seg.endswith((".", " ")):
+            return ("trailing", seg, seg[-1])
+        if _WINDOWS_DEVICES.match(seg):
+            return ("device", seg, "")
+    return None
+
+
 def windows_name_problem(rel: str) -> str | None:
     """Why Windows cannot hold the vault path `rel`, or None. An agent on Linux can make such
     a name; a person's Windows device keeps its change as a problem of that file."""
-    for seg in rel.split("/"):
-        name = shown(seg, SHOWN_PATH)
-        m = _WINDOWS_CHARS.search(seg)
-        if m:
-            return f"the name '{name}' contains '{m.group()}', which Windows does not allow"
-        if seg.endswith((".", " ")):
-            return f"the name '{name}' ends with a dot or a space, which Windows does not allow"
-        if _WINDOWS_DEVICES.match(seg):
-            return f"'{name}' is a device name on Windows, not a file name"
-    return None
+    verdict = windows_name_verdict(rel)
+    if verdict is None:
+        return None
+    kind, seg, char = verdict
+    name = shown(seg, SHOWN_PATH)
+    if kind == "char":
+        return f"the name '{name}' contains '{char}', which Windows does not allow"
+    if kind == "trailing":
+        return f"the name '{name}' ends with a dot or a space, which Windows does not allow"
+    return f"'{name}' is a device name on Windows, not a file name"
 
 
 @contextmanager
@@ -154,8 +170,11 @@ def name_problem(name: str) -> str | None:
 
 
 def fold(rel: str) -> str:
-    """The case-folded key two names share when a case-insensitive file system sees one file."""
-    return unicodedata.normalize("NFC", unicodedata.normalize("NFC", rel).casefold())
+    """The key two names share when a case-insensitive file system opens one file: NFC, upper
+    case, then lower case, NFC (`ß` and `SS`, `ſ` and `s`, the Kelvin sign and `K`, `ı` and
+    `i` meet, as in the upper-case tables of NTFS and APFS). The one fold of both engines
+    (the plugin's `paths.fold`; tests/vectors/rules_v1.json) for case collisions and holds."""
+    return unicodedata.normalize("NFC", unicodedata.normalize("NFC", rel).upper().lower())
 
 
 def resolve_inside(root: str | os.PathLike[str], rel: str) -> Path:

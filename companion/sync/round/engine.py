@@ -395,7 +395,7 @@ class SyncEngine:
         view = _Preloaded(core.index, {*inbox, *local})
         plan = plan_apply(
             inbox, local, view, unstable=res.unstable, applied=applied,
-            case_insensitive=core.case_insensitive,
+            case_insensitive=core.case_insensitive, agent_twins=core.kind == HUMAN,
         )  # fmt: skip
         done = self.applier.run(plan, report) if plan.steps else Outcome()
         touched = set(done.touched)

@@ -44,7 +44,6 @@ servers that need what the person approved); a human device's changes are never 
 from __future__ import annotations
 
 import re
-import unicodedata
 from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -54,6 +53,7 @@ from pathspec import GitIgnoreSpec
 if TYPE_CHECKING:
     from companion.config import Config
 
+from companion.sync.local.pathsafe import fold
 from companion.sync.remote.vault import HUMAN, RemoteChange
 
 SYNC_RULES = "changes what sync leaves out (.companionignore)"
@@ -89,9 +89,8 @@ NOTE_CHECK_BYTES = 32 * 1024 * 1024  # a larger agent-written note is held unrea
 
 
 def hold_fold(s: str) -> str:
-    """The key two spellings share when a case-insensitive file system opens one file (upper,
-    then lower: `ſ` and `s`, `K` and the Kelvin sign meet), NFC."""
-    return unicodedata.normalize("NFC", s.upper().lower())
+    """The case-insensitive key of a held path: `pathsafe.fold`, the one fold of both engines."""
+    return fold(s)
 
 
 def _top(folded: str) -> tuple[str, str] | None:

@@ -428,10 +428,13 @@ def plan_apply(
     unstable: Iterable[str] = (),
     applied: Mapping[str, AppliedRow] | None = None,
     case_insensitive: bool = False,
+    agent_twins: bool = False,
     window_ns: int = STALE_SAVE_WINDOW_NS,
 ) -> ApplyPlan:
     """Plan one pass; see the module docstring. `local` holds the scan's changes (renames as
-    two halves), `unstable` the files being written, `applied` the recent applies by path."""
+    two halves), `unstable` the files being written, `applied` the recent applies by path.
+    `agent_twins` (a person's device): a new file from an agent whose name differs from
+    another's only by case is a case collision on any disk, never a second note."""
     plan = ApplyPlan()
     todo = dict(inbox)
     left = dict(local)
@@ -501,15 +504,15 @@ def plan_apply(
         if item.change.deleted:
             steps.append(RemoveHere(item, expected))
             continue
-        if case_insensitive and expected is None:
+        if (case_insensitive or agent_twins) and expected is None:
             key = fold(path)
             others = [p for p in view.paths_with_fold(key) if p != path]
             if key in new_folds:
                 others.append(new_folds[key])
-            if others:
+            if others and (case_insensitive or item.change.author_kind != HUMAN):
                 steps.append(CaseCollision(item, others[0]))
                 continue
-            new_folds[key] = path
+            new_folds.setdefault(key, path)
         steps.append(Download(item, expected, bulk=not case_insensitive))
 
     for path, lc in sorted(left.items()):

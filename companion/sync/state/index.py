@@ -39,7 +39,7 @@ from typing import Any
 from companion.errors import CompanionError
 from companion.sync.local.pathsafe import fold
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 BASE_TEXT_LIMIT = 1 << 20  # merge bases are kept for text files up to 1 MiB
 
 # Conflict copies and files kept under another name (`sync/round/conflicts.py`: `is_kept_copy`) are
@@ -383,11 +383,15 @@ class SyncIndex:
         db = self._db
         db.execute("BEGIN IMMEDIATE")
         try:
-            steps = [_MIGRATE_1, _MIGRATE_2][version - 1 :] if version >= 1 else []
+            steps = [_MIGRATE_1, _MIGRATE_2, ""][version - 1 :] if version >= 1 else []
             for script in steps:  # a new index (version 0) got the current schema above
                 for stmt in script.split(";"):
                     if stmt.strip():
                         db.execute(stmt)
+            if 1 <= version < 4:  # schema 3 -> 4: one fold for both engines (rules_v1.json)
+                rows = db.execute("SELECT path FROM files").fetchall()
+                refold = [(fold(p), p) for (p,) in rows]
+                db.executemany("UPDATE files SET fold=? WHERE path=?", refold)
             db.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
             db.execute("COMMIT")
         except BaseException:

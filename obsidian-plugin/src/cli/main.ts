@@ -42,6 +42,7 @@ const USAGE = `usage:
   node dist/cli.js watch VAULT [--rescan-minutes M] [--allow-mass-delete]
   node dist/cli.js status VAULT [--json] [--offline]
   node dist/cli.js held VAULT [--accept PATH | --refuse PATH]
+  node dist/cli.js quarantine VAULT [--dismiss ID|PATH | --supersede ID|PATH]
   node dist/cli.js review list VAULT [--json] [--night YYYY-MM-DD]
   node dist/cli.js review decide VAULT ID revert|keep|take|apply|drop [--night YYYY-MM-DD]
 The passphrase comes from COMPANION_PASSPHRASE_FILE (an owner-only file) or a prompt;
@@ -330,6 +331,31 @@ async function held(pos: string[], opts: Record<string, string | true>): Promise
   }
 }
 
+/** `quarantine VAULT [--dismiss ID|PATH | --supersede ID|PATH]` (as `companion quarantine`):
+ * list the files whose newest record cannot be opened, forget one (it keeps this device's
+ * version), or replace it with this device's version (a person's device). */
+async function quarantine(pos: string[], opts: Record<string, string | true>): Promise<void> {
+  const { engine, lockDir } = await openEngine(pos[0]);
+  const dismiss = str(opts, "dismiss");
+  const supersede = str(opts, "supersede");
+  if (!dismiss && !supersede) {
+    for (const q of Object.values(engine.state.quarantine)) console.log(`${q.fileId.slice(0, 16)}\t${q.path ?? "-"}\trev ${q.rev}\t${q.reason}`);
+    return;
+  }
+  const lock = new VaultLock(lockDir);
+  lock.acquire(`cli.js quarantine ${pos[0]}`);
+  try {
+    if (dismiss) console.log(`dismissed: ${await engine.dismissQuarantine(dismiss)}`);
+    else {
+      const q = engine.state.quarantine[supersede!] ?? Object.values(engine.state.quarantine).find((x) => x.path === supersede || x.fileId.startsWith(supersede!));
+      if (!q) throw new InputError(`no quarantined record for '${supersede}'`);
+      printReport(await engine.supersede(q.fileId));
+    }
+  } finally {
+    lock.release();
+  }
+}
+
 /** `review list VAULT [--json] [--night DAY]`: the items of the newest review note (as
  * `companion review list`): changes' before and after from the relay's history, and who
  * decided each line from the note's own verified history. */
@@ -538,6 +564,7 @@ export async function main(argv: string[]): Promise<number> {
     else if (cmd === "watch") return await watch(pos, opts);
     else if (cmd === "status") await status(pos, opts);
     else if (cmd === "held") await held(pos, opts);
+    else if (cmd === "quarantine") await quarantine(pos, opts);
     else if (cmd === "review" && pos[0] === "list") await reviewList(pos.slice(1), opts);
     else if (cmd === "review" && pos[0] === "decide") return await reviewDecide(pos.slice(1), opts);
     else if (cmd === "review") throw new InputError(`review list|decide ...\n${USAGE}`);

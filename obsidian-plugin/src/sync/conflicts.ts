@@ -107,6 +107,12 @@ export function caseCollisionName(path: string, taken: (p: string) => boolean = 
   return variant(path, "case conflict", taken);
 }
 
+/** A name for the decomposed (NFD) twin of the NFC file `path` in the same folder:
+ * `naïve (unicode conflict).md` (Python's `unicode_twin_name`). */
+export function unicodeTwinName(path: string, taken: (p: string) => boolean = () => false): string {
+  return variant(path, "unicode conflict", taken);
+}
+
 const same = (a: Uint8Array | null, b: Uint8Array | null) => (a === null || b === null ? a === b : equalBytes(a, b));
 
 function done(outcome: Outcome, local: Version, remote: Version, note: Uint8Array | null, message: string, copy: ConflictCopy | null = null): Resolution {

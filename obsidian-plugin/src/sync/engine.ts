@@ -23,11 +23,12 @@ import {
   InputError,
   MassDeleteRefused,
   RelayUnreachable,
+  RolledBack,
   TamperDetected,
   VaultFolderMissing,
 } from "../errors";
 import type { RelayClient, WireRecord } from "../relay/client";
-import { conflictCopyName, caseCollisionName, conflictViews, type CopyView, HUMAN, isKeptCopy, resolve } from "./conflicts";
+import { conflictCopyName, caseCollisionName, unicodeTwinName, conflictViews, type CopyView, HUMAN, isKeptCopy, resolve } from "./conflicts";
 import { FOLDER_MARKER, folderMissingMessage, markerText, parseMarker } from "./folder";
 import { IGNORE_FILE, IgnoreRules } from "./ignore";
 import { isText } from "./merge";
@@ -51,6 +52,8 @@ import { type BulkItem, type FileStat, UnusableName, type VaultFS, type WriteOpt
 export const MAX_PASSES = 10;
 export const CHUNK_SIZE = 4 * 1024 * 1024;
 const WRITE_PARALLEL = 16;
+/** Quarantined files asked about again per round (Python's QUARANTINE_RETRIES). */
+const QUARANTINE_RETRIES = 50;
 const APPLY_GROUP = 1500;
 const BULK_MIN = 32; // from this many files on, one flush beats one fsync each
 const FIRST_GROUP = 250; // a small first group, so writing starts early
@@ -254,6 +257,7 @@ export class SyncEngine {
       for (let i = 0; i < (opts.maxPasses ?? MAX_PASSES); i++) {
         if (this.stopped) break;
         report.passes++;
+        if (i === 0) for (const t of await this.retryQuarantined(report)) scope?.add(t);
         const { work, touched } = await this.pass(scope, !!opts.allowMassDelete, report);
         if (!work) {
           report.converged = !report.heldDeletes;
@@ -410,9 +414,45 @@ export class SyncEngine {
   private quarantine(fileId: string, rev: number, reason: string, report: RoundReport): void {
     const old = this.state.quarantine[fileId];
     if (old && old.rev >= rev) return;
+    if ((this.state.dismissed?.[fileId] ?? -1) >= rev) return; // the person dismissed this one
     const path = Object.entries(this.state.files).find(([, e]) => e.fileId === fileId)?.[0] ?? null;
     this.state.quarantine[fileId] = { fileId, rev, path, reason, time: Date.now() / 1000, reported: false };
     report.quarantined.push(path ?? `file ${fileId.slice(0, 12)}`);
+  }
+
+  /** Once per round, ask the relay again for the head of up to QUARANTINE_RETRIES quarantined
+   * files (Python's `Puller.retry_quarantined`, docs/protocol.md R9): a record damaged in
+   * transit, or a file since superseded, heals on its own. A head the relay no longer has
+   * means its feed listed a file that is not there: the feed is read again from the start.
+   * Returns the paths admitted again. */
+  private async retryQuarantined(report: RoundReport): Promise<string[]> {
+    const admitted: string[] = [];
+    const rows = Object.values(this.state.quarantine).slice(0, QUARANTINE_RETRIES);
+    for (const q of rows) {
+      const rec = await this.remote.client.head(q.fileId);
+      if (rec === null) {
+        delete this.state.quarantine[q.fileId];
+        this.state.cursor = 0;
+        continue;
+      }
+      const ch = await this.remote.tryOpen(rec);
+      if ("reason" in ch) {
+        if (ch.rev !== q.rev) this.quarantine(ch.fileId, ch.rev, ch.reason, report);
+        continue;
+      }
+      if (ch.fileId !== q.fileId) continue;
+      const path = tryNormalize(ch.meta.path);
+      if (!path) continue; // still no vault path: it stays quarantined with its reason
+      delete this.state.quarantine[q.fileId];
+      const entry = this.state.files[path];
+      if (entry && ch.rev <= entry.rev) continue;
+      // admitted as the feed would admit it; a blob that does not open quarantines it again
+      this.state.inbox[path] = queued(ch);
+      this.verified.set(path, ch);
+      admitted.push(path);
+    }
+    if (rows.length) await this.save();
+    return admitted;
   }
 
   private async pull(report: RoundReport): Promise<number> {
@@ -429,7 +469,24 @@ export class SyncEngine {
     }
     for (const b of pulled.bad) this.quarantine(b.fileId, b.rev, b.reason, report);
     const newest = new Map<string, RemoteChange>();
-    for (const ch of pulled.changes) newest.set(ch.fileId, ch);
+    for (const ch of pulled.changes) {
+      const before = newest.get(ch.fileId);
+      if (before && ch.rev < before.rev) {
+        throw new RolledBack(`the relay listed revision ${ch.rev} of a file after its revision ${before.rev}`);
+      }
+      newest.set(ch.fileId, ch);
+    }
+    // A genuine but older revision than this device has seen: the relay is replaying. The
+    // round stops before anything of this feed is queued, as Python's does (R3), and `sync`
+    // says the relay's data was refused; the cursor stays, so the feed is read again.
+    for (const ch of newest.values()) {
+      const path = tryNormalize(ch.meta.path);
+      if (!path) continue;
+      const best = Math.max(this.state.files[path]?.rev ?? 0, this.state.inbox[path]?.rev ?? 0);
+      if (best && ch.rev < best) {
+        throw new RolledBack(`${path}: the relay offered revision ${ch.rev}, older than revision ${best} this device has seen`);
+      }
+    }
     let n = 0;
     for (const ch of newest.values()) {
       const path = tryNormalize(ch.meta.path);
@@ -444,10 +501,7 @@ export class SyncEngine {
       const entry = this.state.files[path];
       const inQueue = this.state.inbox[path]?.rev ?? 0;
       const best = Math.max(entry?.rev ?? 0, inQueue);
-      if (best && ch.rev < best) {
-        this.quarantine(ch.fileId, ch.rev, `the relay offered revision ${ch.rev}, older than revision ${best} seen here (rollback)`, report);
-        continue;
-      }
+      if (best && ch.rev < best) continue; // refused above: unreachable
       if (entry && ch.rev <= entry.rev) continue;
       if (ch.rev <= inQueue) continue;
       if (this.ignore.isIgnored(path)) continue;
@@ -475,17 +529,31 @@ export class SyncEngine {
     const seen = new Map<string, FileStat>();
     const onDisk = new Set(listing.map((s) => s.path));
     for (let st of listing) {
-      const p = tryNormalize(st.path);
-      if (!p) continue;
+      let p = tryNormalize(st.path);
+      if (!p) {
+        // a name no device could share (a control or bidirectional character, a backslash, a
+        // look-alike dot): listed each round until it is renamed, never dropped silently (R13)
+        const line = `${pathProblem(st.path) ?? "not a vault path"}; not synced until it is renamed`;
+        if (!report.skipped.includes(line)) report.skipped.push(line); // once per round, not per pass
+        continue;
+      }
       if (this.ignore.isIgnored(p)) continue;
       if (p !== st.path) {
-        // a decomposed (NFD) name, e.g. from macOS: rename it to its NFC spelling in place
-        if (onDisk.has(p) || seen.has(p)) continue;
+        // a decomposed (NFD) name, e.g. from macOS: rename it to its NFC spelling in place;
+        // when the NFC spelling exists too, both are kept, this one under a new name (R10)
+        const twin = onDisk.has(p) || seen.has(p);
+        const nfc = p;
+        if (twin) p = unicodeTwinName(nfc, (c) => onDisk.has(c) || seen.has(c) || this.taken(c));
         try {
           st = await this.rename(st.path, p);
         } catch (e) {
           if (e instanceof VaultFolderMissing) throw e;
+          report.skipped.push(`${st.path}: could not be renamed to ${p} (${e instanceof Error ? e.message : String(e)}); not synced`);
           continue;
+        }
+        if (twin) {
+          const msg = `${nfc}: another file had the same name in decomposed Unicode (as macOS writes it); both are kept, that one as '${p}'`;
+          report.conflicts.push(this.conflictInfo(nfc, p, this.device.deviceName, this.device.deviceName, "unicode_twin", msg));
         }
       }
       seen.set(p, st);
@@ -654,7 +722,12 @@ export class SyncEngine {
       const contents = await ahead!;
       ahead = g + 1 < groups.length ? this.fetchContents(groups[g + 1]) : null;
       ahead?.catch(() => undefined);
-      const bulk = this.fs.writeMany && !this.fs.caseInsensitive ? group.filter((ch) => !local.has(normalize(ch.meta.path))) : [];
+      // an agent's case-only twin goes one by one, through applyWrite's collision rule (R11)
+      const folds = new Map<string, number>();
+      for (const ch of group) folds.set(fold(ch.meta.path), (folds.get(fold(ch.meta.path)) ?? 0) + 1);
+      const mayTwin = (ch: RemoteChange) =>
+        this.device.kind === HUMAN && ch.kind !== HUMAN && ((folds.get(fold(ch.meta.path)) ?? 0) > 1 || this.twinOf(normalize(ch.meta.path), ch) !== null);
+      const bulk = this.fs.writeMany && !this.fs.caseInsensitive ? group.filter((ch) => !local.has(normalize(ch.meta.path)) && !mayTwin(ch)) : [];
       if (bulk.length >= BULK_MIN) await this.applyBulk(bulk, contents, report, touched);
       const done = new Set(bulk.length >= BULK_MIN ? bulk : []);
       await pool(group.filter((ch) => !done.has(ch)), WRITE_PARALLEL, async (ch) => {
@@ -761,31 +834,43 @@ export class SyncEngine {
     return false;
   };
 
-  private async applyWrite(p: string, ch: RemoteChange, content: Uint8Array, report: RoundReport): Promise<void> {
+  /** The live file whose name `p` (new here) differs from only by case, when that is a case
+   * collision: on a case-insensitive disk, and on a person's device for an agent's file
+   * whatever the disk (issue 44: an agent's `Home.MD` is no second `Home.md`). */
+  private twinOf(p: string, ch: RemoteChange): string | null {
     const e = this.state.files[p];
-    if (!(await this.unchanged(p))) {
-      if (!e || e.deleted) {
-        // a new local file appeared since the scan: let the next pass resolve both
-        report.deferred++;
-        this.state.inbox[p] = queued(ch);
-        return;
-      }
-      report.deferred++;
-      this.state.inbox[p] = queued(ch);
-      return;
-    }
-    if (this.fs.caseInsensitive && (!e || e.deleted)) {
-      const other = Object.entries(this.state.files).find(([q, x]) => q !== p && !x.deleted && fold(q) === fold(p));
-      if (other) {
+    if (e && !e.deleted) return null;
+    if (!this.fs.caseInsensitive && !(this.device.kind === HUMAN && ch.kind !== HUMAN)) return null;
+    const f = fold(p);
+    const other = Object.entries(this.state.files).find(([q, x]) => q !== p && !x.deleted && fold(q) === f);
+    return other ? other[0] : null;
+  }
+
+  private async applyWrite(p: string, ch: RemoteChange, content: Uint8Array, report: RoundReport): Promise<void> {
+    // Checked before the disk is: on a case-insensitive disk, stat(p) finds the other file,
+    // which would look like a new local file at p and defer the change for ever (R11).
+    {
+      const other = this.twinOf(p, ch);
+      if (other !== null) {
         const copy = caseCollisionName(p, (c) => this.taken(c));
-        const st = await this.write(copy, content, this.writeOpts(ch.meta));
-        void st;
+        if ((await this.fs.stat(copy)) !== null) {
+          report.deferred++; // a local file took the copy's name since the scan
+          this.state.inbox[p] = queued(ch);
+          return;
+        }
+        await this.write(copy, content, this.writeOpts(ch.meta));
         this.record(p, ch, null);
         this.state.files[p].mtime = 0; // synced but absent here: the next scan pushes the rename
-        const msg = `${p}: its name differs only by case from ${other[0]}; saved as '${copy}'`;
+        const msg = `${p}: its name differs only by case from ${other}; saved as '${copy}'`;
         report.conflicts.push(this.conflictInfo(p, copy, this.device.deviceName, ch.deviceName, "case_collision", msg));
         return;
       }
+    }
+    if (!(await this.unchanged(p))) {
+      // a new local file appeared since the scan, or the file changed: the next pass decides
+      report.deferred++;
+      this.state.inbox[p] = queued(ch);
+      return;
     }
     let st: FileStat;
     try {
@@ -1207,6 +1292,21 @@ export class SyncEngine {
       await this.save();
       return path;
     }).then((path) => this.round({ paths: [path] }));
+  }
+
+  /** Forget a quarantined record without replacing it (Python's `companion quarantine
+   * dismiss`): the file keeps this device's version, `status` stops listing it, and that
+   * revision is not quarantined again; a newer revision is admitted as usual. */
+  dismissQuarantine(target: string): Promise<string> {
+    return this.exclusive(async () => {
+      await this.load();
+      const q = this.state.quarantine[target] ?? Object.values(this.state.quarantine).find((x) => x.path === target);
+      if (!q) throw new InputError(`no quarantined record for '${target}' (give a file id or a path from \`status\`)`);
+      delete this.state.quarantine[q.fileId];
+      this.state.dismissed = { ...(this.state.dismissed ?? {}), [q.fileId]: q.rev };
+      await this.save();
+      return q.path ?? q.fileId;
+    });
   }
 
   /** Mark every quarantined record as reported (the status shows each once). */

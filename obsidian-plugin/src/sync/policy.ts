@@ -14,6 +14,7 @@
  */
 
 import { AGENT, deviceKind, HUMAN } from "./conflicts";
+import { fold } from "./paths";
 
 export type Kind = "human" | "agent";
 
@@ -61,7 +62,7 @@ export const NOTE_CHECK_BYTES = 32 * 1024 * 1024;
 
 /** The key two spellings share when a case-insensitive file system opens one file. */
 export function holdFold(s: string): string {
-  return s.toUpperCase().toLowerCase().normalize("NFC");
+  return fold(s);
 }
 
 function top(folded: string): [string, string] | null {

@@ -81,6 +81,8 @@ export interface SyncState {
   inbox: Record<string, Queued>;
   held: Record<string, Held>;
   quarantine: Record<string, Quarantined>;
+  /** File id -> the quarantined revision the person dismissed (absent in older states). */
+  dismissed?: Record<string, number>;
   conflicts: ConflictInfo[];
   errors: ErrorInfo[];
   lastSync: number | null;

@@ -4,7 +4,7 @@
  * `MemoryVault` for tests.
  */
 
-import { windowsNameProblem } from "./paths";
+import { fold, windowsNameProblem } from "./paths";
 
 export interface FileStat {
   path: string;
@@ -96,8 +96,8 @@ export class MemoryVault implements VaultFS {
   private find(path: string): string | undefined {
     if (this.files.has(path)) return path;
     if (!this.caseInsensitive) return undefined;
-    const low = path.toLowerCase();
-    return [...this.files.keys()].find((k) => k.toLowerCase() === low);
+    const key = fold(path);
+    return [...this.files.keys()].find((k) => fold(k) === key);
   }
 
   async rootExists(): Promise<boolean> {

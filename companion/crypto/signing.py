@@ -22,11 +22,9 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from cryptography.exceptions import InvalidSignature
-from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
-from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
+if TYPE_CHECKING:  # `cryptography` loads when a key signs or verifies, not with the module
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-if TYPE_CHECKING:
     from companion.crypto.records import FileMeta
 
 ENTRY_TAG = b"VCROSTER1"
@@ -107,9 +105,12 @@ class DeviceKey:
     __slots__ = ("_key", "public")
 
     def __init__(self, seed: bytes) -> None:
+        from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+        from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
+
         if len(seed) != SEED_SIZE:
             raise SignatureError("a signing key seed is 32 bytes")
-        self._key = Ed25519PrivateKey.from_private_bytes(seed)
+        self._key: Ed25519PrivateKey = Ed25519PrivateKey.from_private_bytes(seed)
         self.public = self._key.public_key().public_bytes(Encoding.Raw, PublicFormat.Raw)
 
     @classmethod
@@ -124,7 +125,11 @@ class DeviceKey:
 
     def seed_text(self) -> str:
         """The seed as stored in the secret store (unpadded base64url)."""
-        from cryptography.hazmat.primitives.serialization import NoEncryption, PrivateFormat
+        from cryptography.hazmat.primitives.serialization import (
+            Encoding,
+            NoEncryption,
+            PrivateFormat,
+        )
 
         raw = self._key.private_bytes(Encoding.Raw, PrivateFormat.Raw, NoEncryption())
         return b64url(raw)
@@ -146,6 +151,9 @@ class DeviceKey:
 
 def verify(public: bytes, message: bytes, sig: str) -> bool:
     """Whether `sig` (unpadded base64url) is `public`'s Ed25519 signature over `message`."""
+    from cryptography.exceptions import InvalidSignature
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
+
     try:
         raw = unb64url(sig, SIG_SIZE, "signature")
         Ed25519PublicKey.from_public_bytes(public).verify(raw, message)

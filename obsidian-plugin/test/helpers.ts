@@ -8,6 +8,8 @@ import { MemoryStateStore } from "../src/sync/state";
 import { MemoryVault } from "../src/sync/vaultfs";
 import { TEST_KDF_PARAMS } from "../src/crypto/wrap";
 import type { TestRelay } from "./relay";
+import { DeviceKey } from "../src/crypto/signing";
+import { Trust } from "../src/sync/trust";
 
 export const PASS = "correct horse battery staple";
 
@@ -37,7 +39,7 @@ export async function device(
   invite: string,
   name: string,
   kind: "human" | "agent",
-  opts: { chunkSize?: number; vault?: MemoryVault; transport?: Transport } = {},
+  opts: { chunkSize?: number; vault?: MemoryVault; transport?: Transport; signs?: boolean; sealAs?: { deviceId?: string; kind?: "human" | "agent" } } = {},
 ): Promise<Device> {
   const wire = new Wire(opts.transport);
   const client = new RelayClient(relay.url, wire.transport);
@@ -50,10 +52,12 @@ export async function device(
     client,
     key: joined.key,
     vaultId: joined.vaultId,
-    device: { deviceId: joined.deviceId, deviceName: name, kind },
+    device: { deviceId: opts.sealAs?.deviceId ?? joined.deviceId, deviceName: name, kind: opts.sealAs?.kind ?? kind },
     store,
     partials,
     chunkSize: opts.chunkSize,
+    // a device key (docs/trust.md) when asked: no anchor until the test sets one
+    trust: opts.signs ? new Trust(joined.vaultId, { deviceId: joined.deviceId, kind }, DeviceKey.generate(), null) : null,
   });
   return { engine, vault, wire, store, partials, name };
 }

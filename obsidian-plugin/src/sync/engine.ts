@@ -34,6 +34,8 @@ import { isText } from "./merge";
 import { fold, normalize, pathProblem, tryNormalize } from "./paths";
 import { readAgentNotes } from "./noteread";
 import { configFolders, holdFold, holdReason, isMassDelete, type Kind } from "./policy";
+import { announcementJson, KEYS_DIR } from "../crypto/signing";
+import { type Candidate, isRosterPath, parseEntry, type Trust } from "./trust";
 import { MemoryPartials, type Outgoing, type PartialStore, pool, type RemoteChange, RemoteVault } from "./remote";
 import { RoundReport } from "./report";
 import {
@@ -78,6 +80,9 @@ export interface EngineOptions {
   chunkSize?: number;
   maxFileBytes?: number;
   now?: () => Date;
+  /** This device's key and anchor (trust.ts): records it seals are signed, and with an anchor
+   * the roster decides who wrote what it opens. */
+  trust?: Trust | null;
 }
 
 interface Local {
@@ -131,6 +136,14 @@ function wire(q: Queued): WireRecord {
   };
 }
 
+function candidate(source: string, data: Uint8Array): Candidate {
+  try {
+    return { source, entry: parseEntry(data) };
+  } catch (e) {
+    return { source, entry: null, error: (e as Error).message };
+  }
+}
+
 export class SyncEngine {
   readonly fs: VaultFS;
   readonly remote: RemoteVault;
@@ -163,6 +176,7 @@ export class SyncEngine {
   constructor(opts: EngineOptions) {
     this.fs = opts.fs;
     this.remote = new RemoteVault(opts.client, opts.key, opts.vaultId);
+    this.remote.trust = opts.trust ?? null;
     this.device = opts.device;
     this.store = opts.store;
     this.partials = opts.partials ?? new MemoryPartials();
@@ -249,6 +263,7 @@ export class SyncEngine {
     try {
       await this.ensureFolder();
       await this.checkIgnoreRules();
+      await this.ensureAnnouncement();
       let scope: Set<string> | null =
         opts.paths && !wasMissing ? new Set(opts.paths.map((p) => tryNormalize(p)).filter((p): p is string => !!p)) : null;
       for (let i = 0; i < (opts.maxPasses ?? MAX_PASSES); i++) {
@@ -392,6 +407,58 @@ export class SyncEngine {
     }
   }
 
+  // ------------------------------------------------------------------ device keys, roster
+
+  get trust(): Trust | null {
+    return this.remote.trust;
+  }
+
+  /** This device's key announcement (`.companion/keys/<device_id>.json`, docs/trust.md §1),
+   * written when missing or different so it syncs like any file. */
+  private async ensureAnnouncement(): Promise<void> {
+    const t = this.remote.trust;
+    if (!t?.key) return;
+    const path = `${KEYS_DIR}/${this.device.deviceId}.json`;
+    const want = new TextEncoder().encode(announcementJson(this.device.deviceId, t.key.publicKey, this.device.deviceName));
+    if (await this.fs.stat(path)) {
+      try {
+        const have = await this.fs.read(path);
+        if (have.length === want.length && have.every((b, i) => b === want[i])) return;
+      } catch {
+        // unreadable: written again below
+      }
+    }
+    await this.write(path, want);
+  }
+
+  /** The roster files this copy holds (synced or written here), as evaluation candidates. */
+  async localRoster(): Promise<Candidate[]> {
+    const paths = new Set(Object.entries(this.state.files).filter(([p, e]) => !e.deleted && isRosterPath(p)).map(([p]) => p));
+    for (const st of this.extraRosterPaths) paths.add(st);
+    const out: Candidate[] = [];
+    for (const p of [...paths].sort()) {
+      let data: Uint8Array;
+      try {
+        if (!(await this.fs.stat(p))) continue;
+        data = await this.fs.read(p);
+      } catch {
+        continue;
+      }
+      out.push(candidate(p, data));
+    }
+    return out;
+  }
+
+  /** Roster files written here and not synced yet (`trust-vouch`, `trust-init`). */
+  readonly extraRosterPaths = new Set<string>();
+
+  /** Evaluate the roster again from this copy's files and `incoming` ones. */
+  async refreshTrust(incoming: Candidate[] = []): Promise<void> {
+    const t = this.remote.trust;
+    if (!t?.anchored) return;
+    t.refresh([...(await this.localRoster()), ...incoming]);
+  }
+
   private async pass(scope: Set<string> | null, allowMassDelete: boolean, report: RoundReport) {
     const touched = new Set<string>();
     const pulled = await this.pull(report);
@@ -417,6 +484,7 @@ export class SyncEngine {
 
   private async pull(report: RoundReport): Promise<number> {
     const since = this.state.cursor;
+    await this.refreshTrust();
     let pulled;
     try {
       pulled = await this.remote.pull(since);
@@ -427,6 +495,7 @@ export class SyncEngine {
         pulled = await this.remote.pull(0);
       } else throw e;
     }
+    pulled.changes = await this.judgeWithIncomingRoster(pulled.changes, pulled.bad);
     for (const b of pulled.bad) this.quarantine(b.fileId, b.rev, b.reason, report);
     const newest = new Map<string, RemoteChange>();
     for (const ch of pulled.changes) newest.set(ch.fileId, ch);
@@ -460,6 +529,34 @@ export class SyncEngine {
     this.state.cursor = pulled.seq;
     await this.save();
     return n;
+  }
+
+  /** Roster files among the pulled changes count at once (entries verify by their signature,
+   * wherever they come from): the authors of this pull are judged with them. */
+  private async judgeWithIncomingRoster(changes: RemoteChange[], bad: { fileId: string; rev: number; reason: string }[]): Promise<RemoteChange[]> {
+    const t = this.remote.trust;
+    if (!t?.anchored) return changes;
+    const metas = changes.filter((c) => !c.meta.deleted && isRosterPath(c.meta.path) && c.meta.size <= 64 * 1024).map((c) => c.meta);
+    if (!metas.length) return changes;
+    let contents: Map<string, Uint8Array>;
+    try {
+      contents = await this.remote.fetch(metas);
+    } catch (e) {
+      if (e instanceof TamperDetected) return changes; // applied (or quarantined) as any file
+      throw e;
+    }
+    await this.refreshTrust(metas.flatMap((m) => (contents.has(m.sha256) ? [candidate(`incoming ${m.path}`, contents.get(m.sha256)!)] : [])));
+    const out: RemoteChange[] = [];
+    for (const ch of changes) {
+      try {
+        ch.kind = t.judge(ch.meta, ch.fileId, ch.rev) ?? ch.kind;
+        out.push(ch);
+      } catch (e) {
+        if (!(e instanceof TamperDetected)) throw e;
+        bad.push({ fileId: ch.fileId, rev: ch.rev, reason: e.message });
+      }
+    }
+    return out;
   }
 
   // ------------------------------------------------------------------ scanning

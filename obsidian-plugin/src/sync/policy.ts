@@ -41,7 +41,9 @@ export const UNCHECKED = "is a note whose content could not be checked for code"
 
 const IGNORE_FILE = ".companionignore";
 const COMPANION_DIR = ".companion";
-const AGENT_FOLDERS = [".companion/dreams/", ".companion/agent/"];
+/** What agents write there, never held: the dream's files, the agent's write log, and device
+ * keys' announcements (claims anyone may write; trust comes from the roster, docs/trust.md §1). */
+const AGENT_FOLDERS = [".companion/dreams/", ".companion/agent/", ".companion/keys/"];
 export const OBSIDIAN_DIR = ".obsidian";
 const SHAPE_FILES = new Set([
   "app.json",

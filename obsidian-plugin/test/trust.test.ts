@@ -1,0 +1,113 @@
+/** The person's roster through a real relay (docs/trust.md §5, issue 44 finding 9): a relay
+ * that calls an agent's device human, and an agent that seals as human, no longer pass on a
+ * phone that has an anchor; its own records are signed and count as the person's. */
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { TestRelay } from "./relay";
+import { device, type Device } from "./helpers";
+import { KEYS_DIR } from "../src/crypto/signing";
+import { trustAccept, trustInit, trustShow, trustVouch } from "../src/sync/trustactions";
+import { InputError } from "../src/errors";
+
+let relay: TestRelay;
+beforeAll(async () => {
+  relay = await TestRelay.start();
+});
+afterAll(async () => {
+  await relay.stop();
+});
+
+const EVIL = ".obsidian/plugins/evil/main.js";
+
+async function world(): Promise<{ laptop: Device; phone: Device; vid: string }> {
+  const laptop = await device(relay, await relay.newVault(), "laptop", "human", { signs: true });
+  const vid = laptop.engine.remote.vaultId;
+  const phone = await device(relay, await relay.invite(vid), "phone", "human", { signs: true });
+  await laptop.engine.round();
+  await phone.engine.round();
+  await laptop.engine.round();
+  // the person: starts the roster on the laptop, reads its fingerprint into the phone
+  await trustInit(laptop.engine);
+  await laptop.engine.round();
+  await phone.engine.round();
+  await trustAccept(phone.engine, laptop.engine.trust!.fingerprint!);
+  await trustVouch(laptop.engine, phone.engine.device.deviceId, "human", phone.engine.trust!.fingerprint!);
+  await laptop.engine.round();
+  await phone.engine.round();
+  return { laptop, phone, vid };
+}
+
+describe("device keys and the roster", () => {
+  it("announces each device's key in the vault, unheld, and signs what it seals", async () => {
+    const { laptop, phone } = await world();
+    const ann = `${KEYS_DIR}/${phone.engine.device.deviceId}.json`;
+    expect(laptop.vault.text(ann)).toContain(phone.engine.trust!.key!.publicB64);
+    expect(laptop.engine.state.held).toEqual({});
+    await phone.vault.put("from-phone.md", "hi\n");
+    await phone.engine.round();
+    await laptop.engine.round();
+    const ch = (await laptop.engine.remote.record("from-phone.md", 1))!;
+    expect(ch.meta.sig).toMatch(/^[A-Za-z0-9_-]{86}$/);
+    expect(ch.kind).toBe("human");
+    const show = await trustShow(laptop.engine);
+    expect(show.trusted.map((t) => [t.device_id, t.kind])).toEqual([
+      [laptop.engine.device.deviceId, "human"],
+      [phone.engine.device.deviceId, "human"],
+    ]);
+  });
+
+  it("holds a plugin from a device the relay calls human but the roster does not vouch for", async () => {
+    const { phone, vid } = await world();
+    // the relay relabels: the agent joins on a human invite and seals as human, unsigned
+    const rogue = await device(relay, await relay.invite(vid, "human"), "server", "human");
+    await rogue.engine.round();
+    await rogue.vault.put(EVIL, "require('child_process')");
+    await rogue.engine.round();
+    const r = await phone.engine.round();
+    expect(r.held).toEqual([EVIL]);
+    expect(phone.vault.files.has(EVIL)).toBe(false);
+  });
+
+  it("holds a vouched agent's plugin although it seals as human and the relay agrees", async () => {
+    const { laptop, phone, vid } = await world();
+    const agent = await device(relay, await relay.invite(vid, "human"), "server", "human", { signs: true });
+    await agent.engine.round();
+    await laptop.engine.round();
+    await trustVouch(laptop.engine, "server", "agent", agent.engine.trust!.fingerprint!);
+    await laptop.engine.round();
+    await agent.vault.put(EVIL, "require('child_process')");
+    await agent.engine.round();
+    const r = await phone.engine.round();
+    expect(r.held).toEqual([EVIL]);
+    const show = await trustShow(phone.engine);
+    expect(show.announced.find((a) => a.name === "server")!.status).toBe("agent");
+  });
+
+  it("quarantines a record that claims a vouched device but is not signed by it", async () => {
+    const { laptop, phone, vid } = await world();
+    const forger = await device(relay, await relay.invite(vid, "human"), "laptop", "human", {
+      signs: true,
+      sealAs: { deviceId: laptop.engine.device.deviceId },
+    });
+    await forger.engine.round();
+    await forger.vault.put("forged.md", "x\n");
+    await forger.engine.round();
+    const annPath = `${KEYS_DIR}/${laptop.engine.device.deviceId}.json`;
+    const ann = phone.vault.text(annPath);
+    const r = await phone.engine.round();
+    // everything it sealed as the laptop: the note and the announcement it wrote over the laptop's
+    expect(r.quarantined).toContain("file " + (await phone.engine.remote.fileId("forged.md")).slice(0, 12));
+    expect(r.quarantined).toContain(annPath);
+    for (const q of Object.values(phone.engine.state.quarantine)) expect(q.reason).toMatch(/signature does not verify/);
+    expect(phone.vault.files.has("forged.md")).toBe(false);
+    expect(phone.vault.text(annPath)).toBe(ann);
+  });
+
+  it("refuses to vouch for a key whose fingerprint is not the one read on the device", async () => {
+    const { laptop, phone } = await world();
+    const wrong = laptop.engine.trust!.fingerprint!;
+    await expect(trustVouch(laptop.engine, phone.engine.device.deviceId, "agent", wrong)).rejects.toThrow(/not vouched/);
+    await expect(trustVouch(laptop.engine, "nobody", "agent", wrong)).rejects.toThrow(InputError);
+    await expect(trustVouch(laptop.engine, phone.engine.device.deviceId, "boss", wrong)).rejects.toThrow(/human, agent or revoked/);
+    await expect(trustAccept(phone.engine, "ABCD")).rejects.toThrow(/not a fingerprint/);
+  });
+});

@@ -55,6 +55,11 @@ PATHS: list[tuple[str, list[str]]] = [
     (".companion/dreams/ledger.json", []),
     (".companion/dreams/proposals.json", []),
     (".companion/agent/2026-01-01.server.jsonl", []),
+    # docs/trust.md: announcements are claims anyone may write; the roster is the person's
+    (".companion/keys/c3c3c3c3c3c3c3c3.json", []),
+    (".Companion/Keys/c3c3c3c3c3c3c3c3.json", []),
+    (".companion/roster/c3c3c3c3c3c3c3c3.json", []),
+    (".companion/keysx/a.json", []),
     # finding 3: Obsidian's own folder, every case, every file in it
     (".Obsidian/plugins/x/main.js", []),
     (".OBSIDIAN/community-plugins.json", []),

@@ -226,6 +226,7 @@ class FileMeta:
     device_kind: str = ""
     rename_from: str | None = None
     recorded_ns: int | None = field(default=None)
+    sig: str | None = None  # the writing device's signature (docs/trust.md §4)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "chunks", tuple(self.chunks))
@@ -249,6 +250,8 @@ class FileMeta:
             raise ValueError("FileMeta.rename_from must be a string or None")
         if not isinstance(self.sha256, str):
             raise ValueError("FileMeta.sha256 must be a string")
+        if self.sig is not None and not (isinstance(self.sig, str) and self.sig.isascii()):
+            raise ValueError("FileMeta.sig must be an ASCII string or None")
         for name in ("path", "rename_from", "device_id", "device_name", "device_kind"):
             value = getattr(self, name)
             if value is not None and not is_unicode(value):
@@ -280,6 +283,8 @@ class FileMeta:
             "rename_from": self.rename_from,
             "recorded_ns": self.recorded_ns,
         }
+        if self.sig is not None:  # an unsigned record keeps version 1's bytes exactly
+            obj["sig"] = self.sig
         return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
 
     @classmethod
@@ -305,6 +310,7 @@ class FileMeta:
             "device_kind",
             "rename_from",
             "recorded_ns",
+            "sig",
         )
         extra = {name: obj[name] for name in names if name in obj}
         try:

@@ -76,6 +76,7 @@ class DeviceState:
     key_fingerprint: str = ""
     ca_cert: str = ""  # a CA bundle / self-signed certificate to trust for an https relay
     insecure_http: bool = False  # plain http:// to another host was allowed (--insecure-http)
+    signing_key: str = ""  # this device's public signing key, base64url (docs/trust.md)
     created: float = field(default_factory=time.time)
     host: str = field(default_factory=platform.node)  # gethostname(), without `socket`
     version: int = STATE_VERSION

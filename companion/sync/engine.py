@@ -141,10 +141,15 @@ class SyncEngine:
             )
         self.client = client
         kind = device_kind(device.kind)
+        from companion.sync.trust import DeviceTrust
+
+        # this device's key and the person's roster (docs/trust.md): records signed on the way
+        # out, their author decided by the roster on the way in once this device is anchored
+        self.trust = DeviceTrust(root, app_paths, device, store)
         self.core = Core(
             root=root,
             index=SyncIndex(sync_index_path(app_paths, root)),
-            remote=RemoteVault(client, key, device.vault_id),
+            remote=RemoteVault(client, key, device.vault_id, self.trust),
             device=device,
             ignore=IgnoreRules(root, config.settings.sync.ignore),
             status=status_file_mod.StatusStore(status_file(app_paths, root)),
@@ -377,6 +382,10 @@ class SyncEngine:
         verify: list[str],
     ) -> tuple[bool, set[str]]:
         core = self.core
+        self.trust.refresh()  # a roster file or the anchor changed since the last pass?
+        announced = self._prepare_trust()  # after a pass that brought the first roster file
+        if announced and scope is not None:
+            scope = scope | {announced}
         self.puller.pull(report)
         inbox = self.puller.load_inbox()
         res = self._scan(None if scope is None else scope | set(inbox), verify)
@@ -431,6 +440,17 @@ class SyncEngine:
             wait_ns = res.retry_in_ns or max(core.settle_ns, 10_000_000)
             core.stop_event.wait(min(MAX_WAIT_S, wait_ns / 1e9))
         return done.work or pushed.work or waiting or bool(young), touched
+
+    def _prepare_trust(self) -> str | None:
+        """This device's signing key and its announcement in the vault (docs/trust.md §1):
+        made once, then only looked at. A secret store that fails here does not stop the
+        round: its records go unsigned (counted as an agent's on anchored devices) until it
+        works again."""
+        try:
+            return self.trust.prepare()
+        except (CompanionError, OSError) as exc:
+            log.warning("could not set up this device's signing key: %s", exc)
+            return None
 
     def _scan(self, paths: set[str] | None, verify: list[str]) -> ScanResult:
         core = self.core

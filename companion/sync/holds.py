@@ -11,8 +11,10 @@ accept|refuse`) when it:
    the person's own devices off from each other for that folder);
 2. changes the companion's settings in the vault: anything under `.companion/` except what
    agents legitimately write there, the dream's reports, ledger and proposals
-   (`.companion/dreams/`) and the agent's write log (`.companion/agent/`). No device reads
-   anything else there today; a future setting stored there is held from day one;
+   (`.companion/dreams/`), the agent's write log (`.companion/agent/`) and every device's key
+   announcement (`.companion/keys/`: a claim, not trust, docs/trust.md §1). The person's
+   roster (`.companion/roster/`) is held too, though trust never depends on that (an agent
+   cannot make an entry verify); a future setting stored there is held from day one;
 3. is inside an Obsidian config folder: `.obsidian/`, and any other top-level hidden folder
    with Obsidian's shape (`config_folders`: a person may point Obsidian at `.obsidian-mobile`
    or any dot-folder). Obsidian runs `plugins/*/main.js` once `community-plugins.json` lists
@@ -67,7 +69,8 @@ LISTED = "is on this device's list of held paths (sync.hold_patterns)"
 
 IGNORE_FILE = ".companionignore"
 COMPANION_DIR = ".companion"
-AGENT_FOLDERS = (".companion/dreams/", ".companion/agent/")  # what agents write there
+# what agents write there: dream reports, the write log, their own key announcements
+AGENT_FOLDERS = (".companion/dreams/", ".companion/agent/", ".companion/keys/")
 OBSIDIAN_DIR = ".obsidian"
 # a file at one of these places inside a top-level hidden folder gives it Obsidian's shape
 SHAPE_FILES = frozenset(

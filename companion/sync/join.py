@@ -331,6 +331,7 @@ def join_vault(
     root.mkdir(parents=True, exist_ok=True)
     state.store_token(store, token)
     state.store_key(store, key)
+    _make_signing_key(store, state)
     state.save(paths)
     ensure_area_folders(root)  # folders do not sync: every copy gets the vault's layout
     write_marker(root, state.vault_id, state.device_id)  # the folder is this copy's vault
@@ -406,6 +407,7 @@ def rejoin_vault(
         client.close()
     state.store_token(store, joined.token)
     state.store_key(store, key)
+    _make_signing_key(store, state)
     state.save(paths)
     write_marker(root, state.vault_id, state.device_id)  # the folder now names the new device
     log.info(
@@ -430,6 +432,14 @@ def _check_folder_before_rejoin(paths: DevicePaths, root: Path, old: DeviceState
     finally:
         if index is not None:
             index.close()
+
+
+def _make_signing_key(store: SecretStore, state: DeviceState) -> None:
+    """This device's signing key (docs/trust.md §1), made at join; its first sync announces
+    it in the vault."""
+    from companion.sync.trust import ensure_signing_key
+
+    ensure_signing_key(store, state)
 
 
 def remember_join(config: Any, state: DeviceState) -> None:

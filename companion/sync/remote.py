@@ -21,7 +21,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from companion import crypto  # its functions load `cryptography` when first called
 from companion.crypto.errors import RolledBack, TamperDetected, TamperedRecord, UnsupportedVersion
@@ -31,6 +31,7 @@ from companion.relay.errors import ConflictError, MissingBlobsError, RelayError
 
 if TYPE_CHECKING:
     from companion.crypto import ChunkRef, FileMeta, VaultKey
+    from companion.crypto.signing import DeviceKey, Trusted
 
 log = get_logger("sync.remote")
 
@@ -46,15 +47,25 @@ HUMAN = "human"
 AGENT = "agent"
 
 
+class RecordTrust(Protocol):
+    """Who may write as whom (`companion.sync.trust.DeviceTrust`, docs/trust.md)."""
+
+    def trusted(self) -> Mapping[str, Trusted] | None: ...
+
+    def signer(self) -> DeviceKey | None: ...
+
+
 @dataclass(frozen=True)
 class RemoteChange:
     """One verified revision of one file on the relay.
 
-    `author_kind` is who wrote it, as both the relay (the kind its invite fixed for the token
-    that committed it) and the sealed record agree; `open` refuses a record on which they
-    disagree. A relay that does not say (an older relay) leaves it unconfirmed, and an
-    unconfirmed author counts as an agent: a person's precedence is never granted on a claim
-    alone.
+    `author_kind` is who wrote it. On a device anchored in the person's roster
+    (docs/trust.md) it is `trusted_kind`: the roster's kind of the device whose valid signature
+    the record carries, else agent; the relay's word does not count. Without an anchor
+    (version 1), the relay (the kind its invite fixed for the token that committed it) and the
+    sealed record must agree; `open` refuses a record on which they disagree. A relay that
+    does not say (an older relay) leaves it unconfirmed, and an unconfirmed author counts as
+    an agent: a person's precedence is never granted on a claim alone.
     """
 
     path: str
@@ -68,6 +79,7 @@ class RemoteChange:
     committed_at: float | None = None
     relay_kind: str | None = None  # the relay's record of the committing device
     relay_name: str | None = None
+    trusted_kind: str | None = None  # the roster's verdict (docs/trust.md §5); None: no anchor
 
     @property
     def deleted(self) -> bool:
@@ -75,6 +87,8 @@ class RemoteChange:
 
     @property
     def author_kind(self) -> str:
+        if self.trusted_kind is not None:
+            return self.trusted_kind
         return HUMAN if self.relay_kind == HUMAN and self.meta.device_kind == HUMAN else AGENT
 
     @property
@@ -148,13 +162,19 @@ class RemoteVault:
     """A vault on a relay, seen through its key. Thread-safe as far as `RelayClient` is."""
 
     def __init__(
-        self, client: RelayClient, key: VaultKey | Callable[[], VaultKey], vault_id: str
+        self,
+        client: RelayClient,
+        key: VaultKey | Callable[[], VaultKey],
+        vault_id: str,
+        trust: RecordTrust | None = None,
     ) -> None:
         """`key` is the vault key, or a function that builds it (`DeviceState.key_loader`):
         then it is built on first use, so a round that seals and opens nothing does not load
-        `cryptography`."""
+        `cryptography`. `trust`: this device's roster and signing key (docs/trust.md); without
+        it records are neither signed nor judged by a roster."""
         self.client = client
         self.vault_id = vault_id
+        self.trust = trust
         self._key: VaultKey | None = None
         self._load_key: Callable[[], VaultKey] | None = None
         if callable(key):
@@ -185,7 +205,9 @@ class RemoteVault:
 
         Besides the seal (vault, file id, revision, path), the sealed author must be the
         device the relay says committed it: same device id, name and kind. An agent device
-        cannot pass for the person by what it seals, nor the relay by what it says.
+        cannot pass for the person by what it seals, nor the relay by what it says. On a
+        device with an anchor, the person's roster then decides the author (`trusted_kind`),
+        and a record of a vouched device whose signature does not verify is refused.
         """
         if rec.rev != rec.parent_rev + 1:
             raise TamperedRecord(
@@ -193,6 +215,7 @@ class RemoteVault:
             )
         meta = crypto.open_record(self.key, self.vault_id, rec.file_id, rec.rev, rec.sealed)
         _check_author(rec, meta)
+        trusted_kind = self._judge(rec, meta)
         return RemoteChange(
             path=meta.path,
             file_id=rec.file_id,
@@ -205,7 +228,24 @@ class RemoteVault:
             committed_at=rec.committed_at,
             relay_kind=rec.device_kind,
             relay_name=rec.device_name,
+            trusted_kind=trusted_kind,
         )
+
+    def _judge(self, rec: Record, meta: FileMeta) -> str | None:
+        """The roster's author kind of an opened record (None: no anchor, version 1's rule)."""
+        trusted = self.trust.trusted() if self.trust is not None else None
+        if trusted is None:
+            return None
+        from companion.crypto.signing import TAMPERED, author_kind
+
+        kind = author_kind(trusted, self.vault_id, rec.file_id, rec.rev, meta, rec.device_kind)
+        if kind == TAMPERED:
+            raise TamperedRecord(
+                f"record rev {rec.rev} of file {rec.file_id[:12]} names device "
+                f"{meta.device_id[:12]}, which the person vouched for, but its signature does "
+                "not verify under that device's key: refused as tampering"
+            )
+        return kind
 
     def try_open(self, rec: Record) -> RemoteChange | Refused:
         """`open`, with a record that fails verification returned as `Refused`."""
@@ -524,6 +564,9 @@ class RemoteVault:
         reupload: Callable[[list[str]], None] | None,
     ) -> None:
         now = time.time_ns()
+        signer = self.trust.signer() if self.trust is not None else None
+        if signer is not None:
+            from companion.crypto.signing import sign_meta
         # seal once: a retry must resend identical bytes so the relay sees a duplicate
         sealed_by_fid: dict[str, tuple[Outgoing, Record]] = {}
         group_of: dict[str, int] = {}
@@ -533,6 +576,9 @@ class RemoteVault:
                 meta = out.meta
                 if meta.recorded_ns is None:
                     meta = replace(meta, recorded_ns=now)
+                if signer is not None:  # docs/trust.md §4: every record this device writes
+                    fid = crypto.file_id(self.key, meta.path)
+                    meta = sign_meta(signer, self.vault_id, fid, out.rev, meta)
                 fid, sealed = crypto.seal_record(self.key, self.vault_id, out.rev, meta)
                 blobs = tuple(c.blob_id for c in meta.chunks)
                 sealed_by_fid[fid] = (out, Record(fid, out.rev, out.parent_rev, sealed, blobs))

@@ -123,9 +123,10 @@ function entry(by: DeviceKey, byId: string, dev: DeviceKey, devId: string, kind:
 describe("evaluation", () => {
   const anchor = { deviceId: "L", key: laptop.publicB64 };
 
-  it("follows signatures from the anchor, through human devices only", () => {
+  it("follows signatures from the anchor, through human devices only, in order of time", () => {
     const ev = evaluate(VID, anchor, [
-      entry(phone, "P", agent, "A", "agent", 3n), // signed by the phone before the phone is in: later
+      entry(phone, "P", agent, "A", "agent", 3n), // signed by the phone once the phone is in
+      entry(phone, "P", agent, "B", "agent", 1n), // signed by the phone before it was vouched
       entry(laptop, "L", phone, "P", "human", 2n),
       entry(agent, "A", agent, "X", "human", 4n), // an agent vouching: never
     ]);
@@ -134,7 +135,10 @@ describe("evaluation", () => {
       ["P", "human"],
       ["A", "agent"],
     ]);
-    expect(ev.notVouched).toEqual([{ source: "X", deviceId: "X", why: "its signer A is not a human device" }]);
+    expect(ev.notVouched).toEqual([
+      { source: "B", deviceId: "B", why: "signed by a device that is not vouched for" },
+      { source: "X", deviceId: "X", why: "signed by a device vouched for as an agent" },
+    ]);
   });
 
   it("ignores another vault's entries, forged signatures, and lets the newest entry win", () => {
@@ -148,7 +152,11 @@ describe("evaluation", () => {
       entry(laptop, "L", agent, "A", "revoked", 3n),
     ]);
     expect([...ev.trusted.keys()]).toEqual(["L"]);
-    expect(ev.notVouched.map((n) => n.why)).toEqual(["it is for another vault", "its signature does not verify"]);
+    expect(ev.notVouched.map((n) => n.why)).toEqual([
+      "written for another vault",
+      "its signature does not verify",
+      "replaced by a newer entry",
+    ]);
   });
 });
 

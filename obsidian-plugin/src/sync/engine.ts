@@ -35,7 +35,7 @@ import { fold, normalize, pathProblem, tryNormalize } from "./paths";
 import { readAgentNotes } from "./noteread";
 import { configFolders, holdFold, holdReason, isMassDelete, type Kind } from "./policy";
 import { announcementJson, KEYS_DIR } from "../crypto/signing";
-import { type Candidate, isRosterPath, parseEntry, type Trust } from "./trust";
+import { type Candidate, isRosterPath, rosterCandidate, type Trust } from "./trust";
 import { MemoryPartials, type Outgoing, type PartialStore, pool, type RemoteChange, RemoteVault } from "./remote";
 import { RoundReport } from "./report";
 import {
@@ -134,14 +134,6 @@ function wire(q: Queued): WireRecord {
     deviceName: q.relayName,
     committedAt: q.committedAt,
   };
-}
-
-function candidate(source: string, data: Uint8Array): Candidate {
-  try {
-    return { source, entry: parseEntry(data) };
-  } catch (e) {
-    return { source, entry: null, error: (e as Error).message };
-  }
 }
 
 export class SyncEngine {
@@ -444,7 +436,7 @@ export class SyncEngine {
       } catch {
         continue;
       }
-      out.push(candidate(p, data));
+      out.push(rosterCandidate(p, data));
     }
     return out;
   }
@@ -545,7 +537,7 @@ export class SyncEngine {
       if (e instanceof TamperDetected) return changes; // applied (or quarantined) as any file
       throw e;
     }
-    await this.refreshTrust(metas.flatMap((m) => (contents.has(m.sha256) ? [candidate(`incoming ${m.path}`, contents.get(m.sha256)!)] : [])));
+    await this.refreshTrust(metas.flatMap((m) => (contents.has(m.sha256) ? [rosterCandidate(m.path, contents.get(m.sha256)!, `incoming ${m.path}`)] : [])));
     const out: RemoteChange[] = [];
     for (const ch of changes) {
       try {

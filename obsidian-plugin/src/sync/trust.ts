@@ -98,7 +98,22 @@ export interface Candidate {
   error?: string;
 }
 
-/** The trusted set from `anchor` and the candidates (docs/trust.md §2, Evaluation). */
+/** Strings as Python compares them (by code point; the spec's ASCII byte order). */
+function cmp(a: string, b: string): number {
+  const x = Array.from(a);
+  const y = Array.from(b);
+  for (let i = 0; i < Math.min(x.length, y.length); i++) {
+    const d = x[i].codePointAt(0)! - y[i].codePointAt(0)!;
+    if (d) return d;
+  }
+  return x.length - y.length;
+}
+
+/** The trusted set from `anchor` and the candidates (docs/trust.md §2, Evaluation): one
+ * replay in (at, device_id, sig) order of this vault's entries for devices other than the
+ * anchor; an entry applies when its signer is a human device in T at that point and its
+ * signature verifies under the signer's key there; it sets its device (or, revoked, removes
+ * it). The anchor's key and kind never change. */
 export function evaluate(vaultId: string, anchor: Anchor, candidates: Candidate[]): Evaluation {
   const trusted = new Map<string, TrustedDevice>();
   trusted.set(anchor.deviceId, {
@@ -109,58 +124,72 @@ export function evaluate(vaultId: string, anchor: Anchor, candidates: Candidate[
     by: anchor.deviceId,
     at: null,
   });
-  const applied = new Map<string, bigint>();
-  const used = new Set<Candidate>();
-  const entries = candidates.filter((c) => c.entry && c.entry.vault_id === vaultId);
-  // a deterministic order: the oldest first, so a newer entry replaces an older one
-  entries.sort((a, b) => (a.entry!.at < b.entry!.at ? -1 : a.entry!.at > b.entry!.at ? 1 : 0));
-  for (let changed = true; changed; ) {
-    changed = false;
-    for (const c of entries) {
-      const e = c.entry!;
-      if (used.has(c)) continue;
-      const signer = trusted.get(e.by);
-      if (!signer || signer.kind !== "human") continue;
-      if (!verify(signer.key, entryMessage(e), e.sig)) continue;
-      const prev = applied.get(e.device_id);
-      if (prev !== undefined && e.at <= prev) continue;
-      used.add(c);
-      applied.set(e.device_id, e.at);
-      if (e.kind === "revoked") trusted.delete(e.device_id);
-      else {
-        trusted.set(e.device_id, {
-          deviceId: e.device_id,
-          key: fromB64u(e.key, PUBLIC_SIZE, "key"),
-          kind: e.kind as Kind,
-          name: e.name,
-          by: e.by,
-          at: e.at,
-        });
-      }
-      changed = true;
+  const ordered = candidates
+    .filter((c) => c.entry && c.entry.vault_id === vaultId && c.entry.device_id !== anchor.deviceId)
+    .sort((a, b) => {
+      const x = a.entry!;
+      const y = b.entry!;
+      return x.at < y.at ? -1 : x.at > y.at ? 1 : cmp(x.device_id, y.device_id) || cmp(x.sig, y.sig);
+    });
+  const why = new Map<Candidate, string>();
+  for (const c of ordered) {
+    const e = c.entry!;
+    const signer = trusted.get(e.by);
+    if (!signer) {
+      why.set(c, "signed by a device that is not vouched for");
+      continue;
+    }
+    if (signer.kind !== "human") {
+      why.set(c, "signed by a device vouched for as an agent");
+      continue;
+    }
+    if (!verify(signer.key, entryMessage(e), e.sig)) {
+      why.set(c, "its signature does not verify");
+      continue;
+    }
+    if (e.kind === "revoked") trusted.delete(e.device_id);
+    else {
+      trusted.set(e.device_id, {
+        deviceId: e.device_id,
+        key: fromB64u(e.key, PUBLIC_SIZE, "key"),
+        kind: e.kind as Kind,
+        name: e.name,
+        by: e.by,
+        at: e.at,
+      });
     }
   }
   const notVouched: NotVouched[] = [];
   for (const c of candidates) {
-    if (used.has(c)) continue;
     const e = c.entry;
     if (!e) {
       notVouched.push({ source: c.source, deviceId: null, why: c.error ?? "does not parse" });
       continue;
     }
-    notVouched.push({ source: c.source, deviceId: e.device_id, why: whyNot(vaultId, e, trusted, applied) });
+    let reason = why.get(c) ?? null;
+    if (e.vault_id !== vaultId) reason = "written for another vault";
+    else if (e.device_id === anchor.deviceId) reason = null; // the anchor is trusted by its key alone
+    else if (reason === null) {
+      const now = trusted.get(e.device_id);
+      const stands = e.kind === "revoked" ? !now : !!now && now.at === e.at && now.kind === e.kind && now.by === e.by;
+      if (!stands) reason = "replaced by a newer entry";
+    }
+    if (reason) notVouched.push({ source: c.source, deviceId: e.device_id, why: reason });
   }
   return { trusted, notVouched };
 }
 
-function whyNot(vaultId: string, e: RosterEntry, trusted: Map<string, TrustedDevice>, applied: Map<string, bigint>): string {
-  if (e.vault_id !== vaultId) return "it is for another vault";
-  const signer = trusted.get(e.by);
-  if (!signer) return `its signer ${e.by} is not a trusted device`;
-  if (signer.kind !== "human") return `its signer ${e.by} is not a human device`;
-  if (!verify(signer.key, entryMessage(e), e.sig)) return "its signature does not verify";
-  if ((applied.get(e.device_id) ?? -1n) >= e.at) return "a newer entry for the device replaces it";
-  return "not vouched";
+/** A roster file's candidate: its entry, unless it does not parse or its file is not
+ * `<device_id>.json` of its own entry (docs/trust.md §2). */
+export function rosterCandidate(path: string, data: Uint8Array, source = path): Candidate {
+  try {
+    const entry = parseEntry(data);
+    const base = path.slice(path.lastIndexOf("/") + 1);
+    if (base !== `${entry.device_id}.json`) return { source, entry: null, error: `its file is not named ${entry.device_id}.json` };
+    return { source, entry };
+  } catch (e) {
+    return { source, entry: null, error: (e as Error).message };
+  }
 }
 
 export function rosterPath(deviceId: string): string {

@@ -30,7 +30,7 @@ import {
 } from "../crypto/signing";
 import { InputError } from "../errors";
 import type { SyncEngine } from "./engine";
-import { type Anchor, type Candidate, parseEntry, rosterPath, Trust } from "./trust";
+import { type Anchor, type Candidate, rosterCandidate, rosterPath, Trust } from "./trust";
 
 export interface Announcement {
   path: string;
@@ -81,12 +81,7 @@ async function rosterFiles(engine: SyncEngine): Promise<Candidate[]> {
   for (const st of await engine.fs.list()) {
     if (!st.path.startsWith(`${ROSTER_DIR}/`) || !st.path.endsWith(".json")) continue;
     const data = await engine.fs.read(st.path).catch(() => null);
-    if (!data) continue;
-    try {
-      out.push({ source: st.path, entry: parseEntry(data) });
-    } catch (e) {
-      out.push({ source: st.path, entry: null, error: (e as Error).message });
-    }
+    if (data) out.push(rosterCandidate(st.path, data));
   }
   return out;
 }

@@ -397,6 +397,7 @@ def status(app: AppContext, vault: Path | None, as_json: bool, offline: bool) ->
     daemon = data["daemon"]
     running = f"running (pid {daemon.get('pid')}: {daemon.get('command')})" if daemon else ""
     click.echo("daemon:     " + (running or "not running"))
+    click.echo("device keys: " + _keys_line(data["device_keys"]))
     if data["held"]:
         click.echo(f"held for your approval ({len(data['held'])}, `companion held list`):")
         for h in data["held"][:10]:
@@ -422,6 +423,20 @@ def status(app: AppContext, vault: Path | None, as_json: bool, offline: bool) ->
     last = data["last_error"]
     if last:
         click.echo(f"last error: {_when(last.get('time'))}: {last.get('message')}")
+
+
+def _keys_line(keys: dict[str, Any]) -> str:
+    """`not set up` or `anchored on laptop (ABCD-...); 1 device not vouched for`."""
+    if keys.get("error"):
+        return f"cannot read: {shown(keys['error'])}"
+    if not keys.get("anchored"):
+        return "not set up (`companion trust init` / `trust accept`)"
+    a = keys["anchor"]
+    line = f"anchored on {shown(a['name'] or a['device_id'])} ({a['fingerprint']})"
+    n = keys.get("unvouched", 0)
+    if n:
+        line += f"; {n} device{'s' if n != 1 else ''} not vouched for (`companion trust show`)"
+    return line
 
 
 def _quota_line(q: dict[str, Any]) -> str:

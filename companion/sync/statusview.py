@@ -73,7 +73,29 @@ def collect_status(
         "last_round": saved.get("last_round"),
         "daemon": holder,
         "agent_quotas": quotas,
+        "device_keys": device_keys(paths, root, state),
     }
+
+
+def device_keys(paths: DevicePaths, root: str, state: DeviceState) -> dict[str, Any]:
+    """This device's keys and roster in brief (docs/trust.md): anchored or "not set up", and
+    how many devices announced a key that the roster does not vouch for."""
+    from pathlib import Path
+
+    from companion.sync.trust import DeviceTrust
+
+    out: dict[str, Any] = {"anchored": False, "anchor": None, "unvouched": 0, "error": None}
+    try:
+        ev = DeviceTrust(Path(root), paths, state, None).evaluation()
+    except (CompanionError, OSError, ValueError) as exc:
+        out["error"] = str(exc)
+        return out
+    if ev.anchor is not None:
+        out["anchored"] = True
+        out["anchor"] = {"device_id": ev.anchor.device_id, "name": ev.anchor.name,
+                         "fingerprint": ev.anchor.fingerprint}  # fmt: skip
+        out["unvouched"] = len(ev.unvouched_devices(state.device_id))
+    return out
 
 
 def current_error(saved: dict[str, Any]) -> dict[str, Any] | None:

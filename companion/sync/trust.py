@@ -399,3 +399,234 @@ class DeviceTrust:
         rel = announcement_rel(self.device.device_id)
         ann = Announcement(self.device.device_id, self.device.signing_key, self.device.device_name)
         return rel if write_in_vault(self.root, rel, ann.to_json()) else None
+
+
+# ---------------------------------------------------------------------- the person's actions
+
+
+@dataclass
+class TrustContext:
+    """What the `trust` commands work on: this vault copy, its device state and secrets."""
+
+    root: Path
+    paths: DevicePaths
+    device: DeviceState
+    store: SecretStore
+    view: DeviceTrust
+
+    @classmethod
+    def open(cls, paths: DevicePaths, config: Any, vault: str | os.PathLike[str]) -> TrustContext:
+        from companion.credentials.store import open_store
+
+        root = Path(os.path.realpath(vault))
+        device = DeviceState.load(paths, root)
+        store = open_store(config)
+        return cls(root, paths, device, store, DeviceTrust(root, paths, device, store))
+
+    def key(self) -> DeviceKey:
+        before = self.device.signing_key
+        key, _ = ensure_signing_key(self.store, self.device)
+        if self.device.signing_key != before:
+            self.device.save(self.paths)
+        return key
+
+    def announce(self, key: DeviceKey) -> None:
+        from companion.crypto.signing import Announcement
+
+        ann = Announcement(self.device.device_id, key.public_text, self.device.device_name)
+        write_in_vault(self.root, announcement_rel(self.device.device_id), ann.to_json())
+
+    def require_human(self, what: str) -> None:
+        if self.device.kind != "human":
+            raise TrustError(
+                f"this is an agent device ({self.device.device_name}): only a person's device "
+                f"(kind human) can {what}; run it on the person's laptop or phone"
+            )
+
+
+def _now_ns() -> int:
+    import time
+
+    return time.time_ns()
+
+
+def trust_init(ctx: TrustContext) -> Anchor:
+    """`companion trust init`: this human device signs its own roster entry and anchors on
+    its own key (the person's first device, once per vault)."""
+    from companion.crypto.signing import HUMAN, RosterEntry
+
+    ctx.require_human("start the person's roster")
+    key = ctx.key()
+    current = load_anchor(ctx.view.anchor_path)
+    if current is not None and current.key != key.public_text:
+        raise TrustError(
+            f"this device already trusts the roster of {current.name or current.device_id} "
+            f"({current.fingerprint}); `trust init` would start another. Vouch for devices "
+            "from there, or remove this device's anchor on purpose first "
+            f"({ctx.view.anchor_path})"
+        )
+    at = _now_ns()
+    entry = RosterEntry(
+        vault_id=ctx.device.vault_id, device_id=ctx.device.device_id, key=key.public_text,
+        kind=HUMAN, name=ctx.device.device_name, by=ctx.device.device_id, at=at,
+    ).signed(key)  # fmt: skip
+    write_in_vault(ctx.root, roster_rel(ctx.device.device_id), entry.to_json())
+    ctx.announce(key)
+    anchor = Anchor(ctx.device.device_id, key.public_text, ctx.device.device_name, at)
+    save_anchor(ctx.view.anchor_path, anchor)
+    return anchor
+
+
+def _fingerprint_arg(text: str) -> str:
+    from companion.crypto.signing import normalise_fingerprint
+
+    fp = normalise_fingerprint(text)
+    if fp is None:
+        raise TrustError(
+            f"{text!r} is not a device key fingerprint: it is 28 letters A-Z and digits 2-7, "
+            "shown in 7 groups of 4 (ABCD-EFGH-...) by `companion trust show` on that device"
+        )
+    return fp
+
+
+def trust_accept(ctx: TrustContext, fingerprint: str) -> Anchor:
+    """`companion trust accept`: anchor on the announced key with this fingerprint, which the
+    person read on an already trusted human device."""
+    fp = _fingerprint_arg(fingerprint)
+    announced = read_announcements(ctx.root)
+    if not announced:
+        raise TrustError(
+            "no device of this vault has announced its key here yet: run `companion trust "
+            "init` on the person's first device, then sync both devices"
+        )
+    match = [a for a in announced.values() if a.fingerprint == fp]
+    if not match:
+        raise TrustError(
+            f"no device of this vault announces a key with fingerprint {fp}: check it on the "
+            "other device (`companion trust show`), and sync both devices"
+        )
+    ann = match[0]
+    if ann.device_id == ctx.device.device_id:
+        raise TrustError(
+            "that is this device's own key: accept the fingerprint of another device the "
+            "person already trusts, or run `companion trust init` on the person's first device"
+        )
+    anchor = Anchor(ann.device_id, ann.key, ann.name, _now_ns())
+    save_anchor(ctx.view.anchor_path, anchor)
+    ctx.announce(ctx.key())  # so a trusted device can vouch for this one
+    return anchor
+
+
+def find_device(ctx: TrustContext, ref: str, ev: Evaluation) -> tuple[str, str]:
+    """(device id, name) of `ref`: a device id, or the name of exactly one announced device."""
+    names = {d: a.name for d, a in ev.announced.items()}
+    for f in ev.files:
+        if f.entry is not None and f.entry.device_id == f.name:
+            names.setdefault(f.name, f.entry.name)
+    if ref in names:
+        return ref, names[ref]
+    by_name = [d for d, n in names.items() if n == ref]
+    if len(by_name) == 1:
+        return by_name[0], ref
+    known = ", ".join(f"{d} ({n})" for d, n in sorted(names.items())) or "none"
+    if by_name:
+        raise TrustError(f"{len(by_name)} devices are named {ref!r}: give its id ({known})")
+    raise TrustError(
+        f"no device {ref!r} has announced its key in this vault (known: {known}); sync that "
+        "device first"
+    )
+
+
+def trust_vouch(ctx: TrustContext, ref: str, kind: str, fingerprint: str | None) -> RosterEntry:
+    """`companion trust vouch`: sign a roster entry for a device's announced key, only if its
+    fingerprint is the one the person read on that device (`revoked`: withdraw it)."""
+    from companion.crypto.signing import HUMAN, KINDS, REVOKED, RosterEntry, b64url
+
+    ctx.require_human("vouch for devices")
+    if kind not in KINDS:
+        raise TrustError(f"--kind is human, agent or revoked, not {kind!r}")
+    ev = ctx.view.evaluation()
+    if ev.anchor is None or ev.trusted is None:
+        raise TrustError(
+            "device keys are not set up on this device: run `companion trust init` on the "
+            "person's first device, or `companion trust accept FINGERPRINT` here"
+        )
+    me = ev.trusted.get(ctx.device.device_id)
+    key = ctx.key()
+    if me is None or me.kind != HUMAN or me.key != key.public:
+        raise TrustError(
+            "this device is not vouched for as the person's device in the roster it trusts, "
+            "so what it signs would not count: vouch for it from a trusted device first "
+            f"(`companion trust vouch VAULT {ctx.device.device_id} --kind human "
+            f"{key.fingerprint}`)"
+        )
+    device_id, name = find_device(ctx, ref, ev)
+    if device_id == ctx.device.device_id:
+        raise TrustError("a device does not vouch for itself: vouch from another device")
+    ann = ev.announced.get(device_id)
+    if kind == REVOKED:
+        current = ev.trusted.get(device_id)
+        key_text = b64url(current.key) if current else (ann.key if ann else "")
+        if not key_text:
+            raise TrustError(f"device {device_id} has no key to revoke")
+    else:
+        if fingerprint is None:
+            raise TrustError(
+                "give the FINGERPRINT that `companion trust show` prints on that device: it is "
+                "how this device knows the key is that device's and not someone else's"
+            )
+        fp = _fingerprint_arg(fingerprint)
+        if ann is None:
+            raise TrustError(f"device {device_id} has not announced its key here yet: sync it")
+        if ann.fingerprint != fp:
+            raise TrustError(
+                f"the fingerprint {fp} is not the key device {device_id} ({ann.name}) announces "
+                f"here ({ann.fingerprint}): nothing was vouched. Read it again on that device; "
+                "if it still differs, someone else wrote that announcement"
+            )
+        key_text = ann.key
+    newest = max(
+        (f.entry.at for f in ev.files if f.entry is not None and f.entry.device_id == device_id),
+        default=-1,
+    )
+    entry = RosterEntry(
+        vault_id=ctx.device.vault_id, device_id=device_id, key=key_text, kind=kind,
+        name=ann.name if ann else name, by=ctx.device.device_id, at=max(_now_ns(), newest + 1),
+    ).signed(key)  # fmt: skip
+    write_in_vault(ctx.root, roster_rel(device_id), entry.to_json())
+    return entry
+
+
+def trust_summary(ctx: TrustContext) -> dict[str, Any]:
+    """What `trust show --json` and `status` say about this device's keys and roster."""
+    from companion.crypto.signing import PUBLIC_SIZE, b64url, fingerprint, unb64url
+
+    ev = ctx.view.evaluation()
+    own = ctx.device.signing_key
+    out: dict[str, Any] = {
+        "device_id": ctx.device.device_id,
+        "kind": ctx.device.kind,
+        "fingerprint": fingerprint(unb64url(own, PUBLIC_SIZE, "key")) if own else None,
+        "anchored": ev.anchor is not None,
+        "anchor": None,
+        "trusted": [],
+        "not_vouched": [{"file": f, "why": w} for f, w in ev.not_vouched()],
+        "unvouched_devices": [],
+    }
+    if ev.anchor is not None:
+        out["anchor"] = {"device_id": ev.anchor.device_id, "name": ev.anchor.name,
+                         "fingerprint": ev.anchor.fingerprint}  # fmt: skip
+    names = {d: a.name for d, a in ev.announced.items()}
+    by = {f.name: f.entry.by for f in ev.files if f.entry is not None}
+    for d, t in sorted((ev.trusted or {}).items()):
+        out["trusted"].append({
+            "device_id": d, "kind": t.kind, "name": names.get(d, ""),
+            "fingerprint": fingerprint(t.key), "by": by.get(d, d),
+            "key": b64url(t.key),
+        })  # fmt: skip
+    for d in ev.unvouched_devices(ctx.device.device_id):
+        a = ev.announced[d]
+        out["unvouched_devices"].append(
+            {"device_id": d, "name": a.name, "fingerprint": a.fingerprint}
+        )
+    return out

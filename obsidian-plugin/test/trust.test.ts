@@ -30,6 +30,7 @@ async function world(): Promise<{ laptop: Device; phone: Device; vid: string }> 
   await laptop.engine.round();
   await phone.engine.round();
   await trustAccept(phone.engine, laptop.engine.trust!.fingerprint!);
+  await laptop.engine.round(); // the phone's announcement
   await trustVouch(laptop.engine, phone.engine.device.deviceId, "human", phone.engine.trust!.fingerprint!);
   await laptop.engine.round();
   await phone.engine.round();
@@ -37,6 +38,25 @@ async function world(): Promise<{ laptop: Device; phone: Device; vid: string }> 
 }
 
 describe("device keys and the roster", () => {
+  it("announces no key until the vault has a roster, as the laptop does", async () => {
+    const laptop = await device(relay, await relay.newVault(), "laptop", "human", { signs: true });
+    const phone = await device(relay, await relay.invite(laptop.engine.remote.vaultId), "phone", "human", { signs: true });
+    await laptop.vault.put("a.md", "a\n");
+    await laptop.engine.round();
+    await phone.engine.round();
+    const keys = (d: Device) => [...d.vault.files.keys()].filter((p) => p.startsWith(`${KEYS_DIR}/`)).sort();
+    expect(keys(laptop)).toEqual([]);
+    expect(keys(phone)).toEqual([]);
+    await trustInit(laptop.engine);
+    expect(keys(laptop)).toEqual([`${KEYS_DIR}/${laptop.engine.device.deviceId}.json`]);
+    await laptop.engine.round();
+    await phone.engine.round(); // brings the roster, then announces in the same round
+    await laptop.engine.round();
+    const both = [laptop, phone].map((d) => `${KEYS_DIR}/${d.engine.device.deviceId}.json`).sort();
+    expect(keys(laptop)).toEqual(both);
+    expect(keys(phone)).toEqual(both);
+  });
+
   it("announces each device's key in the vault, unheld, and signs what it seals", async () => {
     const { laptop, phone } = await world();
     const ann = `${KEYS_DIR}/${phone.engine.device.deviceId}.json`;

@@ -255,7 +255,6 @@ export class SyncEngine {
     try {
       await this.ensureFolder();
       await this.checkIgnoreRules();
-      await this.ensureAnnouncement();
       let scope: Set<string> | null =
         opts.paths && !wasMissing ? new Set(opts.paths.map((p) => tryNormalize(p)).filter((p): p is string => !!p)) : null;
       for (let i = 0; i < (opts.maxPasses ?? MAX_PASSES); i++) {
@@ -405,22 +404,31 @@ export class SyncEngine {
     return this.remote.trust;
   }
 
+  /** Whether this copy holds a roster file (synced, or written here): until then nobody can
+   * vouch, and the vault stays as version 1 left it (no announcement), as on the laptop. */
+  private hasRoster(): boolean {
+    if (this.extraRosterPaths.size) return true;
+    return Object.entries(this.state.files).some(([p, e]) => !e.deleted && isRosterPath(p));
+  }
+
   /** This device's key announcement (`.companion/keys/<device_id>.json`, docs/trust.md §1),
-   * written when missing or different so it syncs like any file. */
-  private async ensureAnnouncement(): Promise<void> {
+   * written once the vault has a roster, when missing or different, so it syncs like any
+   * file; its path when written. */
+  async ensureAnnouncement(force = false): Promise<string | null> {
     const t = this.remote.trust;
-    if (!t?.key) return;
+    if (!t?.key || !(force || this.hasRoster())) return null;
     const path = `${KEYS_DIR}/${this.device.deviceId}.json`;
     const want = new TextEncoder().encode(announcementJson(this.device.deviceId, t.key.publicKey, this.device.deviceName));
     if (await this.fs.stat(path)) {
       try {
         const have = await this.fs.read(path);
-        if (have.length === want.length && have.every((b, i) => b === want[i])) return;
+        if (have.length === want.length && have.every((b, i) => b === want[i])) return null;
       } catch {
         // unreadable: written again below
       }
     }
     await this.write(path, want);
+    return path;
   }
 
   /** The roster files this copy holds (synced or written here), as evaluation candidates. */
@@ -453,6 +461,9 @@ export class SyncEngine {
 
   private async pass(scope: Set<string> | null, allowMassDelete: boolean, report: RoundReport) {
     const touched = new Set<string>();
+    // after a pass that brought the first roster file: announce this device's key
+    const announced = await this.ensureAnnouncement();
+    if (announced && scope) scope.add(announced);
     const pulled = await this.pull(report);
     const inboxPaths = Object.keys(this.state.inbox);
     const local = await this.scan(scope ? new Set([...scope, ...inboxPaths]) : null, report);

@@ -141,6 +141,7 @@ export async function trustInit(engine: SyncEngine): Promise<{ anchor: Anchor; p
     at: nowNs(),
   });
   const path = await writeEntry(engine, entry);
+  await engine.ensureAnnouncement(true);
   const anchor = { deviceId: me.deviceId, key: t.key.publicB64 };
   t.anchor = anchor;
   return { anchor, path };

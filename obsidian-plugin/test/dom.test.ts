@@ -93,6 +93,8 @@ describe("settings tab: device keys", () => {
     const settings: PluginSettings = { ...DEFAULT_SETTINGS, vaultId: "v1", deviceId: "d1", deviceName: "phone", fingerprint: "KEYFP" };
     const report = {
       device_id: "d1",
+      kind: "human",
+      unvouched_devices: [],
       fingerprint: "ABCD-EFGH-IJKL-MNOP-QRST-UVWX-YZ23",
       anchored,
       anchor: null,

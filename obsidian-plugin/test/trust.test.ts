@@ -69,10 +69,10 @@ describe("device keys and the roster", () => {
     expect(ch.meta.sig).toMatch(/^[A-Za-z0-9_-]{86}$/);
     expect(ch.kind).toBe("human");
     const show = await trustShow(laptop.engine);
-    expect(show.trusted.map((t) => [t.device_id, t.kind])).toEqual([
-      [laptop.engine.device.deviceId, "human"],
-      [phone.engine.device.deviceId, "human"],
-    ]);
+    expect(Object.fromEntries(show.trusted.map((t) => [t.device_id, t.kind]))).toEqual({
+      [laptop.engine.device.deviceId]: "human",
+      [phone.engine.device.deviceId]: "human",
+    });
   });
 
   it("holds a plugin from a device the relay calls human but the roster does not vouch for", async () => {
@@ -100,6 +100,8 @@ describe("device keys and the roster", () => {
     expect(r.held).toEqual([EVIL]);
     const show = await trustShow(phone.engine);
     expect(show.announced.find((a) => a.name === "server")!.status).toBe("agent");
+    expect(show.unvouched_devices).toEqual([]);
+    expect(show.trusted.find((d) => d.name === "server")).toMatchObject({ kind: "agent", key: agent.engine.trust!.key!.publicB64 });
   });
 
   it("quarantines a record that claims a vouched device but is not signed by it", async () => {

@@ -426,9 +426,9 @@ async function cmdTrustShow(pos: string[], opts: Record<string, string | true>):
   console.log(`this device: ${engine.device.deviceName} (${r.device_id})`);
   console.log(`fingerprint: ${r.fingerprint ?? "no key yet (run sync)"}`);
   console.log(r.summary);
-  if (r.anchor) console.log(`anchor: ${r.anchor.device_id} ${r.anchor.fingerprint}`);
+  if (r.anchor) console.log(`anchor: ${r.anchor.name || r.anchor.device_id} (${r.anchor.device_id}) ${r.anchor.fingerprint}`);
   for (const d of r.trusted) console.log(`vouched: ${d.name || d.device_id} (${d.device_id}) ${d.kind} ${d.fingerprint} by ${d.by}`);
-  for (const n of r.not_vouched) console.log(`not vouched: ${n.source}: ${n.why}`);
+  for (const n of r.not_vouched) console.log(`not vouched: ${n.file}: ${n.why}`);
   for (const a of r.announced) console.log(`announced: ${a.name} (${a.device_id}) ${a.fingerprint}: ${a.status}`);
 }
 

@@ -18,6 +18,7 @@
 import { fromUtf8 } from "../crypto/bytes";
 import { parseJson } from "../crypto/json";
 import {
+  b64u,
   entryJson,
   fingerprint,
   fromB64u,
@@ -40,15 +41,19 @@ export interface Announcement {
   fingerprint: string;
 }
 
+/** `trust-show --json`: the keys of `companion trust show --json` (trust_summary), plus
+ * `summary` and every announced key with its state. */
 export interface TrustReport {
   device_id: string;
+  kind: string;
   fingerprint: string | null;
   anchored: boolean;
-  anchor: { device_id: string; fingerprint: string } | null;
+  anchor: { device_id: string; name: string; fingerprint: string } | null;
   /** "device keys: not set up" without an anchor (version 1's rule). */
   summary: string;
-  trusted: { device_id: string; name: string; kind: string; fingerprint: string; by: string }[];
-  not_vouched: { source: string; device_id: string | null; why: string }[];
+  trusted: { device_id: string; kind: string; name: string; fingerprint: string; by: string; key: string }[];
+  not_vouched: { file: string; device_id: string | null; why: string }[];
+  unvouched_devices: { device_id: string; name: string; fingerprint: string }[];
   announced: { device_id: string; name: string; fingerprint: string; status: string }[];
 }
 
@@ -89,25 +94,40 @@ async function rosterFiles(engine: SyncEngine): Promise<Candidate[]> {
 export async function trustShow(engine: SyncEngine): Promise<TrustReport> {
   const t = engine.trust;
   const anns = await announcements(engine);
+  const names = new Map(anns.map((x) => [x.deviceId, x.name]));
   if (t?.anchored) t.refresh(await rosterFiles(engine));
   const ev = t?.anchored ? t.evaluation : null;
   const trusted = ev
-    ? [...ev.trusted.values()].map((d) => ({ device_id: d.deviceId, name: d.name, kind: d.kind, fingerprint: fingerprint(d.key), by: d.by }))
+    ? [...ev.trusted.values()]
+        .sort((x, y) => (x.deviceId < y.deviceId ? -1 : 1))
+        .map((d) => ({
+          device_id: d.deviceId,
+          kind: d.kind,
+          name: names.get(d.deviceId) ?? d.name,
+          fingerprint: fingerprint(d.key),
+          by: d.by,
+          key: b64u(d.key),
+        }))
     : [];
+  const anchor = t?.anchor ?? null;
   return {
     device_id: engine.device.deviceId,
+    kind: engine.device.kind,
     fingerprint: t?.fingerprint ?? null,
-    anchored: !!t?.anchored,
-    anchor: t?.anchor ? { device_id: t.anchor.deviceId, fingerprint: Trust.anchorFingerprint(t.anchor) } : null,
-    summary: t?.anchored
-      ? `device keys: anchored on ${t.anchor!.deviceId}; ${trusted.length} vouched device(s)`
+    anchored: !!anchor,
+    anchor: anchor ? { device_id: anchor.deviceId, name: names.get(anchor.deviceId) ?? "", fingerprint: Trust.anchorFingerprint(anchor) } : null,
+    summary: anchor
+      ? `device keys: anchored on ${names.get(anchor.deviceId) ?? anchor.deviceId} (${Trust.anchorFingerprint(anchor)}); ${trusted.length} vouched device(s)`
       : "device keys: not set up (who wrote what is the relay's word and the record's, as in version 1)",
     trusted,
-    not_vouched: ev ? ev.notVouched.map((n) => ({ source: n.source, device_id: n.deviceId, why: n.why })) : [],
-    announced: anns.map((a) => {
-      const d = ev?.trusted.get(a.deviceId);
-      const status = !ev ? "unknown (not set up)" : !d ? "not vouched" : fingerprint(d.key) === a.fingerprint ? d.kind : "announces another key than vouched";
-      return { device_id: a.deviceId, name: a.name, fingerprint: a.fingerprint, status };
+    not_vouched: ev ? ev.notVouched.map((n) => ({ file: n.source, device_id: n.deviceId, why: n.why })) : [],
+    unvouched_devices: ev
+      ? anns.filter((x) => !ev.trusted.has(x.deviceId) && x.deviceId !== engine.device.deviceId).map((x) => ({ device_id: x.deviceId, name: x.name, fingerprint: x.fingerprint }))
+      : [],
+    announced: anns.map((x) => {
+      const d = ev?.trusted.get(x.deviceId);
+      const status = !ev ? "unknown (not set up)" : !d ? "not vouched" : fingerprint(d.key) === x.fingerprint ? d.kind : "announces another key than vouched";
+      return { device_id: x.deviceId, name: x.name, fingerprint: x.fingerprint, status };
     }),
   };
 }

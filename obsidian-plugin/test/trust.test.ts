@@ -124,6 +124,22 @@ describe("device keys and the roster", () => {
     expect(phone.vault.text(annPath)).toBe(ann);
   });
 
+  it("a revoked phone's changes count as an agent's on the laptop; trust-init again is harmless", async () => {
+    const { laptop, phone } = await world();
+    await trustInit(laptop.engine); // the same roster, re-signed: no second root
+    await trustVouch(laptop.engine, "phone", "revoked", undefined);
+    await laptop.engine.round();
+    await phone.engine.round();
+    await phone.vault.put(".obsidian/snippets/mine.css", "body {}\n");
+    await phone.engine.round();
+    const r = await laptop.engine.round();
+    expect(r.held).toEqual([".obsidian/snippets/mine.css"]);
+    const show = await trustShow(laptop.engine);
+    expect(show.trusted.map((d) => d.device_id)).toEqual([laptop.engine.device.deviceId]);
+    expect(show.unvouched_devices.map((d) => d.name)).toEqual(["phone"]);
+    await expect(trustInit(phone.engine)).rejects.toThrow(/already trusts another device's roster/);
+  });
+
   it("refuses to vouch for a key whose fingerprint is not the one read on the device", async () => {
     const { laptop, phone } = await world();
     const wrong = laptop.engine.trust!.fingerprint!;

@@ -147,8 +147,10 @@ async function writeEntry(engine: SyncEngine, e: RosterEntry): Promise<string> {
 export async function trustInit(engine: SyncEngine): Promise<{ anchor: Anchor; path: string }> {
   const t = need(engine);
   if (!t.key) throw new InputError("this device has no device key yet: run sync once");
-  if (t.anchored) {
-    throw new InputError("this device already has an anchor; `trust-init` starts a roster only once (see trust-show)");
+  if (t.anchor && t.anchor.key !== t.key.publicB64) {
+    throw new InputError(
+      "this device already trusts another device's roster; `trust-init` would start another. Vouch for devices from there (see trust-show)",
+    );
   }
   const me = engine.device;
   const entry = signEntry(t.key, {
@@ -216,8 +218,7 @@ export async function trustVouch(engine: SyncEngine, device: string, kind: strin
     const a = matches[0];
     if (!known && !a) throw new InputError(`no device '${device}' is vouched or announced in this vault`);
     deviceId = known?.deviceId ?? a.deviceId;
-    key = known ? anns.find((x) => x.deviceId === deviceId && fingerprint(known.key) === x.fingerprint)?.key ?? a?.key ?? "" : a.key;
-    if (!key) throw new InputError(`no announced key for '${device}'; give its fingerprint`);
+    key = known ? b64u(known.key) : a.key;
     name = known?.name || a?.name || "";
   } else {
     const fp = checkedFingerprint(fpText);

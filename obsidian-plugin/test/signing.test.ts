@@ -98,6 +98,9 @@ describe("messages", () => {
     expect(new TextDecoder().decode(signed)).toBe(plain.replace(',"size"', ',"sig":"abc","size"'));
     expect(metaFromJson(signed).sig).toBe("abc");
     expect(metaFromJson(metaToJson(meta)).sig).toBeNull();
+    // a sig that is not an ASCII string makes the record malformed, on every device
+    expect(() => metaFromJson(utf8(plain.replace(',"size"', ',"sig":"é","size"')))).toThrow(/ASCII/);
+    expect(() => metaFromJson(utf8(plain.replace(',"size"', ',"sig":5,"size"')))).toThrow(/ASCII/);
   });
 
   it("writes entries and announcements as canonical JSON", () => {

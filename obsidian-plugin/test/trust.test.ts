@@ -57,6 +57,19 @@ describe("device keys and the roster", () => {
     expect(keys(phone)).toEqual(both);
   });
 
+  it("announces its key at once on trust-accept, even before any roster file arrives", async () => {
+    const laptop = await device(relay, await relay.newVault(), "laptop", "human", { signs: true });
+    const phone = await device(relay, await relay.invite(laptop.engine.remote.vaultId), "phone", "human", { signs: true });
+    await laptop.engine.round();
+    await phone.engine.round();
+    await trustInit(laptop.engine);
+    // only the laptop's announcement reaches the phone (a relay that withholds the roster)
+    const ann = `${KEYS_DIR}/${laptop.engine.device.deviceId}.json`;
+    await phone.vault.put(ann, laptop.vault.text(ann)!);
+    await trustAccept(phone.engine, laptop.engine.trust!.fingerprint!);
+    expect(phone.vault.text(`${KEYS_DIR}/${phone.engine.device.deviceId}.json`)).toContain(phone.engine.trust!.key!.publicB64);
+  });
+
   it("announces each device's key in the vault, unheld, and signs what it seals", async () => {
     const { laptop, phone } = await world();
     const ann = `${KEYS_DIR}/${phone.engine.device.deviceId}.json`;
@@ -104,7 +117,7 @@ describe("device keys and the roster", () => {
     expect(show.trusted.find((d) => d.name === "server")).toMatchObject({ kind: "agent", key: agent.engine.trust!.key!.publicB64 });
   });
 
-  it("quarantines a record that claims a vouched device but is not signed by it", async () => {
+  it("quarantines a record sealed as a vouched device by another token, whatever its signature", async () => {
     const { laptop, phone, vid } = await world();
     const forger = await device(relay, await relay.invite(vid, "human"), "laptop", "human", {
       signs: true,
@@ -119,9 +132,26 @@ describe("device keys and the roster", () => {
     // everything it sealed as the laptop: the note and the announcement it wrote over the laptop's
     expect(r.quarantined).toContain("file " + (await phone.engine.remote.fileId("forged.md")).slice(0, 12));
     expect(r.quarantined).toContain(annPath);
-    for (const q of Object.values(phone.engine.state.quarantine)) expect(q.reason).toMatch(/signature does not verify/);
+    for (const q of Object.values(phone.engine.state.quarantine)) expect(q.reason).toMatch(/committed with the token of device/);
     expect(phone.vault.files.has("forged.md")).toBe(false);
     expect(phone.vault.text(annPath)).toBe(ann);
+  });
+
+  it("still refuses a record the relay labels another kind than sealed, anchored or not", async () => {
+    const { laptop, phone } = await world();
+    await laptop.vault.put("note.md", "from the laptop\n");
+    await laptop.engine.round();
+    // the relay relabels the laptop as an agent on the wire: a denial of service, never a
+    // change of author (docs/trust.md §5)
+    phone.wire.rewrite = (req, resp) => {
+      if (!req.url.includes("/changes")) return resp;
+      const body = JSON.parse(new TextDecoder().decode(resp.body));
+      for (const rec of body.records ?? []) if (rec.device_id === laptop.engine.device.deviceId) rec.device_kind = "agent";
+      return { ...resp, body: new TextEncoder().encode(JSON.stringify(body)) };
+    };
+    const r = await phone.engine.round();
+    expect(r.quarantined).toEqual(["file " + (await phone.engine.remote.fileId("note.md")).slice(0, 12)]);
+    expect(Object.values(phone.engine.state.quarantine)[0].reason).toMatch(/claims device kind 'human', but the relay recorded its device as 'agent'/);
   });
 
   it("a revoked phone's changes count as an agent's on the laptop; trust-init again is harmless", async () => {
@@ -147,5 +177,6 @@ describe("device keys and the roster", () => {
     await expect(trustVouch(laptop.engine, "nobody", "agent", wrong)).rejects.toThrow(InputError);
     await expect(trustVouch(laptop.engine, phone.engine.device.deviceId, "boss", wrong)).rejects.toThrow(/human, agent or revoked/);
     await expect(trustAccept(phone.engine, "ABCD")).rejects.toThrow(/not a fingerprint/);
+    await expect(trustVouch(laptop.engine, "laptop", "human", wrong)).rejects.toThrow(/never vouches for itself/);
   });
 });

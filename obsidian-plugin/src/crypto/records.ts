@@ -171,7 +171,10 @@ export function checkMeta(m: FileMeta): void {
   }
   if (m.renameFrom !== null && typeof m.renameFrom !== "string") throw new Error("FileMeta.rename_from must be a string or None");
   if (typeof m.sha256 !== "string") throw new Error("FileMeta.sha256 must be a string");
-  if (m.sig !== undefined && m.sig !== null && typeof m.sig !== "string") throw new Error("FileMeta.sig must be a string or None");
+  // a sig that is not a string of ASCII characters makes the record malformed (docs/trust.md §4)
+  if (m.sig !== undefined && m.sig !== null && (typeof m.sig !== "string" || !/^[\x00-\x7f]*$/.test(m.sig))) {
+    throw new Error("FileMeta.sig must be an ASCII string or None");
+  }
   const texts = { path: m.path, rename_from: m.renameFrom, device_id: m.deviceId, device_name: m.deviceName, device_kind: m.deviceKind };
   for (const [name, v] of Object.entries(texts)) {
     if (typeof v === "string" && !isUnicode(v)) throw new Error(`FileMeta.${name} is not valid Unicode (a lone surrogate)`);

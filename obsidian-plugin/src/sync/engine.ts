@@ -404,10 +404,11 @@ export class SyncEngine {
     return this.remote.trust;
   }
 
-  /** Whether this copy holds a roster file (synced, or written here): until then nobody can
+  /** Whether this copy holds a roster file (synced, or written here) or this device has an
+   * anchor (docs/trust.md §1): until then nobody can
    * vouch, and the vault stays as version 1 left it (no announcement), as on the laptop. */
   private hasRoster(): boolean {
-    if (this.extraRosterPaths.size) return true;
+    if (this.extraRosterPaths.size || this.remote.trust?.anchored) return true;
     return Object.entries(this.state.files).some(([p, e]) => !e.deleted && isRosterPath(p));
   }
 

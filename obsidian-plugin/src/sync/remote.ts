@@ -145,14 +145,23 @@ export class RemoteVault {
       throw new TamperedRecord(`record rev ${rec.rev} of file ${rec.fileId.slice(0, 12)} claims parent ${rec.parentRev}`);
     }
     const meta = await openRecord(this.key, this.vaultId, rec.fileId, rec.rev, rec.sealed);
-    // anchored: the person's roster decides and the relay's label is ignored (docs/trust.md §5)
-    const judged = this.trust ? this.trust.judge(meta, rec.fileId, rec.rev) : null;
-    if (judged === null && kindMismatch(rec.deviceKind, meta.deviceKind)) {
-      throw new KindMismatch(
-        `record rev ${rec.rev} of file ${rec.fileId.slice(0, 12)} claims device kind '${meta.deviceKind}', ` +
-          `but the relay recorded its device as '${rec.deviceKind}'`,
+    // version 1's consistency check runs first on every device (docs/trust.md §5): the sealed
+    // author must be the device whose token committed the record (companion/sync/remote.py
+    // `_check_author`); a relay can make records fail, never count as someone else's
+    const where = `record rev ${rec.rev} of file ${rec.fileId.slice(0, 12)}`;
+    if (kindMismatch(rec.deviceKind, meta.deviceKind)) {
+      throw new KindMismatch(`${where} claims device kind '${meta.deviceKind}', but the relay recorded its device as '${rec.deviceKind}'`);
+    }
+    if (rec.deviceId && meta.deviceId && rec.deviceId !== meta.deviceId) {
+      throw new TamperedRecord(
+        `${where} was sealed by device ${meta.deviceId.slice(0, 12)} but committed with the token of device ${rec.deviceId.slice(0, 12)}: refused as tampering`,
       );
     }
+    if (rec.deviceName !== null && rec.deviceName !== undefined && rec.deviceName !== meta.deviceName) {
+      throw new TamperedRecord(`${where} claims to come from '${meta.deviceName}', but the relay registered the device that committed it as '${rec.deviceName}'`);
+    }
+    // anchored: the person's roster decides who wrote it (docs/trust.md §5)
+    const judged = this.trust ? this.trust.judge(meta, rec.fileId, rec.rev) : null;
     return {
       path: meta.path,
       fileId: rec.fileId,

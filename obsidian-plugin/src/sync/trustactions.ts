@@ -190,6 +190,7 @@ export async function trustAccept(engine: SyncEngine, fpText: string): Promise<{
   const a = found[0];
   const anchor = { deviceId: a.deviceId, key: a.key };
   t.anchor = anchor;
+  await engine.ensureAnnouncement(true); // at once, so the person can vouch for this device
   return { anchor, name: a.name };
 }
 
@@ -206,6 +207,9 @@ export async function trustVouch(engine: SyncEngine, device: string, kind: strin
   }
   const anns = await announcements(engine);
   const matches = anns.filter((a) => a.deviceId === device || a.name === device);
+  if (device === engine.device.deviceId || (matches.length && matches.every((a) => a.deviceId === engine.device.deviceId))) {
+    throw new InputError("a device never vouches for itself: vouch for it from another trusted human device");
+  }
   const ids = new Set(matches.map((a) => a.deviceId));
   if (ids.size > 1) throw new InputError(`several devices are named '${device}': give its device id`);
   let key: string;

@@ -152,6 +152,15 @@ def test_a_relabelled_agent_sealing_as_human_is_held_on_the_phone(world: World) 
         w.phone_id(): "human",
         device_id(w.server): "agent",
     }
+    laptop_fp = w.fingerprint(w.laptop)
+    out = w.phone_run("status", str(w.phone.vault), "--offline")
+    assert f"device keys: anchored on laptop ({laptop_fp})" in out, out
+    keys = w.phone.status()["device_keys"]
+    assert (keys["anchored"], keys["anchor"]["fingerprint"], keys["unvouched"]) == (
+        True,
+        laptop_fp,
+        0,
+    )
 
     w.collude()
     out = w.phone_sync()

@@ -321,7 +321,7 @@ async function status(pos: string[], opts: Record<string, string | true>): Promi
     problems,
     errors: s.errors,
     device: engine.device,
-    device_keys: engine.trust?.anchored ? "anchored" : "not set up",
+    device_keys: await deviceKeys(engine),
   };
   if (opts.json) console.log(JSON.stringify(out, null, 2));
   else {
@@ -330,11 +330,25 @@ async function status(pos: string[], opts: Record<string, string | true>): Promi
     console.log(`device:  ${engine.device.deviceName} (${engine.device.kind})`);
     console.log(`relay:   ${out.relay} (${net})`);
     console.log(`state:   ${missing ? `vault folder missing: ${root} is missing or is not this copy's folder` : state}`);
-    console.log(`keys:    device keys: ${out.device_keys}`);
+    console.log(`device keys: ${keysLine(out.device_keys)}`);
     console.log(`held:    ${out.held.length}, quarantined: ${out.quarantined.length}, conflicts: ${conflicts.length}`);
     for (const c of conflicts.slice(-10)) console.log(`conflict: ${c.message}`);
     for (const p of out.problems) console.log(`cannot write here: ${p.path}: ${p.reason}`);
   }
+}
+
+/** `status`'s view of the device keys, with the keys of `companion status --json`. */
+async function deviceKeys(engine: SyncEngine): Promise<{ anchored: boolean; anchor: { device_id: string; name: string; fingerprint: string } | null; unvouched: number }> {
+  if (!engine.trust?.anchored) return { anchored: false, anchor: null, unvouched: 0 };
+  const r = await trustShow(engine);
+  return { anchored: true, anchor: r.anchor, unvouched: r.unvouched_devices.length };
+}
+
+function keysLine(k: Awaited<ReturnType<typeof deviceKeys>>): string {
+  if (!k.anchored || !k.anchor) return "not set up (`trust-init` / `trust-accept`)";
+  const n = k.unvouched;
+  const more = n ? `; ${n} device${n === 1 ? "" : "s"} not vouched for (\`trust-show\`)` : "";
+  return `anchored on ${k.anchor.name || k.anchor.device_id} (${k.anchor.fingerprint})${more}`;
 }
 
 async function held(pos: string[], opts: Record<string, string | true>): Promise<void> {

@@ -23,6 +23,7 @@ from companion.crypto.signing import (
     unb64url,
     verify,
 )
+from companion.errors import CompanionError
 from companion.paths import device_paths
 from companion.sync.device import DeviceState
 from companion.sync.trust import (
@@ -128,6 +129,11 @@ def test_prepare_announces_only_once_the_vault_has_a_roster(device) -> None:
     assert view.prepare() == ".companion/keys/aaaa.json"
     assert view.prepare() is None  # in place: nothing written again
     assert DeviceState.load(paths, root).signing_key == state.signing_key
+    # something else in its place (a folder): one clear error, which the engine logs and skips
+    (root / ".companion/keys/aaaa.json").unlink()
+    (root / ".companion/keys/aaaa.json").mkdir()
+    with pytest.raises(CompanionError, match="not a regular file"):
+        view.prepare()
 
 
 def _meta(**kw: object) -> FileMeta:

@@ -248,11 +248,14 @@ def write_in_vault(root: Path, rel: str, data: bytes) -> bool:
     """Write `rel` in the vault (atomically, never through a link) unless it already holds
     `data`; whether it wrote. The engine syncs it as any local change."""
     from companion.sync.atomic import atomic_write
-    from companion.sync.filestate import current_state
+    from companion.sync.filestate import NotRegularFile, current_state
     from companion.sync.pathsafe import resolve_inside
 
     target = resolve_inside(root, rel)
-    state = current_state(target)
+    try:
+        state = current_state(target)
+    except NotRegularFile:
+        raise CompanionError(f"{rel} in the vault is not a regular file: not written") from None
     if state is not None:
         try:
             if target.read_bytes() == data:

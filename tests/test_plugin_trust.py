@@ -214,6 +214,14 @@ def test_trust_commands_refuse_bad_input_with_a_sentence(world: World) -> None:
     assert r.returncode == 2 and "human, agent or revoked" in r.stderr, r.stderr
     r = w.phone.run("trust-vouch", vault, "server")
     assert r.returncode == 2, r.stderr
+    # a damaged anchor stops sync, naming where it is, rather than fall back to version 1
+    (device_json,) = (w.phone.home / "data" / "obsidian-cli").glob("*/device.json")
+    dev = json.loads(device_json.read_text())
+    device_json.write_text(json.dumps({**dev, "trustAnchor": {"deviceId": "x", "key": "AAAA"}}))
+    r = w.phone.sync()
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert "trust anchor" in r.stderr and "device.json) is damaged" in r.stderr, r.stderr
+    device_json.write_text(json.dumps(dev))
     # no secret in any of it
     home = w.phone.home / "config" / "node-secrets.json"
     seed = json.loads(home.read_text())

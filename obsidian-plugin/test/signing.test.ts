@@ -16,7 +16,7 @@ import {
   signEntry,
   verify,
 } from "../src/crypto/signing";
-import { TamperedRecord } from "../src/errors";
+import { CompanionError, TamperedRecord } from "../src/errors";
 import { type Candidate, evaluate, parseEntry, Trust } from "../src/sync/trust";
 
 const seed = (n: number) => new Uint8Array(32).fill(n);
@@ -160,6 +160,16 @@ describe("evaluation", () => {
       "its signature does not verify",
       "replaced by a newer entry",
     ]);
+  });
+});
+
+describe("the stored anchor", () => {
+  it("is taken when whole and stops sync, naming where, when damaged", () => {
+    expect(Trust.checkAnchor({ deviceId: "L", key: laptop.publicB64 }, "x")).toEqual({ deviceId: "L", key: laptop.publicB64 });
+    for (const bad of [null, "L", { deviceId: "L" }, { deviceId: "", key: laptop.publicB64 }, { deviceId: "L", key: "AAAA" }]) {
+      expect(() => Trust.checkAnchor(bad, "device.json")).toThrow(CompanionError);
+      expect(() => Trust.checkAnchor(bad, "device.json")).toThrow(/trust anchor \(device\.json\) is damaged/);
+    }
   });
 });
 

@@ -154,6 +154,24 @@ describe("device keys and the roster", () => {
     expect(Object.values(phone.engine.state.quarantine)[0].reason).toMatch(/claims device kind 'human', but the relay recorded its device as 'agent'/);
   });
 
+  it("judges a pull by the roster held when it opens it: a device vouched in the same pull counts once as an agent", async () => {
+    const { laptop, phone, vid } = await world();
+    const tablet = await device(relay, await relay.invite(vid), "tablet", "human", { signs: true });
+    await tablet.engine.round();
+    await laptop.engine.round();
+    await trustVouch(laptop.engine, "tablet", "human", tablet.engine.trust!.fingerprint!);
+    await laptop.engine.round();
+    await tablet.vault.put(".obsidian/snippets/t.css", "a {}\n");
+    await tablet.engine.round();
+    const r = await phone.engine.round(); // the entry and the change in one pull
+    expect(r.held).toEqual([".obsidian/snippets/t.css"]);
+    await tablet.vault.put(".obsidian/snippets/t.css", "a { b: c }\n");
+    await tablet.engine.round();
+    const r2 = await phone.engine.round(); // the roster is held now: the person's device
+    expect(r2.held).toEqual([]);
+    expect(phone.vault.text(".obsidian/snippets/t.css")).toBe("a { b: c }\n");
+  });
+
   it("a revoked phone's changes count as an agent's on the laptop; trust-init again is harmless", async () => {
     const { laptop, phone } = await world();
     await trustInit(laptop.engine); // the same roster, re-signed: no second root

@@ -198,7 +198,8 @@ async function openEngine(vault: string | undefined, probeCase = true): Promise<
   if (!token || !keyHex) throw new CompanionError(`this device's token or vault key is missing from ${secrets.file}; join again with a new invite`);
   const client = new RelayClient(dev.relayUrl, fetchTransport(), { token, vaultId: dev.vaultId });
   const fs = await NodeVault.open(root, false);
-  const trust = new Trust(dev.vaultId, { deviceId: dev.deviceId, kind: dev.kind }, await deviceKey(secrets, dev.vaultId), dev.trustAnchor ?? null);
+  const anchor = dev.trustAnchor == null ? null : Trust.checkAnchor(dev.trustAnchor, path.join(dir, "device.json"));
+  const trust = new Trust(dev.vaultId, { deviceId: dev.deviceId, kind: dev.kind }, await deviceKey(secrets, dev.vaultId), anchor);
   const engine = new SyncEngine({
     trust,
     fs,

@@ -199,8 +199,17 @@ export default class VaultCompanionPlugin extends Plugin {
       return;
     }
     const pluginDir = `${this.app.vault.configDir}/plugins/${this.manifest.id}`;
+    let trust: Trust;
+    try {
+      trust = this.deviceTrust();
+    } catch (e) {
+      this.engine = null;
+      this.problem = (e as Error).message;
+      this.render();
+      return;
+    }
     this.engine = new SyncEngine({
-      trust: this.deviceTrust(),
+      trust,
       fs: new ObsidianVault(this.app, Platform.isMacOS || Platform.isIosApp || Platform.isWin, Platform.isWin || Platform.isAndroidApp),
       client: new RelayClient(s.relayUrl, this.transport, { token, vaultId: s.vaultId }),
       key: await VaultKey.fromBytes(fromHex(keyHex)),
@@ -232,15 +241,17 @@ export default class VaultCompanionPlugin extends Plugin {
       key = DeviceKey.generate();
       this.secrets.set(signingKeyId(s.vaultId), key.stored());
     }
-    let anchor: Anchor | null = null;
+    // a damaged anchor stops sync (docs/trust.md §3): never a silent fall back to version 1
     const a = this.secrets.get(anchorId(s.vaultId));
+    let anchor: Anchor | null = null;
     if (a) {
+      let parsed: unknown = null;
       try {
-        const o = JSON.parse(a) as Anchor;
-        if (typeof o.deviceId === "string" && typeof o.key === "string") anchor = { deviceId: o.deviceId, key: o.key };
+        parsed = JSON.parse(a);
       } catch {
-        anchor = null;
+        parsed = null;
       }
+      anchor = Trust.checkAnchor(parsed, this.secrets.description);
     }
     return new Trust(s.vaultId, { deviceId: s.deviceId, kind: "human" }, key, anchor);
   }

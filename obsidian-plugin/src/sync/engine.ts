@@ -453,11 +453,13 @@ export class SyncEngine {
   /** Roster files written here and not synced yet (`trust-vouch`, `trust-init`). */
   readonly extraRosterPaths = new Set<string>();
 
-  /** Evaluate the roster again from this copy's files and `incoming` ones. */
-  async refreshTrust(incoming: Candidate[] = []): Promise<void> {
+  /** Evaluate the roster again from this copy's files, at the start of every pass: a record
+   * is judged against the roster this copy holds when it opens it (docs/trust.md §5), so a
+   * device's changes arriving in the same pull as its first entry count as an agent's. */
+  async refreshTrust(): Promise<void> {
     const t = this.remote.trust;
     if (!t?.anchored) return;
-    t.refresh([...(await this.localRoster()), ...incoming]);
+    t.refresh(await this.localRoster());
   }
 
   private async pass(scope: Set<string> | null, allowMassDelete: boolean, report: RoundReport) {
@@ -499,7 +501,6 @@ export class SyncEngine {
         pulled = await this.remote.pull(0);
       } else throw e;
     }
-    pulled.changes = await this.judgeWithIncomingRoster(pulled.changes, pulled.bad);
     for (const b of pulled.bad) this.quarantine(b.fileId, b.rev, b.reason, report);
     const newest = new Map<string, RemoteChange>();
     for (const ch of pulled.changes) newest.set(ch.fileId, ch);
@@ -533,34 +534,6 @@ export class SyncEngine {
     this.state.cursor = pulled.seq;
     await this.save();
     return n;
-  }
-
-  /** Roster files among the pulled changes count at once (entries verify by their signature,
-   * wherever they come from): the authors of this pull are judged with them. */
-  private async judgeWithIncomingRoster(changes: RemoteChange[], bad: { fileId: string; rev: number; reason: string }[]): Promise<RemoteChange[]> {
-    const t = this.remote.trust;
-    if (!t?.anchored) return changes;
-    const metas = changes.filter((c) => !c.meta.deleted && isRosterPath(c.meta.path) && c.meta.size <= 64 * 1024).map((c) => c.meta);
-    if (!metas.length) return changes;
-    let contents: Map<string, Uint8Array>;
-    try {
-      contents = await this.remote.fetch(metas);
-    } catch (e) {
-      if (e instanceof TamperDetected) return changes; // applied (or quarantined) as any file
-      throw e;
-    }
-    await this.refreshTrust(metas.flatMap((m) => (contents.has(m.sha256) ? [rosterCandidate(m.path, contents.get(m.sha256)!, `incoming ${m.path}`)] : [])));
-    const out: RemoteChange[] = [];
-    for (const ch of changes) {
-      try {
-        ch.kind = t.judge(ch.meta, ch.fileId, ch.rev) ?? ch.kind;
-        out.push(ch);
-      } catch (e) {
-        if (!(e instanceof TamperDetected)) throw e;
-        bad.push({ fileId: ch.fileId, rev: ch.rev, reason: e.message });
-      }
-    }
-    return out;
   }
 
   // ------------------------------------------------------------------ scanning

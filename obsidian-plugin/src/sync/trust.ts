@@ -28,7 +28,7 @@ import {
   type RosterEntry,
   verify,
 } from "../crypto/signing";
-import { TamperedRecord } from "../errors";
+import { CompanionError, TamperedRecord } from "../errors";
 import type { Kind } from "./policy";
 
 export interface Anchor {
@@ -244,6 +244,21 @@ export class Trust {
   /** The fingerprint of this device's key (null until made). */
   get fingerprint(): string | null {
     return this.key ? this.key.fingerprint : null;
+  }
+
+  /** A stored anchor, checked: a damaged one stops sync (docs/trust.md §3) rather than fall
+   * back to version 1's rule. Throws CompanionError naming `where`. */
+  static checkAnchor(value: unknown, where: string): Anchor {
+    const o = value as { deviceId?: unknown; key?: unknown } | null;
+    try {
+      if (!o || typeof o !== "object" || typeof o.deviceId !== "string" || !o.deviceId) throw new Error("no device id");
+      fromB64u(o.key, PUBLIC_SIZE, "its key");
+      return { deviceId: o.deviceId, key: o.key as string };
+    } catch (e) {
+      throw new CompanionError(
+        `this device's trust anchor (${where}) is damaged (${(e as Error).message}): sync stops rather than fall back to version 1's rule; run trust-accept again`,
+      );
+    }
   }
 
   static anchorFingerprint(a: Anchor): string {

@@ -5,7 +5,7 @@ import { SyncEngine } from "../src/sync/engine";
 import { joinVault } from "../src/sync/join";
 import { MemoryPartials } from "../src/sync/remote";
 import { MemoryStateStore } from "../src/sync/state";
-import { MemoryVault } from "../src/sync/vaultfs";
+import { MemoryVault, type VaultFS } from "../src/sync/vaultfs";
 import { TEST_KDF_PARAMS } from "../src/crypto/wrap";
 import type { TestRelay } from "./relay";
 import { DeviceKey } from "../src/crypto/signing";
@@ -39,7 +39,7 @@ export async function device(
   invite: string,
   name: string,
   kind: "human" | "agent",
-  opts: { chunkSize?: number; vault?: MemoryVault; transport?: Transport; signs?: boolean; sealAs?: { deviceId?: string; kind?: "human" | "agent" } } = {},
+  opts: { chunkSize?: number; vault?: MemoryVault; transport?: Transport; signs?: boolean; fs?: VaultFS; sealAs?: { deviceId?: string; kind?: "human" | "agent" } } = {},
 ): Promise<Device> {
   const wire = new Wire(opts.transport);
   const client = new RelayClient(relay.url, wire.transport);
@@ -48,7 +48,7 @@ export async function device(
   const store = new MemoryStateStore();
   const partials = new MemoryPartials();
   const engine = new SyncEngine({
-    fs: vault,
+    fs: opts.fs ?? vault,
     client,
     key: joined.key,
     vaultId: joined.vaultId,

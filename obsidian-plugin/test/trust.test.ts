@@ -7,6 +7,10 @@ import { device, type Device } from "./helpers";
 import { KEYS_DIR } from "../src/crypto/signing";
 import { trustAccept, trustInit, trustShow, trustVouch } from "../src/sync/trustactions";
 import { InputError } from "../src/errors";
+import { mkdirSync, mkdtempSync, readFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { NodeVault } from "../src/cli/nodevault";
 
 let relay: TestRelay;
 beforeAll(async () => {
@@ -68,6 +72,22 @@ describe("device keys and the roster", () => {
     await phone.vault.put(ann, laptop.vault.text(ann)!);
     await trustAccept(phone.engine, laptop.engine.trust!.fingerprint!);
     expect(phone.vault.text(`${KEYS_DIR}/${phone.engine.device.deviceId}.json`)).toContain(phone.engine.trust!.key!.publicB64);
+  });
+
+  it("syncs on when a folder stands where its announcement goes", async () => {
+    const laptop = await device(relay, await relay.newVault(), "laptop", "human", { signs: true });
+    await laptop.engine.round();
+    await trustInit(laptop.engine);
+    await laptop.engine.round();
+    const root = mkdtempSync(join(tmpdir(), "trust-"));
+    const vault = await NodeVault.open(root);
+    const phone = await device(relay, await relay.invite(laptop.engine.remote.vaultId), "phone", "human", { signs: true, fs: vault });
+    mkdirSync(join(root, KEYS_DIR, `${phone.engine.device.deviceId}.json`), { recursive: true });
+    await laptop.vault.put("after.md", "still syncing\n");
+    await laptop.engine.round();
+    const r = await phone.engine.round();
+    expect(r.converged).toBe(true);
+    expect(readFileSync(join(root, "after.md"), "utf-8")).toBe("still syncing\n");
   });
 
   it("announces each device's key in the vault, unheld, and signs what it seals", async () => {

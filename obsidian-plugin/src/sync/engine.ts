@@ -420,15 +420,22 @@ export class SyncEngine {
     if (!t?.key || !(force || this.hasRoster())) return null;
     const path = `${KEYS_DIR}/${this.device.deviceId}.json`;
     const want = new TextEncoder().encode(announcementJson(this.device.deviceId, t.key.publicKey, this.device.deviceName));
-    if (await this.fs.stat(path)) {
-      try {
-        const have = await this.fs.read(path);
-        if (have.length === want.length && have.every((b, i) => b === want[i])) return null;
-      } catch {
-        // unreadable: written again below
+    try {
+      if (await this.fs.stat(path)) {
+        try {
+          const have = await this.fs.read(path);
+          if (have.length === want.length && have.every((b, i) => b === want[i])) return null;
+        } catch {
+          // unreadable: written again below
+        }
       }
+      await this.write(path, want);
+    } catch (e) {
+      // a folder (or anything unwritable) where the announcement goes does not stop the round
+      // (as the laptop); the person can still vouch once it is fixed
+      if (e instanceof VaultFolderMissing) throw e;
+      return null;
     }
-    await this.write(path, want);
     return path;
   }
 

@@ -87,6 +87,83 @@ function makeTab() {
   return { tab, settings, saved, secrets, made, written };
 }
 
+describe("settings tab: device keys", () => {
+  function trustTab(anchored: boolean) {
+    const calls: string[][] = [];
+    const settings: PluginSettings = { ...DEFAULT_SETTINGS, vaultId: "v1", deviceId: "d1", deviceName: "phone", fingerprint: "KEYFP" };
+    const report = {
+      device_id: "d1",
+      kind: "human",
+      unvouched_devices: [],
+      fingerprint: "ABCD-EFGH-IJKL-MNOP-QRST-UVWX-YZ23",
+      anchored,
+      anchor: null,
+      summary: anchored ? "device keys: anchored on L; 2 vouched device(s)" : "device keys: not set up",
+      trusted: [],
+      not_vouched: [],
+      announced: [],
+    };
+    const tab = new CompanionSettingTab({} as never, {} as never, {
+      settings,
+      state: () => null,
+      saveSettings: async () => {},
+      join: async () => "",
+      syncNow: async () => {},
+      forget: async () => {},
+      trust: {
+        show: async () => report,
+        init: async () => (calls.push(["init"]), "started"),
+        accept: async (fp) => (calls.push(["accept", fp]), "accepted"),
+        vouch: async (d, k, fp) => {
+          calls.push(["vouch", d, k, fp]);
+          if (fp === "bad") throw new Error("the key 'server' announces has fingerprint X, not bad");
+          return "vouched";
+        },
+      },
+    });
+    document.body.appendChild(tab.containerEl);
+    return { tab, calls };
+  }
+  const row = (tab: CompanionSettingTab, name: string) =>
+    [...tab.containerEl.querySelectorAll(".setting-item")].find((r) => r.querySelector(".setting-item-name")?.textContent === name) as HTMLElement;
+  const message = (tab: CompanionSettingTab) => tab.containerEl.querySelector(".vault-companion-message")!.textContent;
+
+  it("shows this device's fingerprint and, without an anchor, accepts the one typed", async () => {
+    const { tab, calls } = trustTab(false);
+    tab.display();
+    await tab.trustShown;
+    expect(row(tab, "This device's fingerprint").textContent).toContain("ABCD-EFGH-IJKL-MNOP-QRST-UVWX-YZ23 — device keys: not set up");
+    expect(row(tab, "Vouch for a device").style.display).toBe("none");
+    type(input(tab, "Trust your first device"), "tn4y imna q67b 65ex rrwf 4xqm h7en");
+    button(tab.containerEl, "Accept").click();
+    await until(() => message(tab) === "accepted");
+    expect(calls).toEqual([["accept", "tn4y imna q67b 65ex rrwf 4xqm h7en"]]);
+  });
+
+  it("vouches with the kind of the button pressed, once anchored, and shows a refusal in one line", async () => {
+    const { tab, calls } = trustTab(true);
+    tab.display();
+    await tab.trustShown;
+    expect(row(tab, "Trust your first device").style.display).toBe("none");
+    expect(row(tab, "Vouch for a device").style.display).toBe("");
+    const [dev, fp] = [...row(tab, "Vouch for a device").querySelectorAll("input")] as HTMLInputElement[];
+    type(dev, "server");
+    type(fp, "FP-1");
+    button(tab.containerEl, "Agent").click();
+    await until(() => message(tab) === "vouched");
+    await tab.trustShown;
+    const [dev2, fp2] = [...row(tab, "Vouch for a device").querySelectorAll("input")] as HTMLInputElement[];
+    type(dev2, "server");
+    type(fp2, "bad");
+    button(tab.containerEl, "Human").click();
+    await until(() => message(tab)!.includes("not bad"));
+    expect(calls).toEqual([
+      ["vouch", "server", "agent", "FP-1"],
+      ["vouch", "server", "human", "bad"],
+    ]);
+  });
+});
+
 describe("settings tab", () => {
   it("joins through the form; the token and key go to secret storage, never to data.json", async () => {
     const vid = await vaultWithKey();
@@ -106,8 +183,12 @@ describe("settings tab", () => {
     const key = secrets.get(`vault-companion-key-${vid}`)!;
     expect(token).toMatch(/\./);
     expect(key).toMatch(/^[0-9a-f]{64}$/);
+    // the device's signing key is made at join, beside the token (docs/trust.md §1)
+    const signing = secrets.get(`vault-companion-signing-key-${vid}`)!;
+    expect(signing).toMatch(/^[A-Za-z0-9_-]{43}$/);
     for (const s of saved) {
       expect(s).not.toContain(token);
+      expect(s).not.toContain(signing);
       expect(s).not.toContain(key);
       expect(s).not.toContain(PASS);
     }

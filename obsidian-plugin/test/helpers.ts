@@ -5,9 +5,11 @@ import { SyncEngine } from "../src/sync/engine";
 import { joinVault } from "../src/sync/join";
 import { MemoryPartials } from "../src/sync/remote";
 import { MemoryStateStore } from "../src/sync/state";
-import { MemoryVault } from "../src/sync/vaultfs";
+import { MemoryVault, type VaultFS } from "../src/sync/vaultfs";
 import { TEST_KDF_PARAMS } from "../src/crypto/wrap";
 import type { TestRelay } from "./relay";
+import { DeviceKey } from "../src/crypto/signing";
+import { Trust } from "../src/sync/trust";
 
 export const PASS = "correct horse battery staple";
 
@@ -37,7 +39,7 @@ export async function device(
   invite: string,
   name: string,
   kind: "human" | "agent",
-  opts: { chunkSize?: number; vault?: MemoryVault; transport?: Transport } = {},
+  opts: { chunkSize?: number; vault?: MemoryVault; transport?: Transport; signs?: boolean; fs?: VaultFS; sealAs?: { deviceId?: string; kind?: "human" | "agent" } } = {},
 ): Promise<Device> {
   const wire = new Wire(opts.transport);
   const client = new RelayClient(relay.url, wire.transport);
@@ -46,14 +48,16 @@ export async function device(
   const store = new MemoryStateStore();
   const partials = new MemoryPartials();
   const engine = new SyncEngine({
-    fs: vault,
+    fs: opts.fs ?? vault,
     client,
     key: joined.key,
     vaultId: joined.vaultId,
-    device: { deviceId: joined.deviceId, deviceName: name, kind },
+    device: { deviceId: opts.sealAs?.deviceId ?? joined.deviceId, deviceName: name, kind: opts.sealAs?.kind ?? kind },
     store,
     partials,
     chunkSize: opts.chunkSize,
+    // a device key (docs/trust.md) when asked: no anchor until the test sets one
+    trust: opts.signs ? new Trust(joined.vaultId, { deviceId: joined.deviceId, kind }, DeviceKey.generate(), null) : null,
   });
   return { engine, vault, wire, store, partials, name };
 }

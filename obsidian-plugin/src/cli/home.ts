@@ -3,7 +3,8 @@
  * companion (config/, data/, state/ under it; else the platform's folders). Per vault copy,
  * `data/obsidian-cli/<folder>-<hash>/` holds device.json (no secrets), state.json (the sync
  * index), partial/ (resumable downloads) and engine.lock. Secrets (token, vault key) go to
- * the owner-only `config/node-secrets.json`, never into the vault or a log.
+ * the owner-only `config/node-secrets.json`, never into the vault or a log; so does the
+ * device's signing key (`signing-key-<vault_id>`, docs/trust.md §1).
  */
 import { createHash } from "node:crypto";
 import { promises as fsp, constants, openSync, writeSync, closeSync, readFileSync, unlinkSync, fstatSync } from "node:fs";
@@ -49,6 +50,9 @@ export interface DeviceFile {
   kind: "human" | "agent";
   keyFingerprint: string;
   created: number;
+  /** The public key of the human device this one trusts (docs/trust.md §3): per device, never
+   * in the vault. Absent: version 1's rule. */
+  trustAnchor?: { deviceId: string; key: string } | null;
 }
 
 async function writeOwnerOnly(file: string, text: string): Promise<void> {

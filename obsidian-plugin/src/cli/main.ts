@@ -10,6 +10,7 @@ import * as path from "node:path";
 import { fromHex, toHex, utf8 } from "../crypto/bytes";
 import { VaultKey } from "../crypto/keys";
 import { DEFAULT_KDF_PARAMS, ensureSelfTest, TEST_KDF_PARAMS } from "../crypto/wrap";
+import { DeviceKey, signingKeyName } from "../crypto/signing";
 import {
   AuthError,
   CompanionError,
@@ -32,7 +33,9 @@ import { FOLDER_MARKER, folderMissingMessage, markerText } from "../sync/folder"
 import { ensureLayoutFolders, joinVault } from "../sync/join";
 import { Backoff, retryDelay } from "../sync/policy";
 import type { RoundReport } from "../sync/report";
-import { copyDir, FilePartials, FileStateStore, loadDevice, readPassphraseFile, saveDevice, SecretsFile, VaultLock } from "./home";
+import { Trust } from "../sync/trust";
+import { trustAccept, trustInit, trustShow, trustVouch } from "../sync/trustactions";
+import { copyDir, type DeviceFile, FilePartials, FileStateStore, loadDevice, readPassphraseFile, saveDevice, SecretsFile, VaultLock } from "./home";
 import { NodeVault } from "./nodevault";
 import { weakKdfRequested } from "./testmode";
 
@@ -45,6 +48,10 @@ const USAGE = `usage:
   node dist/cli.js quarantine VAULT [--dismiss ID|PATH | --supersede ID|PATH]
   node dist/cli.js review list VAULT [--json] [--night YYYY-MM-DD]
   node dist/cli.js review decide VAULT ID revert|keep|take|apply|drop [--night YYYY-MM-DD]
+  node dist/cli.js trust-show VAULT [--json]
+  node dist/cli.js trust-init VAULT
+  node dist/cli.js trust-accept VAULT FINGERPRINT
+  node dist/cli.js trust-vouch VAULT DEVICE --kind human|agent|revoked [FINGERPRINT]
 The passphrase comes from COMPANION_PASSPHRASE_FILE (an owner-only file) or a prompt;
 state lives under COMPANION_HOME (as for the Python companion).`;
 
@@ -133,7 +140,12 @@ async function join(pos: string[], opts: Record<string, string | true>): Promise
     recoveryKey,
     kdf: weak ? TEST_KDF_PARAMS : DEFAULT_KDF_PARAMS,
     persist: async (j) => {
-      await secrets.set({ [`relay-token-${j.deviceId}`]: j.token, [`vault-key-${j.vaultId}`]: toHex(j.key.toBytes()) });
+      // the device key is made here, beside the token (docs/trust.md §1)
+      await secrets.set({
+        [`relay-token-${j.deviceId}`]: j.token,
+        [`vault-key-${j.vaultId}`]: toHex(j.key.toBytes()),
+        [signingKeyName(j.vaultId)]: DeviceKey.generate().stored(),
+      });
       await saveDevice(dir, {
         vaultRoot: root,
         relayUrl: relay.replace(/\/+$/, ""),
@@ -157,7 +169,16 @@ async function join(pos: string[], opts: Record<string, string | true>): Promise
   console.log(`next: node dist/cli.js sync ${root}`);
 }
 
-async function openEngine(vault: string | undefined, probeCase = true): Promise<{ engine: SyncEngine; lockDir: string }> {
+/** This device's signing key (made on its first sync when it joined before device keys). */
+async function deviceKey(secrets: SecretsFile, vaultId: string): Promise<DeviceKey> {
+  const stored = await secrets.get(signingKeyName(vaultId));
+  if (stored) return DeviceKey.fromStored(stored);
+  const key = DeviceKey.generate();
+  await secrets.set({ [signingKeyName(vaultId)]: key.stored() });
+  return key;
+}
+
+async function openEngine(vault: string | undefined, probeCase = true): Promise<{ engine: SyncEngine; lockDir: string; dev: DeviceFile }> {
   if (!vault) throw new InputError("give the vault folder");
   let root: string;
   try {
@@ -178,7 +199,10 @@ async function openEngine(vault: string | undefined, probeCase = true): Promise<
   if (!token || !keyHex) throw new CompanionError(`this device's token or vault key is missing from ${secrets.file}; join again with a new invite`);
   const client = new RelayClient(dev.relayUrl, fetchTransport(), { token, vaultId: dev.vaultId });
   const fs = await NodeVault.open(root, false);
+  const anchor = dev.trustAnchor == null ? null : Trust.checkAnchor(dev.trustAnchor, path.join(dir, "device.json"));
+  const trust = new Trust(dev.vaultId, { deviceId: dev.deviceId, kind: dev.kind }, await deviceKey(secrets, dev.vaultId), anchor);
   const engine = new SyncEngine({
+    trust,
     fs,
     client,
     key: await VaultKey.fromBytes(fromHex(keyHex)),
@@ -192,7 +216,7 @@ async function openEngine(vault: string | undefined, probeCase = true): Promise<
   installReview(engine);
   // the case probe writes a temp file: only into a folder that is this copy's
   if (probeCase && (await engine.folderStatus()) !== "missing") await fs.probeCase();
-  return { engine, lockDir: dir };
+  return { engine, lockDir: dir, dev };
 }
 
 function printReport(r: RoundReport): void {
@@ -299,6 +323,7 @@ async function status(pos: string[], opts: Record<string, string | true>): Promi
     problems,
     errors: s.errors,
     device: engine.device,
+    device_keys: await deviceKeys(engine),
   };
   if (opts.json) console.log(JSON.stringify(out, null, 2));
   else {
@@ -307,10 +332,25 @@ async function status(pos: string[], opts: Record<string, string | true>): Promi
     console.log(`device:  ${engine.device.deviceName} (${engine.device.kind})`);
     console.log(`relay:   ${out.relay} (${net})`);
     console.log(`state:   ${missing ? `vault folder missing: ${root} is missing or is not this copy's folder` : state}`);
+    console.log(`device keys: ${keysLine(out.device_keys)}`);
     console.log(`held:    ${out.held.length}, quarantined: ${out.quarantined.length}, conflicts: ${conflicts.length}`);
     for (const c of conflicts.slice(-10)) console.log(`conflict: ${c.message}`);
     for (const p of out.problems) console.log(`cannot write here: ${p.path}: ${p.reason}`);
   }
+}
+
+/** `status`'s view of the device keys, with the keys of `companion status --json`. */
+async function deviceKeys(engine: SyncEngine): Promise<{ anchored: boolean; anchor: { device_id: string; name: string; fingerprint: string } | null; unvouched: number }> {
+  if (!engine.trust?.anchored) return { anchored: false, anchor: null, unvouched: 0 };
+  const r = await trustShow(engine);
+  return { anchored: true, anchor: r.anchor, unvouched: r.unvouched_devices.length };
+}
+
+function keysLine(k: Awaited<ReturnType<typeof deviceKeys>>): string {
+  if (!k.anchored || !k.anchor) return "not set up (`trust-init` / `trust-accept`)";
+  const n = k.unvouched;
+  const more = n ? `; ${n} device${n === 1 ? "" : "s"} not vouched for (\`trust-show\`)` : "";
+  return `anchored on ${k.anchor.name || k.anchor.device_id} (${k.anchor.fingerprint})${more}`;
 }
 
 async function held(pos: string[], opts: Record<string, string | true>): Promise<void> {
@@ -409,6 +449,55 @@ async function reviewDecide(pos: string[], opts: Record<string, string | true>):
   if (!known) throw new InputError(`no review line has the id '${id}' (see \`node dist/cli.js review list\`)`);
   console.error(`${id}: no open '${decision}' line (already decided, or not offered)`);
   return 1;
+}
+
+/** Keep the anchor in this copy's device.json (per device, outside the vault). */
+async function saveAnchor(vault: string, dev: DeviceFile, anchor: { deviceId: string; key: string }): Promise<void> {
+  await saveDevice(copyDir(realpathSync(vault)), { ...dev, trustAnchor: anchor });
+}
+
+/** `trust-show VAULT [--json]`: this device's fingerprint, its anchor, who is vouched. */
+async function cmdTrustShow(pos: string[], opts: Record<string, string | true>): Promise<void> {
+  const { engine } = await openEngine(pos[0], false);
+  const r = await trustShow(engine);
+  if (opts.json) {
+    console.log(JSON.stringify(r, null, 2));
+    return;
+  }
+  console.log(`this device: ${engine.device.deviceName} (${r.device_id})`);
+  console.log(`fingerprint: ${r.fingerprint ?? "no key yet (run sync)"}`);
+  console.log(r.summary);
+  if (r.anchor) console.log(`anchor: ${r.anchor.name || r.anchor.device_id} (${r.anchor.device_id}) ${r.anchor.fingerprint}`);
+  for (const d of r.trusted) console.log(`vouched: ${d.name || d.device_id} (${d.device_id}) ${d.kind} ${d.fingerprint} by ${d.by}`);
+  for (const n of r.not_vouched) console.log(`not vouched: ${n.file}: ${n.why}`);
+  for (const a of r.announced) console.log(`announced: ${a.name} (${a.device_id}) ${a.fingerprint}: ${a.status}`);
+}
+
+async function cmdTrustInit(pos: string[]): Promise<void> {
+  const { engine, dev } = await openEngine(pos[0], false);
+  const { anchor, path: p } = await trustInit(engine);
+  await saveAnchor(pos[0], dev, anchor);
+  console.log(`roster started: ${p} (this device, human); anchored on this device's key`);
+  console.log(`fingerprint: ${engine.trust!.fingerprint} (accept it on the person's other devices)`);
+  console.log(`next: node dist/cli.js sync ${pos[0]}`);
+}
+
+async function cmdTrustAccept(pos: string[]): Promise<void> {
+  const [vault, fp] = pos;
+  if (!vault || !fp) throw new InputError("trust-accept needs VAULT FINGERPRINT (the fingerprint trust-show prints on a trusted human device)");
+  const { engine, dev } = await openEngine(vault, false);
+  const { anchor, name } = await trustAccept(engine, fp);
+  await saveAnchor(vault, dev, anchor);
+  console.log(`anchored on '${name}' (${anchor.deviceId}); who wrote what now follows the person's roster`);
+}
+
+async function cmdTrustVouch(pos: string[], opts: Record<string, string | true>): Promise<void> {
+  const [vault, device, fp] = pos;
+  const kind = str(opts, "kind");
+  if (!vault || !device || !kind) throw new InputError("trust-vouch needs VAULT DEVICE --kind human|agent|revoked FINGERPRINT");
+  const { engine } = await openEngine(vault, false);
+  const { entry, path: p } = await trustVouch(engine, device, kind, fp);
+  console.log(`vouched: ${entry.name || entry.device_id} (${entry.device_id}) as ${entry.kind} in ${p}; sync to share it`);
 }
 
 async function watch(pos: string[], opts: Record<string, string | true>): Promise<number> {
@@ -567,6 +656,10 @@ export async function main(argv: string[]): Promise<number> {
     else if (cmd === "quarantine") await quarantine(pos, opts);
     else if (cmd === "review" && pos[0] === "list") await reviewList(pos.slice(1), opts);
     else if (cmd === "review" && pos[0] === "decide") return await reviewDecide(pos.slice(1), opts);
+    else if (cmd === "trust-show") await cmdTrustShow(pos, opts);
+    else if (cmd === "trust-init") await cmdTrustInit(pos);
+    else if (cmd === "trust-accept") await cmdTrustAccept(pos);
+    else if (cmd === "trust-vouch") await cmdTrustVouch(pos, opts);
     else if (cmd === "review") throw new InputError(`review list|decide ...\n${USAGE}`);
     else throw new InputError(`unknown command '${cmd}'\n${USAGE}`);
     return 0;

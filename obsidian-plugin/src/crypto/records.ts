@@ -131,6 +131,9 @@ export interface FileMeta {
   deviceKind: string;
   renameFrom: string | null;
   recordedNs: bigint | null;
+  /** Unpadded base64url Ed25519 signature by the writing device (docs/trust.md §4); absent
+   * on records from before device keys. */
+  sig?: string | null;
 }
 
 export function makeMeta(m: Partial<FileMeta> & Pick<FileMeta, "path" | "size" | "sha256">): FileMeta {
@@ -168,6 +171,10 @@ export function checkMeta(m: FileMeta): void {
   }
   if (m.renameFrom !== null && typeof m.renameFrom !== "string") throw new Error("FileMeta.rename_from must be a string or None");
   if (typeof m.sha256 !== "string") throw new Error("FileMeta.sha256 must be a string");
+  // a sig that is not a string of ASCII characters makes the record malformed (docs/trust.md §4)
+  if (m.sig !== undefined && m.sig !== null && (typeof m.sig !== "string" || !/^[\x00-\x7f]*$/.test(m.sig))) {
+    throw new Error("FileMeta.sig must be an ASCII string or None");
+  }
   const texts = { path: m.path, rename_from: m.renameFrom, device_id: m.deviceId, device_name: m.deviceName, device_kind: m.deviceKind };
   for (const [name, v] of Object.entries(texts)) {
     if (typeof v === "string" && !isUnicode(v)) throw new Error(`FileMeta.${name} is not valid Unicode (a lone surrogate)`);
@@ -197,6 +204,8 @@ export function metaToJson(m: FileMeta): Uint8Array {
     rename_from: m.renameFrom,
     recorded_ns: m.recordedNs,
   };
+  // a record from before device keys has no `sig` key at all (the same bytes as then)
+  if (m.sig !== undefined && m.sig !== null) obj.sig = m.sig;
   return utf8(pyDumps(obj));
 }
 
@@ -247,6 +256,7 @@ export function metaFromJson(data: Uint8Array): FileMeta {
     deviceKind: str("device_kind", ""),
     renameFrom: o.rename_from === undefined || o.rename_from === null ? null : (o.rename_from as string),
     recordedNs: asOptBig(o.recorded_ns, "recorded_ns"),
+    sig: o.sig === undefined || o.sig === null ? null : (o.sig as string),
   };
   checkMeta(meta);
   return meta;

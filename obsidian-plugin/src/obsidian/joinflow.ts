@@ -4,7 +4,8 @@ import { ensureSelfTest } from "../crypto/wrap";
 import { RelayClient } from "../relay/client";
 import type { Transport } from "../relay/transport";
 import { ensureLayoutFolders, type FolderMaker, joinVault } from "../sync/join";
-import { keyId, type SecretStore, tokenId } from "./secrets";
+import { DeviceKey } from "../crypto/signing";
+import { keyId, type SecretStore, signingKeyId, tokenId } from "./secrets";
 import type { JoinForm, PluginSettings } from "./settings";
 import { InputError } from "../errors";
 import { FOLDER_MARKER, markerText } from "../sync/folder";
@@ -33,6 +34,8 @@ export async function joinFromSettings(
     persist: async (j) => {
       deps.secrets.set(tokenId(j.deviceId), j.token);
       deps.secrets.set(keyId(j.vaultId), toHex(j.key.toBytes()));
+      // this device's signing key, made at join beside the token (docs/trust.md §1)
+      deps.secrets.set(signingKeyId(j.vaultId), DeviceKey.generate().stored());
       Object.assign(deps.settings, {
         relayUrl: client.baseUrl,
         deviceName: form.deviceName,

@@ -19,7 +19,10 @@ import { joinFromSettings } from "./joinflow";
 import { ConflictsModal, HeldModal, HistoryModal } from "./modals";
 import { installReview } from "../review/rounds";
 import { REVIEW_TITLE, REVIEW_VIEW, ReviewView, waitingSummary } from "./review";
-import { keyId, secretStore, type SecretStore, tokenId } from "./secrets";
+import { anchorId, keyId, secretStore, type SecretStore, signingKeyId, tokenId } from "./secrets";
+import { DeviceKey } from "../crypto/signing";
+import { type Anchor, Trust } from "../sync/trust";
+import { trustAccept, trustInit, trustShow, trustVouch } from "../sync/trustactions";
 import { CompanionSettingTab, DEFAULT_SETTINGS, type JoinForm, type PluginSettings } from "./settings";
 import { StatusBar } from "./statusbar";
 import { obsidianTransport } from "./transport";
@@ -106,6 +109,7 @@ export default class VaultCompanionPlugin extends Plugin {
         join: (form) => this.join(form),
         syncNow: () => this.syncNow(false),
         forget: () => this.forget(),
+        trust: this.trustHost,
       }),
     );
     this.addCommand({ id: "sync-now", name: "Sync now", callback: () => void this.syncNow(false).catch((e) => new Notice(e.message)) });
@@ -195,7 +199,17 @@ export default class VaultCompanionPlugin extends Plugin {
       return;
     }
     const pluginDir = `${this.app.vault.configDir}/plugins/${this.manifest.id}`;
+    let trust: Trust;
+    try {
+      trust = this.deviceTrust();
+    } catch (e) {
+      this.engine = null;
+      this.problem = (e as Error).message;
+      this.render();
+      return;
+    }
     this.engine = new SyncEngine({
+      trust,
       fs: new ObsidianVault(this.app, Platform.isMacOS || Platform.isIosApp || Platform.isWin, Platform.isWin || Platform.isAndroidApp),
       client: new RelayClient(s.relayUrl, this.transport, { token, vaultId: s.vaultId }),
       key: await VaultKey.fromBytes(fromHex(keyHex)),
@@ -214,6 +228,62 @@ export default class VaultCompanionPlugin extends Plugin {
     installReview(this.engine);
     this.problem = null;
     this.render();
+  }
+
+  /** This device's key (made on the first sync of a device that joined before keys) and its
+   * anchor, both from the secret store (never the vault). */
+  private deviceTrust(): Trust {
+    const s = this.settings;
+    const stored = this.secrets.get(signingKeyId(s.vaultId));
+    let key: DeviceKey;
+    if (stored) key = DeviceKey.fromStored(stored);
+    else {
+      key = DeviceKey.generate();
+      this.secrets.set(signingKeyId(s.vaultId), key.stored());
+    }
+    // a damaged anchor stops sync (docs/trust.md §3): never a silent fall back to version 1
+    const a = this.secrets.get(anchorId(s.vaultId));
+    let anchor: Anchor | null = null;
+    if (a) {
+      let parsed: unknown = null;
+      try {
+        parsed = JSON.parse(a);
+      } catch {
+        parsed = null;
+      }
+      anchor = Trust.checkAnchor(parsed, this.secrets.description);
+    }
+    return new Trust(s.vaultId, { deviceId: s.deviceId, kind: "human" }, key, anchor);
+  }
+
+  private keepAnchor(anchor: Anchor): void {
+    this.secrets.set(anchorId(this.settings.vaultId), JSON.stringify(anchor));
+  }
+
+  /** The settings tab's trust actions (src/sync/trustactions.ts), each answering one line. */
+  readonly trustHost = {
+    show: async () => (this.engine ? trustShow(this.engine) : null),
+    init: async () => {
+      const { anchor } = await trustInit(this.need());
+      this.keepAnchor(anchor);
+      this.schedule(null);
+      return "Roster started on this device. Accept this device's fingerprint on your other devices.";
+    },
+    accept: async (fp: string) => {
+      const { anchor, name } = await trustAccept(this.need(), fp);
+      this.keepAnchor(anchor);
+      return `This device now trusts ${name} and the devices it vouches for.`;
+    },
+    vouch: async (device: string, kind: string, fp: string) => {
+      const { entry } = await trustVouch(this.need(), device, kind, fp || undefined);
+      this.schedule(null);
+      return `Vouched for ${entry.name || entry.device_id} as ${entry.kind}.`;
+    },
+  };
+
+  private need(): SyncEngine {
+    if (!this.engine) throw new Error("join a vault first");
+    return this.engine;
   }
 
   private render(): void {
@@ -323,7 +393,11 @@ export default class VaultCompanionPlugin extends Plugin {
   private async forget(): Promise<void> {
     const s = this.settings;
     if (s.deviceId) this.secrets.set(tokenId(s.deviceId), "");
-    if (s.vaultId) this.secrets.set(keyId(s.vaultId), "");
+    if (s.vaultId) {
+      this.secrets.set(keyId(s.vaultId), "");
+      this.secrets.set(signingKeyId(s.vaultId), "");
+      this.secrets.set(anchorId(s.vaultId), "");
+    }
     Object.assign(s, { deviceId: "", vaultId: "", fingerprint: "" });
     await this.saveSettings();
     this.engine = null;

@@ -2,7 +2,7 @@
  * Where the device token and the vault key live in Obsidian: the app's `SecretStorage` (since
  * 1.11.4; per device, backed by the OS keychain where the platform has one), else this
  * device's local storage. Never `data.json` (it sits inside the vault's config folder) and
- * never a note.
+ * never a note. The device's signing key and its trust anchor live here too (docs/trust.md).
  */
 export interface SecretStore {
   get(id: string): string | null;
@@ -31,3 +31,5 @@ export function secretStore(app: { secretStorage?: SecretStorageLike }, local: S
 /** Secret ids: lowercase letters, digits and dashes (SecretStorage's rule). */
 export const tokenId = (deviceId: string) => `vault-companion-token-${deviceId.toLowerCase()}`;
 export const keyId = (vaultId: string) => `vault-companion-key-${vaultId.toLowerCase()}`;
+export const signingKeyId = (vaultId: string) => `vault-companion-signing-key-${vaultId.toLowerCase()}`;
+export const anchorId = (vaultId: string) => `vault-companion-trust-anchor-${vaultId.toLowerCase()}`;

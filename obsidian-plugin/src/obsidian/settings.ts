@@ -1,6 +1,7 @@
 /** The plugin's settings (data.json: no secrets ever) and its settings tab. */
 import { type App, type Plugin, PluginSettingTab, Setting } from "obsidian";
 import type { SyncState } from "../sync/state";
+import type { TrustReport } from "../sync/trustactions";
 
 export interface PluginSettings {
   relayUrl: string;
@@ -42,6 +43,15 @@ export interface SettingsHost {
   join(form: JoinForm): Promise<string>;
   syncNow(): Promise<void>;
   forget(): Promise<void>;
+  /** The device keys' actions (src/sync/trustactions.ts); each resolves to one line to show. */
+  trust?: TrustActions;
+}
+
+export interface TrustActions {
+  show(): Promise<TrustReport | null>;
+  init(): Promise<string>;
+  accept(fingerprint: string): Promise<string>;
+  vouch(device: string, kind: string, fingerprint: string): Promise<string>;
 }
 
 export class CompanionSettingTab extends PluginSettingTab {
@@ -116,12 +126,63 @@ export class CompanionSettingTab extends PluginSettingTab {
     );
   }
 
+  /** Device keys (docs/trust.md §3): this device's fingerprint; accept a trusted device's
+   * fingerprint (or start the roster here); vouch for another device by its fingerprint. */
+  trustShown: Promise<void> = Promise.resolve();
+
+  private trustSection(el: HTMLElement, trust: TrustActions): void {
+    new Setting(el).setName("Device keys").setHeading();
+    const mine = new Setting(el).setName("This device's fingerprint").setDesc("…");
+    const act = async (what: () => Promise<string>) => {
+      try {
+        this.message = await what();
+      } catch (e) {
+        this.message = (e as Error).message;
+      }
+      this.display();
+    };
+    const fp = { accept: "", device: "", vouch: "" };
+    const acceptRow = new Setting(el)
+      .setName("Trust your first device")
+      .setDesc("Type the fingerprint shown on a device you already trust (`companion trust show`, or its settings here).")
+      .addText((t) => t.setPlaceholder("ABCD-EFGH-…").onChange((v) => (fp.accept = v)))
+      .addButton((b) => b.setButtonText("Accept").onClick(() => act(() => trust.accept(fp.accept))));
+    const initRow = new Setting(el)
+      .setName("Or start the roster here")
+      .setDesc("Only on the person's first device of this vault.")
+      .addButton((b) => b.setButtonText("Start the roster").onClick(() => act(() => trust.init())));
+    const vouchRow = new Setting(el)
+      .setName("Vouch for a device")
+      .setDesc("Its device id or name, and the fingerprint shown on that device.")
+      .addText((t) => t.setPlaceholder("device").onChange((v) => (fp.device = v.trim())))
+      .addText((t) => t.setPlaceholder("ABCD-EFGH-…").onChange((v) => (fp.vouch = v)))
+      .addButton((b) => b.setButtonText("Human").onClick(() => act(() => trust.vouch(fp.device, "human", fp.vouch))))
+      .addButton((b) => b.setButtonText("Agent").onClick(() => act(() => trust.vouch(fp.device, "agent", fp.vouch))))
+      .addButton((b) => b.setButtonText("Revoke").onClick(() => act(() => trust.vouch(fp.device, "revoked", fp.vouch))));
+    vouchRow.settingEl.style.display = "none";
+    this.trustShown = trust.show().then(
+      (r) => {
+        if (!r) return;
+        mine.setDesc(`${r.fingerprint ?? "no key yet: sync once"} — ${r.summary}`);
+        if (r.anchored) {
+          acceptRow.settingEl.style.display = "none";
+          initRow.settingEl.style.display = "none";
+          vouchRow.settingEl.style.display = "";
+        }
+      },
+      (e) => {
+        mine.setDesc(`could not read the roster: ${(e as Error).message}`);
+      },
+    );
+  }
+
   private joined(el: HTMLElement, note: HTMLElement): void {
     const s = this.host.settings;
     const st = this.host.state();
     new Setting(el).setName("Vault").setHeading();
     new Setting(el).setName("This device").setDesc(`${s.deviceName} (a person's device) in vault ${s.vaultId} via ${s.relayUrl}`);
     new Setting(el).setName("Key fingerprint").setDesc(`${s.fingerprint} — the same on every device of this vault`);
+    if (this.host.trust) this.trustSection(el, this.host.trust);
     new Setting(el)
       .setName("State")
       .setDesc(st ? `${st.state}; ${Object.keys(st.held).length} held, ${Object.keys(st.quarantine).length} quarantined, ${st.conflicts.length} conflicts` : "never synced");

@@ -35,6 +35,8 @@ import { isText } from "./merge";
 import { fold, normalize, pathProblem, tryNormalize } from "./paths";
 import { readAgentNotes } from "./noteread";
 import { configFolders, holdFold, holdReason, isMassDelete, type Kind } from "./policy";
+import { announcementJson, KEYS_DIR } from "../crypto/signing";
+import { type Candidate, isRosterPath, rosterCandidate, type Trust } from "./trust";
 import { MemoryPartials, type Outgoing, type PartialStore, pool, type RemoteChange, RemoteVault } from "./remote";
 import { RoundReport } from "./report";
 import {
@@ -81,6 +83,9 @@ export interface EngineOptions {
   chunkSize?: number;
   maxFileBytes?: number;
   now?: () => Date;
+  /** This device's key and anchor (trust.ts): records it seals are signed, and with an anchor
+   * the roster decides who wrote what it opens. */
+  trust?: Trust | null;
 }
 
 interface Local {
@@ -166,6 +171,7 @@ export class SyncEngine {
   constructor(opts: EngineOptions) {
     this.fs = opts.fs;
     this.remote = new RemoteVault(opts.client, opts.key, opts.vaultId);
+    this.remote.trust = opts.trust ?? null;
     this.device = opts.device;
     this.store = opts.store;
     this.partials = opts.partials ?? new MemoryPartials();
@@ -396,8 +402,82 @@ export class SyncEngine {
     }
   }
 
+  // ------------------------------------------------------------------ device keys, roster
+
+  get trust(): Trust | null {
+    return this.remote.trust;
+  }
+
+  /** Whether this copy holds a roster file (synced, or written here) or this device has an
+   * anchor (docs/trust.md §1): until then nobody can
+   * vouch, and the vault stays as version 1 left it (no announcement), as on the laptop. */
+  private hasRoster(): boolean {
+    if (this.extraRosterPaths.size || this.remote.trust?.anchored) return true;
+    return Object.entries(this.state.files).some(([p, e]) => !e.deleted && isRosterPath(p));
+  }
+
+  /** This device's key announcement (`.companion/keys/<device_id>.json`, docs/trust.md §1),
+   * written once the vault has a roster, when missing or different, so it syncs like any
+   * file; its path when written. */
+  async ensureAnnouncement(force = false): Promise<string | null> {
+    const t = this.remote.trust;
+    if (!t?.key || !(force || this.hasRoster())) return null;
+    const path = `${KEYS_DIR}/${this.device.deviceId}.json`;
+    const want = new TextEncoder().encode(announcementJson(this.device.deviceId, t.key.publicKey, this.device.deviceName));
+    try {
+      if (await this.fs.stat(path)) {
+        try {
+          const have = await this.fs.read(path);
+          if (have.length === want.length && have.every((b, i) => b === want[i])) return null;
+        } catch {
+          // unreadable: written again below
+        }
+      }
+      await this.write(path, want);
+    } catch (e) {
+      // a folder (or anything unwritable) where the announcement goes does not stop the round
+      // (as the laptop); the person can still vouch once it is fixed
+      if (e instanceof VaultFolderMissing) throw e;
+      return null;
+    }
+    return path;
+  }
+
+  /** The roster files this copy holds (synced or written here), as evaluation candidates. */
+  async localRoster(): Promise<Candidate[]> {
+    const paths = new Set(Object.entries(this.state.files).filter(([p, e]) => !e.deleted && isRosterPath(p)).map(([p]) => p));
+    for (const st of this.extraRosterPaths) paths.add(st);
+    const out: Candidate[] = [];
+    for (const p of [...paths].sort()) {
+      let data: Uint8Array;
+      try {
+        if (!(await this.fs.stat(p))) continue;
+        data = await this.fs.read(p);
+      } catch {
+        continue;
+      }
+      out.push(rosterCandidate(p, data));
+    }
+    return out;
+  }
+
+  /** Roster files written here and not synced yet (`trust-vouch`, `trust-init`). */
+  readonly extraRosterPaths = new Set<string>();
+
+  /** Evaluate the roster again from this copy's files, at the start of every pass: a record
+   * is judged against the roster this copy holds when it opens it (docs/trust.md §5), so a
+   * device's changes arriving in the same pull as its first entry count as an agent's. */
+  async refreshTrust(): Promise<void> {
+    const t = this.remote.trust;
+    if (!t?.anchored) return;
+    t.refresh(await this.localRoster());
+  }
+
   private async pass(scope: Set<string> | null, allowMassDelete: boolean, report: RoundReport) {
     const touched = new Set<string>();
+    // after a pass that brought the first roster file: announce this device's key
+    const announced = await this.ensureAnnouncement();
+    if (announced && scope) scope.add(announced);
     const pulled = await this.pull(report);
     const inboxPaths = Object.keys(this.state.inbox);
     const local = await this.scan(scope ? new Set([...scope, ...inboxPaths]) : null, report);
@@ -457,6 +537,7 @@ export class SyncEngine {
 
   private async pull(report: RoundReport): Promise<number> {
     const since = this.state.cursor;
+    await this.refreshTrust();
     let pulled;
     try {
       pulled = await this.remote.pull(since);

@@ -27,8 +27,10 @@ import {
   TamperedBlob,
   TamperedRecord,
 } from "../errors";
+import { recordMessage } from "../crypto/signing";
 import type { RelayClient, WireRecord } from "../relay/client";
 import { effectiveKind, kindMismatch, type Kind } from "./policy";
+import type { Trust } from "./trust";
 
 export const DOWNLOAD_BATCH = 250;
 export const DOWNLOAD_PARALLEL = 4;
@@ -45,7 +47,8 @@ export interface RemoteChange {
   sealedB64?: string;
   seq: number | null;
   deviceId: string | null;
-  /** The kind that counts (the relay's when it says, else the sealed one). */
+  /** The kind that counts: with an anchor, the roster's (trust.ts `judge`); else the relay's
+   * when it says, else the sealed one. */
   kind: Kind;
   deviceName: string;
   relayKind: string | null;
@@ -114,6 +117,9 @@ export { pool };
 
 export class RemoteVault {
   private fidCache = new Map<string, string>();
+  /** This device's key and roster view: signs what it seals, judges who wrote what it opens
+   * (null: unsigned records and version 1's rule, as before device keys). */
+  trust: Trust | null = null;
   constructor(
     readonly client: RelayClient,
     readonly key: VaultKey,
@@ -139,12 +145,23 @@ export class RemoteVault {
       throw new TamperedRecord(`record rev ${rec.rev} of file ${rec.fileId.slice(0, 12)} claims parent ${rec.parentRev}`);
     }
     const meta = await openRecord(this.key, this.vaultId, rec.fileId, rec.rev, rec.sealed);
+    // version 1's consistency check runs first on every device (docs/trust.md §5): the sealed
+    // author must be the device whose token committed the record (companion/sync/remote.py
+    // `_check_author`); a relay can make records fail, never count as someone else's
+    const where = `record rev ${rec.rev} of file ${rec.fileId.slice(0, 12)}`;
     if (kindMismatch(rec.deviceKind, meta.deviceKind)) {
-      throw new KindMismatch(
-        `record rev ${rec.rev} of file ${rec.fileId.slice(0, 12)} claims device kind '${meta.deviceKind}', ` +
-          `but the relay recorded its device as '${rec.deviceKind}'`,
+      throw new KindMismatch(`${where} claims device kind '${meta.deviceKind}', but the relay recorded its device as '${rec.deviceKind}'`);
+    }
+    if (rec.deviceId && meta.deviceId && rec.deviceId !== meta.deviceId) {
+      throw new TamperedRecord(
+        `${where} was sealed by device ${meta.deviceId.slice(0, 12)} but committed with the token of device ${rec.deviceId.slice(0, 12)}: refused as tampering`,
       );
     }
+    if (rec.deviceName !== null && rec.deviceName !== undefined && rec.deviceName !== meta.deviceName) {
+      throw new TamperedRecord(`${where} claims to come from '${meta.deviceName}', but the relay registered the device that committed it as '${rec.deviceName}'`);
+    }
+    // anchored: the person's roster decides who wrote it (docs/trust.md §5)
+    const judged = this.trust ? this.trust.judge(meta, rec.fileId, rec.rev) : null;
     return {
       path: meta.path,
       fileId: rec.fileId,
@@ -155,7 +172,7 @@ export class RemoteVault {
       sealedB64: rec.sealedB64,
       seq: rec.seq ?? null,
       deviceId: rec.deviceId ?? null,
-      kind: effectiveKind(rec.deviceKind, meta.deviceKind),
+      kind: judged ?? effectiveKind(rec.deviceKind, meta.deviceKind),
       deviceName: rec.deviceName || meta.deviceName || "another device",
       relayKind: rec.deviceKind ?? null,
       relayName: rec.deviceName ?? null,
@@ -327,9 +344,14 @@ export class RemoteVault {
   private async commitBatch(batch: Outgoing[], result: PushResult, reupload: (ids: string[]) => Promise<void>, now: bigint) {
     const byFid = new Map<string, { out: Outgoing; rec: WireRecord }>();
     for (const out of batch) {
-      const meta = out.meta.recordedNs === null ? { ...out.meta, recordedNs: now } : out.meta;
+      const meta = { ...out.meta, recordedNs: out.meta.recordedNs ?? now, sig: null as string | null };
       checkMeta(meta);
       const rev = out.parentRev + 1;
+      const signer = this.trust?.key;
+      if (signer) {
+        // every record this device seals is signed by it (docs/trust.md §4)
+        meta.sig = signer.sign(recordMessage({ ...meta, vaultId: this.vaultId, fileId: await this.fileId(meta.path), rev }));
+      }
       const { fileId: fid, sealed } = await sealRecord(this.key, this.vaultId, rev, meta);
       this.fidCache.set(meta.path, fid);
       byFid.set(fid, { out, rec: { fileId: fid, rev, parentRev: out.parentRev, sealed, blobs: meta.chunks.map((c) => c.blobId) } });

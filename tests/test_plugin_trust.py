@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from companion.sync.device import DeviceState
+from companion.sync.state.device import DeviceState
 from tests.syncharness import Device, SyncCluster
 from tests.test_plugin_interop import PluginDevice, cli  # noqa: F401  (the module fixture)
 

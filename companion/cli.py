@@ -41,6 +41,7 @@ LAZY_COMMANDS: dict[str, str] = {
     "mcp": "companion.mcp.cli:mcp",
     "secrets": "companion.secrets.cli:secrets",
     "keys": "companion.sync.cli_keys:keys",
+    "scopes": "companion.sync.cli_scopes:scopes",
     "demo": "companion.demo:demo",
     "doctor": "companion.doctor:doctor",
     "install-service": "companion.services.cli:install_service",

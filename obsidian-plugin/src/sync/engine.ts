@@ -34,6 +34,7 @@ import { isText } from "./merge";
 import { fold, normalize, pathProblem, tryNormalize } from "./paths";
 import { readAgentNotes } from "./noteread";
 import { configFolders, holdFold, holdReason, isMassDelete, type Kind } from "./policy";
+import { invalidScopes, MAX_SCOPES_BYTES, readScopes, SCOPES_FILE, type Scopes } from "./scopes";
 import { MemoryPartials, type Outgoing, type PartialStore, pool, type RemoteChange, RemoteVault } from "./remote";
 import { RoundReport } from "./report";
 import {
@@ -149,6 +150,8 @@ export class SyncEngine {
   /** Agents' notes the hold rules read this pass, by SHA-256 (`readAgentNotes`): what the
    * rules see, and the real contents kept for the apply. */
   private noteRead = new Map<string, Uint8Array>();
+  /** The scope rule's file, read by each apply that has changes to decide (`loadScopes`). */
+  private scopes: Scopes | null = null;
   private noteCache = new Map<string, Uint8Array>();
   /** Paths whose remote change could not be written this round: not retried until the next. */
   private unwritable = new Set<string>();
@@ -580,7 +583,22 @@ export class SyncEngine {
       configDirs: dirs,
       content: this.noteRead.get(ch.meta.sha256) ?? null,
       unchanged: !ch.meta.deleted && (same(path) || same(ch.meta.renameFrom)),
+      scopes: this.scopes,
+      deviceId: ch.deviceId,
+      authorName: ch.deviceName,
     });
+  }
+
+  /** This device's copy of `.companion/scopes.json` (scopes.ts; null: none, so no scope rule). */
+  private async loadScopes(): Promise<Scopes | null> {
+    const st = await this.fs.stat(SCOPES_FILE);
+    if (!st) return null;
+    if (st.size > MAX_SCOPES_BYTES) return invalidScopes("larger than 1 MB");
+    try {
+      return readScopes(new TextDecoder().decode(await this.fs.read(SCOPES_FILE)));
+    } catch (e) {
+      return invalidScopes(`unreadable (${e instanceof Error ? e.message : String(e)})`);
+    }
   }
 
   private async applyInbox(local: Map<string, Local>, report: RoundReport, touched: Set<string>): Promise<boolean> {
@@ -608,6 +626,7 @@ export class SyncEngine {
     this.noteRead = notes.read;
     this.noteCache = notes.cache;
     const dirs = this.configDirs(opened.map(([p]) => p));
+    this.scopes = this.device.kind === "human" && opened.length ? await this.loadScopes() : null;
     for (const [p, ch] of opened) {
       if (unverified.has(p)) continue;
       const q = sealed.get(p)!;

@@ -68,6 +68,7 @@ def test_an_agents_changes_outside_its_scope_are_held_on_both_human_clients(worl
         "Notes/y.md": OUTSIDE,
         "Notes/old.md": OUTSIDE,
         "Notes/moved.md": OUTSIDE,
+        "knowledge/moved.md": "is the old name of a held rename to Notes/moved.md",
         ".companion/scopes.json": SETTINGS,
     }
     out = w.laptop_sync()
@@ -81,6 +82,8 @@ def test_an_agents_changes_outside_its_scope_are_held_on_both_human_clients(worl
         assert dev.read("projects/x.md") is None
         assert dev.read("Notes/y.md") is None
         assert dev.read("Notes/old.md") == b"the person's note\n"
+        assert dev.read("knowledge/moved.md") == b"to be moved\n"  # waits with its rename
+        assert dev.read("Notes/moved.md") is None
         assert b'"write": [\n        "knowledge/"' in (dev.read(".companion/scopes.json") or b"")
 
     # the person approves one on the laptop, another on the phone: each lands where decided
@@ -93,12 +96,15 @@ def test_an_agents_changes_outside_its_scope_are_held_on_both_human_clients(worl
     assert w.phone.read("Notes/y.md") == b"a note elsewhere\n"
     assert "Notes/y.md" not in w.phone_held()
 
-    # and refuses the widening: every device ends with the person's scopes file
-    r = w.laptop.cli("held", "refuse", str(w.laptop.vault), ".companion/scopes.json")
-    assert r.returncode == 0, r.stdout + r.stderr
+    # and refuses the widening and the move: every device ends with the person's versions
+    for p in (".companion/scopes.json", "Notes/moved.md", "knowledge/moved.md"):
+        r = w.laptop.cli("held", "refuse", str(w.laptop.vault), p)
+        assert r.returncode == 0, r.stdout + r.stderr
     w.laptop_sync()
     w.server.sync()
     assert w.server.read(".companion/scopes.json") == w.laptop.read(".companion/scopes.json")
+    assert w.server.read("knowledge/moved.md") == b"to be moved\n"
+    assert w.server.read("Notes/moved.md") is None
 
 
 def test_no_scopes_file_no_scope_rule(world: World) -> None:

@@ -166,11 +166,32 @@ def plan_admission(
         by_path[path] = admit_head(
             path, ch, holds, config_dirs, (contents or {}).get(ch.meta.sha256), view
         )
+    hold_rename_sources(by_path)
     out.enqueue = [s for s in by_path.values() if isinstance(s, Enqueue)]
     out.hold = [s for s in by_path.values() if isinstance(s, Hold)]
     was_held = set(held)
     out.release = sorted(was_held & {s.path for s in out.enqueue})
     return out
+
+
+RENAME_HELD = "is the old name of a held rename to {new}"
+
+
+def hold_rename_sources(by_path: dict[str, Enqueue | Hold]) -> None:
+    """A held rename's tombstone waits with it: the same device's deletion of the path it was
+    renamed from is held too (else the file would leave its old place here while its new one
+    waits, and refusing the rename would lose it everywhere)."""
+    for step in list(by_path.values()):
+        if not isinstance(step, Hold):
+            continue
+        src = _rename_source(step.change)
+        old = by_path.get(src) if src else None
+        if (
+            isinstance(old, Enqueue)
+            and old.change.deleted
+            and old.change.device_id == step.change.device_id
+        ):
+            by_path[old.path] = Hold(old.path, old.change, RENAME_HELD.format(new=step.path))
 
 
 def admit_head(

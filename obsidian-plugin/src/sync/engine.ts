@@ -627,10 +627,21 @@ export class SyncEngine {
     this.noteCache = notes.cache;
     const dirs = this.configDirs(opened.map(([p]) => p));
     this.scopes = this.device.kind === "human" && opened.length ? await this.loadScopes() : null;
+    const whys = new Map<string, string | null>();
+    for (const [p, ch] of opened) whys.set(p, unverified.has(p) || this.approved.has(p) ? null : this.holdReason(p, ch, dirs));
+    // a held rename's tombstone waits with it (plan.py `hold_rename_sources`)
+    const byPath = new Map(opened);
+    for (const [p, ch] of opened) {
+      const src = ch.meta.renameFrom && !ch.meta.deleted ? tryNormalize(ch.meta.renameFrom) : null;
+      const old = src ? byPath.get(src) : undefined;
+      if (!whys.get(p) || !src || !old || !old.meta.deleted || old.deviceId !== ch.deviceId) continue;
+      if (unverified.has(src) || this.approved.has(src) || whys.get(src)) continue;
+      whys.set(src, `is the old name of a held rename to ${p}`);
+    }
     for (const [p, ch] of opened) {
       if (unverified.has(p)) continue;
       const q = sealed.get(p)!;
-      const why = this.approved.has(p) ? null : this.holdReason(p, ch, dirs);
+      const why = whys.get(p) ?? null;
       if (why) {
         this.state.held[p] = {
           ...q,

@@ -217,6 +217,17 @@ def write_default(root: Path) -> bool:
     return True
 
 
+def new_vault_scopes(root: Path) -> str | None:
+    """A new vault's first person's device writes the default scopes; the line that says so
+    (None: a scopes file was there already)."""
+    if not write_default(root):
+        return None
+    return (
+        f"wrote {SCOPES_FILE}: agents write {', '.join(DEFAULT_WRITE)}; their changes "
+        "elsewhere wait for you (`companion scopes`)"
+    )
+
+
 def set_agent(
     root: Path,
     device_id: str,

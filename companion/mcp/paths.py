@@ -8,7 +8,8 @@ vault's ignore rules exclude it (it would never sync); or when it goes through a
 Notes end in `.md`. A new note's name must also work as an Obsidian link and on every system
 the vault syncs to: none of `[ ] # ^ | \\ : * ? " < >`, no segment ending in a dot or a space,
 no Windows device name (`CON.md`: `pathsafe.windows_name_problem`, the rule the person's Windows
-and Android devices apply).
+and Android devices apply). A path in one of the agent's `no_read` folders is refused too
+(`companion.mcp.scope`).
 """
 
 from __future__ import annotations
@@ -44,6 +45,9 @@ def _checked(ctx: VaultContext, raw: str, what: str) -> str:
             )
     if ctx.ignore.is_ignored(rel):
         raise ToolRefused(f"{what} {rel!r} is excluded by the vault's ignore rules (never synced)")
+    from companion.mcp.scope import check_read
+
+    check_read(ctx, rel, what)  # the person's no_read folders (.companion/scopes.json)
     try:
         resolve_inside(ctx.root, rel)
     except UnsafePath as exc:

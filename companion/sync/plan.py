@@ -9,9 +9,10 @@ them in the index.
 1. **Admission** (`plan_admission`): each verified remote change is queued in the inbox, held
    for the person (on a human device, an agent's change to the sync rules, the companion's
    settings, an Obsidian config folder, a script, an executable bit or a note holding code a
-   plugin runs: `HoldPolicy`), or skipped (already here, already queued, ignored); a
-   record that failed verification, or names no vault path (absolute, `..`), quarantines its
-   file: listed by `status`, `sync` exits 1, never a silent skip.
+   plugin runs, or a change outside the agent's scope: `HoldPolicy`; a held rename's
+   tombstone waits with it: `hold_rename_sources`), or skipped (already here, already
+   queued, ignored); a record that failed verification, or names no vault path (absolute,
+   `..`), quarantines its file: listed by `status`, `sync` exits 1, never a silent skip.
 2. **Decisions** (`plan_decisions`) the person recorded on held and quarantined files, and the
    **resync** after a relay restored from a backup (`plan_resync`).
 3. **Apply** (`plan_apply`): each queued remote change against the local scan:

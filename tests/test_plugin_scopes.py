@@ -136,3 +136,23 @@ def test_scopes_are_granted_on_a_persons_device_only(world: World) -> None:
         "no_read": [],
         "listed": False,
     }
+
+
+def test_the_plugin_creating_a_vault_writes_the_default_scopes(tmp_path: Path, cli: Path) -> None:  # noqa: F811
+    """The phone is the person's device that creates the vault: it writes the same default
+    file as `companion init` (byte for byte), and the laptop gets it by sync."""
+    from companion.sync.scopes import default_document, render
+    from tests.test_plugin_interop import PluginDevice
+
+    with SyncCluster(tmp_path) as cluster:
+        phone = PluginDevice(cluster, cli)
+        r = phone.join()
+        assert "created vault" in r.stdout, r.stdout
+        assert "wrote .companion/scopes.json" in r.stdout, r.stdout
+        assert phone.read(".companion/scopes.json") == render(default_document())
+        assert phone.sync().returncode == 0
+        cluster.vault_id = r.stdout.split("created vault ", 1)[1].split()[0]
+        laptop = cluster.add_device("laptop", "human")
+        laptop.sync()
+        assert laptop.read(".companion/scopes.json") == render(default_document())
+        laptop.close()

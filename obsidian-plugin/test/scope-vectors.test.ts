@@ -6,7 +6,7 @@ import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
 import { configFolders, holdReason } from "../src/sync/policy";
-import { readScopes } from "../src/sync/scopes";
+import { defaultScopesText, readScopes } from "../src/sync/scopes";
 
 const HERE = dirname(fileURLToPath(import.meta.url));
 const V = JSON.parse(readFileSync(join(HERE, "..", "..", "tests", "vectors", "scopes_v1.json"), "utf-8"));
@@ -22,6 +22,10 @@ interface Case {
 }
 
 describe("scopes_v1.json", () => {
+  it("writes the default scopes byte for byte as the Python engine", () => {
+    expect(defaultScopesText()).toBe(V.files[0]);
+  });
+
   it("holds what the Python laptop holds, for the same reason", () => {
     expect((V.cases as Case[]).length).toBeGreaterThan(100);
     for (const c of V.cases as Case[]) {

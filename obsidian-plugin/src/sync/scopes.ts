@@ -8,6 +8,7 @@
  * never written here).
  */
 
+import type { FolderMaker } from "./join";
 import { holdFold } from "./policy";
 
 export const SCOPES_FILE = ".companion/scopes.json";
@@ -102,3 +103,21 @@ export function scopeReason(scopes: Scopes, deviceId: string | null, authorName:
   const why = `is outside ${scope.name || authorName}'s scope`;
   return scopes.invalid !== null ? `${why} (.companion/scopes.json is not valid: ${scopes.invalid})` : why;
 }
+
+/** The default scopes file, byte for byte what `companion scopes init` writes (Python's
+ * `render(default_document())`, pinned by tests/vectors/scopes_v1.json#files[0]). */
+export function defaultScopesText(): string {
+  return JSON.stringify({ v: 1, default: { write: DEFAULT_WRITE, no_read: [] }, agents: {} }, null, 2) + "\n";
+}
+
+/** A new vault's first person's device (this plugin is one) writes the default scopes: agents
+ * write knowledge/, projects/, journal/ and Home.md, and their changes elsewhere wait for the
+ * person. True when written; a file already there is kept. */
+export async function writeDefaultScopes(fs: FolderMaker): Promise<boolean> {
+  if (!fs.write || (await fs.exists(SCOPES_FILE))) return false;
+  if (!(await fs.exists(".companion"))) await fs.mkdir(".companion");
+  await fs.write(SCOPES_FILE, defaultScopesText());
+  return true;
+}
+
+export const WROTE_DEFAULT = `wrote ${SCOPES_FILE}: agents write ${DEFAULT_WRITE.join(", ")}; their changes elsewhere wait for you (\`companion scopes\`)`;

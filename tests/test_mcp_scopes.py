@@ -106,3 +106,40 @@ def test_on_a_persons_device_a_write_outside_the_scope_is_refused(tmp_path: Path
     err, res = out["out"]
     assert err and "is outside" in res and "may write knowledge" in res, res
     assert not (v / "Notes" / "b.md").exists()
+
+
+def test_a_servers_own_mcp_scope_limits_it_further(tmp_path: Path) -> None:
+    """Two agents on one device, each with its own server: `--agent claude` applies the file's
+    `mcp.claude` too. Outside it but inside the device's scope a write is refused (nothing
+    would hold it); its no_read adds to the device's; without --agent only the device's
+    scope applies."""
+    v = tmp_path / "vault"
+    write_old(v, "Home.md", "# Home\n")
+    write_old(v, "private/plans.md", "# Plans\n\nthe person's plans\n")
+    scopes = {
+        "v": 1,
+        "default": {"write": ["knowledge/", "projects/"]},
+        "mcp": {"claude": {"write": ["knowledge/"], "no_read": ["private/"]}},
+    }
+    write_old(v, ".companion/scopes.json", json.dumps(scopes))
+
+    async def body(c: Client) -> dict[str, Any]:
+        return {
+            "in": await call(c, "write_note", path="knowledge/a.md", text="# A\n"),
+            "out": await call(c, "write_note", path="projects/b.md", text="# B\n"),
+            "read": await call(c, "read_note", path="private/plans.md"),
+            "search": await call(c, "search_notes", query="plans"),
+        }
+
+    env = {"COMPANION_HOME": str(tmp_path / "home")}
+    out = run_session(v, body, args=("--agent", "claude"), env=env)
+    assert out["in"][0] is False
+    err, res = out["out"]
+    assert err and "outside claude's scope (mcp.claude in .companion/scopes.json" in res, res
+    assert not (v / "projects" / "b.md").exists()
+    err, res = out["read"]
+    assert err and "mcp.claude.no_read" in res, res
+    assert out["search"][1]["results"] == [], out["search"]
+    out = run_session(v, body, env=env)  # no --agent: the device's scope alone
+    assert out["out"][0] is False and (v / "projects" / "b.md").exists()
+    assert out["read"][0] is False

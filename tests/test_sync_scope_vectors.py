@@ -63,8 +63,8 @@ FILES: list[str] = [
             },
         }
     ),
-    # 3: an agent that may write nothing
-    json.dumps({"v": 1, "default": {"write": []}}),
+    # 3: an agent that may write nothing; a broken `mcp` part changes nothing for the holds
+    json.dumps({"v": 1, "default": {"write": []}, "mcp": {"claude": {"write": "x"}}}),
     # 4..: files that do not parse: every agent's change outside the agent areas is held
     "{not json",
     json.dumps({"v": 2, "default": {"write": ["knowledge/"]}}),
@@ -248,3 +248,20 @@ if __name__ == "__main__":
         json.dumps(build_vectors(), indent=2, ensure_ascii=True) + "\n", encoding="utf-8"
     )
     print(f"wrote {VECTORS}")
+
+
+def test_an_mcp_entry_limits_one_server_and_never_changes_the_hold_rule() -> None:
+    s = parse_scopes(json.dumps({
+        "v": 1, "default": {"write": ["knowledge/"]},
+        "mcp": {"claude": {"no_read": ["private/"]}, "hermes": {"write": []}},
+    }))  # fmt: skip
+    assert s.for_mcp("claude") == Scope(write=("",), no_read=("private/",))
+    assert s.for_mcp("claude").may_write("anything/at/all.md")
+    assert not s.for_mcp("hermes").may_write("knowledge/a.md")
+    assert s.for_mcp("other") is None
+    broken = parse_scopes(json.dumps({"v": 1, "mcp": {"claude": {"write": "x"}}}))
+    assert (
+        broken.invalid is None and broken.mcp_invalid == "mcp.claude.write is not a list of folders"
+    )
+    assert broken.for_device("d") == Scope()  # the hold rule reads the rest as before
+    assert broken.for_mcp("claude") == Scope(write=(), no_read=(), name="claude")

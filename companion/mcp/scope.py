@@ -15,12 +15,19 @@ change reaches it by sync) and takes the scope of its own device (`agents[<devic
   device (an MCP server beside the person's own editor) nothing would hold it, so it is refused
   with the scope named. A scopes file that does not parse: every write outside the agent areas
   is a proposal (refused on a person's device), and the message says why.
+- **`--agent NAME`** (one server per agent on one device: Hermes and Claude Code each start
+  their own): the file's `mcp.NAME` entry limits this server further. A write must be inside
+  it too: outside it but inside the device's scope it is refused (no person's device would
+  hold it); its `no_read` adds to the device's. A limit as good as the agent's MCP
+  configuration, which the person writes: the server cannot tell two agents on one device
+  apart by anything else.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from companion.logs import get_logger
 from companion.mcp.context import ToolRefused
 from companion.sync.conflicts import HUMAN
 
@@ -29,6 +36,7 @@ if TYPE_CHECKING:
     from companion.sync.scopes import Scope, Scopes
 
 SCOPES = ".companion/scopes.json"
+log = get_logger("mcp")
 
 
 def vault_scopes(ctx: VaultContext) -> Scopes | None:
@@ -37,12 +45,16 @@ def vault_scopes(ctx: VaultContext) -> Scopes | None:
     return load_scopes(ctx.root)
 
 
-def own_scope(ctx: VaultContext) -> tuple[Scope, Scopes] | None:
-    """This server's scope (None: the vault has no scopes file)."""
+def own_scope(ctx: VaultContext) -> tuple[Scope, Scopes, Scope | None] | None:
+    """This server's scope: its device's, the scopes file, and its `mcp.<name>` limit when it
+    was started with `--agent NAME` (None: the vault has no scopes file)."""
     s = vault_scopes(ctx)
     if s is None:
         return None
-    return s.for_device(ctx.device_id), s
+    extra = s.for_mcp(ctx.scope_name) if ctx.scope_name else None
+    if ctx.scope_name and extra is None:
+        log.warning("%s names no mcp.%s: only the device's scope applies", SCOPES, ctx.scope_name)
+    return s.for_device(ctx.device_id), s, extra
 
 
 def _name(ctx: VaultContext, scope: Scope) -> str:
@@ -52,20 +64,23 @@ def _name(ctx: VaultContext, scope: Scope) -> str:
 def check_read(ctx: VaultContext, rel: str, what: str = "path") -> None:
     """Refuse `rel` when it is inside one of this agent's `no_read` folders."""
     got = own_scope(ctx)
-    if got is None or got[0].may_read(rel):
+    if got is None:
         return
-    raise ToolRefused(
-        f"{what} {rel!r} is in a folder {_name(ctx, got[0])} may not read (no_read in {SCOPES}, "
-        "set by the person); nothing was read or written"
-    )
+    for scope, where in ((got[0], "no_read"), (got[2], f"mcp.{ctx.scope_name}.no_read")):
+        if scope is not None and not scope.may_read(rel):
+            raise ToolRefused(
+                f"{what} {rel!r} is in a folder {_name(ctx, scope)} may not read ({where} in "
+                f"{SCOPES}, set by the person); nothing was read or written"
+            )
 
 
 def readable(ctx: VaultContext) -> Any:
     """A predicate: may this agent see `rel` (for filtering lists)."""
     got = own_scope(ctx)
-    if got is None or not got[0].no_read:
+    if got is None:
         return lambda _rel: True
-    return got[0].may_read
+    scopes = [sc for sc in (got[0], got[2]) if sc is not None and sc.no_read]
+    return lambda rel: all(sc.may_read(rel) for sc in scopes)
 
 
 def write_scope(ctx: VaultContext, rel: str) -> str | None:
@@ -74,10 +89,17 @@ def write_scope(ctx: VaultContext, rel: str) -> str | None:
     got = own_scope(ctx)
     if got is None:
         return None
-    scope, scopes = got
+    scope, scopes, extra = got
     why = scopes.reason(ctx.device_id, ctx.device_name, [rel])
     if why is None:
-        return None
+        if extra is None or extra.may_write(rel):
+            return None
+        wrote = ", ".join(extra.write) if extra.write else "nothing"
+        raise ToolRefused(
+            f"{rel!r} is outside {ctx.scope_name}'s scope (mcp.{ctx.scope_name} in {SCOPES}: "
+            f"it may write {wrote}); this device's own scope lets it through, so no person's "
+            "device would hold it for approval: nothing was written"
+        )
     name = _name(ctx, scope)
     wrote = ", ".join(scope.write) if scope.write else "nothing"
     if ctx.device_kind == HUMAN:

@@ -17,6 +17,11 @@ person grants each agent device a scope in the vault's `.companion/scopes.json`:
 - `no_read`: folders the agent's MCP server never lists, searches or reads (`companion.mcp`).
   Sync cannot keep them from the agent's device, which holds the vault key: only an agent that
   reaches the vault through MCP alone is kept out of them (docs/security.md §3.1).
+- `mcp`: `{"<name>": {"write": [...], "no_read": [...]}}`, a further limit for the MCP server
+  started with `companion mcp --agent NAME` (Hermes and Claude Code on one server device, each
+  with its own server): a write must be inside both the device's scope and this one (outside
+  this one but inside the device's it is refused, since no person's device would hold it),
+  and both `no_read` lists apply. Only the MCP server reads it (the hold rule never does).
 - An agent device without an entry in `agents` gets `default`; an entry without `write` or
   `no_read` takes that part of `default`; a file without `default` takes `DEFAULT_WRITE`.
 - Always writable, whatever the scope: the companion's agent areas (`ALWAYS_WRITABLE`: the
@@ -59,6 +64,9 @@ ALWAYS_WRITABLE = (".companion/agent/", ".companion/dreams/", ".companion/keys/"
 MAX_BYTES = 1 << 20
 OUTSIDE = "is outside {name}'s scope"  # the hold reason
 UNREADABLE = " (.companion/scopes.json is not valid: {why})"
+
+
+MCP_BASE_WRITE = ("",)  # an `mcp.<name>` entry without `write` adds no limit to the device's
 
 
 class ScopesInvalid(ValueError):
@@ -107,6 +115,16 @@ class Scopes:
     default: Scope = field(default_factory=Scope)
     agents: Mapping[str, Scope] = field(default_factory=dict)
     invalid: str | None = None
+    # `mcp.<name>`: a further limit for one MCP server (`companion mcp --agent NAME`); only
+    # the MCP server reads it, so a mistake there never changes the hold rule
+    mcp: Mapping[str, Scope] = field(default_factory=dict)
+    mcp_invalid: str | None = None
+
+    def for_mcp(self, name: str) -> Scope | None:
+        """The `mcp.<name>` limit (None: not listed); a broken `mcp` part: nothing writable."""
+        if self.invalid is not None or self.mcp_invalid is not None:
+            return Scope(write=(), no_read=(), name=name)
+        return self.mcp.get(name)
 
     def for_device(self, device_id: str | None) -> Scope:
         if self.invalid is not None:
@@ -121,6 +139,9 @@ class Scopes:
             return None
         why = OUTSIDE.format(name=scope.name or author_name)
         return why + (UNREADABLE.format(why=self.invalid) if self.invalid is not None else "")
+
+
+MCP_BASE = Scope(write=MCP_BASE_WRITE, no_read=())
 
 
 def _strings(obj: Mapping[str, object], key: str, where: str) -> tuple[str, ...] | None:
@@ -163,7 +184,16 @@ def parse_scopes(text: str) -> Scopes:
     if not isinstance(agents, dict):
         raise ScopesInvalid("agents is not an object")
     out = {str(k): _scope(v, f"agents.{k}", default) for k, v in agents.items()}
-    return Scopes(default=default, agents=out)
+    mcp: dict[str, Scope] = {}
+    mcp_invalid = None
+    raw = obj.get("mcp", {})
+    try:
+        if not isinstance(raw, dict):
+            raise ScopesInvalid("mcp is not an object")
+        mcp = {str(k): _scope(v, f"mcp.{k}", MCP_BASE) for k, v in raw.items()}
+    except ScopesInvalid as exc:
+        mcp_invalid = str(exc)
+    return Scopes(default=default, agents=out, mcp=mcp, mcp_invalid=mcp_invalid)
 
 
 def read_scopes(text: str) -> Scopes:

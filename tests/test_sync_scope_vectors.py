@@ -265,3 +265,15 @@ def test_an_mcp_entry_limits_one_server_and_never_changes_the_hold_rule() -> Non
     )
     assert broken.for_device("d") == Scope()  # the hold rule reads the rest as before
     assert broken.for_mcp("claude") == Scope(write=(), no_read=(), name="claude")
+
+
+def test_set_agent_writes_an_mcp_entry_and_keeps_a_broken_mcp_part(tmp_path: Path) -> None:
+    set_agent(tmp_path, "claude", write=["knowledge/"], no_read=["private/"], section="mcp")
+    s = load_scopes(tmp_path)
+    assert s is not None and s.for_mcp("claude") == Scope(("knowledge/",), ("private/",))
+    assert s.agents == {}
+    f = tmp_path / ".companion/scopes.json"
+    f.write_text(json.dumps({"v": 1, "mcp": []}), encoding="utf-8")
+    with pytest.raises(ValueError, match="mcp is not an object"):
+        set_agent(tmp_path, "d1", write=["x/"])
+    assert json.loads(f.read_text(encoding="utf-8")) == {"v": 1, "mcp": []}

@@ -122,6 +122,11 @@ def show(app: AppContext, vault: Path | None, as_json: bool) -> None:
                 }
                 for i in sorted(ids)
             }
+            out["mcp_invalid"] = s.mcp_invalid
+            out["mcp"] = {
+                n: {"write": list(sc.write), "no_read": list(sc.no_read)}
+                for n, sc in sorted(s.mcp.items())
+            }
         click.echo(json.dumps(out, indent=2, ensure_ascii=False))
         return
     if s is None:
@@ -150,6 +155,13 @@ def show(app: AppContext, vault: Path | None, as_json: bool) -> None:
         label = sc.name or names.get(i, "")
         tag = "" if i in s.agents else " (default)"
         line(f"{label} [{i}]{tag}" if label else f"[{i}]{tag}", sc.write, sc.no_read)
+    if s.mcp_invalid is not None:
+        click.echo(f"mcp: not valid ({s.mcp_invalid}): a server with --agent writes nothing")
+    for n, sc in sorted(s.mcp.items()):
+        w = "as its device's scope" if sc.write == ("",) else ", ".join(sc.write) or "nothing"
+        click.echo(f"MCP server --agent {n} (within its device's scope)\n  write: {w}")
+        if sc.no_read:
+            click.echo(f"  no read: {', '.join(sc.no_read)}")
 
 
 @scopes.command()
@@ -194,16 +206,21 @@ def init(app: AppContext, vault: Path | None) -> None:
 )
 @click.option("--read-all", is_flag=True, help="Empty the agent's --no-read list.")
 @click.option("--name", help="What the scope calls the agent (held changes name it).")
+@click.option("--mcp", "mcp", is_flag=True,
+              help="DEVICE is the NAME of `companion mcp --agent NAME`: set its mcp entry.")
 @pass_app
 def set_(app: AppContext, vault: Path, device: str, write: tuple[str, ...], no_write: bool,
-         no_read: tuple[str, ...], read_all: bool, name: str | None) -> None:  # fmt: skip
+         no_read: tuple[str, ...], read_all: bool, name: str | None,
+         mcp: bool) -> None:  # fmt: skip
     """Set an agent device's scope. DEVICE is its name (as `companion status` lists it) or its
-    device id.
+    device id; with --mcp, the name one MCP server is started with (`companion mcp --agent
+    NAME`), whose entry limits that server further.
 
     \b
     Example:
       companion scopes set ~/vault server --write knowledge/ --write projects/
       companion scopes set ~/vault server --no-read private/ --no-read health/
+      companion scopes set ~/vault claude --mcp --write knowledge/
     """
     from companion.sync.scopes import SCOPES_FILE, ScopesInvalid, set_agent
 
@@ -215,7 +232,7 @@ def set_(app: AppContext, vault: Path, device: str, write: tuple[str, ...], no_w
         raise InputError("nothing to set: give --write, --no-write, --no-read, --read-all, --name")
     root = _root(app, vault)
     state = _refuse_on_agent(app, root)
-    agents = _agent_devices(app, state)
+    agents = [] if mcp else _agent_devices(app, state)
     by_name = [(i, n) for i, n in agents if n == device]
     if len(by_name) > 1:
         ids = ", ".join(i for i, _ in by_name)
@@ -227,7 +244,7 @@ def set_(app: AppContext, vault: Path, device: str, write: tuple[str, ...], no_w
         set_agent(
             root, device_id, name=name,
             write=() if no_write else (write or None),
-            no_read=() if read_all else (no_read or None),
+            no_read=() if read_all else (no_read or None), section="mcp" if mcp else "agents",
         )  # fmt: skip
     except ScopesInvalid as exc:
         raise InputError(f"{SCOPES_FILE} is not valid ({exc}); fix it first") from None

@@ -265,9 +265,11 @@ def set_agent(
     name: str | None = None,
     write: Iterable[str] | None = None,
     no_read: Iterable[str] | None = None,
+    section: str = "agents",
 ) -> dict[str, object]:
-    """Set one agent's entry (parts left None are kept); returns the new document. The file
-    must parse (a broken one is the person's to fix, never overwritten)."""
+    """Set one agent's entry (parts left None are kept) in `section` ("agents", by device id,
+    or "mcp", by the name of `companion mcp --agent NAME`); returns the new document. The file
+    must parse, its `mcp` part too (a broken one is the person's to fix, never overwritten)."""
     from companion.fileio import write_atomic
 
     path = root / SCOPES_FILE
@@ -276,9 +278,9 @@ def set_agent(
     except FileNotFoundError:
         doc: dict[str, object] = default_document()
     else:
-        parse_scopes(text)
+        _check_whole(text)
         doc = json.loads(text)
-    agents = doc.setdefault("agents", {})
+    agents = doc.setdefault(section, {})
     assert isinstance(agents, dict)
     entry = agents.setdefault(device_id, {})
     if name is not None:
@@ -287,6 +289,12 @@ def set_agent(
         entry["write"] = list(write)
     if no_read is not None:
         entry["no_read"] = list(no_read)
-    parse_scopes(json.dumps(doc))
+    _check_whole(json.dumps(doc))
     write_atomic(path, render(doc), mode=0o644, make_parents=True)
     return doc
+
+
+def _check_whole(text: str) -> None:
+    s = parse_scopes(text)
+    if s.mcp_invalid is not None:
+        raise ScopesInvalid(s.mcp_invalid)

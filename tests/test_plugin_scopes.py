@@ -96,6 +96,13 @@ def test_an_agents_changes_outside_its_scope_are_held_on_both_human_clients(worl
     assert w.phone.read("Notes/y.md") == b"a note elsewhere\n"
     assert "Notes/y.md" not in w.phone_held()
 
+    # accepting the move on the phone takes its old path along
+    r = w.phone.run("held", str(w.phone.vault), "--accept", "Notes/moved.md")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert w.phone.read("Notes/moved.md") == b"to be moved\n"
+    assert w.phone.read("knowledge/moved.md") is None
+    assert not {"Notes/moved.md", "knowledge/moved.md"} & set(w.phone_held())
+
     # and refuses the widening and the move: every device ends with the person's versions
     for p in (".companion/scopes.json", "Notes/moved.md", "knowledge/moved.md"):
         r = w.laptop.cli("held", "refuse", str(w.laptop.vault), p)
@@ -156,3 +163,34 @@ def test_the_plugin_creating_a_vault_writes_the_default_scopes(tmp_path: Path, c
         laptop.sync()
         assert laptop.read(".companion/scopes.json") == render(default_document())
         laptop.close()
+
+
+def test_accepting_a_held_rename_on_the_laptop_takes_its_old_path_along(tmp_path: Path) -> None:
+    """`companion held accept NEW` accepts the held tombstone of the old path too, as the
+    plugin does: the note moves, nothing stays held."""
+    with SyncCluster(tmp_path) as cluster:
+        server = cluster.add_device("server", "agent")
+        laptop = cluster.add_device("laptop", "human")
+        try:
+            r = laptop.cli("scopes", "set", str(laptop.vault), "server", "--write", "knowledge/")
+            assert r.returncode == 0, r.stdout + r.stderr
+            laptop.write("knowledge/moved.md", "to be moved\n")
+            laptop.sync()
+            server.sync()
+            server.rename("knowledge/moved.md", "Notes/moved.md")
+            server.sync()
+            laptop.sync()
+            held = {h.path: h.reason for h in laptop.engine().core.index.held()}
+            assert held == {
+                "Notes/moved.md": "is outside server's scope",
+                "knowledge/moved.md": "is the old name of a held rename to Notes/moved.md",
+            }
+            r = laptop.cli("held", "accept", str(laptop.vault), "Notes/moved.md")
+            assert r.returncode == 0, r.stdout + r.stderr
+            laptop.sync()
+            assert laptop.read("Notes/moved.md") == b"to be moved\n"
+            assert laptop.read("knowledge/moved.md") is None
+            assert laptop.engine().core.index.held() == []
+        finally:
+            server.close()
+            laptop.close()

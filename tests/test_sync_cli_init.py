@@ -292,3 +292,17 @@ def test_a_new_vaults_first_persons_device_writes_the_default_scopes(cli, cluste
     assert code == 0, err
     assert "created vault" in out and "scopes" not in out
     assert not (agent.vault / ".companion" / "scopes.json").exists()
+
+
+def test_the_desktop_apps_join_of_a_new_vault_writes_the_default_scopes(cluster, tmp_path) -> None:
+    """The settings window's join (`companion.sync.vaultkeys.join`) as `companion init`."""
+    from companion.config import load_config
+    from companion.sync import vaultkeys
+
+    paths = device_paths(cluster.new_home("desk"))
+    invite = cluster.relay.invite(new_vault=True, kind="human")
+    result = vaultkeys.join(paths, load_config(paths), tmp_path / "v", cluster.relay.url, invite,
+                            "desk", "human", cluster.passphrase)  # fmt: skip
+    assert result.created_vault
+    doc = json.loads((tmp_path / "v" / ".companion" / "scopes.json").read_text(encoding="utf-8"))
+    assert doc["default"]["write"] == ["knowledge/", "projects/", "journal/", "Home.md"]

@@ -36,8 +36,10 @@ itself or anything under it (`"knowledge"`, `"knowledge/"` and `"/knowledge/"` a
 `""` or `"/"` is the whole vault).
 
 Opt-in by the file's presence: a vault without `.companion/scopes.json` has no scope rule (as
-before issue 44). `companion scopes init` writes the default, and a new vault (`companion
-vault init`, the first human device's `companion init`, `companion demo`) gets it. A file that
+before issue 44). `companion scopes init` writes the default, and a new vault gets it from the
+person's device that creates it (`companion init`, the desktop app's join, the plugin's join,
+`companion demo`'s laptop; `new_vault_scopes`); `companion vault init` does not (it may run on
+the agent's server, whose copy of the file would only be held). A file that
 is there but does not parse (a typo) does not switch the rule off: every agent's change
 outside the always-writable areas is then held, and the reason says why.
 

@@ -42,6 +42,7 @@ LAZY_COMMANDS: dict[str, str] = {
     "secrets": "companion.secrets.cli:secrets",
     "keys": "companion.sync.commands.cli_keys:keys",
     "trust": "companion.sync.commands.cli_trust:trust",
+    "scopes": "companion.sync.commands.cli_scopes:scopes",
     "demo": "companion.demo:demo",
     "doctor": "companion.doctor:doctor",
     "install-service": "companion.services.cli:install_service",

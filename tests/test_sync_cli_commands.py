@@ -36,11 +36,11 @@ def test_sync_status_history_restore(pair) -> None:
     note.write_text("v1: rebase often\n")
     code, out, err = laptop("sync", str(laptop.vault))
     assert code == 0, err
-    assert "1 uploaded" in out
+    assert "2 uploaded" in out  # and the new vault's .companion/scopes.json (agents' scopes)
     note.write_text("v2: merge instead\n")
     assert laptop("sync", str(laptop.vault))[0] == 0
     code, out, err = server("sync", str(server.vault))
-    assert code == 0 and "1 downloaded" in out
+    assert code == 0 and "2 downloaded" in out  # the note and the scopes file
     assert (server.vault / "knowledge" / "git.md").read_text() == "v2: merge instead\n"
 
     note.write_text("v3: not synced yet\n")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
@@ -270,3 +271,38 @@ def test_a_second_init_is_refused_before_the_secret_store_is_opened(cli, monkeyp
     monkeypatch.setenv("PYTHON_KEYRING_BACKEND", "keyring.backends.fail.Keyring")
     code, _out, err = laptop.init()
     assert code == 2 and "already set up for sync" in err and "keyring" not in err
+
+
+def test_a_new_vaults_first_persons_device_writes_the_default_scopes(cli, cluster) -> None:
+    """Issue 44, agents with scopes: the person's device that creates a vault grants agents
+    knowledge/, projects/, journal/ and Home.md; a joining device and an agent that creates a
+    vault write nothing (existing vaults keep no scope rule)."""
+    laptop, phone = cli("laptop"), cli("phone")
+    code, out, err = laptop.init()
+    assert code == 0, err
+    assert "wrote .companion/scopes.json" in out
+    doc = json.loads((laptop.vault / ".companion" / "scopes.json").read_text(encoding="utf-8"))
+    assert doc["default"]["write"] == ["knowledge/", "projects/", "journal/", "Home.md"]
+    code, out, err = phone.init()
+    assert code == 0, err
+    assert "scopes" not in out and not (phone.vault / ".companion" / "scopes.json").exists()
+    agent = cli("server")
+    code, out, err = agent.init(invite=cluster.relay.invite(kind="agent", new_vault=True),
+                                kind="agent")  # fmt: skip
+    assert code == 0, err
+    assert "created vault" in out and "scopes" not in out
+    assert not (agent.vault / ".companion" / "scopes.json").exists()
+
+
+def test_the_desktop_apps_join_of_a_new_vault_writes_the_default_scopes(cluster, tmp_path) -> None:
+    """The settings window's join (`companion.sync.commands.vaultkeys.join`) as `companion init`."""
+    from companion.config import load_config
+    from companion.sync.commands import vaultkeys
+
+    paths = device_paths(cluster.new_home("desk"))
+    invite = cluster.relay.invite(new_vault=True, kind="human")
+    result = vaultkeys.join(paths, load_config(paths), tmp_path / "v", cluster.relay.url, invite,
+                            "desk", "human", cluster.passphrase)  # fmt: skip
+    assert result.created_vault
+    doc = json.loads((tmp_path / "v" / ".companion" / "scopes.json").read_text(encoding="utf-8"))
+    assert doc["default"]["write"] == ["knowledge/", "projects/", "journal/", "Home.md"]

@@ -551,3 +551,29 @@ def test_cursor_moves_past_own_commits_only_without_a_gap(
     cursor: int, seqs: list[int], after: int
 ) -> None:
     assert cursor_after_own_commits(cursor, seqs) == after
+
+
+def test_admission_holds_a_held_renames_tombstone_with_it() -> None:
+    """Issue 44 (agents with scopes): a held rename's old path waits with it, so the note
+    neither leaves its old place nor is lost when the person refuses the rename."""
+    import dataclasses
+
+    from companion.sync.round.holds import CONFIG
+
+    def by(device: str, ch: RemoteChange) -> RemoteChange:
+        return dataclasses.replace(ch, device_id=device)
+
+    moved = change(".obsidian/snippets/x.css", "x", 2, kind="agent", rename_from="notes/x.md")
+    gone = change("notes/x.md", None, 3, kind="agent")
+    assert _admit(by("s", moved), by("s", gone)) == {
+        ".obsidian/snippets/x.css": CONFIG,
+        "notes/x.md": "is the old name of a held rename to .obsidian/snippets/x.css",
+    }
+    # another device's deletion of that path is its own change
+    assert _admit(by("s", moved), by("t", gone))["notes/x.md"] == "enqueue"
+    # a rename that is not held: both halves go on
+    plain = change("notes/y.md", "x", 2, kind="agent", rename_from="notes/x.md")
+    assert _admit(by("s", plain), by("s", gone)) == {
+        "notes/y.md": "enqueue",
+        "notes/x.md": "enqueue",
+    }

@@ -239,6 +239,12 @@ def chapter_relay(world: DemoWorld) -> None:
         )
         verb = "created the vault and set its passphrase" if res.created_vault else "joined with it"
         click.echo(f"  {device} ({kind}) {verb}")
+        if kind == "human":  # the person's first device grants the agents their scopes
+            from companion.sync.round.scopes import new_vault_scopes
+
+            line = new_vault_scopes(vault)
+            if line:
+                click.echo(f"  {device}: {line}")
         engine = world.stack.enter_context(
             contextlib.closing(SyncEngine(vault, paths, config, store=store))
         )
@@ -248,6 +254,7 @@ def chapter_relay(world: DemoWorld) -> None:
         moved = len(rep.uploaded) or len(rep.downloaded)
         what = "uploaded" if rep.uploaded else "downloaded"
         click.echo(f"  {device} synced: {moved} files {what}, converged={rep.converged}")
+    world.sync("server")  # what the laptop added (its scopes file)
     same = _tree(world.server_vault) == _tree(world.laptop_vault)
     click.echo(f"Both copies byte-identical: {same}")
     blob_bytes = b"".join(p.read_bytes() for p in (world.root / "relay").rglob("*") if p.is_file())

@@ -105,6 +105,12 @@ class _McpCommand(click.Command):
     help="Print the configuration snippet for that agent, then exit.",
 )
 @click.option("--name", default="vault", show_default=True, help="Server name in the snippet.")
+@click.option(
+    "--agent",
+    "scope_name",
+    metavar="NAME",
+    help="Also apply the vault's .companion/scopes.json entry mcp.NAME (one server per agent).",
+)
 @pass_app
 def mcp(
     app: AppContext,
@@ -116,6 +122,7 @@ def mcp(
     profile: str | None,
     print_config: str | None,
     name: str,
+    scope_name: str | None,
 ) -> None:
     """Serve VAULT to an AI agent over MCP (Model Context Protocol), with the vault's rules.
 
@@ -136,6 +143,7 @@ def mcp(
     Example:
       companion mcp ~/vault                         (started by the agent, over stdio)
       companion mcp ~/vault --read-only
+      companion mcp ~/vault --agent claude          (its mcp.claude scope applies too)
       companion mcp ~/vault --transport http --port 8765
       companion mcp token ~/vault                   (the HTTP bearer token)
       companion mcp ~/vault --print-config claude   (the snippet to paste)
@@ -146,6 +154,8 @@ def mcp(
         extra += ["--hermes-home", str(hermes_home.expanduser().resolve())]
     if profile:
         extra += ["--profile", profile]
+    if scope_name:
+        extra += ["--agent", scope_name]
     if print_config:
         from companion.mcp.snippets import render
 
@@ -164,5 +174,7 @@ def mcp(
     from companion.mcp.server import log_to_stderr, serve
 
     log_to_stderr(app.verbose)
-    ctx = VaultContext(root, app.paths, app.config, read_only=read_only, hermes_home=home)
+    ctx = VaultContext(
+        root, app.paths, app.config, read_only=read_only, hermes_home=home, scope_name=scope_name
+    )
     serve(ctx, "stdio" if transport == "stdio" else "http", port)

@@ -85,6 +85,7 @@ class VaultContext:
         hermes_home: Path | None = None,
         clock: Callable[[], dt.datetime] = _utcnow,
         limits: Limits | None = None,
+        scope_name: str | None = None,
     ) -> None:
         self.vault = Vault.from_config(root, config)
         self.root = Path(os.path.realpath(self.vault.root))
@@ -96,6 +97,8 @@ class VaultContext:
         self.limits = limits or Limits()
         self.ignore = IgnoreRules(self.root, config.settings.sync.ignore or ())
         self.human_window = dt.timedelta(hours=float(config.settings.vault.human_edit_window_hours))
+        self.device_id: str | None = None  # this copy's sync device (its scope's key)
+        self.scope_name = scope_name  # `--agent NAME`: the scopes file's `mcp.NAME` applies too
         self.device_name, self.device_kind, synced = self._device()
         self.state = DreamState.for_vault(paths.data_dir, self.root)
         self._sync_index: SyncIndex | None = None
@@ -137,6 +140,7 @@ class VaultContext:
 
             if DeviceState.exists(self.paths, self.root):
                 st = DeviceState.load(self.paths, self.root)
+                self.device_id = st.device_id
                 return st.device_name, st.kind, True
         name = self.config.settings.sync.device_name or socket.gethostname() or "device"
         return name, self.config.settings.sync.kind or "human", False

@@ -5,10 +5,12 @@ is absolute, climbs out (`..`), has an empty segment or a control character
 (`companion.sync.local.pathsafe.normalize`); when any segment is hidden (`.obsidian/`,
 `.companion/`, `.trash/`, `.git/`: app state, plugins and the companion's own files, never
 notes); when the vault's ignore rules exclude it (it would never sync); or when it goes through
-a symbolic link. Notes end in `.md`. A new note's name must also work as an Obsidian link and on
-every system the vault syncs to: none of `[ ] # ^ | \\ : * ? " < >`, no segment ending in a dot
-or a space, no Windows device name (`CON.md`: `pathsafe.windows_name_problem`, the rule the
-person's Windows and Android devices apply).
+a symbolic link.
+Notes end in `.md`. A new note's name must also work as an Obsidian link and on every system
+the vault syncs to: none of `[ ] # ^ | \\ : * ? " < >`, no segment ending in a dot or a space,
+no Windows device name (`CON.md`: `pathsafe.windows_name_problem`, the rule the person's Windows
+and Android devices apply). A path in one of the agent's `no_read` folders is refused too
+(`companion.mcp.scope`).
 """
 
 from __future__ import annotations
@@ -49,6 +51,9 @@ def _checked(ctx: VaultContext, raw: str, what: str) -> str:
             )
     if ctx.ignore.is_ignored(rel):
         raise ToolRefused(f"{what} {rel!r} is excluded by the vault's ignore rules (never synced)")
+    from companion.mcp.scope import check_read
+
+    check_read(ctx, rel, what)  # the person's no_read folders (.companion/scopes.json)
     try:
         resolve_inside(ctx.root, rel)
     except UnsafePath as exc:

@@ -11,6 +11,7 @@ import datetime as dt
 import difflib
 import json
 import re
+from collections.abc import Callable
 from typing import Any
 
 from companion.errors import CompanionError
@@ -35,6 +36,14 @@ def _visible(ctx: VaultContext, rel: str) -> bool:
     return not any(s.startswith(".") for s in rel.split("/")) and not ctx.ignore.is_ignored(rel)
 
 
+def _visibility(ctx: VaultContext) -> Callable[[str], bool]:
+    """`_visible`, and outside this agent's `no_read` folders (read once per call)."""
+    from companion.mcp.scope import readable
+
+    may = readable(ctx)
+    return lambda rel: _visible(ctx, rel) and may(rel)
+
+
 def _jsonable(value: Any) -> Any:
     return json.loads(json.dumps(value, default=str, ensure_ascii=False))
 
@@ -46,14 +55,15 @@ def _when(ns: int) -> str:
 def search_notes(ctx: VaultContext, query: str, limit: int) -> dict[str, Any]:
     if len(query) > ctx.limits.query_chars:
         raise ToolRefused(f"the query is longer than {ctx.limits.query_chars} characters")
+    vis = _visibility(ctx)
     with ctx.locked():
         index = ctx.index()
         try:
             hits = index.search(query, limit)
-            visible = [h for h in hits if _visible(ctx, h.path)]
+            visible = [h for h in hits if vis(h.path)]
             if len(visible) < len(hits):  # ignored notes matched: look a little further
                 hits = index.search(query, limit * 3 + 20)
-                visible = [h for h in hits if _visible(ctx, h.path)]
+                visible = [h for h in hits if vis(h.path)]
         except CompanionError as exc:
             raise ToolRefused(str(exc)) from None
     results = [
@@ -95,7 +105,8 @@ def read_note(ctx: VaultContext, path: str) -> dict[str, Any]:
     note = parse_note(text, rel)
     with ctx.locked():
         graph = ctx.graph()
-        backlinks = sorted(graph.backlinks(rel))
+        vis = _visibility(ctx)
+        backlinks = sorted(b for b in graph.backlinks(rel) if vis(b))
         outgoing = []
         for link in note.links:
             resolved = ctx.vault.resolve_link(link.target, rel) if link.target else rel
@@ -133,7 +144,8 @@ def list_notes(ctx: VaultContext, folder: str, limit: int) -> dict[str, Any]:
         index = ctx.index()
         scan = index.scan
         stats = dict(scan.notes) if scan is not None else {}
-    rels = sorted(p for p in stats if p.startswith(prefix) and _visible(ctx, p))
+    vis = _visibility(ctx)
+    rels = sorted(p for p in stats if p.startswith(prefix) and vis(p))
     if base and not rels and not (ctx.root / base).is_dir():
         raise ToolRefused(f"no folder {base!r} in the vault")
     folders: dict[str, int] = {}
@@ -196,8 +208,9 @@ def recent_changes(ctx: VaultContext, since: str, limit: int) -> dict[str, Any]:
                 paths.add(e.path)
     agent_writes = last_writes_by_path(ctx.root, start - dt.timedelta(days=30))
     rows = []
+    vis = _visibility(ctx)
     for rel in paths:
-        if not _visible(ctx, rel):
+        if not vis(rel):
             continue
         w = ctx.editors.last_writer(rel)
         when = w.when
@@ -246,29 +259,34 @@ def links(ctx: VaultContext, path: str) -> dict[str, Any]:
         broken = [
             {"line": b.line, "target": b.target, "raw": b.raw} for b in g.broken if b.source == rel
         ]
-        back = sorted(g.backlinks(rel))
+        vis = _visibility(ctx)
+        back = sorted(b for b in g.backlinks(rel) if vis(b))
     return {"path": rel, "outgoing": out, "broken": broken, "backlinks": back}
 
 
 def orphans(ctx: VaultContext, limit: int) -> dict[str, Any]:
+    vis = _visibility(ctx)
     with ctx.locked():
-        items = [p for p in ctx.graph().orphans() if _visible(ctx, p)]
+        items = [p for p in ctx.graph().orphans() if vis(p)]
     return {"count": len(items), "truncated": len(items) > limit, "orphans": items[:limit]}
 
 
 def broken_links(ctx: VaultContext, limit: int) -> dict[str, Any]:
+    vis = _visibility(ctx)
     with ctx.locked():
         items = [
             {"source": b.source, "line": b.line, "target": b.target, "raw": b.raw}
             for b in sorted(ctx.graph().broken)
-            if _visible(ctx, b.source)
+            if vis(b.source)
         ]
     return {"count": len(items), "truncated": len(items) > limit, "broken_links": items[:limit]}
 
 
 def last_dream(ctx: VaultContext) -> dict[str, Any]:
     from companion.dream.report import list_reports, load_report
+    from companion.mcp.scope import readable
 
+    may = readable(ctx)
     for path in reversed(list_reports(ctx.root)):
         try:
             rep = load_report(ctx.root, path.stem)
@@ -286,7 +304,9 @@ def last_dream(ctx: VaultContext) -> dict[str, Any]:
             "undone": bool(rep.undone_at),
             "counts": rep.counts,
             "changes": [
-                {"kind": c.kind, "note": c.note, "summary": c.summary} for c in rep.changes
+                {"kind": c.kind, "note": c.note, "summary": c.summary}
+                for c in rep.changes
+                if not c.note or may(c.note)
             ],
             "skipped": [{"code": s.code, "reason": s.reason} for s in rep.skipped],
             "warnings": rep.warnings,

@@ -44,6 +44,9 @@ The person's Markdown vault (Obsidian-compatible), which is also your long-term 
 - Never put a secret in a note or in memory: it is refused. Ask the person to store it with
   `companion secrets set NAME` and refer to it as keyring:NAME.
 - Every write is recorded and shown to the person in the morning review; say why in `reason`.
+- The person may grant you a scope: a write outside the folders you may write is a proposal
+  that waits for the person's approval (the result says proposed), and folders you may not
+  read are refused. Prefer the folders you may write.
 - memory(...) is the injected memory (MEMORY.md / USER.md, hard character budgets): only
   facts that matter in every session.
 """

@@ -192,12 +192,19 @@ def commit(
     if current.text == after:
         return {"path": rel, "action": "unchanged", "message": "the note already holds this text"}
     size = len(data) if sent is None else sent
+    from companion.mcp.scope import write_scope
+
+    proposal = write_scope(ctx, rel)  # outside the agent's scope: held on the person's devices
     with ctx.quota.hold():  # the check, the write and its record: one write at a time
         ctx.quota.check(size=size, new=current.state is None)
-        return _land(
+        result = _land(
             ctx, tool=tool, rel=rel, current=current, after=after, data=data, action=action,
             message=message, reason=reason, requested=requested, size=size,
         )  # fmt: skip
+    if proposal is not None:
+        result["proposed"] = True
+        result["message"] = f"{result['message']}. {proposal}"
+    return result
 
 
 def _land(

@@ -24,6 +24,18 @@ describe("NodeVault", () => {
     expect(readdirSync(join(root, "a")).filter((n) => n.startsWith(".companion-tmp-"))).toEqual([]);
   });
 
+  it("writes into a folder it just removed as emptied (a delete then a write in one round)", async () => {
+    const root = mkdtempSync(join(tmpdir(), "nv-"));
+    const v = await NodeVault.open(root);
+    await v.write("k/moved.md", t("x"));
+    await v.remove("k/moved.md"); // the folder's last file: the folder goes too
+    await v.write("k/z.md", t("z"));
+    expect(readFileSync(join(root, "k", "z.md"), "utf-8")).toBe("z");
+    await v.remove("k/z.md");
+    const res = await v.writeMany([{ path: "k/w.md", data: t("w"), opts: {}, expected: null }]);
+    expect(res[0]).not.toBeInstanceOf(Error);
+  });
+
   it("reports a name the file system refuses as UnusableName, in single and bulk writes", async () => {
     const root = mkdtempSync(join(tmpdir(), "nv-"));
     const v = await NodeVault.open(root);

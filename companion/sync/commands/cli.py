@@ -231,6 +231,12 @@ def init(
     what = "created" if result.created_vault else "joined"
     click.echo(f"{what} vault {s.vault_id} as {s.device_name!r} ({s.kind})")
     click.echo(f"key fingerprint: {s.key_fingerprint} (the same on every device of this vault)")
+    if result.created_vault and s.kind == "human":
+        from companion.sync.round.scopes import new_vault_scopes
+
+        line = new_vault_scopes(Path(s.vault_root))
+        if line:
+            click.echo(line)
     configured = app.config.settings.vault.path
     if not configured or os.path.realpath(Path(configured).expanduser()) == s.vault_root:
         remember_join(app.config, s)  # the tray app and `companion sync` find it from now on

@@ -192,7 +192,8 @@ def join(
 ) -> JoinResult:
     """Join the vault on `relay_url` with `invite` (creating its key when the relay has none),
     then make this folder the app's vault: `vault.path`, `sync.relay_url`, `sync.device_name`
-    and `sync.kind` are saved to the config (never the passphrase).
+    and `sync.kind` are saved to the config (never the passphrase). A person's device that
+    creates the vault writes the default agent scopes (`companion.sync.round.scopes`).
 
     An empty `passphrase` falls back to the passphrase file or the secret store, as
     `companion init` does without a terminal.
@@ -210,6 +211,10 @@ def join(
         kdf=kdf,
     )
     remember_join(config, result.state)
+    if result.created_vault and result.state.kind == "human":
+        from companion.sync.round.scopes import new_vault_scopes  # the default agent scopes
+
+        new_vault_scopes(Path(result.state.vault_root))
     return result
 
 

@@ -42,11 +42,17 @@ def record_held(index: SyncIndex, paths: Iterable[str] | None, decision: str) ->
     """Record `decision` for the held changes at `paths` (None: all); returns the paths."""
     if decision not in (ACCEPT, REFUSE):
         raise ValueError(decision)
-    held = {row.path for row in index.held()}
+    rows = index.held()
+    held = {row.path for row in rows}
     wanted = sorted(held) if paths is None else list(paths)
     unknown = [p for p in wanted if p not in held]
     if unknown:
         raise InputError(f"nothing is held for {unknown[0]!r} (see `companion held list`)")
+    if decision == ACCEPT:  # accepting a rename accepts its held old path too (as the plugin)
+        from companion.sync.round.plan import RENAME_HELD
+
+        halves = {RENAME_HELD.format(new=p) for p in wanted}
+        wanted += [r.path for r in rows if r.reason in halves and r.path not in wanted]
     for path in wanted:
         index.decide_held(path, decision)
     return wanted

@@ -31,6 +31,10 @@ accept|refuse`) when it:
    plugins that run commands or code (Advanced URI, Actions URI, Shell commands, QuickAdd).
    Such a note is held, not rewritten: a neutralised copy would differ from the relay's and be
    pushed back as the person's own edit.
+7. is outside the agent's scope (`companion.sync.round.scopes`): when the vault has a
+   `.companion/scopes.json`, an agent's change outside the folders the person let that agent
+   write waits too, with reason "is outside NAME's scope" (checked after 1-3, so the scopes
+   file itself is held as a setting).
 
 Matching is case-insensitive (`hold_fold`), as macOS, Windows and Android file systems open
 names. Everything here is pure, and pinned for both clients (this one and the Obsidian
@@ -47,13 +51,14 @@ from __future__ import annotations
 
 import re
 from collections.abc import Collection, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from pathspec import GitIgnoreSpec
 
 if TYPE_CHECKING:
     from companion.config import Config
+    from companion.sync.round.scopes import Scopes
 
 from companion.sync.local.pathsafe import fold
 from companion.sync.remote.vault import HUMAN, RemoteChange
@@ -224,6 +229,7 @@ class HoldPolicy:
     device_kind: str
     enabled: bool = True
     patterns: Sequence[str] = ()  # extra paths held (gitignore syntax, case-insensitive)
+    scopes: Scopes | None = None  # the vault's scopes file (None: no scope rule)
 
     def __post_init__(self) -> None:
         spec = GitIgnoreSpec.from_lines([hold_fold(p) for p in self.patterns])
@@ -238,8 +244,21 @@ class HoldPolicy:
         return self.active and ch.author_kind != HUMAN
 
     def needs_content(self, ch: RemoteChange) -> bool:
-        """Whether deciding about `ch` needs its content (an agent's version of a note)."""
-        return self.applies(ch) and not ch.deleted and is_note(ch.path)
+        """Whether deciding about `ch` needs its content (an agent's version of a note that
+        its scope does not already hold)."""
+        if not (self.applies(ch) and not ch.deleted and is_note(ch.path)):
+            return False
+        return self.scope_reason(ch) is None
+
+    def with_scopes(self, scopes: Scopes | None) -> HoldPolicy:
+        return self if scopes is self.scopes else replace(self, scopes=scopes)
+
+    def scope_reason(self, ch: RemoteChange) -> str | None:
+        """Rule 7: why `ch` is outside its author's scope (None: inside, or no scopes)."""
+        if self.scopes is None:
+            return None
+        paths = [ch.path] + ([ch.meta.rename_from] if ch.meta.rename_from else [])
+        return self.scopes.reason(ch.device_id, ch.author_name, paths)
 
     def reason(
         self,
@@ -262,6 +281,9 @@ class HoldPolicy:
         spec: GitIgnoreSpec = self._spec  # type: ignore[attr-defined]
         if any(spec.match_file(hold_fold(p)) for p in paths):
             return LISTED
+        why = self.scope_reason(ch)
+        if why is not None:
+            return why
         if ch.meta.executable and not ch.deleted:
             return EXECUTABLE
         if ch.deleted or unchanged:

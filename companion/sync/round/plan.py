@@ -9,9 +9,10 @@ them in the index.
 1. **Admission** (`plan_admission`): each verified remote change is queued in the inbox, held
    for the person (on a human device, an agent's change to the sync rules, the companion's
    settings, an Obsidian config folder, a script, an executable bit or a note holding code a
-   plugin runs: `HoldPolicy`), or skipped (already here, already queued, ignored); a
-   record that failed verification, or names no vault path (absolute, `..`), quarantines its
-   file: listed by `status`, `sync` exits 1, never a silent skip.
+   plugin runs, or a change outside the agent's scope: `HoldPolicy`; a held rename's
+   tombstone waits with it: `hold_rename_sources`), or skipped (already here, already
+   queued, ignored); a record that failed verification, or names no vault path (absolute,
+   `..`), quarantines its file: listed by `status`, `sync` exits 1, never a silent skip.
 2. **Decisions** (`plan_decisions`) the person recorded on held and quarantined files, and the
    **resync** after a relay restored from a backup (`plan_resync`).
 3. **Apply** (`plan_apply`): each queued remote change against the local scan:
@@ -166,11 +167,32 @@ def plan_admission(
         by_path[path] = admit_head(
             path, ch, holds, config_dirs, (contents or {}).get(ch.meta.sha256), view
         )
+    hold_rename_sources(by_path)
     out.enqueue = [s for s in by_path.values() if isinstance(s, Enqueue)]
     out.hold = [s for s in by_path.values() if isinstance(s, Hold)]
     was_held = set(held)
     out.release = sorted(was_held & {s.path for s in out.enqueue})
     return out
+
+
+RENAME_HELD = "is the old name of a held rename to {new}"
+
+
+def hold_rename_sources(by_path: dict[str, Enqueue | Hold]) -> None:
+    """A held rename's tombstone waits with it: the same device's deletion of the path it was
+    renamed from is held too (else the file would leave its old place here while its new one
+    waits, and refusing the rename would lose it everywhere)."""
+    for step in list(by_path.values()):
+        if not isinstance(step, Hold):
+            continue
+        src = _rename_source(step.change)
+        old = by_path.get(src) if src else None
+        if (
+            isinstance(old, Enqueue)
+            and old.change.deleted
+            and old.change.device_id == step.change.device_id
+        ):
+            by_path[old.path] = Hold(old.path, old.change, RENAME_HELD.format(new=step.path))
 
 
 def admit_head(

@@ -36,6 +36,7 @@ from companion.sync.round.plan import (
     safe_path,
 )
 from companion.sync.round.report import RoundReport
+from companion.sync.round.scopes import load_scopes
 from companion.sync.state.index import Entry, HeldRow, QuarantineRow
 
 if TYPE_CHECKING:
@@ -120,6 +121,7 @@ class Puller:
         contents: dict[str, bytes] = {}
         hidden: list[str] = []
         if core.holds.active and changes:
+            core.holds = core.holds.with_scopes(load_scopes(core.root))
             newest = {ch.file_id: ch for ch in changes}
             todo = [ch for ch in newest.values() if self._new_here(ch, known, queued)]
             contents, bad = self.note_contents(todo, keep=True)
@@ -269,6 +271,8 @@ class Puller:
         now = time.time_ns()
         enqueue: list[Enqueue] = []
         holds: list[HeldRow] = []
+        if self.core.holds.active:
+            self.core.holds = self.core.holds.with_scopes(load_scopes(self.core.root))
         policy = self.core.holds
         contents: dict[str, bytes] = {}
         config_dirs: frozenset[str] = frozenset()

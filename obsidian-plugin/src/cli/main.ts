@@ -31,6 +31,7 @@ import { fetchTransport } from "../relay/transport";
 import { SyncEngine } from "../sync/engine";
 import { FOLDER_MARKER, folderMissingMessage, markerText } from "../sync/folder";
 import { ensureLayoutFolders, joinVault } from "../sync/join";
+import { WROTE_DEFAULT, writeDefaultScopes } from "../sync/scopes";
 import { Backoff, retryDelay } from "../sync/policy";
 import type { RoundReport } from "../sync/report";
 import { Trust } from "../sync/trust";
@@ -160,11 +161,14 @@ async function join(pos: string[], opts: Record<string, string | true>): Promise
   });
   // this copy's folder marker (sync/folder.ts): a folder swapped under it is never taken for it
   await fsp.writeFile(path.join(root, FOLDER_MARKER), markerText(joined.vaultId, joined.deviceId, Date.now() / 1000));
-  await ensureLayoutFolders({
-    exists: (p) => fsp.lstat(path.join(root, p)).then(() => true, () => false),
-    mkdir: (p) => fsp.mkdir(path.join(root, p)),
-  });
+  const folders = {
+    exists: (p: string) => fsp.lstat(path.join(root, p)).then(() => true, () => false),
+    mkdir: (p: string) => fsp.mkdir(path.join(root, p)),
+    write: (p: string, data: string) => fsp.writeFile(path.join(root, p), data, { flag: "wx" }),
+  };
+  await ensureLayoutFolders(folders);
   console.log(`${joined.createdVault ? "created" : "joined"} vault ${joined.vaultId} as '${name}' (human)`);
+  if (joined.createdVault && (await writeDefaultScopes(folders))) console.log(WROTE_DEFAULT);
   console.log(`key fingerprint: ${joined.key.fingerprint} (the same on every device of this vault)`);
   console.log(`next: node dist/cli.js sync ${root}`);
 }

@@ -256,6 +256,7 @@ export class NodeVault implements VaultFS {
       } catch {
         return;
       }
+      this.safeDirs.delete(dir); // gone: the next write into it makes it again
       dir = path.dirname(dir);
     }
   }

@@ -9,6 +9,7 @@ import { keyId, type SecretStore, signingKeyId, tokenId } from "./secrets";
 import type { JoinForm, PluginSettings } from "./settings";
 import { InputError } from "../errors";
 import { FOLDER_MARKER, markerText } from "../sync/folder";
+import { DEFAULT_WRITE, writeDefaultScopes } from "../sync/scopes";
 
 export async function joinFromSettings(
   form: JoinForm,
@@ -49,5 +50,7 @@ export async function joinFromSettings(
   // this copy's folder marker (sync/folder.ts): a folder swapped under it is never taken for it
   if (deps.folders?.write) await deps.folders.write(FOLDER_MARKER, markerText(joined.vaultId, joined.deviceId, Date.now() / 1000));
   if (deps.folders) await ensureLayoutFolders(deps.folders);
-  return `${joined.createdVault ? "Created" : "Joined"} vault ${joined.vaultId}. Key fingerprint ${joined.key.fingerprint} (compare it with your other devices). The token and key are in ${deps.secrets.description}.`;
+  // the person's device that creates a vault grants agents the default scopes (sync/scopes.ts)
+  const scoped = joined.createdVault && deps.folders ? await writeDefaultScopes(deps.folders).catch(() => false) : false;
+  return `${joined.createdVault ? "Created" : "Joined"} vault ${joined.vaultId}. Key fingerprint ${joined.key.fingerprint} (compare it with your other devices). The token and key are in ${deps.secrets.description}.${scoped ? ` Agents write ${DEFAULT_WRITE.join(", ")}; their changes elsewhere wait for you (.companion/scopes.json).` : ""}`;
 }

@@ -37,6 +37,7 @@ import { readAgentNotes } from "./noteread";
 import { configFolders, holdFold, holdReason, isMassDelete, type Kind } from "./policy";
 import { announcementJson, KEYS_DIR } from "../crypto/signing";
 import { type Candidate, isRosterPath, rosterCandidate, type Trust } from "./trust";
+import { invalidScopes, MAX_SCOPES_BYTES, readScopes, SCOPES_FILE, type Scopes } from "./scopes";
 import { MemoryPartials, type Outgoing, type PartialStore, pool, type RemoteChange, RemoteVault } from "./remote";
 import { RoundReport } from "./report";
 import {
@@ -157,6 +158,8 @@ export class SyncEngine {
   /** Agents' notes the hold rules read this pass, by SHA-256 (`readAgentNotes`): what the
    * rules see, and the real contents kept for the apply. */
   private noteRead = new Map<string, Uint8Array>();
+  /** The scope rule's file, read by each apply that has changes to decide (`loadScopes`). */
+  private scopes: Scopes | null = null;
   private noteCache = new Map<string, Uint8Array>();
   /** Paths whose remote change could not be written this round: not retried until the next. */
   private unwritable = new Set<string>();
@@ -729,7 +732,22 @@ export class SyncEngine {
       configDirs: dirs,
       content: this.noteRead.get(ch.meta.sha256) ?? null,
       unchanged: !ch.meta.deleted && (same(path) || same(ch.meta.renameFrom)),
+      scopes: this.scopes,
+      deviceId: ch.deviceId,
+      authorName: ch.deviceName,
     });
+  }
+
+  /** This device's copy of `.companion/scopes.json` (scopes.ts; null: none, so no scope rule). */
+  private async loadScopes(): Promise<Scopes | null> {
+    const st = await this.fs.stat(SCOPES_FILE);
+    if (!st) return null;
+    if (st.size > MAX_SCOPES_BYTES) return invalidScopes("larger than 1 MB");
+    try {
+      return readScopes(new TextDecoder().decode(await this.fs.read(SCOPES_FILE)));
+    } catch (e) {
+      return invalidScopes(`unreadable (${e instanceof Error ? e.message : String(e)})`);
+    }
   }
 
   private async applyInbox(local: Map<string, Local>, report: RoundReport, touched: Set<string>): Promise<boolean> {
@@ -757,10 +775,22 @@ export class SyncEngine {
     this.noteRead = notes.read;
     this.noteCache = notes.cache;
     const dirs = this.configDirs(opened.map(([p]) => p));
+    this.scopes = this.device.kind === "human" && opened.length ? await this.loadScopes() : null;
+    const whys = new Map<string, string | null>();
+    for (const [p, ch] of opened) whys.set(p, unverified.has(p) || this.approved.has(p) ? null : this.holdReason(p, ch, dirs));
+    // a held rename's tombstone waits with it (plan.py `hold_rename_sources`)
+    const byPath = new Map(opened);
+    for (const [p, ch] of opened) {
+      const src = ch.meta.renameFrom && !ch.meta.deleted ? tryNormalize(ch.meta.renameFrom) : null;
+      const old = src ? byPath.get(src) : undefined;
+      if (!whys.get(p) || !src || !old || !old.meta.deleted || old.deviceId !== ch.deviceId) continue;
+      if (unverified.has(src) || this.approved.has(src) || whys.get(src)) continue;
+      whys.set(src, `is the old name of a held rename to ${p}`);
+    }
     for (const [p, ch] of opened) {
       if (unverified.has(p)) continue;
       const q = sealed.get(p)!;
-      const why = this.approved.has(p) ? null : this.holdReason(p, ch, dirs);
+      const why = whys.get(p) ?? null;
       if (why) {
         this.state.held[p] = {
           ...q,

@@ -8,13 +8,15 @@
  * - `holdReason`: on a human device, an agent's change to the sync rules, the companion's
  *   settings, an Obsidian config folder (any with its shape), a script, an executable file or
  *   a note holding code a plugin runs waits for the person's approval (companion/sync/round/holds.py,
- *   the same rules, pinned by tests/vectors/holds_v1.json).
+ *   the same rules, pinned by tests/vectors/holds_v1.json), and so does one outside the agent's
+ *   scope when the vault has a `.companion/scopes.json` (scopes.ts, tests/vectors/scopes_v1.json).
  * - `isMassDelete`: the mass-deletion guard (companion/sync/round/guard.py).
  * - `Backoff` / `retryDelay`: back off on 429/503 (honouring Retry-After) and keep running.
  */
 
 import { AGENT, deviceKind, HUMAN } from "./conflicts";
 import { fold } from "./paths";
+import { type Scopes, scopeReason } from "./scopes";
 
 export type Kind = "human" | "agent";
 
@@ -168,6 +170,11 @@ export interface HoldInput {
   content?: Uint8Array | null;
   /** This device already has these exact bytes (a rename, a re-commit). */
   unchanged?: boolean;
+  /** The vault's `.companion/scopes.json` as this device has it (null/absent: no scope rule). */
+  scopes?: Scopes | null;
+  /** The author device's id and name (the scope's key, and its name when the file has none). */
+  deviceId?: string | null;
+  authorName?: string;
 }
 
 /** Whether deciding about this change needs its content (an agent's version of a note). */
@@ -180,6 +187,10 @@ export function holdReason(h: HoldInput): string | null {
   if (h.localKind !== HUMAN || h.remoteKind === HUMAN) return null;
   for (const p of h.renameFrom ? [h.path, h.renameFrom] : [h.path]) {
     const why = pathReason(p, h.configDirs);
+    if (why) return why;
+  }
+  if (h.scopes) {
+    const why = scopeReason(h.scopes, h.deviceId ?? null, h.authorName ?? "another device", h.renameFrom ? [h.path, h.renameFrom] : [h.path]);
     if (why) return why;
   }
   if (h.executable && !h.deleted) return EXECUTABLE;

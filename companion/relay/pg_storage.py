@@ -30,7 +30,6 @@ deleted under a fresh upload.
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import io
 import threading
 import time
@@ -43,16 +42,13 @@ from psycopg_pool import ConnectionPool
 
 from companion.logs import get_logger, register_secret
 from companion.relay import pg_schema
-from companion.relay.sqlstore import CHANNEL, PostgresDialect, SqlStore
+from companion.relay.sqlstore import CHANNEL, CheckedSink, PostgresDialect, SqlStore, intact
 from companion.relay.storage import (
     BlobCorrupt,
-    BlobIdTaken,
     BlobInfo,
     BlobSink,
-    ChecksumMismatch,
     NotFound,
     PruneStats,
-    Published,
     RetentionPolicy,
 )
 
@@ -60,10 +56,6 @@ log = get_logger("relay.pg")
 
 CHUNK = 1024 * 1024
 PRUNE_LOCK = 0x636F6D70  # pg_advisory_lock key: one pruner at a time across processes
-
-
-def _sha(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()
 
 
 def redact_url(url: str) -> str:
@@ -262,40 +254,20 @@ class PgStorage(SqlStore):
         if self.content.name != "pg" and (inserted or not self.content.exists(c, sha256)):
             self.content.put(c, sha256, data)  # after the row: see prune
 
-    def publish_blobs(self, vault_id: str, sinks: Sequence[BlobSink]) -> list[Published]:
-        out: list[Published] = []
-        taken: list[str] = []
-        with self._tx() as c:
-            for sink in sinks:
-                assert isinstance(sink, _PgBlobSink) and sink.sealed is not None
-                info = sink.sealed
-                row = c.execute(
-                    "SELECT size, sha256 FROM blobs WHERE vault_id=%s AND blob_id=%s",
-                    (vault_id, info.blob_id),
-                ).fetchone()
-                if row is not None:
-                    if row[1] != info.sha256:
-                        taken.append(info.blob_id)
-                    out.append(Published(BlobInfo(info.blob_id, row[0], row[1]), False))
-                    continue
-                # FOR SHARE: a prune deleting this content now would have to wait for us
-                content = c.execute(
-                    "SELECT 1 FROM blob_content WHERE sha256=%s FOR SHARE", (info.sha256,)
-                ).fetchone()
-                if content is None:  # cannot happen: seal refreshed it, prune spares fresh content
-                    raise RuntimeError(f"the content of blob {info.blob_id} vanished before it "
-                                       "was published")  # fmt: skip
-                inserted = c.execute(
-                    "INSERT INTO blobs (vault_id, blob_id, size, sha256, created) "
-                    "VALUES (%s, %s, %s, %s, %s) ON CONFLICT DO NOTHING RETURNING 1",
-                    (vault_id, info.blob_id, info.size, info.sha256, sink.now),
-                ).fetchone()
-                out.append(Published(info, inserted is not None))
-        if taken:
-            raise BlobIdTaken(taken[0])
-        return out
+    # publish_blobs (SqlStore's): the content was stored when the sink was sealed
+    def _publish_bytes(
+        self, c: psycopg.Connection, vault_id: str, sink: CheckedSink, batch: None
+    ) -> None:
+        assert sink.sealed is not None
+        # FOR SHARE: a prune deleting this content now would have to wait for us
+        content = c.execute(
+            "SELECT 1 FROM blob_content WHERE sha256=%s FOR SHARE", (sink.sealed.sha256,)
+        ).fetchone()
+        if content is None:  # cannot happen: seal refreshed it, prune spares fresh content
+            raise RuntimeError(f"the content of blob {sink.blob_id} vanished before it "
+                               "was published")  # fmt: skip
 
-    def read_blob(self, vault_id: str, blob_id: str) -> tuple[BlobInfo, bytes]:
+    def _blob_bytes(self, vault_id: str, blob_id: str) -> tuple[BlobInfo, bytes | None, bool]:
         with self.pool.connection() as c:
             row = c.execute(
                 "SELECT size, sha256 FROM blobs WHERE vault_id=%s AND blob_id=%s",
@@ -304,11 +276,7 @@ class PgStorage(SqlStore):
             if row is None:
                 raise NotFound(blob_id)
             info = BlobInfo(blob_id, row[0], row[1])
-            data = self.content.get(c, info.sha256)
-        if data is None or len(data) != info.size or _sha(data) != info.sha256:
-            self._quarantine(vault_id, info)
-            raise BlobCorrupt(blob_id)
-        return info, data
+            return info, self.content.get(c, info.sha256), False
 
     def read_blobs(
         self, vault_id: str, blob_ids: Sequence[str], max_bytes: int
@@ -346,14 +314,14 @@ class PgStorage(SqlStore):
                 out.append(NotFound(b))
                 break
             data = b"".join(parts.get(info.sha256, []))
-            if len(data) != info.size or hashlib.sha256(data).hexdigest() != info.sha256:
-                self._quarantine(vault_id, info)
+            if not intact(info, data):
+                self._quarantine(vault_id, info, None)
                 out.append(BlobCorrupt(b))
                 break
             out.append((info, data))
         return out
 
-    def _quarantine(self, vault_id: str, info: BlobInfo) -> None:
+    def _quarantine(self, vault_id: str, info: BlobInfo, row_bytes: bytes | None) -> None:
         """Forget a blob whose bytes fail their checksum (so a device can upload it again) and
         keep a note of it; the damaged content goes when nothing references it."""
         log.error("blob %s/%s failed its checksum; forgotten", vault_id, info.blob_id)
@@ -464,41 +432,23 @@ class PgStorage(SqlStore):
                 log.debug("notification callback failed", exc_info=True)
 
 
-class _PgBlobSink(BlobSink):
+class _PgBlobSink(CheckedSink):
     """Buffers the upload (a blob is at most `max_blob_bytes`), hashing as it goes; `seal`
     checks it and stores the content durably (invisible until `publish_blobs`)."""
 
     def __init__(self, store: PgStorage, blob_id: str, sha256: str, now: float) -> None:
-        self.blob_id = blob_id
-        self.now = now
-        self.sealed: BlobInfo | None = None
+        super().__init__(blob_id, sha256, now)
         self._store = store
-        self._expected = sha256.lower()
-        self._hash = hashlib.sha256()
         self._buf: io.BytesIO | None = io.BytesIO()
 
-    def write(self, data: bytes | memoryview) -> None:
+    def _take(self, data: bytes | memoryview) -> None:
         assert self._buf is not None, "write after abort"
         self._buf.write(data)
-        self._hash.update(data)
 
-    def data(self) -> bytes:
+    def _keep(self, digest: str) -> None:
         assert self._buf is not None
-        return self._buf.getvalue()
-
-    def seal(self) -> BlobInfo:
-        try:
-            digest = self._hash.hexdigest()
-            if digest != self._expected:
-                raise ChecksumMismatch(self.blob_id)
-            data = self.data()
-            self._store._store_content(digest, data, self.now)
-        except BaseException:
-            self.abort()
-            raise
-        self.sealed = BlobInfo(self.blob_id, len(data), digest)
+        self._store._store_content(digest, self._buf.getvalue(), self.now)
         self._buf = None  # stored: a batch does not keep every blob in memory until publish
-        return self.sealed
 
     def abort(self) -> None:
         self._buf = None

@@ -34,16 +34,12 @@ from typing import Any, BinaryIO
 from companion.fileio import flush_filesystem
 from companion.logs import get_logger
 from companion.relay import fsmodes
-from companion.relay.sqlstore import SqliteDialect, SqlStore
+from companion.relay.sqlstore import CheckedSink, SqliteDialect, SqlStore
 from companion.relay.storage import (
-    BlobCorrupt,
-    BlobIdTaken,
     BlobInfo,
     BlobSink,
-    ChecksumMismatch,
     NotFound,
     PruneStats,
-    Published,
     RetentionPolicy,
 )
 
@@ -319,59 +315,39 @@ class SqliteStorage(SqlStore):
     def blob_sink(self, vault_id: str, blob_id: str, sha256: str, now: float) -> BlobSink:
         return _SqliteBlobSink(self, vault_id, blob_id, sha256, now)
 
-    def publish_blobs(self, vault_id: str, sinks: Sequence[BlobSink]) -> list[Published]:
-        """Renames and rows in one write transaction: the directory flushes and the database
-        commit are paid once per group, not once per blob."""
-        out: list[Published] = []
-        taken: list[str] = []
-        dirs: set[Path] = set()
-        sealed = [s for s in sinks if isinstance(s, _SqliteBlobSink) and s.sealed is not None]
-        files = [s.tmp for s in sealed if s.tmp is not None]
+    # publish_blobs (SqlStore's): a group's large files are flushed together before its
+    # transaction, renamed in it, and their folders flushed before it commits
+    def _publish_begin(self, sinks: Sequence[BlobSink]) -> set[Path]:
+        files = [s.tmp for s in sinks if isinstance(s, _SqliteBlobSink) and s.sealed and s.tmp]
         if files:
             _make_durable(self.tmp_dir, files)  # the bytes before any rename
-        with self._write() as c:
-            for sink in sinks:
-                assert isinstance(sink, _SqliteBlobSink) and sink.sealed is not None
-                info = sink.sealed
-                row = c.execute(
-                    "SELECT size, sha256 FROM blobs WHERE vault_id=? AND blob_id=?",
-                    (vault_id, info.blob_id),
-                ).fetchone()
-                if row is not None:
-                    sink.abort()
-                    if row[1] != info.sha256:
-                        taken.append(info.blob_id)
-                    out.append(Published(BlobInfo(info.blob_id, row[0], row[1]), False))
-                    continue
-                if sink.tmp is None:  # small: its bytes are a row, durable with the commit
-                    c.execute(
-                        "INSERT OR REPLACE INTO blob_data (vault_id, blob_id, data) "
-                        "VALUES (?, ?, ?)",
-                        (vault_id, info.blob_id, sink.inline),
-                    )
-                else:
-                    final = self.blob_path(vault_id, info.blob_id)
-                    if not final.parent.is_dir():
-                        fsmodes.private_dir(final.parent)
-                        dirs.update(final.parents[1:3])  # the new <ab> and <vault> entries
-                    os.replace(sink.tmp, final)
-                    dirs.add(final.parent)
-                c.execute(
-                    "INSERT OR IGNORE INTO blobs (vault_id, blob_id, size, sha256, created) "
-                    "VALUES (?, ?, ?, ?, ?)",
-                    (vault_id, info.blob_id, info.size, info.sha256, sink.now),
-                )
-                out.append(Published(info, True))
-            # the renames are durable before the rows that announce them: one more flush of
-            # the file system for a batch, else each folder
-            if dirs and (len(dirs) < 2 or not flush_filesystem(self.blob_dir)):
-                for d in sorted(dirs, key=lambda p: len(p.parts), reverse=True):
-                    _fsync_dir(d)
-        if taken:
-            raise BlobIdTaken(taken[0])
-        return out
+        return set()  # the folders the renames change
 
-    def read_blob(self, vault_id: str, blob_id: str) -> tuple[BlobInfo, bytes]:
+    def _publish_bytes(
+        self, c: sqlite3.Connection, vault_id: str, sink: CheckedSink, dirs: set[Path]
+    ) -> None:
+        assert isinstance(sink, _SqliteBlobSink)
+        if sink.tmp is None:  # small: its bytes are a row, durable with the commit
+            c.execute(
+                "INSERT OR REPLACE INTO blob_data (vault_id, blob_id, data) VALUES (?, ?, ?)",
+                (vault_id, sink.blob_id, sink.inline),
+            )
+            return
+        final = self.blob_path(vault_id, sink.blob_id)
+        if not final.parent.is_dir():
+            fsmodes.private_dir(final.parent)
+            dirs.update(final.parents[1:3])  # the new <ab> and <vault> entries
+        os.replace(sink.tmp, final)
+        dirs.add(final.parent)
+
+    def _publish_end(self, c: sqlite3.Connection, dirs: set[Path]) -> None:
+        # the renames are durable before the rows that announce them: one more flush of the
+        # file system for a batch, else each folder
+        if dirs and (len(dirs) < 2 or not flush_filesystem(self.blob_dir)):
+            for d in sorted(dirs, key=lambda p: len(p.parts), reverse=True):
+                _fsync_dir(d)
+
+    def _blob_bytes(self, vault_id: str, blob_id: str) -> tuple[BlobInfo, bytes | None, bool]:
         row = (
             self._conn()
             .execute(
@@ -385,21 +361,16 @@ class SqliteStorage(SqlStore):
         if row is None:
             raise NotFound(blob_id)
         info = BlobInfo(blob_id, row[0], row[1])
-        inline = row[2] is not None
-        if inline:
-            data = bytes(row[2])
-        else:
-            try:
-                data = self.blob_path(vault_id, blob_id).read_bytes()
-            except FileNotFoundError:
-                data = b""
-        if len(data) != info.size or hashlib.sha256(data).hexdigest() != info.sha256:
-            self._quarantine(vault_id, blob_id, data if inline else None)
-            raise BlobCorrupt(blob_id)
-        return info, data
+        if row[2] is not None:
+            return info, bytes(row[2]), True
+        try:
+            return info, self.blob_path(vault_id, blob_id).read_bytes(), False
+        except FileNotFoundError:
+            return info, b"", False
 
-    def _quarantine(self, vault_id: str, blob_id: str, inline: bytes | None) -> None:
+    def _quarantine(self, vault_id: str, info: BlobInfo, inline: bytes | None) -> None:
         """Move damaged bytes aside and forget the blob, so a client can upload it again."""
+        blob_id = info.blob_id
         log.error("blob %s/%s failed its checksum; moved to quarantine", vault_id, blob_id)
         qdir = fsmodes.private_dir(self.data_dir / "quarantine")
         aside = qdir / f"{vault_id}-{blob_id}-{int(time.time())}"
@@ -463,7 +434,7 @@ class SqliteStorage(SqlStore):
                     p.unlink()
 
 
-class _SqliteBlobSink(BlobSink):
+class _SqliteBlobSink(CheckedSink):
     """Hashes as the bytes arrive and keeps them in memory while they fit in a row
     (`INLINE_MAX`); past that, streams them into tmp/. `seal` checks the digest; publishing
     inserts the row, or flushes the batch's files and renames them."""
@@ -471,21 +442,14 @@ class _SqliteBlobSink(BlobSink):
     def __init__(
         self, store: SqliteStorage, vault_id: str, blob_id: str, sha256: str, now: float
     ) -> None:
-        self.blob_id = blob_id
-        self.now = now
-        self.sealed: BlobInfo | None = None
+        super().__init__(blob_id, sha256, now)
         self.inline: bytes | None = None  # the bytes of a sealed small blob
         self.tmp: Path | None = None  # the file of a large one
         self._store = store
-        self._expected = sha256.lower()
-        self._hash = hashlib.sha256()
-        self._size = 0
         self._buffer = bytearray()
         self._file: BinaryIO | None = None
 
-    def write(self, data: bytes | memoryview) -> None:
-        self._hash.update(data)
-        self._size += len(data)
+    def _take(self, data: bytes | memoryview) -> None:
         if self._file is None and self._size <= INLINE_MAX:
             self._buffer += data
             return
@@ -496,20 +460,11 @@ class _SqliteBlobSink(BlobSink):
             self._buffer = bytearray()
         self._file.write(data)
 
-    def seal(self) -> BlobInfo:
-        try:
-            digest = self._hash.hexdigest()
-            if digest != self._expected:
-                raise ChecksumMismatch(self.blob_id)
-            if self._file is not None:
-                self._file.close()  # flushed to disk with the rest of its batch when published
-            else:
-                self.inline = bytes(self._buffer)
-        except BaseException:
-            self.abort()
-            raise
-        self.sealed = BlobInfo(self.blob_id, self._size, digest)
-        return self.sealed
+    def _keep(self, digest: str) -> None:
+        if self._file is not None:
+            self._file.close()  # flushed to disk with the rest of its batch when published
+        else:
+            self.inline = bytes(self._buffer)
 
     def abort(self) -> None:
         self._buffer = bytearray()

@@ -10,8 +10,11 @@ spell what differs, and each store keeps only what is truly its own:
         + PostgresDialect           blob content addressed by SHA-256 in PostgreSQL or S3
 
 A store supplies its connections through four hooks (`_tx`, `_snapshot`, `_reading`,
-`_single`), and the bytes of blobs (`blob_sink`, `publish_blobs`, `read_blob`, `prune`): the
-two keep those in different places on purpose (see their modules).
+`_single`), and the bytes of blobs (`blob_sink`, `_publish_bytes`, `_blob_bytes`,
+`_quarantine`, the blob half of `prune`): the two keep those in different places on purpose
+(see their modules). The rules about blobs are here: a sink refuses bytes that are not the
+announced checksum (`CheckedSink`), a blob id is never overwritten (`publish_blobs`), and
+every read is checked before a byte is sent (`read_blob`, `intact`).
 
 Where the two databases need different SQL (row locks, batched lookups, bulk inserts, the
 record's blob list column, notifications), the difference is a `Dialect` method or attribute
@@ -23,14 +26,18 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import hashlib
-from abc import abstractmethod
+from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from typing import Any
 
 from companion.relay.storage import (
     KINDS,
+    BlobCorrupt,
+    BlobIdTaken,
     BlobInfo,
+    BlobSink,
     ChangesPage,
+    ChecksumMismatch,
     CommitOutcome,
     Device,
     InviteRefused,
@@ -40,6 +47,7 @@ from companion.relay.storage import (
     Lease,
     NewRecord,
     NotFound,
+    Published,
     RecordResult,
     RelayStorage,
     StoredBlob,
@@ -74,10 +82,54 @@ def _vault(row: Sequence[Any]) -> Vault:
     return Vault(row[0], row[1], row[2], bool(row[3]))
 
 
+def intact(info: BlobInfo, data: bytes) -> bool:
+    """The bytes are the blob's: its size and SHA-256 (checked on every read)."""
+    return len(data) == info.size and hashlib.sha256(data).hexdigest() == info.sha256
+
+
+class CheckedSink(BlobSink):
+    """A blob upload hashed as it arrives; `seal` refuses bytes that are not the checksum
+    announced (ChecksumMismatch, leaving nothing behind). Where the bytes go meanwhile and
+    once sealed is the store's (`_take`, `_keep`)."""
+
+    def __init__(self, blob_id: str, sha256: str, now: float) -> None:
+        self.blob_id = blob_id
+        self.now = now
+        self.sealed: BlobInfo | None = None
+        self._expected = sha256.lower()
+        self._hash = hashlib.sha256()
+        self._size = 0
+
+    def write(self, data: bytes | memoryview) -> None:
+        self._hash.update(data)
+        self._size += len(data)
+        self._take(data)
+
+    def seal(self) -> BlobInfo:
+        try:
+            digest = self._hash.hexdigest()
+            if digest != self._expected:
+                raise ChecksumMismatch(self.blob_id)
+            self._keep(digest)
+        except BaseException:
+            self.abort()
+            raise
+        self.sealed = BlobInfo(self.blob_id, self._size, digest)
+        return self.sealed
+
+    @abstractmethod
+    def _take(self, data: bytes | memoryview) -> None:
+        """Hold the next piece of the upload (`_size` already counts it)."""
+
+    @abstractmethod
+    def _keep(self, digest: str) -> None:
+        """The bytes checked out: keep them for publishing."""
+
+
 # -- dialects ----------------------------------------------------------------------------------
 
 
-class Dialect:
+class Dialect(ABC):
     """How one database spells what the shared SQL cannot say the same way in both."""
 
     name = ""
@@ -588,29 +640,94 @@ class SqlStore(RelayStorage):
         )
         return BlobInfo(blob_id, row[0], row[1]) if row else None
 
+    def publish_blobs(self, vault_id: str, sinks: Sequence[BlobSink]) -> list[Published]:
+        """One write transaction for the group: one database commit (and, for files, one
+        flush) pays for every blob in it. A blob id is never overwritten: the same content
+        again is deduplicated, other content refused (BlobIdTaken, after the others)."""
+        q = self.d.sql
+        out: list[Published] = []
+        taken: list[str] = []
+        batch = self._publish_begin(sinks)
+        with self._tx() as c:
+            for sink in sinks:
+                assert isinstance(sink, CheckedSink) and sink.sealed is not None
+                info = sink.sealed
+                row = c.execute(
+                    q("SELECT size, sha256 FROM blobs WHERE vault_id=? AND blob_id=?"),
+                    (vault_id, info.blob_id),
+                ).fetchone()
+                if row is not None:
+                    sink.abort()  # the stored blob stands
+                    if row[1] != info.sha256:
+                        taken.append(info.blob_id)
+                    out.append(Published(BlobInfo(info.blob_id, row[0], row[1]), False))
+                    continue
+                self._publish_bytes(c, vault_id, sink, batch)  # the bytes before the row
+                inserted = c.execute(
+                    q(
+                        "INSERT INTO blobs (vault_id, blob_id, size, sha256, created) "
+                        "VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING"
+                    ),
+                    (vault_id, info.blob_id, info.size, info.sha256, sink.now),
+                ).rowcount
+                out.append(Published(info, inserted > 0))
+            self._publish_end(c, batch)
+        if taken:
+            raise BlobIdTaken(taken[0])
+        return out
+
+    def _publish_begin(self, sinks: Sequence[BlobSink]) -> Any:
+        """Before the transaction: make the group's bytes durable; returns the group's state."""
+        return None
+
+    @abstractmethod
+    def _publish_bytes(self, c: Any, vault_id: str, sink: CheckedSink, batch: Any) -> None:
+        """Make a sealed blob's bytes readable under its id (inside the transaction)."""
+
+    def _publish_end(self, c: Any, batch: Any) -> None:
+        """Before the commit: make what `_publish_bytes` did durable."""
+
+    def read_blob(self, vault_id: str, blob_id: str) -> tuple[BlobInfo, bytes]:
+        info, data, as_row = self._blob_bytes(vault_id, blob_id)
+        if data is None or not intact(info, data):
+            self._quarantine(vault_id, info, data if as_row else None)
+            raise BlobCorrupt(blob_id)
+        return info, data
+
+    @abstractmethod
+    def _blob_bytes(self, vault_id: str, blob_id: str) -> tuple[BlobInfo, bytes | None, bool]:
+        """The blob's stored info and bytes (None: gone), and whether the bytes are a
+        database row; NotFound when the vault has no such blob."""
+
+    @abstractmethod
+    def _quarantine(self, vault_id: str, info: BlobInfo, row_bytes: bytes | None) -> None:
+        """Set damaged bytes aside and forget the blob, so a client can upload it again
+        (`row_bytes`: the damaged bytes when they were a database row)."""
+
     # leases ----------------------------------------------------------------------------------
     def acquire_lease(
         self, vault_id: str, name: str, device_id: str, ttl: float, now: float
     ) -> Lease:
         q = self.d.sql
         with self._single() as c:
-            # taken when free, expired or already ours, in one statement
-            row = c.execute(
+            # taken when free, expired or already ours, in one statement (no RETURNING: SQLite
+            # has it only since 3.35; the row count says whether the lease is now ours)
+            took = c.execute(
                 q(
                     "INSERT INTO leases (vault_id, name, holder, expires) VALUES (?, ?, ?, ?) "
                     "ON CONFLICT (vault_id, name) DO UPDATE SET holder=EXCLUDED.holder, "
                     "expires=EXCLUDED.expires "
-                    "WHERE leases.holder=EXCLUDED.holder OR leases.expires<=? "
-                    "RETURNING holder, expires"
+                    "WHERE leases.holder=EXCLUDED.holder OR leases.expires<=?"
                 ),
                 (vault_id, name, device_id, now + ttl, now),
-            ).fetchall()
-            if not row:
-                row = c.execute(
-                    q("SELECT holder, expires FROM leases WHERE vault_id=? AND name=?"),
-                    (vault_id, name),
-                ).fetchall()
-        return Lease(name, row[0][0], row[0][1])
+            ).rowcount
+            if took > 0:
+                return Lease(name, device_id, now + ttl)
+            row = c.execute(
+                q("SELECT holder, expires FROM leases WHERE vault_id=? AND name=?"),
+                (vault_id, name),
+            ).fetchone()
+        return Lease(name, row[0], row[1])
 
     def release_lease(self, vault_id: str, name: str, device_id: str) -> bool:
         with self._single() as c:

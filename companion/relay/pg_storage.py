@@ -25,6 +25,11 @@ byte is sent. With `S3Blobs` the content goes to an S3-compatible object store i
 database keeps the same rows. Content no vault references is deleted by `prune` after the
 grace period, under row locks that an upload of the same content waits on, so a blob is never
 deleted under a fresh upload.
+
+The queries and the rules are `SqlStore`'s (`sqlstore.py`, run by the SQLite store too, with
+`PostgresDialect` here: the row locks, batched lookups, COPY and NOTIFY above); this module
+keeps the pool, the LISTEN connection, the shared failed-authentication buckets, the blob
+content and the advisory-locked prune.
 """
 
 from __future__ import annotations

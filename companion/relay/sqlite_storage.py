@@ -16,6 +16,10 @@ of each file), not one fsync per blob.
 Concurrency: one connection per thread; writers queue on an in-process lock (cheaper than
 SQLite's busy-wait) and on SQLite's own lock against other processes (the `invite`, `revoke`
 and `prune` commands may run while the server does).
+
+The queries and the rules are `SqlStore`'s (`sqlstore.py`, run by the PostgreSQL store too,
+with `SqliteDialect` here); this module keeps the connections, the schema and its migrations,
+and where blob bytes live.
 """
 
 from __future__ import annotations

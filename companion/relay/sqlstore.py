@@ -71,6 +71,21 @@ INSERT_RECORD_COLS = (
     "vault_id, seq, file_id, rev, parent_rev, sealed, blobs, device_id, committed_at"
 )
 _VAULT_COLS = "vault_id, created, seq, key_blob IS NOT NULL"
+# the reads every request makes, built once (a string built per call is hashed per call too)
+_GET_VAULT = f"SELECT {_VAULT_COLS} FROM vaults WHERE vault_id=?"
+_GET_DEVICE = f"SELECT {DEVICE_COLS} FROM devices WHERE device_id=?"
+_HEAD = (
+    f"SELECT {RECORD_COLS} FROM {RECORDS} WHERE r.vault_id=? AND r.file_id=? "
+    "ORDER BY r.rev DESC LIMIT 1"
+)
+_CHANGES = (
+    f"SELECT {RECORD_COLS} FROM {RECORDS} WHERE r.vault_id=? AND r.seq>? ORDER BY r.seq LIMIT ?"
+)
+_HISTORY = (
+    f"SELECT {RECORD_COLS} FROM {RECORDS} WHERE r.vault_id=? AND r.file_id=? "
+    "ORDER BY r.rev DESC LIMIT ?"
+)
+_GET_RECORD = f"SELECT {RECORD_COLS} FROM {RECORDS} WHERE r.vault_id=? AND r.file_id=? AND r.rev=?"
 
 
 def _device(row: Sequence[Any]) -> Device:
@@ -380,7 +395,7 @@ class SqlStore(RelayStorage):
         return Vault(vault_id, now, 0, False)
 
     def get_vault(self, vault_id: str) -> Vault | None:
-        row = self._one(f"SELECT {_VAULT_COLS} FROM vaults WHERE vault_id=?", (vault_id,))
+        row = self._one(_GET_VAULT, (vault_id,))
         return _vault(row) if row else None
 
     def list_vaults(self) -> list[Vault]:
@@ -472,7 +487,7 @@ class SqlStore(RelayStorage):
             if device.kind and device.kind != kind:
                 raise InviteRefused("kind_mismatch", invite_kind=kind)
             device = dataclasses.replace(device, vault_id=vault_id, kind=kind, revoked=None)
-            v = c.execute(q(f"SELECT {_VAULT_COLS} FROM vaults WHERE vault_id=?"), (vault_id,))
+            v = c.execute(q(_GET_VAULT), (vault_id,))
             v = v.fetchone()
             if v is None:  # an invite outliving its vault: refuse rather than orphan a device
                 raise InviteRefused("unknown")
@@ -487,7 +502,7 @@ class SqlStore(RelayStorage):
         return _vault(v), device
 
     def get_device(self, device_id: str) -> Device | None:
-        row = self._one(f"SELECT {DEVICE_COLS} FROM devices WHERE device_id=?", (device_id,))
+        row = self._one(_GET_DEVICE, (device_id,))
         return _device(row) if row else None
 
     def list_devices(self, vault_id: str | None = None) -> list[Device]:
@@ -507,22 +522,14 @@ class SqlStore(RelayStorage):
                 q("UPDATE devices SET revoked=? WHERE device_id=? AND revoked IS NULL"),
                 (now, device_id),
             )
-            row = c.execute(
-                q(f"SELECT {DEVICE_COLS} FROM devices WHERE device_id=?"), (device_id,)
-            ).fetchone()
+            row = c.execute(q(_GET_DEVICE), (device_id,)).fetchone()
             if row is None:
                 raise NotFound(device_id)
         return _device(row)
 
     # records ---------------------------------------------------------------------------------
     def _head(self, c: Any, vault_id: str, file_id: str) -> StoredRecord | None:
-        row = c.execute(
-            self.d.sql(
-                f"SELECT {RECORD_COLS} FROM {RECORDS} WHERE r.vault_id=? AND r.file_id=? "
-                "ORDER BY r.rev DESC LIMIT 1"
-            ),
-            (vault_id, file_id),
-        ).fetchone()
+        row = c.execute(self.d.sql(_HEAD), (vault_id, file_id)).fetchone()
         return self._record(row) if row else None
 
     def commit(
@@ -592,13 +599,7 @@ class SqlStore(RelayStorage):
             if row is None:
                 raise UnknownVault(vault_id)
             vault_seq = row[0]
-            cur = c.execute(
-                q(
-                    f"SELECT {RECORD_COLS} FROM {RECORDS} WHERE r.vault_id=? AND r.seq>? "
-                    "ORDER BY r.seq LIMIT ?"
-                ),
-                (vault_id, since, limit + 1),
-            )
+            cur = c.execute(q(_CHANGES), (vault_id, since, limit + 1))
             for r in cur:
                 rec = self._record(r)
                 if len(out) >= limit or (out and size + len(rec.sealed) > max_bytes):
@@ -614,18 +615,11 @@ class SqlStore(RelayStorage):
             return self._head(c, vault_id, file_id)
 
     def history(self, vault_id: str, file_id: str, limit: int) -> list[StoredRecord]:
-        rows = self._all(
-            f"SELECT {RECORD_COLS} FROM {RECORDS} WHERE r.vault_id=? AND r.file_id=? "
-            "ORDER BY r.rev DESC LIMIT ?",
-            (vault_id, file_id, limit),
-        )
+        rows = self._all(_HISTORY, (vault_id, file_id, limit))
         return [self._record(r) for r in rows]
 
     def get_record(self, vault_id: str, file_id: str, rev: int) -> StoredRecord | None:
-        row = self._one(
-            f"SELECT {RECORD_COLS} FROM {RECORDS} WHERE r.vault_id=? AND r.file_id=? AND r.rev=?",
-            (vault_id, file_id, rev),
-        )
+        row = self._one(_GET_RECORD, (vault_id, file_id, rev))
         return self._record(row) if row else None
 
     # blobs (their metadata: where the bytes live is the store's) -----------------------------

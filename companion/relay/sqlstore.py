@@ -639,6 +639,11 @@ class SqlStore(RelayStorage):
         flush) pays for every blob in it. A blob id is never overwritten: the same content
         again is deduplicated, other content refused (BlobIdTaken, after the others)."""
         q = self.d.sql
+        stored = q("SELECT size, sha256 FROM blobs WHERE vault_id=? AND blob_id=?")
+        insert = q(
+            "INSERT INTO blobs (vault_id, blob_id, size, sha256, created) "
+            "VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING"
+        )
         out: list[Published] = []
         taken: list[str] = []
         batch = self._publish_begin(sinks)
@@ -646,10 +651,7 @@ class SqlStore(RelayStorage):
             for sink in sinks:
                 assert isinstance(sink, CheckedSink) and sink.sealed is not None
                 info = sink.sealed
-                row = c.execute(
-                    q("SELECT size, sha256 FROM blobs WHERE vault_id=? AND blob_id=?"),
-                    (vault_id, info.blob_id),
-                ).fetchone()
+                row = c.execute(stored, (vault_id, info.blob_id)).fetchone()
                 if row is not None:
                     sink.abort()  # the stored blob stands
                     if row[1] != info.sha256:
@@ -658,11 +660,7 @@ class SqlStore(RelayStorage):
                     continue
                 self._publish_bytes(c, vault_id, sink, batch)  # the bytes before the row
                 inserted = c.execute(
-                    q(
-                        "INSERT INTO blobs (vault_id, blob_id, size, sha256, created) "
-                        "VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING"
-                    ),
-                    (vault_id, info.blob_id, info.size, info.sha256, sink.now),
+                    insert, (vault_id, info.blob_id, info.size, info.sha256, sink.now)
                 ).rowcount
                 out.append(Published(info, inserted > 0))
             self._publish_end(c, batch)

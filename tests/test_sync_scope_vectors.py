@@ -202,7 +202,9 @@ def test_a_file_that_does_not_parse_holds_everything_outside_the_agent_areas(com
     bad = [c for c in committed["cases"] if c["file"] is not None and c["file"] >= 4]
     assert bad
     for c in bad:
-        if c["path"].startswith((".companion/agent/", ".companion/dreams/", ".companion/keys/", "review/")):
+        if c["path"].startswith(
+            (".companion/agent/", ".companion/dreams/", ".companion/keys/", "review/")
+        ):
             assert c["reason"] is None, c
         else:
             assert c["reason"] is not None, c

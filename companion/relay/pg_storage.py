@@ -25,12 +25,16 @@ byte is sent. With `S3Blobs` the content goes to an S3-compatible object store i
 database keeps the same rows. Content no vault references is deleted by `prune` after the
 grace period, under row locks that an upload of the same content waits on, so a blob is never
 deleted under a fresh upload.
+
+The queries and the rules are `SqlStore`'s (`sqlstore.py`, run by the SQLite store too, with
+`PostgresDialect` here: the row locks, batched lookups, COPY and NOTIFY above); this module
+keeps the pool, the LISTEN connection, the shared failed-authentication buckets, the blob
+content and the advisory-locked prune.
 """
 
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import io
 import threading
 import time
@@ -43,77 +47,20 @@ from psycopg_pool import ConnectionPool
 
 from companion.logs import get_logger, register_secret
 from companion.relay import pg_schema
+from companion.relay.sqlstore import CHANNEL, CheckedSink, PostgresDialect, SqlStore, intact
 from companion.relay.storage import (
-    KINDS,
     BlobCorrupt,
-    BlobIdTaken,
     BlobInfo,
     BlobSink,
-    ChangesPage,
-    ChecksumMismatch,
-    CommitOutcome,
-    Device,
-    InviteRefused,
-    InviteRow,
-    KeyBlobConflict,
-    KeyWrap,
-    Lease,
-    NewRecord,
     NotFound,
     PruneStats,
-    Published,
-    RecordResult,
-    RelayStorage,
     RetentionPolicy,
-    StoredBlob,
-    StoredRecord,
-    UnknownVault,
-    Vault,
-    VaultRow,
 )
 
 log = get_logger("relay.pg")
 
-CHANNEL = "companion_relay"
 CHUNK = 1024 * 1024
 PRUNE_LOCK = 0x636F6D70  # pg_advisory_lock key: one pruner at a time across processes
-
-_RECORD_COLS = (
-    "r.file_id, r.rev, r.parent_rev, r.sealed, r.blobs, r.seq, r.device_id, r.committed_at, "
-    "COALESCE(d.kind, 'agent'), COALESCE(d.name, '')"
-)
-_RECORDS = "records r LEFT JOIN devices d ON d.device_id = r.device_id"
-_DEVICE_COLS = "device_id, vault_id, name, kind, token_hash, created, revoked"
-_RECORD_TYPES = ["text", "int8", "text", "int8", "int8", "bytea", "text[]", "text", "float8"]
-
-
-def _record(row: Sequence[Any]) -> StoredRecord:
-    file_id, rev, parent_rev, sealed, blobs, seq, device_id, committed_at, kind, name = row
-    return StoredRecord(
-        file_id=file_id,
-        rev=rev,
-        parent_rev=parent_rev,
-        sealed=bytes(sealed),
-        blobs=tuple(blobs),
-        seq=seq,
-        device_id=device_id,
-        committed_at=committed_at,
-        device_kind=kind,
-        device_name=name,
-    )
-
-
-def _sha(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()
-
-
-def _device(row: Sequence[Any]) -> Device:
-    device_id, vault_id, name, kind, token_hash, created, revoked = row
-    return Device(device_id, vault_id, name, kind, bytes(token_hash), created, revoked)
-
-
-def _vault(row: Sequence[Any]) -> Vault:
-    return Vault(row[0], row[1], row[2], bool(row[3]))
 
 
 def redact_url(url: str) -> str:
@@ -228,7 +175,13 @@ def _is_missing(exc: Exception) -> bool:
 # -- the store -------------------------------------------------------------------------------------
 
 
-class PgStorage(RelayStorage):
+class PgStorage(SqlStore):
+    """PostgreSQL for state, blob content in PostgreSQL or S3; see the module docstring. The
+    SQL and the rules are `SqlStore`'s; this class keeps the pool, the notifications, the
+    shared failed-authentication buckets and the blob content."""
+
+    d = PostgresDialect()
+
     def __init__(
         self,
         url: str,
@@ -270,302 +223,22 @@ class PgStorage(RelayStorage):
         with self.pool.connection() as conn, conn.transaction():
             yield conn
 
-    def _one(self, query: str, params: Sequence[Any] = ()) -> Any:
-        with self.pool.connection() as conn:
-            return conn.execute(query, params).fetchone()  # type: ignore[arg-type]
+    @contextlib.contextmanager
+    def _snapshot(self) -> Iterator[psycopg.Connection]:
+        with self.pool.connection() as conn, conn.transaction():
+            conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
+            yield conn
 
-    def _all(self, query: str, params: Sequence[Any] = ()) -> list[Any]:
-        with self.pool.connection() as conn:
-            return conn.execute(query, params).fetchall()  # type: ignore[arg-type]
+    def _reading(self) -> contextlib.AbstractContextManager[psycopg.Connection]:
+        return self.pool.connection()
+
+    _single = _reading  # autocommit: one statement is its own transaction
 
     def close(self) -> None:
         self._closed.set()  # the listener (a daemon thread) ends within a second
         self.pool.close()
 
-    # vaults ----------------------------------------------------------------------------------
-    def create_vault(self, vault_id: str, now: float) -> Vault:
-        with self._tx() as c:
-            c.execute("INSERT INTO vaults (vault_id, created) VALUES (%s, %s)", (vault_id, now))
-        return Vault(vault_id, now, 0, False)
-
-    def get_vault(self, vault_id: str) -> Vault | None:
-        row = self._one(
-            "SELECT vault_id, created, seq, key_blob IS NOT NULL FROM vaults WHERE vault_id=%s",
-            (vault_id,),
-        )
-        return _vault(row) if row else None
-
-    def list_vaults(self) -> list[Vault]:
-        rows = self._all(
-            "SELECT vault_id, created, seq, key_blob IS NOT NULL FROM vaults ORDER BY created"
-        )
-        return [_vault(r) for r in rows]
-
-    def get_key_blob(self, vault_id: str) -> bytes | None:
-        row = self._one("SELECT key_blob FROM vaults WHERE vault_id=%s", (vault_id,))
-        if row is None:
-            raise UnknownVault(vault_id)
-        return bytes(row[0]) if row[0] is not None else None
-
-    def put_key_blob(
-        self, vault_id: str, data: bytes, if_match: str | None, now: float, device_id: str = ""
-    ) -> None:
-        with self._tx() as c:
-            row = c.execute(
-                "SELECT key_blob FROM vaults WHERE vault_id=%s FOR UPDATE", (vault_id,)
-            ).fetchone()
-            if row is None:
-                raise UnknownVault(vault_id)
-            current = row[0]
-            if if_match is None:
-                if current is not None:
-                    raise KeyBlobConflict("the vault key is already set")
-            elif current is None:
-                raise KeyBlobConflict("the vault key is not set yet")
-            elif hashlib.sha256(bytes(current)).hexdigest() != if_match:
-                raise KeyBlobConflict("the vault key changed since it was read")
-            c.execute(
-                "UPDATE vaults SET key_blob=%s, key_updated=%s WHERE vault_id=%s",
-                (data, now, vault_id),
-            )
-            c.execute(
-                "INSERT INTO key_wraps (vault_id, key_blob, sha256, set_at, device_id) "
-                "VALUES (%s, %s, %s, %s, %s)",
-                (vault_id, data, hashlib.sha256(data).hexdigest(), now, device_id),
-            )
-
-    def key_history(self, vault_id: str) -> list[KeyWrap]:
-        rows = self._all(
-            "SELECT key_blob, sha256, set_at, device_id FROM key_wraps WHERE vault_id=%s "
-            "ORDER BY id DESC",
-            (vault_id,),
-        )
-        return [KeyWrap(bytes(r[0]), r[1], r[2], r[3]) for r in rows]
-
-    # invites and devices -----------------------------------------------------------------------
-    def add_invite(
-        self, vault_id: str, code_hash: bytes, now: float, expires: float, kind: str = "agent"
-    ) -> None:
-        if kind not in KINDS:
-            raise ValueError(f"kind must be human or agent, not {kind!r}")
-        with self._tx() as c:
-            if c.execute("SELECT 1 FROM vaults WHERE vault_id=%s", (vault_id,)).fetchone() is None:
-                raise UnknownVault(vault_id)
-            c.execute(
-                "INSERT INTO invites (code_hash, vault_id, created, expires, kind) "
-                "VALUES (%s, %s, %s, %s, %s)",
-                (code_hash, vault_id, now, expires, kind),
-            )
-
-    def redeem_invite(
-        self, vault_id: str, code_hash: bytes, device: Device, now: float
-    ) -> tuple[Vault, Device]:
-        with self._tx() as c:
-            # the row lock makes the invite one-time across every relay process
-            row = c.execute(
-                "SELECT vault_id, expires, used, kind FROM invites WHERE code_hash=%s FOR UPDATE",
-                (code_hash,),
-            ).fetchone()
-            if row is None or row[0] != vault_id:
-                raise InviteRefused("unknown")
-            if row[2] is not None:
-                raise InviteRefused("used")
-            if row[1] <= now:
-                raise InviteRefused("expired")
-            kind = row[3]
-            if device.kind and device.kind != kind:
-                raise InviteRefused("kind_mismatch", invite_kind=kind)
-            device = Device(device.device_id, vault_id, device.name, kind, device.token_hash,
-                            device.created)  # fmt: skip
-            v = c.execute(
-                "SELECT vault_id, created, seq, key_blob IS NOT NULL FROM vaults WHERE vault_id=%s",
-                (vault_id,),
-            ).fetchone()
-            if v is None:
-                raise InviteRefused("unknown")
-            c.execute(
-                "UPDATE invites SET used=%s, used_by=%s WHERE code_hash=%s",
-                (now, device.device_id, code_hash),
-            )
-            c.execute(
-                f"INSERT INTO devices ({_DEVICE_COLS}) VALUES (%s, %s, %s, %s, %s, %s, NULL)",
-                (device.device_id, vault_id, device.name, kind, device.token_hash, device.created),
-            )
-        return _vault(v), device
-
-    def get_device(self, device_id: str) -> Device | None:
-        row = self._one(f"SELECT {_DEVICE_COLS} FROM devices WHERE device_id=%s", (device_id,))
-        return _device(row) if row else None
-
-    def list_devices(self, vault_id: str | None = None) -> list[Device]:
-        if vault_id is None:
-            rows = self._all(f"SELECT {_DEVICE_COLS} FROM devices ORDER BY created, device_id")
-        else:
-            rows = self._all(
-                f"SELECT {_DEVICE_COLS} FROM devices WHERE vault_id=%s ORDER BY created, device_id",
-                (vault_id,),
-            )
-        return [_device(r) for r in rows]
-
-    def revoke_device(self, device_id: str, now: float) -> Device:
-        with self._tx() as c:
-            c.execute(
-                "UPDATE devices SET revoked=%s WHERE device_id=%s AND revoked IS NULL",
-                (now, device_id),
-            )
-            row = c.execute(
-                f"SELECT {_DEVICE_COLS} FROM devices WHERE device_id=%s", (device_id,)
-            ).fetchone()
-            if row is None:
-                raise NotFound(device_id)
-        return _device(row)
-
-    # records -----------------------------------------------------------------------------------
-    def _head(self, c: psycopg.Connection, vault_id: str, file_id: str) -> StoredRecord | None:
-        row = c.execute(
-            f"SELECT {_RECORD_COLS} FROM {_RECORDS} WHERE r.vault_id=%s AND r.file_id=%s "
-            "ORDER BY r.rev DESC LIMIT 1",
-            (vault_id, file_id),
-        ).fetchone()
-        return _record(row) if row else None
-
-    def _present_blobs(self, c: psycopg.Connection, vault_id: str, ids: Sequence[str]) -> set[str]:
-        if not ids:
-            return set()
-        rows = c.execute(
-            "SELECT blob_id FROM blobs WHERE vault_id=%s AND blob_id = ANY(%s)",
-            (vault_id, list(dict.fromkeys(ids))),
-        ).fetchall()
-        return {r[0] for r in rows}
-
-    def commit(
-        self, vault_id: str, device_id: str, records: Sequence[NewRecord], now: float
-    ) -> CommitOutcome:
-        with self._tx() as c:
-            row = c.execute(
-                "SELECT seq FROM vaults WHERE vault_id=%s FOR UPDATE", (vault_id,)
-            ).fetchone()
-            if row is None:
-                raise UnknownVault(vault_id)
-            seq = row[0]
-            file_ids = [r.file_id for r in records]
-            heads = dict(
-                c.execute(
-                    "SELECT f, (SELECT max(rev) FROM records WHERE vault_id=%s AND file_id=f) "
-                    "FROM unnest(%s::text[]) AS f",
-                    (vault_id, file_ids),
-                ).fetchall()
-            )
-            results: list[RecordResult | None] = [None] * len(records)
-            fresh: list[tuple[int, NewRecord]] = []
-            stale: list[tuple[int, NewRecord]] = []
-            for i, r in enumerate(records):
-                if (heads.get(r.file_id) or 0) == r.parent_rev:
-                    fresh.append((i, r))
-                else:
-                    stale.append((i, r))
-            same: dict[tuple[str, int], tuple[Any, ...]] = {}
-            maybe_dup = [r for _, r in stale if (heads.get(r.file_id) or 0) >= r.rev]
-            if maybe_dup:
-                for f, rev, parent, sealed, blobs, s in c.execute(
-                    "SELECT file_id, rev, parent_rev, sealed, blobs, seq FROM records "
-                    "WHERE vault_id=%s AND (file_id, rev) IN "
-                    "(SELECT * FROM unnest(%s::text[], %s::bigint[]))",
-                    (vault_id, [r.file_id for r in maybe_dup], [r.rev for r in maybe_dup]),
-                ):
-                    same[(f, rev)] = (parent, bytes(sealed), tuple(blobs), s)
-            refused = False
-            for i, r in stale:
-                hit = same.get((r.file_id, r.rev))
-                if hit is not None and hit[:3] == (r.parent_rev, r.sealed, tuple(r.blobs)):
-                    results[i] = RecordResult(r.file_id, r.rev, "duplicate", seq=hit[3])
-                    continue
-                refused = True
-                results[i] = RecordResult(
-                    r.file_id, r.rev, "conflict", head=self._head(c, vault_id, r.file_id)
-                )
-            wanted = [b for _, r in fresh for b in r.blobs]
-            present = self._present_blobs(c, vault_id, wanted)
-            missing = list(dict.fromkeys(b for b in wanted if b not in present))
-            if refused or missing:
-                for i, r in fresh:
-                    results[i] = RecordResult(r.file_id, r.rev, "aborted")
-                return CommitOutcome(False, seq, list(results), missing)  # type: ignore[arg-type]
-            if fresh:
-                with c.cursor().copy(
-                    "COPY records (vault_id, seq, file_id, rev, parent_rev, sealed, blobs, "
-                    "device_id, committed_at) FROM STDIN (FORMAT BINARY)"
-                ) as cp:
-                    cp.set_types(_RECORD_TYPES)  # binary: ciphertext is not hex-encoded
-                    for i, r in fresh:
-                        seq += 1
-                        cp.write_row((vault_id, seq, r.file_id, r.rev, r.parent_rev, r.sealed,
-                                      list(r.blobs), device_id, now))  # fmt: skip
-                        results[i] = RecordResult(r.file_id, r.rev, "committed", seq=seq)
-                # the NOTIFY is delivered when (and only if) this transaction commits
-                c.execute(
-                    "UPDATE vaults SET seq=%s WHERE vault_id=%s RETURNING pg_notify(%s, %s)",
-                    (seq, vault_id, CHANNEL, vault_id),
-                )
-        return CommitOutcome(True, seq, list(results))  # type: ignore[arg-type]
-
-    def changes(self, vault_id: str, since: int, limit: int, max_bytes: int) -> ChangesPage:
-        with self.pool.connection() as c, c.transaction():
-            c.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
-            row = c.execute("SELECT seq FROM vaults WHERE vault_id=%s", (vault_id,)).fetchone()
-            if row is None:
-                raise UnknownVault(vault_id)
-            vault_seq = row[0]
-            rows = c.execute(
-                f"SELECT {_RECORD_COLS} FROM {_RECORDS} WHERE r.vault_id=%s AND r.seq>%s "
-                "ORDER BY r.seq LIMIT %s",
-                (vault_id, since, limit + 1),
-            ).fetchall()
-        out: list[StoredRecord] = []
-        size = 0
-        more = False
-        for r in rows:
-            rec = _record(r)
-            if len(out) >= limit or (out and size + len(rec.sealed) > max_bytes):
-                more = True
-                break
-            out.append(rec)
-            size += len(rec.sealed)
-        seq = out[-1].seq if out else max(since, 0)
-        return ChangesPage(out, seq, vault_seq, more)
-
-    def head(self, vault_id: str, file_id: str) -> StoredRecord | None:
-        with self.pool.connection() as c:
-            return self._head(c, vault_id, file_id)
-
-    def history(self, vault_id: str, file_id: str, limit: int) -> list[StoredRecord]:
-        rows = self._all(
-            f"SELECT {_RECORD_COLS} FROM {_RECORDS} WHERE r.vault_id=%s AND r.file_id=%s "
-            "ORDER BY r.rev DESC LIMIT %s",
-            (vault_id, file_id, limit),
-        )
-        return [_record(r) for r in rows]
-
-    def get_record(self, vault_id: str, file_id: str, rev: int) -> StoredRecord | None:
-        row = self._one(
-            f"SELECT {_RECORD_COLS} FROM {_RECORDS} "
-            "WHERE r.vault_id=%s AND r.file_id=%s AND r.rev=%s",
-            (vault_id, file_id, rev),
-        )
-        return _record(row) if row else None
-
-    # blobs -------------------------------------------------------------------------------------
-    def missing_blobs(self, vault_id: str, blob_ids: Sequence[str]) -> list[str]:
-        with self.pool.connection() as c:
-            present = self._present_blobs(c, vault_id, blob_ids)
-        return [b for b in dict.fromkeys(blob_ids) if b not in present]
-
-    def blob_info(self, vault_id: str, blob_id: str) -> BlobInfo | None:
-        row = self._one(
-            "SELECT size, sha256 FROM blobs WHERE vault_id=%s AND blob_id=%s", (vault_id, blob_id)
-        )
-        return BlobInfo(blob_id, row[0], row[1]) if row else None
-
+    # blobs: content addressed by SHA-256, in PostgreSQL or an object store ---------------------
     def blob_sink(self, vault_id: str, blob_id: str, sha256: str, now: float) -> BlobSink:
         return _PgBlobSink(self, blob_id, sha256, now)
 
@@ -586,40 +259,20 @@ class PgStorage(RelayStorage):
         if self.content.name != "pg" and (inserted or not self.content.exists(c, sha256)):
             self.content.put(c, sha256, data)  # after the row: see prune
 
-    def publish_blobs(self, vault_id: str, sinks: Sequence[BlobSink]) -> list[Published]:
-        out: list[Published] = []
-        taken: list[str] = []
-        with self._tx() as c:
-            for sink in sinks:
-                assert isinstance(sink, _PgBlobSink) and sink.sealed is not None
-                info = sink.sealed
-                row = c.execute(
-                    "SELECT size, sha256 FROM blobs WHERE vault_id=%s AND blob_id=%s",
-                    (vault_id, info.blob_id),
-                ).fetchone()
-                if row is not None:
-                    if row[1] != info.sha256:
-                        taken.append(info.blob_id)
-                    out.append(Published(BlobInfo(info.blob_id, row[0], row[1]), False))
-                    continue
-                # FOR SHARE: a prune deleting this content now would have to wait for us
-                content = c.execute(
-                    "SELECT 1 FROM blob_content WHERE sha256=%s FOR SHARE", (info.sha256,)
-                ).fetchone()
-                if content is None:  # cannot happen: seal refreshed it, prune spares fresh content
-                    raise RuntimeError(f"the content of blob {info.blob_id} vanished before it "
-                                       "was published")  # fmt: skip
-                inserted = c.execute(
-                    "INSERT INTO blobs (vault_id, blob_id, size, sha256, created) "
-                    "VALUES (%s, %s, %s, %s, %s) ON CONFLICT DO NOTHING RETURNING 1",
-                    (vault_id, info.blob_id, info.size, info.sha256, sink.now),
-                ).fetchone()
-                out.append(Published(info, inserted is not None))
-        if taken:
-            raise BlobIdTaken(taken[0])
-        return out
+    # publish_blobs (SqlStore's): the content was stored when the sink was sealed
+    def _publish_bytes(
+        self, c: psycopg.Connection, vault_id: str, sink: CheckedSink, batch: None
+    ) -> None:
+        assert sink.sealed is not None
+        # FOR SHARE: a prune deleting this content now would have to wait for us
+        content = c.execute(
+            "SELECT 1 FROM blob_content WHERE sha256=%s FOR SHARE", (sink.sealed.sha256,)
+        ).fetchone()
+        if content is None:  # cannot happen: seal refreshed it, prune spares fresh content
+            raise RuntimeError(f"the content of blob {sink.blob_id} vanished before it "
+                               "was published")  # fmt: skip
 
-    def read_blob(self, vault_id: str, blob_id: str) -> tuple[BlobInfo, bytes]:
+    def _blob_bytes(self, vault_id: str, blob_id: str) -> tuple[BlobInfo, bytes | None, bool]:
         with self.pool.connection() as c:
             row = c.execute(
                 "SELECT size, sha256 FROM blobs WHERE vault_id=%s AND blob_id=%s",
@@ -628,11 +281,7 @@ class PgStorage(RelayStorage):
             if row is None:
                 raise NotFound(blob_id)
             info = BlobInfo(blob_id, row[0], row[1])
-            data = self.content.get(c, info.sha256)
-        if data is None or len(data) != info.size or _sha(data) != info.sha256:
-            self._quarantine(vault_id, info)
-            raise BlobCorrupt(blob_id)
-        return info, data
+            return info, self.content.get(c, info.sha256), False
 
     def read_blobs(
         self, vault_id: str, blob_ids: Sequence[str], max_bytes: int
@@ -670,14 +319,14 @@ class PgStorage(RelayStorage):
                 out.append(NotFound(b))
                 break
             data = b"".join(parts.get(info.sha256, []))
-            if len(data) != info.size or hashlib.sha256(data).hexdigest() != info.sha256:
-                self._quarantine(vault_id, info)
+            if not intact(info, data):
+                self._quarantine(vault_id, info, None)
                 out.append(BlobCorrupt(b))
                 break
             out.append((info, data))
         return out
 
-    def _quarantine(self, vault_id: str, info: BlobInfo) -> None:
+    def _quarantine(self, vault_id: str, info: BlobInfo, row_bytes: bytes | None) -> None:
         """Forget a blob whose bytes fail their checksum (so a device can upload it again) and
         keep a note of it; the damaged content goes when nothing references it."""
         log.error("blob %s/%s failed its checksum; forgotten", vault_id, info.blob_id)
@@ -692,32 +341,6 @@ class PgStorage(RelayStorage):
             # the content row goes too (its bytes are bad): the next upload stores them afresh
             c.execute("DELETE FROM blob_content WHERE sha256=%s", (info.sha256,))
             self.content.delete(c, [info.sha256])
-
-    # leases ------------------------------------------------------------------------------------
-    def acquire_lease(
-        self, vault_id: str, name: str, device_id: str, ttl: float, now: float
-    ) -> Lease:
-        row = self._one(
-            "INSERT INTO leases (vault_id, name, holder, expires) VALUES (%s, %s, %s, %s) "
-            "ON CONFLICT (vault_id, name) DO UPDATE SET holder=EXCLUDED.holder, "
-            "expires=EXCLUDED.expires WHERE leases.holder=EXCLUDED.holder OR leases.expires<=%s "
-            "RETURNING holder, expires",
-            (vault_id, name, device_id, now + ttl, now),
-        )
-        if row is not None:
-            return Lease(name, row[0], row[1])
-        held = self._one(
-            "SELECT holder, expires FROM leases WHERE vault_id=%s AND name=%s", (vault_id, name)
-        )
-        return Lease(name, held[0], held[1])
-
-    def release_lease(self, vault_id: str, name: str, device_id: str) -> bool:
-        with self.pool.connection() as c:
-            cur = c.execute(
-                "DELETE FROM leases WHERE vault_id=%s AND name=%s AND holder=%s",
-                (vault_id, name, device_id),
-            )
-            return cur.rowcount > 0
 
     # failed-authentication buckets, shared by every relay process --------------------------------
     def limiter_level(self, key: str) -> tuple[float, float] | None:
@@ -743,12 +366,7 @@ class PgStorage(RelayStorage):
             got = c.execute("SELECT pg_try_advisory_xact_lock(%s)", (PRUNE_LOCK,)).fetchone()
             if not got or not got[0]:
                 return PruneStats()  # another relay process is pruning right now
-            n_records = c.execute(
-                "DELETE FROM records r USING (SELECT vault_id, file_id, max(rev) AS head "
-                "FROM records GROUP BY vault_id, file_id) h WHERE r.vault_id=h.vault_id "
-                "AND r.file_id=h.file_id AND r.committed_at < %s AND r.rev <= h.head - %s",
-                (cutoff, keep_last),
-            ).rowcount
+            n_records = self._prune_records(c, cutoff, keep_last)
             c.execute(
                 "CREATE TEMP TABLE referenced ON COMMIT DROP AS "
                 "SELECT DISTINCT vault_id, unnest(blobs) AS blob_id FROM records"
@@ -769,10 +387,7 @@ class PgStorage(RelayStorage):
                 )
             ]
             self.content.delete(c, gone)
-            n_invites = c.execute(
-                "DELETE FROM invites WHERE used IS NULL AND expires < %s", (now - 86400,)
-            ).rowcount
-            n_leases = c.execute("DELETE FROM leases WHERE expires < %s", (now,)).rowcount
+            n_invites, n_leases = self._prune_invites_and_leases(c, now)
             c.execute("DELETE FROM auth_failures WHERE stamp < %s", (now - 86400,))
         return PruneStats(
             records=n_records,
@@ -821,117 +436,24 @@ class PgStorage(RelayStorage):
             except Exception:  # a closed event loop at shutdown
                 log.debug("notification callback failed", exc_info=True)
 
-    # export and import -------------------------------------------------------------------------
-    def dump_vaults(self) -> list[VaultRow]:
-        rows = self._all(
-            "SELECT vault_id, created, seq, key_blob, key_updated FROM vaults ORDER BY created"
-        )
-        return [VaultRow(r[0], r[1], r[2], bytes(r[3]) if r[3] is not None else None, r[4])
-                for r in rows]  # fmt: skip
 
-    def dump_invites(self) -> list[InviteRow]:
-        rows = self._all(
-            "SELECT code_hash, vault_id, created, expires, used, used_by, kind FROM invites "
-            "ORDER BY created"
-        )
-        return [InviteRow(bytes(r[0]), *r[1:]) for r in rows]
-
-    def list_blobs(self, vault_id: str, after: str, limit: int) -> list[StoredBlob]:
-        rows = self._all(
-            "SELECT blob_id, size, sha256, created FROM blobs WHERE vault_id=%s AND blob_id>%s "
-            "ORDER BY blob_id LIMIT %s",
-            (vault_id, after, limit),
-        )
-        return [StoredBlob(BlobInfo(r[0], r[1], r[2]), r[3]) for r in rows]
-
-    def is_empty(self) -> bool:
-        row = self._one(
-            "SELECT EXISTS (SELECT 1 FROM vaults) OR EXISTS (SELECT 1 FROM invites) "
-            "OR EXISTS (SELECT 1 FROM devices)"
-        )
-        return not row[0]
-
-    def load_vault(self, row: VaultRow, wraps: Sequence[KeyWrap]) -> None:
-        with self._tx() as c:
-            c.execute(
-                "INSERT INTO vaults (vault_id, created, seq, key_blob, key_updated) "
-                "VALUES (%s, %s, %s, %s, %s)",
-                (row.vault_id, row.created, row.seq, row.key_blob, row.key_updated),
-            )
-            with c.cursor() as cur:
-                cur.executemany(
-                    "INSERT INTO key_wraps (vault_id, key_blob, sha256, set_at, device_id) "
-                    "VALUES (%s, %s, %s, %s, %s)",
-                    [(row.vault_id, w.key, w.sha256, w.set_at, w.device_id)
-                     for w in reversed(wraps)],
-                )  # fmt: skip
-
-    def load_invite(self, row: InviteRow) -> None:
-        with self._tx() as c:
-            c.execute(
-                "INSERT INTO invites (code_hash, vault_id, created, expires, used, used_by, kind) "
-                "VALUES (%s, %s, %s, %s, %s, %s, %s)",
-                (row.code_hash, row.vault_id, row.created, row.expires, row.used, row.used_by,
-                 row.kind),
-            )  # fmt: skip
-
-    def load_device(self, device: Device) -> None:
-        with self._tx() as c:
-            c.execute(
-                f"INSERT INTO devices ({_DEVICE_COLS}) VALUES (%s, %s, %s, %s, %s, %s, %s)",
-                (device.device_id, device.vault_id, device.name, device.kind, device.token_hash,
-                 device.created, device.revoked),
-            )  # fmt: skip
-
-    def load_records(self, vault_id: str, records: Sequence[StoredRecord]) -> None:
-        with (
-            self._tx() as c,
-            c.cursor().copy(
-                "COPY records (vault_id, seq, file_id, rev, parent_rev, sealed, blobs, device_id, "
-                "committed_at) FROM STDIN (FORMAT BINARY)"
-            ) as cp,
-        ):
-            cp.set_types(_RECORD_TYPES)
-            for r in records:
-                cp.write_row((vault_id, r.seq, r.file_id, r.rev, r.parent_rev, r.sealed,
-                              list(r.blobs), r.device_id, r.committed_at))  # fmt: skip
-
-
-class _PgBlobSink(BlobSink):
+class _PgBlobSink(CheckedSink):
     """Buffers the upload (a blob is at most `max_blob_bytes`), hashing as it goes; `seal`
     checks it and stores the content durably (invisible until `publish_blobs`)."""
 
     def __init__(self, store: PgStorage, blob_id: str, sha256: str, now: float) -> None:
-        self.blob_id = blob_id
-        self.now = now
-        self.sealed: BlobInfo | None = None
+        super().__init__(blob_id, sha256, now)
         self._store = store
-        self._expected = sha256.lower()
-        self._hash = hashlib.sha256()
         self._buf: io.BytesIO | None = io.BytesIO()
 
-    def write(self, data: bytes | memoryview) -> None:
+    def _take(self, data: bytes | memoryview) -> None:
         assert self._buf is not None, "write after abort"
         self._buf.write(data)
-        self._hash.update(data)
 
-    def data(self) -> bytes:
+    def _keep(self, digest: str) -> None:
         assert self._buf is not None
-        return self._buf.getvalue()
-
-    def seal(self) -> BlobInfo:
-        try:
-            digest = self._hash.hexdigest()
-            if digest != self._expected:
-                raise ChecksumMismatch(self.blob_id)
-            data = self.data()
-            self._store._store_content(digest, data, self.now)
-        except BaseException:
-            self.abort()
-            raise
-        self.sealed = BlobInfo(self.blob_id, len(data), digest)
+        self._store._store_content(digest, self._buf.getvalue(), self.now)
         self._buf = None  # stored: a batch does not keep every blob in memory until publish
-        return self.sealed
 
     def abort(self) -> None:
         self._buf = None

@@ -16,12 +16,15 @@ of each file), not one fsync per blob.
 Concurrency: one connection per thread; writers queue on an in-process lock (cheaper than
 SQLite's busy-wait) and on SQLite's own lock against other processes (the `invite`, `revoke`
 and `prune` commands may run while the server does).
+
+The queries and the rules are `SqlStore`'s (`sqlstore.py`, run by the PostgreSQL store too,
+with `SqliteDialect` here); this module keeps the connections, the schema and its migrations,
+and where blob bytes live.
 """
 
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import hashlib
 import os
 import secrets
@@ -30,45 +33,24 @@ import threading
 import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 from companion.fileio import flush_filesystem
 from companion.logs import get_logger
 from companion.relay import fsmodes
+from companion.relay.sqlstore import CheckedSink, SqliteDialect, SqlStore
 from companion.relay.storage import (
-    KINDS,
-    BlobCorrupt,
-    BlobIdTaken,
     BlobInfo,
     BlobSink,
-    ChangesPage,
-    ChecksumMismatch,
-    CommitOutcome,
-    Device,
-    InviteRefused,
-    InviteRow,
-    KeyBlobConflict,
-    KeyWrap,
-    Lease,
-    NewRecord,
     NotFound,
     PruneStats,
-    Published,
-    RecordResult,
-    RelayStorage,
     RetentionPolicy,
-    StoredBlob,
-    StoredRecord,
-    UnknownVault,
-    Vault,
-    VaultRow,
 )
 
 log = get_logger("relay.storage")
 
 SCHEMA_VERSION = 3  # 2: invites carry the device kind; every wrapped key is kept; 3: blob_data
 INLINE_MAX = 64 * 1024  # blobs up to this size are rows of blob_data, larger ones files
-_SQL_CHUNK = 500  # ids per IN (...) query, well under SQLite's variable limit
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -145,30 +127,6 @@ CREATE TABLE IF NOT EXISTS leases (
 ) WITHOUT ROWID;
 """
 
-# Records are read with their committer's kind and name (a primary-key lookup per row; a
-# device's kind and name never change). A record whose device row is gone reads as an agent's.
-_RECORD_COLS = (
-    "r.file_id, r.rev, r.parent_rev, r.sealed, r.blobs, r.seq, r.device_id, r.committed_at, "
-    "COALESCE(d.kind, 'agent'), COALESCE(d.name, '')"
-)
-_RECORDS = "records r LEFT JOIN devices d ON d.device_id = r.device_id"
-
-
-def _record(row: sqlite3.Row | tuple) -> StoredRecord:
-    file_id, rev, parent_rev, sealed, blobs, seq, device_id, committed_at, kind, name = row
-    return StoredRecord(
-        file_id=file_id,
-        rev=rev,
-        parent_rev=parent_rev,
-        sealed=bytes(sealed),
-        blobs=tuple(blobs.split()) if blobs else (),
-        seq=seq,
-        device_id=device_id,
-        committed_at=committed_at,
-        device_kind=kind,
-        device_name=name,
-    )
-
 
 def schema_version(data_dir: str | os.PathLike[str]) -> int:
     """The schema version of the relay data in `data_dir` (0: none yet), without migrating."""
@@ -204,14 +162,6 @@ def _migrate(c: sqlite3.Connection, version: int) -> None:
             )
 
 
-def _device(row: tuple) -> Device:
-    device_id, vault_id, name, kind, token_hash, created, revoked = row
-    return Device(device_id, vault_id, name, kind, bytes(token_hash), created, revoked)
-
-
-_DEVICE_COLS = "device_id, vault_id, name, kind, token_hash, created, revoked"
-
-
 def _fsync_dir(path: Path) -> None:
     fd = os.open(path, os.O_RDONLY)
     try:
@@ -233,8 +183,11 @@ def _make_durable(folder: Path, files: Sequence[Path]) -> None:
             os.close(fd)
 
 
-class SqliteStorage(RelayStorage):
-    """SQLite (WAL) + blob files under `data_dir`; see the module docstring."""
+class SqliteStorage(SqlStore):
+    """SQLite (WAL) + blob files under `data_dir`; see the module docstring. The SQL and the
+    rules are `SqlStore`'s; this class keeps the connections, the schema and the blob bytes."""
+
+    d = SqliteDialect()
 
     def __init__(self, data_dir: str | os.PathLike[str], *, synchronous: str = "FULL") -> None:
         self.data_dir = Path(data_dir)
@@ -335,6 +288,21 @@ class SqliteStorage(RelayStorage):
         finally:
             conn.execute("COMMIT")
 
+    # SqlStore's hooks: the write transaction also serves single writes (an in-process lock
+    # is cheaper than SQLite's busy-wait); reads use the thread's connection as it is.
+    _tx = _write
+    _snapshot = _read
+    _single = _write
+
+    def _reading(self) -> contextlib.nullcontext[sqlite3.Connection]:
+        return contextlib.nullcontext(self._conn())
+
+    def _one(self, query: str, params: Sequence[Any] = ()) -> Any:
+        return self._conn().execute(query, params).fetchone()
+
+    def _all(self, query: str, params: Sequence[Any] = ()) -> list[Any]:
+        return self._conn().execute(query, params).fetchall()
+
     def close(self) -> None:
         self._closed = True
         with self._conns_lock:
@@ -344,378 +312,46 @@ class SqliteStorage(RelayStorage):
             self._conns.clear()
         self._local = threading.local()
 
-    # vaults ----------------------------------------------------------------------------------
-    def create_vault(self, vault_id: str, now: float) -> Vault:
-        with self._write() as c:
-            c.execute("INSERT INTO vaults (vault_id, created) VALUES (?, ?)", (vault_id, now))
-        return Vault(vault_id, now, 0, False)
-
-    def get_vault(self, vault_id: str) -> Vault | None:
-        row = (
-            self._conn()
-            .execute(
-                "SELECT vault_id, created, seq, key_blob IS NOT NULL FROM vaults WHERE vault_id=?",
-                (vault_id,),
-            )
-            .fetchone()
-        )
-        return Vault(row[0], row[1], row[2], bool(row[3])) if row else None
-
-    def list_vaults(self) -> list[Vault]:
-        rows = self._conn().execute(
-            "SELECT vault_id, created, seq, key_blob IS NOT NULL FROM vaults ORDER BY created"
-        )
-        return [Vault(r[0], r[1], r[2], bool(r[3])) for r in rows]
-
-    def get_key_blob(self, vault_id: str) -> bytes | None:
-        row = (
-            self._conn()
-            .execute("SELECT key_blob FROM vaults WHERE vault_id=?", (vault_id,))
-            .fetchone()
-        )
-        if row is None:
-            raise UnknownVault(vault_id)
-        return bytes(row[0]) if row[0] is not None else None
-
-    def put_key_blob(
-        self, vault_id: str, data: bytes, if_match: str | None, now: float, device_id: str = ""
-    ) -> None:
-        with self._write() as c:
-            row = c.execute("SELECT key_blob FROM vaults WHERE vault_id=?", (vault_id,)).fetchone()
-            if row is None:
-                raise UnknownVault(vault_id)
-            current = row[0]
-            if if_match is None:
-                if current is not None:
-                    raise KeyBlobConflict("the vault key is already set")
-            elif current is None:
-                raise KeyBlobConflict("the vault key is not set yet")
-            elif hashlib.sha256(current).hexdigest() != if_match:
-                raise KeyBlobConflict("the vault key changed since it was read")
-            c.execute(
-                "UPDATE vaults SET key_blob=?, key_updated=? WHERE vault_id=?",
-                (data, now, vault_id),
-            )
-            c.execute(
-                "INSERT INTO key_wraps (vault_id, key_blob, sha256, set_at, device_id) "
-                "VALUES (?, ?, ?, ?, ?)",
-                (vault_id, data, hashlib.sha256(data).hexdigest(), now, device_id),
-            )
-
-    def key_history(self, vault_id: str) -> list[KeyWrap]:
-        rows = self._conn().execute(
-            "SELECT key_blob, sha256, set_at, device_id FROM key_wraps WHERE vault_id=? "
-            "ORDER BY id DESC",
-            (vault_id,),
-        )
-        return [KeyWrap(bytes(r[0]), r[1], r[2], r[3]) for r in rows]
-
-    # invites and devices -----------------------------------------------------------------------
-    def add_invite(
-        self, vault_id: str, code_hash: bytes, now: float, expires: float, kind: str = "agent"
-    ) -> None:
-        if kind not in KINDS:
-            raise ValueError(f"kind must be human or agent, not {kind!r}")
-        with self._write() as c:
-            if c.execute("SELECT 1 FROM vaults WHERE vault_id=?", (vault_id,)).fetchone() is None:
-                raise UnknownVault(vault_id)
-            c.execute(
-                "INSERT INTO invites (code_hash, vault_id, created, expires, kind) "
-                "VALUES (?, ?, ?, ?, ?)",
-                (code_hash, vault_id, now, expires, kind),
-            )
-
-    def redeem_invite(
-        self, vault_id: str, code_hash: bytes, device: Device, now: float
-    ) -> tuple[Vault, Device]:
-        with self._write() as c:
-            row = c.execute(
-                "SELECT vault_id, expires, used, kind FROM invites WHERE code_hash=?", (code_hash,)
-            ).fetchone()
-            if row is None or row[0] != vault_id:
-                raise InviteRefused("unknown")
-            if row[2] is not None:
-                raise InviteRefused("used")
-            if row[1] <= now:
-                raise InviteRefused("expired")
-            kind = row[3]
-            if device.kind and device.kind != kind:
-                raise InviteRefused("kind_mismatch", invite_kind=kind)
-            device = dataclasses.replace(device, kind=kind)
-            c.execute(
-                "UPDATE invites SET used=?, used_by=? WHERE code_hash=?",
-                (now, device.device_id, code_hash),
-            )
-            c.execute(
-                f"INSERT INTO devices ({_DEVICE_COLS}) VALUES (?, ?, ?, ?, ?, ?, NULL)",
-                (
-                    device.device_id,
-                    vault_id,
-                    device.name,
-                    device.kind,
-                    device.token_hash,
-                    device.created,
-                ),
-            )
-            v = c.execute(
-                "SELECT vault_id, created, seq, key_blob IS NOT NULL FROM vaults WHERE vault_id=?",
-                (vault_id,),
-            ).fetchone()
-            if v is None:  # an invite outliving its vault: refuse rather than orphan a device
-                raise InviteRefused("unknown")
-        return Vault(v[0], v[1], v[2], bool(v[3])), device
-
-    def get_device(self, device_id: str) -> Device | None:
-        row = (
-            self._conn()
-            .execute(f"SELECT {_DEVICE_COLS} FROM devices WHERE device_id=?", (device_id,))
-            .fetchone()
-        )
-        return _device(row) if row else None
-
-    def list_devices(self, vault_id: str | None = None) -> list[Device]:
-        if vault_id is None:
-            rows = self._conn().execute(f"SELECT {_DEVICE_COLS} FROM devices ORDER BY created")
-        else:
-            rows = self._conn().execute(
-                f"SELECT {_DEVICE_COLS} FROM devices WHERE vault_id=? ORDER BY created",
-                (vault_id,),
-            )
-        return [_device(r) for r in rows]
-
-    def revoke_device(self, device_id: str, now: float) -> Device:
-        with self._write() as c:
-            c.execute(
-                "UPDATE devices SET revoked=? WHERE device_id=? AND revoked IS NULL",
-                (now, device_id),
-            )
-            row = c.execute(
-                f"SELECT {_DEVICE_COLS} FROM devices WHERE device_id=?", (device_id,)
-            ).fetchone()
-            if row is None:
-                raise NotFound(device_id)
-        return _device(row)
-
-    # records ---------------------------------------------------------------------------------
-    def _head(self, c: sqlite3.Connection, vault_id: str, file_id: str) -> StoredRecord | None:
-        row = c.execute(
-            f"SELECT {_RECORD_COLS} FROM {_RECORDS} WHERE r.vault_id=? AND r.file_id=? "
-            "ORDER BY r.rev DESC LIMIT 1",
-            (vault_id, file_id),
-        ).fetchone()
-        return _record(row) if row else None
-
-    def _present_blobs(self, c: sqlite3.Connection, vault_id: str, ids: Sequence[str]) -> set[str]:
-        present: set[str] = set()
-        uniq = list(dict.fromkeys(ids))
-        for i in range(0, len(uniq), _SQL_CHUNK):
-            part = uniq[i : i + _SQL_CHUNK]
-            marks = ",".join("?" * len(part))
-            present.update(
-                r[0]
-                for r in c.execute(
-                    f"SELECT blob_id FROM blobs WHERE vault_id=? AND blob_id IN ({marks})",
-                    (vault_id, *part),
-                )
-            )
-        return present
-
-    def commit(
-        self, vault_id: str, device_id: str, records: Sequence[NewRecord], now: float
-    ) -> CommitOutcome:
-        with self._write() as c:
-            row = c.execute("SELECT seq FROM vaults WHERE vault_id=?", (vault_id,)).fetchone()
-            if row is None:
-                raise UnknownVault(vault_id)
-            seq = row[0]
-            results: list[RecordResult | None] = []
-            fresh: list[tuple[int, NewRecord]] = []
-            refused = False
-            for r in records:
-                head_row = c.execute(
-                    "SELECT MAX(rev) FROM records WHERE vault_id=? AND file_id=?",
-                    (vault_id, r.file_id),
-                ).fetchone()
-                head_rev = head_row[0] or 0
-                if head_rev == r.parent_rev:
-                    fresh.append((len(results), r))
-                    results.append(None)  # filled in below
-                    continue
-                if head_rev >= r.rev:
-                    same = c.execute(
-                        "SELECT parent_rev, sealed, blobs, seq FROM records "
-                        "WHERE vault_id=? AND file_id=? AND rev=?",
-                        (vault_id, r.file_id, r.rev),
-                    ).fetchone()
-                    if (
-                        same is not None
-                        and same[0] == r.parent_rev
-                        and bytes(same[1]) == r.sealed
-                        and same[2] == " ".join(r.blobs)
-                    ):
-                        results.append(RecordResult(r.file_id, r.rev, "duplicate", seq=same[3]))
-                        continue
-                refused = True
-                results.append(
-                    RecordResult(
-                        r.file_id, r.rev, "conflict", head=self._head(c, vault_id, r.file_id)
-                    )
-                )
-            wanted = [b for _, r in fresh for b in r.blobs]
-            present = self._present_blobs(c, vault_id, wanted) if wanted else set()
-            missing = list(dict.fromkeys(b for b in wanted if b not in present))
-            if refused or missing:
-                for i, r in fresh:
-                    results[i] = RecordResult(r.file_id, r.rev, "aborted")
-                return CommitOutcome(False, seq, list(results), missing)  # type: ignore[arg-type]
-            rows = []
-            for i, r in fresh:
-                seq += 1
-                rows.append(
-                    (
-                        vault_id,
-                        seq,
-                        r.file_id,
-                        r.rev,
-                        r.parent_rev,
-                        r.sealed,
-                        " ".join(r.blobs),
-                        device_id,
-                        now,
-                    )
-                )
-                results[i] = RecordResult(r.file_id, r.rev, "committed", seq=seq)
-            if rows:
-                c.executemany(
-                    "INSERT INTO records (vault_id, seq, file_id, rev, parent_rev, sealed, blobs, "
-                    "device_id, committed_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                    rows,
-                )
-                c.execute("UPDATE vaults SET seq=? WHERE vault_id=?", (seq, vault_id))
-        return CommitOutcome(True, seq, list(results))  # type: ignore[arg-type]
-
-    def changes(self, vault_id: str, since: int, limit: int, max_bytes: int) -> ChangesPage:
-        with self._read() as c:
-            row = c.execute("SELECT seq FROM vaults WHERE vault_id=?", (vault_id,)).fetchone()
-            if row is None:
-                raise UnknownVault(vault_id)
-            vault_seq = row[0]
-            cur = c.execute(
-                f"SELECT {_RECORD_COLS} FROM {_RECORDS} WHERE r.vault_id=? AND r.seq>? "
-                "ORDER BY r.seq LIMIT ?",
-                (vault_id, since, limit + 1),
-            )
-            out: list[StoredRecord] = []
-            size = 0
-            more = False
-            for r in cur:
-                rec = _record(r)
-                if len(out) >= limit or (out and size + len(rec.sealed) > max_bytes):
-                    more = True
-                    break
-                out.append(rec)
-                size += len(rec.sealed)
-        seq = out[-1].seq if out else max(since, 0)
-        return ChangesPage(out, seq, vault_seq, more)
-
-    def head(self, vault_id: str, file_id: str) -> StoredRecord | None:
-        return self._head(self._conn(), vault_id, file_id)
-
-    def history(self, vault_id: str, file_id: str, limit: int) -> list[StoredRecord]:
-        rows = self._conn().execute(
-            f"SELECT {_RECORD_COLS} FROM {_RECORDS} WHERE r.vault_id=? AND r.file_id=? "
-            "ORDER BY r.rev DESC LIMIT ?",
-            (vault_id, file_id, limit),
-        )
-        return [_record(r) for r in rows]
-
-    def get_record(self, vault_id: str, file_id: str, rev: int) -> StoredRecord | None:
-        row = (
-            self._conn()
-            .execute(
-                f"SELECT {_RECORD_COLS} FROM {_RECORDS} "
-                "WHERE r.vault_id=? AND r.file_id=? AND r.rev=?",
-                (vault_id, file_id, rev),
-            )
-            .fetchone()
-        )
-        return _record(row) if row else None
-
-    # blobs -----------------------------------------------------------------------------------
+    # blobs: small ones are rows of blob_data, larger ones files -------------------------------
     def blob_path(self, vault_id: str, blob_id: str) -> Path:
         return self.blob_dir / vault_id / blob_id[:2] / blob_id
-
-    def missing_blobs(self, vault_id: str, blob_ids: Sequence[str]) -> list[str]:
-        present = self._present_blobs(self._conn(), vault_id, blob_ids)
-        return [b for b in dict.fromkeys(blob_ids) if b not in present]
-
-    def blob_info(self, vault_id: str, blob_id: str) -> BlobInfo | None:
-        row = (
-            self._conn()
-            .execute(
-                "SELECT size, sha256 FROM blobs WHERE vault_id=? AND blob_id=?",
-                (vault_id, blob_id),
-            )
-            .fetchone()
-        )
-        return BlobInfo(blob_id, row[0], row[1]) if row else None
 
     def blob_sink(self, vault_id: str, blob_id: str, sha256: str, now: float) -> BlobSink:
         return _SqliteBlobSink(self, vault_id, blob_id, sha256, now)
 
-    def publish_blobs(self, vault_id: str, sinks: Sequence[BlobSink]) -> list[Published]:
-        """Renames and rows in one write transaction: the directory flushes and the database
-        commit are paid once per group, not once per blob."""
-        out: list[Published] = []
-        taken: list[str] = []
-        dirs: set[Path] = set()
-        sealed = [s for s in sinks if isinstance(s, _SqliteBlobSink) and s.sealed is not None]
-        files = [s.tmp for s in sealed if s.tmp is not None]
+    # publish_blobs (SqlStore's): a group's large files are flushed together before its
+    # transaction, renamed in it, and their folders flushed before it commits
+    def _publish_begin(self, sinks: Sequence[BlobSink]) -> set[Path]:
+        files = [s.tmp for s in sinks if isinstance(s, _SqliteBlobSink) and s.sealed and s.tmp]
         if files:
             _make_durable(self.tmp_dir, files)  # the bytes before any rename
-        with self._write() as c:
-            for sink in sinks:
-                assert isinstance(sink, _SqliteBlobSink) and sink.sealed is not None
-                info = sink.sealed
-                row = c.execute(
-                    "SELECT size, sha256 FROM blobs WHERE vault_id=? AND blob_id=?",
-                    (vault_id, info.blob_id),
-                ).fetchone()
-                if row is not None:
-                    sink.abort()
-                    if row[1] != info.sha256:
-                        taken.append(info.blob_id)
-                    out.append(Published(BlobInfo(info.blob_id, row[0], row[1]), False))
-                    continue
-                if sink.tmp is None:  # small: its bytes are a row, durable with the commit
-                    c.execute(
-                        "INSERT OR REPLACE INTO blob_data (vault_id, blob_id, data) "
-                        "VALUES (?, ?, ?)",
-                        (vault_id, info.blob_id, sink.inline),
-                    )
-                else:
-                    final = self.blob_path(vault_id, info.blob_id)
-                    if not final.parent.is_dir():
-                        fsmodes.private_dir(final.parent)
-                        dirs.update(final.parents[1:3])  # the new <ab> and <vault> entries
-                    os.replace(sink.tmp, final)
-                    dirs.add(final.parent)
-                c.execute(
-                    "INSERT OR IGNORE INTO blobs (vault_id, blob_id, size, sha256, created) "
-                    "VALUES (?, ?, ?, ?, ?)",
-                    (vault_id, info.blob_id, info.size, info.sha256, sink.now),
-                )
-                out.append(Published(info, True))
-            # the renames are durable before the rows that announce them: one more flush of
-            # the file system for a batch, else each folder
-            if dirs and (len(dirs) < 2 or not flush_filesystem(self.blob_dir)):
-                for d in sorted(dirs, key=lambda p: len(p.parts), reverse=True):
-                    _fsync_dir(d)
-        if taken:
-            raise BlobIdTaken(taken[0])
-        return out
+        return set()  # the folders the renames change
 
-    def read_blob(self, vault_id: str, blob_id: str) -> tuple[BlobInfo, bytes]:
+    def _publish_bytes(
+        self, c: sqlite3.Connection, vault_id: str, sink: CheckedSink, dirs: set[Path]
+    ) -> None:
+        assert isinstance(sink, _SqliteBlobSink)
+        if sink.tmp is None:  # small: its bytes are a row, durable with the commit
+            c.execute(
+                "INSERT OR REPLACE INTO blob_data (vault_id, blob_id, data) VALUES (?, ?, ?)",
+                (vault_id, sink.blob_id, sink.inline),
+            )
+            return
+        final = self.blob_path(vault_id, sink.blob_id)
+        if not final.parent.is_dir():
+            fsmodes.private_dir(final.parent)
+            dirs.update(final.parents[1:3])  # the new <ab> and <vault> entries
+        os.replace(sink.tmp, final)
+        dirs.add(final.parent)
+
+    def _publish_end(self, c: sqlite3.Connection, dirs: set[Path]) -> None:
+        # the renames are durable before the rows that announce them: one more flush of the
+        # file system for a batch, else each folder
+        if dirs and (len(dirs) < 2 or not flush_filesystem(self.blob_dir)):
+            for d in sorted(dirs, key=lambda p: len(p.parts), reverse=True):
+                _fsync_dir(d)
+
+    def _blob_bytes(self, vault_id: str, blob_id: str) -> tuple[BlobInfo, bytes | None, bool]:
         row = (
             self._conn()
             .execute(
@@ -729,21 +365,16 @@ class SqliteStorage(RelayStorage):
         if row is None:
             raise NotFound(blob_id)
         info = BlobInfo(blob_id, row[0], row[1])
-        inline = row[2] is not None
-        if inline:
-            data = bytes(row[2])
-        else:
-            try:
-                data = self.blob_path(vault_id, blob_id).read_bytes()
-            except FileNotFoundError:
-                data = b""
-        if len(data) != info.size or hashlib.sha256(data).hexdigest() != info.sha256:
-            self._quarantine(vault_id, blob_id, data if inline else None)
-            raise BlobCorrupt(blob_id)
-        return info, data
+        if row[2] is not None:
+            return info, bytes(row[2]), True
+        try:
+            return info, self.blob_path(vault_id, blob_id).read_bytes(), False
+        except FileNotFoundError:
+            return info, b"", False
 
-    def _quarantine(self, vault_id: str, blob_id: str, inline: bytes | None) -> None:
+    def _quarantine(self, vault_id: str, info: BlobInfo, inline: bytes | None) -> None:
         """Move damaged bytes aside and forget the blob, so a client can upload it again."""
+        blob_id = info.blob_id
         log.error("blob %s/%s failed its checksum; moved to quarantine", vault_id, blob_id)
         qdir = fsmodes.private_dir(self.data_dir / "quarantine")
         aside = qdir / f"{vault_id}-{blob_id}-{int(time.time())}"
@@ -757,30 +388,6 @@ class SqliteStorage(RelayStorage):
                 with contextlib.suppress(FileNotFoundError):
                     os.replace(self.blob_path(vault_id, blob_id), aside)
 
-    # leases ----------------------------------------------------------------------------------
-    def acquire_lease(
-        self, vault_id: str, name: str, device_id: str, ttl: float, now: float
-    ) -> Lease:
-        with self._write() as c:
-            row = c.execute(
-                "SELECT holder, expires FROM leases WHERE vault_id=? AND name=?", (vault_id, name)
-            ).fetchone()
-            if row is not None and row[0] != device_id and row[1] > now:
-                return Lease(name, row[0], row[1])
-            c.execute(
-                "INSERT OR REPLACE INTO leases (vault_id, name, holder, expires) VALUES (?,?,?,?)",
-                (vault_id, name, device_id, now + ttl),
-            )
-        return Lease(name, device_id, now + ttl)
-
-    def release_lease(self, vault_id: str, name: str, device_id: str) -> bool:
-        with self._write() as c:
-            cur = c.execute(
-                "DELETE FROM leases WHERE vault_id=? AND name=? AND holder=?",
-                (vault_id, name, device_id),
-            )
-            return cur.rowcount > 0
-
     # housekeeping ----------------------------------------------------------------------------
     def prune(self, policy: RetentionPolicy, now: float) -> PruneStats:
         keep_last = max(1, int(policy.keep_last))  # the head is never pruned
@@ -788,12 +395,7 @@ class SqliteStorage(RelayStorage):
         blob_cutoff = now - policy.blob_grace_s
         doomed: list[tuple[str, str, int]] = []
         with self._write() as c:
-            n_records = c.execute(
-                "DELETE FROM records WHERE committed_at < ? AND rev <= ("
-                " SELECT MAX(r2.rev) FROM records r2"
-                " WHERE r2.vault_id = records.vault_id AND r2.file_id = records.file_id) - ?",
-                (cutoff, keep_last),
-            ).rowcount
+            n_records = self._prune_records(c, cutoff, keep_last)
             referenced: set[tuple[str, str]] = set()
             for vault_id, blobs in c.execute("SELECT vault_id, blobs FROM records WHERE blobs!=''"):
                 referenced.update((vault_id, b) for b in blobs.split())
@@ -808,10 +410,7 @@ class SqliteStorage(RelayStorage):
             c.executemany(
                 "DELETE FROM blob_data WHERE vault_id=? AND blob_id=?", [d[:2] for d in doomed]
             )
-            n_invites = c.execute(
-                "DELETE FROM invites WHERE used IS NULL AND expires < ?", (now - 86400,)
-            ).rowcount
-            n_leases = c.execute("DELETE FROM leases WHERE expires < ?", (now,)).rowcount
+            n_invites, n_leases = self._prune_invites_and_leases(c, now)
         # Unlink under a second write transaction: an upload of the same id (which publishes
         # under the write lock) cannot slip in between "row absent" and "file removed".
         with self._write() as c:
@@ -830,75 +429,6 @@ class SqliteStorage(RelayStorage):
             leases=n_leases,
         )
 
-    # export and import ---------------------------------------------------------------------
-    def dump_vaults(self) -> list[VaultRow]:
-        rows = self._conn().execute(
-            "SELECT vault_id, created, seq, key_blob, key_updated FROM vaults ORDER BY created"
-        )
-        return [VaultRow(r[0], r[1], r[2], bytes(r[3]) if r[3] is not None else None, r[4])
-                for r in rows]  # fmt: skip
-
-    def dump_invites(self) -> list[InviteRow]:
-        rows = self._conn().execute(
-            "SELECT code_hash, vault_id, created, expires, used, used_by, kind FROM invites "
-            "ORDER BY created"
-        )
-        return [InviteRow(bytes(r[0]), *r[1:]) for r in rows]
-
-    def list_blobs(self, vault_id: str, after: str, limit: int) -> list[StoredBlob]:
-        rows = self._conn().execute(
-            "SELECT blob_id, size, sha256, created FROM blobs WHERE vault_id=? AND blob_id>? "
-            "ORDER BY blob_id LIMIT ?",
-            (vault_id, after, limit),
-        )
-        return [StoredBlob(BlobInfo(r[0], r[1], r[2]), r[3]) for r in rows]
-
-    def is_empty(self) -> bool:
-        c = self._conn()
-        return not any(
-            c.execute(f"SELECT 1 FROM {t} LIMIT 1").fetchone()
-            for t in ("vaults", "invites", "devices")
-        )
-
-    def load_vault(self, row: VaultRow, wraps: Sequence[KeyWrap]) -> None:
-        with self._write() as c:
-            c.execute(
-                "INSERT INTO vaults (vault_id, created, seq, key_blob, key_updated) "
-                "VALUES (?, ?, ?, ?, ?)",
-                (row.vault_id, row.created, row.seq, row.key_blob, row.key_updated),
-            )
-            c.executemany(
-                "INSERT INTO key_wraps (vault_id, key_blob, sha256, set_at, device_id) "
-                "VALUES (?, ?, ?, ?, ?)",
-                [(row.vault_id, w.key, w.sha256, w.set_at, w.device_id) for w in reversed(wraps)],
-            )
-
-    def load_invite(self, row: InviteRow) -> None:
-        with self._write() as c:
-            c.execute(
-                "INSERT INTO invites (code_hash, vault_id, created, expires, used, used_by, kind) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?)",
-                (row.code_hash, row.vault_id, row.created, row.expires, row.used, row.used_by,
-                 row.kind),
-            )  # fmt: skip
-
-    def load_device(self, device: Device) -> None:
-        with self._write() as c:
-            c.execute(
-                f"INSERT INTO devices ({_DEVICE_COLS}) VALUES (?, ?, ?, ?, ?, ?, ?)",
-                (device.device_id, device.vault_id, device.name, device.kind, device.token_hash,
-                 device.created, device.revoked),
-            )  # fmt: skip
-
-    def load_records(self, vault_id: str, records: Sequence[StoredRecord]) -> None:
-        with self._write() as c:
-            c.executemany(
-                "INSERT INTO records (vault_id, seq, file_id, rev, parent_rev, sealed, blobs, "
-                "device_id, committed_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                [(vault_id, r.seq, r.file_id, r.rev, r.parent_rev, r.sealed, " ".join(r.blobs),
-                  r.device_id, r.committed_at) for r in records],
-            )  # fmt: skip
-
     def _sweep_tmp(self, older_than: float) -> None:
         """Remove uploads abandoned by a crash (old enough that nobody is writing them)."""
         limit = time.time() - older_than
@@ -908,7 +438,7 @@ class SqliteStorage(RelayStorage):
                     p.unlink()
 
 
-class _SqliteBlobSink(BlobSink):
+class _SqliteBlobSink(CheckedSink):
     """Hashes as the bytes arrive and keeps them in memory while they fit in a row
     (`INLINE_MAX`); past that, streams them into tmp/. `seal` checks the digest; publishing
     inserts the row, or flushes the batch's files and renames them."""
@@ -916,21 +446,14 @@ class _SqliteBlobSink(BlobSink):
     def __init__(
         self, store: SqliteStorage, vault_id: str, blob_id: str, sha256: str, now: float
     ) -> None:
-        self.blob_id = blob_id
-        self.now = now
-        self.sealed: BlobInfo | None = None
+        super().__init__(blob_id, sha256, now)
         self.inline: bytes | None = None  # the bytes of a sealed small blob
         self.tmp: Path | None = None  # the file of a large one
         self._store = store
-        self._expected = sha256.lower()
-        self._hash = hashlib.sha256()
-        self._size = 0
         self._buffer = bytearray()
         self._file: BinaryIO | None = None
 
-    def write(self, data: bytes | memoryview) -> None:
-        self._hash.update(data)
-        self._size += len(data)
+    def _take(self, data: bytes | memoryview) -> None:
         if self._file is None and self._size <= INLINE_MAX:
             self._buffer += data
             return
@@ -941,20 +464,11 @@ class _SqliteBlobSink(BlobSink):
             self._buffer = bytearray()
         self._file.write(data)
 
-    def seal(self) -> BlobInfo:
-        try:
-            digest = self._hash.hexdigest()
-            if digest != self._expected:
-                raise ChecksumMismatch(self.blob_id)
-            if self._file is not None:
-                self._file.close()  # flushed to disk with the rest of its batch when published
-            else:
-                self.inline = bytes(self._buffer)
-        except BaseException:
-            self.abort()
-            raise
-        self.sealed = BlobInfo(self.blob_id, self._size, digest)
-        return self.sealed
+    def _keep(self, digest: str) -> None:
+        if self._file is not None:
+            self._file.close()  # flushed to disk with the rest of its batch when published
+        else:
+            self.inline = bytes(self._buffer)
 
     def abort(self) -> None:
         self._buffer = bytearray()

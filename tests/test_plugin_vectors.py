@@ -65,6 +65,9 @@ MERGES = [
 ]
 PATHS = [
     "Home.md",
+    # a name over 255 bytes is a vault path (R12): a disk that cannot hold it says so on write
+    "d/" + "n" * 253 + ".md",
+    "\u00e9" * 128,
     "notas\\cafe\u0301.md",
     "/etc/passwd",
     "a/../b.md",

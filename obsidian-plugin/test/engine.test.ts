@@ -501,6 +501,28 @@ describe("an agent's case-only twin (issue 44)", () => {
   });
 });
 
+describe("a name over 255 bytes (R12)", () => {
+  it("is a problem of that file where the disk refuses it, and written where one holds it", async () => {
+    // The plugin refused such a name on every device (quarantined); Python writes it where
+    // the file system holds it and keeps it as a problem of that file where it does not.
+    const invite = await relay.newVault();
+    const h = await device(relay, invite, "phone", "human", { vault: new MemoryVault(false, false, 255) });
+    const a = await device(relay, await relay.invite(h.engine.remote.vaultId, "agent"), "server", "agent");
+    const long = "notes/" + "n".repeat(300) + ".md";
+    await a.vault.put(long, "a long title\n");
+    await a.vault.put("ok.md", "fine\n");
+    await a.engine.round();
+    const r = await h.engine.round();
+    expect(r.downloaded).toEqual(["ok.md"]);
+    expect(r.quarantined).toEqual([]);
+    expect(r.problems.map((p) => p.path)).toEqual([long]);
+    expect(r.problems[0].reason).toContain("ENAMETOOLONG");
+    const other = await device(relay, await relay.invite(h.engine.remote.vaultId, "human"), "laptop", "human");
+    await other.engine.round();
+    expect(other.vault.text(long)).toBe("a long title\n");
+  });
+});
+
 describe("a ':' after a first letter (issue 42.2)", () => {
   it("is a name: it arrives byte for byte, and where Windows's rule holds it is a problem of that file", async () => {
     const [h, a] = await pair(relay);

@@ -4,7 +4,7 @@
  * A ':' is an ordinary character here, as on the systems that hold it.
  */
 
-import { isUnicode, utf8 } from "../crypto/bytes";
+import { isUnicode } from "../crypto/bytes";
 import { CompanionError } from "../errors";
 
 export const TEMP_PREFIX = ".companion-tmp-";
@@ -55,7 +55,6 @@ export function normalize(rel: string): string {
     if (isTempName(seg)) throw new UnsafePath(`path '${shown}' is an engine temporary file`);
     const first = seg[0].normalize("NFKC");
     if ((seg[0] !== "." && first === ".") || [".", ".."].includes(seg.normalize("NFKC"))) throw new UnsafePath(`path '${shown}' starts a name with a character that looks like a dot: it would pass for a hidden folder or '..'`);
-    if (utf8(seg).length > MAX_NAME_BYTES) throw new UnsafePath(`path '${shown.slice(0, 80)}…' has a name over ${MAX_NAME_BYTES} bytes, more than a phone's or a desktop's file system holds`);
   }
   return p;
 }

@@ -4,7 +4,7 @@
  * `MemoryVault` for tests.
  */
 
-import { fold, windowsNameProblem } from "./paths";
+import { fold, shownText, windowsNameProblem } from "./paths";
 
 export interface FileStat {
   path: string;
@@ -42,7 +42,7 @@ const NAME_CODES = new Set(["EINVAL", "ENAMETOOLONG", "EILSEQ"]);
 export function nameError(e: unknown, path: string): unknown {
   const code = (e as { code?: unknown } | null)?.code;
   if (typeof code === "string" && NAME_CODES.has(code)) {
-    return new UnusableName(`this device's file system refuses the name of '${path.slice(0, 200)}' (${code})`);
+    return new UnusableName(`this device's file system refuses the name of '${shownText(path, 200)}' (${code})`);
   }
   return e;
 }
@@ -78,15 +78,20 @@ export class MemoryVault implements VaultFS {
   present = true;
   readonly location = "the in-memory vault";
   private tick = 1_700_000_000_000;
-  /** `windowsNames`: refuse the names Windows refuses, as its file system does. */
+  /** `windowsNames`: refuse the names Windows refuses, as its file system does;
+   * `maxNameBytes`: refuse a longer name, as ext4, f2fs or APFS do (ENAMETOOLONG). */
   constructor(
     readonly caseInsensitive = false,
     readonly windowsNames = false,
+    readonly maxNameBytes = Infinity,
   ) {}
 
   private checkName(path: string): void {
     const why = this.windowsNames ? windowsNameProblem(path) : null;
     if (why) throw new UnusableName(why);
+    if (path.split("/").some((seg) => new TextEncoder().encode(seg).length > this.maxNameBytes)) {
+      throw nameError(Object.assign(new Error("name too long"), { code: "ENAMETOOLONG" }), path);
+    }
   }
 
   private now(): number {

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from companion.sync.round.holds import LISTED
 from tests.syncharness import SyncCluster
 from tests.test_plugin_interop import PluginDevice, cli  # noqa: F401  (the module fixture)
 
@@ -218,3 +219,31 @@ def test_an_agents_edit_of_a_persons_template_is_held_but_a_rename_is_not(world:
     w.laptop_sync()
     w.phone_sync()
     assert list(w.laptop_held()) == list(w.phone_held()) == ["templates/daily.md"]
+
+
+def test_the_persons_extra_held_paths_hold_on_both_human_clients(world: World) -> None:
+    """Issue 43 drift R4: `sync.hold_patterns` (extra paths held when an agent changes them)
+    existed only in Python. The plugin has it too (`--hold-patterns`, the settings tab's
+    "Extra held paths"), by the same matching rule (`tests/vectors/holds_v1.json`)."""
+    w = world
+    cfg = w.laptop.paths.config_dir / "config.toml"
+    cfg.write_text(
+        cfg.read_text("utf-8") + '\n[sync]\nhold_patterns = ["private/", "*.pdf"]\n', "utf-8"
+    )
+    w.server.write("private/Diary.md", "the agent writes where the person keeps their own\n")
+    w.server.write("docs/report.PDF", "%PDF-1.4 not really\n")
+    w.server.write("knowledge/ok.md", "a normal note\n")
+    w.server.sync()
+    _held_lines(w.laptop_sync(), ["private/Diary.md", "docs/report.PDF"])
+    r = w.phone.sync("--hold-patterns", "private/,*.pdf")
+    assert r.returncode == 0, r.stdout + r.stderr
+    want = dict.fromkeys(["private/Diary.md", "docs/report.PDF"], LISTED)
+    assert w.laptop_held() == want
+    assert w.phone_held() == want
+    assert w.laptop.read("private/Diary.md") is None and w.phone.read("private/Diary.md") is None
+    assert w.laptop.read("knowledge/ok.md") == w.phone.read("knowledge/ok.md") == b"a normal note\n"
+    # without the setting the phone holds nothing of it: the list is per device, as in Python
+    w.server.write("private/Other.md", "more\n")
+    w.server.sync()
+    w.phone_sync()
+    assert w.phone.read("private/Other.md") == b"more\n"

@@ -149,7 +149,7 @@ def _change(path: str, *, author: str = "agent", content: str | None = "",
 
 def _decide(case: dict) -> str | None:
     """What `HoldPolicy` answers for one case (the TypeScript test asks `holdReason`)."""
-    policy = HoldPolicy(case["device"])
+    policy = HoldPolicy(case["device"], patterns=tuple(case.get("patterns", ())))
     ch = _change(
         case["path"],
         author=case["author"],
@@ -203,6 +203,21 @@ def cases() -> list[dict]:
         _case(".companionignore", author="human"),
         _case(".obsidian/plugins/x/main.js", device="agent"),
         _case("notes/t.md", device="agent", content=code),
+    ]
+    # the person's extra held paths (sync.hold_patterns; the plugin's holdPatterns)
+    out += [
+        _case("private/x.md", patterns=["private/"]),
+        _case("Private/Deep/X.md", patterns=["private/"]),
+        _case("docs/a.PDF", patterns=["*.pdf"]),
+        _case("docs/a.md", patterns=["*.pdf"]),
+        _case("keep/a.md", patterns=["keep/*", "!keep/a.md"]),
+        _case("keep/b.md", patterns=["keep/*", "!keep/a.md"]),
+        _case("open/x.md", patterns=["private/"], rename_from="private/x.md"),
+        _case("notes/plan.md", patterns=["/plan.md"]),
+        _case("plan.md", patterns=["/plan.md"]),
+        _case("private/x.md", patterns=["private/"], author="human"),
+        _case("private/x.md", patterns=["private/"], device="agent"),
+        _case("private/x.md", patterns=["private/"], deleted=True, content=None),
     ]
     return out
 

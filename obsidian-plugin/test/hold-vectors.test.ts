@@ -19,6 +19,7 @@ interface Case {
   content: string | null;
   unchanged: boolean;
   known: string[];
+  patterns: string[];
   reason: string | null;
 }
 
@@ -47,6 +48,7 @@ describe("holds_v1.json", () => {
         configDirs: configFolders([...c.known, c.path]),
         content: c.content === null ? null : new TextEncoder().encode(c.content),
         unchanged: c.unchanged,
+        patterns: c.patterns,
       });
       expect([c.path, c.content, got]).toEqual([c.path, c.content, c.reason]);
     }

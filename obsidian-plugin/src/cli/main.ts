@@ -42,7 +42,7 @@ import { weakKdfRequested } from "./testmode";
 
 const USAGE = `usage:
   node dist/cli.js join VAULT --relay URL --invite CODE --device-name NAME [--recovery-key-file F]
-  node dist/cli.js sync VAULT [--allow-mass-delete] [--json]
+  node dist/cli.js sync VAULT [--allow-mass-delete] [--json] [--hold-patterns P,P]
   node dist/cli.js watch VAULT [--rescan-minutes M] [--allow-mass-delete]
   node dist/cli.js status VAULT [--json] [--offline]
   node dist/cli.js held VAULT [--accept PATH | --refuse PATH]
@@ -182,7 +182,11 @@ async function deviceKey(secrets: SecretsFile, vaultId: string): Promise<DeviceK
   return key;
 }
 
-async function openEngine(vault: string | undefined, probeCase = true): Promise<{ engine: SyncEngine; lockDir: string; dev: DeviceFile }> {
+async function openEngine(
+  vault: string | undefined,
+  probeCase = true,
+  holdPatterns: string[] = [],
+): Promise<{ engine: SyncEngine; lockDir: string; dev: DeviceFile }> {
   if (!vault) throw new InputError("give the vault folder");
   let root: string;
   try {
@@ -214,6 +218,7 @@ async function openEngine(vault: string | undefined, probeCase = true): Promise<
     device: { deviceId: dev.deviceId, deviceName: dev.deviceName, kind: dev.kind },
     store: new FileStateStore(path.join(dir, "state.json")),
     partials: new FilePartials(path.join(dir, "partial")),
+    holdPatterns,
   });
   await engine.load();
   // the morning review's work after each round, as `companion sync` and `watch` do
@@ -244,8 +249,14 @@ function printReport(r: RoundReport): void {
   for (const p of r.problems) console.error(`cannot write here: ${p.path}: ${p.reason}`);
 }
 
+/** `--hold-patterns "private/,*.pdf"`: extra paths held when an agent changes them (gitignore
+ * syntax, comma-separated; Python's `sync.hold_patterns`). */
+function holdPatterns(opts: Record<string, string | true>): string[] {
+  return (str(opts, "hold-patterns") ?? "").split(",").map((p) => p.trim()).filter((p) => p);
+}
+
 async function sync(pos: string[], opts: Record<string, string | true>): Promise<void> {
-  const { engine, lockDir } = await openEngine(pos[0]);
+  const { engine, lockDir } = await openEngine(pos[0], true, holdPatterns(opts));
   const lock = new VaultLock(lockDir);
   lock.acquire(`cli.js sync ${pos[0]}`);
   let report: RoundReport;
@@ -505,7 +516,7 @@ async function cmdTrustVouch(pos: string[], opts: Record<string, string | true>)
 }
 
 async function watch(pos: string[], opts: Record<string, string | true>): Promise<number> {
-  const { engine, lockDir } = await openEngine(pos[0]);
+  const { engine, lockDir } = await openEngine(pos[0], true, holdPatterns(opts));
   const lock = new VaultLock(lockDir);
   lock.acquire(`cli.js watch ${pos[0]}`);
   const rescanMs = Number(str(opts, "rescan-minutes") ?? "10") * 60_000;

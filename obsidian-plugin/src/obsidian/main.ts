@@ -222,6 +222,7 @@ export default class VaultCompanionPlugin extends Plugin {
       localIgnore: [`${pluginDir}/data.json`, `${pluginDir}/state/`],
       configDir: this.app.vault.configDir,
       massDeleteRatio: s.massDeleteRatio,
+      holdPatterns: (s.holdPatterns ?? "").split("\n").map((l) => l.trim()).filter((l) => l),
     });
     await this.engine.load();
     // after each round: carry out what this device ticked in the review notes (src/review/)

@@ -12,6 +12,8 @@ export interface PluginSettings {
   intervalMinutes: number;
   live: boolean;
   ignore: string;
+  /** Extra paths held when an agent changes them (gitignore syntax, one per line). */
+  holdPatterns: string;
   massDeleteRatio: number;
 }
 
@@ -24,6 +26,7 @@ export const DEFAULT_SETTINGS: PluginSettings = {
   intervalMinutes: 5,
   live: true,
   ignore: "",
+  holdPatterns: "",
   massDeleteRatio: 0.5,
 };
 
@@ -212,6 +215,15 @@ export class CompanionSettingTab extends PluginSettingTab {
       .addTextArea((t) =>
         t.setValue(s.ignore).onChange(async (v) => {
           s.ignore = v;
+          await this.host.saveSettings();
+        }),
+      );
+    new Setting(el)
+      .setName("Extra held paths")
+      .setDesc("gitignore syntax, one per line: an agent's change to these waits for your approval here, like a plugin change (Python's sync.hold_patterns).")
+      .addTextArea((t) =>
+        t.setValue(s.holdPatterns ?? "").onChange(async (v) => {
+          s.holdPatterns = v;
           await this.host.saveSettings();
         }),
       );

@@ -81,6 +81,8 @@ export interface EngineOptions {
   localIgnore?: string[];
   configDir?: string;
   massDeleteRatio?: number;
+  /** Extra paths held when an agent changes them (gitignore syntax; Python's sync.hold_patterns). */
+  holdPatterns?: string[];
   chunkSize?: number;
   maxFileBytes?: number;
   now?: () => Date;
@@ -150,6 +152,7 @@ export class SyncEngine {
   private readonly partials: PartialStore;
   private readonly configDir: string;
   readonly massDeleteRatio: number;
+  readonly holdPatterns: string[];
   readonly chunkSize: number;
   readonly maxFileBytes: number;
   private readonly now: () => Date;
@@ -181,6 +184,7 @@ export class SyncEngine {
     this.configDir = opts.configDir ?? ".obsidian";
     this.ignore = new IgnoreRules(opts.ignore ?? [], opts.localIgnore ?? []);
     this.massDeleteRatio = opts.massDeleteRatio ?? 0.5;
+    this.holdPatterns = opts.holdPatterns ?? [];
     this.chunkSize = opts.chunkSize ?? CHUNK_SIZE;
     this.maxFileBytes = opts.maxFileBytes ?? 200 * 1024 * 1024;
     this.now = opts.now ?? (() => new Date());
@@ -732,6 +736,7 @@ export class SyncEngine {
       configDirs: dirs,
       content: this.noteRead.get(ch.meta.sha256) ?? null,
       unchanged: !ch.meta.deleted && (same(path) || same(ch.meta.renameFrom)),
+      patterns: this.holdPatterns,
       scopes: this.scopes,
       deviceId: ch.deviceId,
       authorName: ch.deviceName,

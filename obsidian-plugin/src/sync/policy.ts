@@ -15,6 +15,7 @@
  */
 
 import { AGENT, deviceKind, HUMAN } from "./conflicts";
+import ignore from "ignore";
 import { fold } from "./paths";
 import { type Scopes, scopeReason } from "./scopes";
 
@@ -39,6 +40,8 @@ export const SETTINGS = "changes the companion's settings in the vault";
 export const CONFIG = "changes Obsidian's plugins, themes or settings";
 export const SCRIPT = "is a script that Obsidian plugins run";
 export const EXECUTABLE = "sets the executable bit";
+/** Python's `holds.LISTED`: the person's extra held paths (the setting `sync.hold_patterns`). */
+export const LISTED = "is on this device's list of held paths (sync.hold_patterns)";
 export const NOTE_CODE = "holds code a plugin runs";
 export const UNCHECKED = "is a note whose content could not be checked for code";
 
@@ -170,6 +173,8 @@ export interface HoldInput {
   content?: Uint8Array | null;
   /** This device already has these exact bytes (a rename, a re-commit). */
   unchanged?: boolean;
+  /** The person's extra held paths on this device (gitignore syntax, case-insensitive). */
+  patterns?: readonly string[];
   /** The vault's `.companion/scopes.json` as this device has it (null/absent: no scope rule). */
   scopes?: Scopes | null;
   /** The author device's id and name (the scope's key, and its name when the file has none). */
@@ -183,12 +188,27 @@ export function needsContent(localKind: Kind, remoteKind: Kind, path: string, de
 }
 
 /** Why a remote change must wait for the person, or null when it may be applied. */
+const patternCache = new Map<string, ReturnType<typeof ignore>>();
+
+/** Whether one of `paths` matches the person's extra held paths: gitignore syntax over folded
+ * names, as Python's `GitIgnoreSpec` of `hold_fold`ed patterns (holds_v1.json cases). */
+export function heldByPatterns(patterns: readonly string[], paths: readonly string[]): boolean {
+  const key = patterns.join("\n");
+  let spec = patternCache.get(key);
+  if (!spec) {
+    spec = ignore({ allowRelativePaths: true }).add(patterns.map((p) => holdFold(p)));
+    patternCache.set(key, spec);
+  }
+  return paths.some((p) => spec!.ignores(holdFold(p)));
+}
+
 export function holdReason(h: HoldInput): string | null {
   if (h.localKind !== HUMAN || h.remoteKind === HUMAN) return null;
   for (const p of h.renameFrom ? [h.path, h.renameFrom] : [h.path]) {
     const why = pathReason(p, h.configDirs);
     if (why) return why;
   }
+  if (h.patterns?.length && heldByPatterns(h.patterns, h.renameFrom ? [h.path, h.renameFrom] : [h.path])) return LISTED;
   if (h.scopes) {
     const why = scopeReason(h.scopes, h.deviceId ?? null, h.authorName ?? "another device", h.renameFrom ? [h.path, h.renameFrom] : [h.path]);
     if (why) return why;

@@ -47,7 +47,7 @@ ENGINES = ("python", "plugin")
 KINDS = ("human", "agent")
 RESERVED = {"all", "same", "device", "option", "sync", "expect", "offline", "online"}
 DEVICE_VERBS = {
-    "write", "edit", "append", "rename", "delete", "mkdir", "accept", "refuse",
+    "write", "edit", "append", "rename", "delete", "mkdir", "chmod", "accept", "refuse",
 }  # fmt: skip
 EXPECT_VERBS = {
     "absent", "files", "conflict-copy", "conflicts", "no-conflicts", "held", "listed",
@@ -373,6 +373,12 @@ def _parse_device_step(sc: Scenario, verb: str, a: _Args, where: str) -> tuple[A
         args = (a.path(), a.path())
     elif verb in ("delete", "mkdir", "accept", "refuse"):
         args = (a.path(),)
+    elif verb == "chmod":
+        p = a.path()
+        bit = a.word("+x or -x")
+        if bit not in ("+x", "-x"):
+            raise ScenarioError(f"{where}: chmod PATH +x|-x, not {bit!r}")
+        args = (p, bit == "+x")
     else:
         args = ()
     a.done()
@@ -611,6 +617,11 @@ class Run:
 
     def do_delete(self, st: Step, dev: ScnDevice, rel: str) -> None:
         self._existing(st, dev, rel).unlink()
+
+    def do_chmod(self, st: Step, dev: ScnDevice, rel: str, executable: bool) -> None:
+        p = self._existing(st, dev, rel)
+        mode = p.stat().st_mode
+        p.chmod(mode | 0o111 if executable else mode & ~0o111)
 
     def do_mkdir(self, st: Step, dev: ScnDevice, rel: str) -> None:
         (dev.vault / rel).mkdir(parents=True, exist_ok=True)

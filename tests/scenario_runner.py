@@ -50,7 +50,8 @@ DEVICE_VERBS = {
     "write", "edit", "append", "rename", "delete", "mkdir", "chmod", "accept", "refuse",
 }  # fmt: skip
 EXPECT_VERBS = {
-    "absent", "files", "conflict-copy", "conflicts", "no-conflicts", "held", "listed",
+    "absent", "files", "conflict-copy", "conflicts", "no-conflicts", "conflict-listed", "held",
+    "listed",
 }  # fmt: skip
 # a conflict copy's name (docs/protocol.md R21): `stem (conflict DEVICE YYYY-MM-DD HHMM[ n]).ext`
 COPY = r" \(conflict (?P<device>.+) \d{{4}}-\d{{2}}-\d{{2}} \d{{4}}(?: \d+)?\){ext}$"
@@ -351,6 +352,8 @@ def _parse_expect(sc: Scenario, a: _Args, number: int, line: str, where: str) ->
         args = (a.path(), a.int("a count"))
     elif verb == "no-conflicts":
         args = ()
+    elif verb == "conflict-listed":
+        args = (a.path(),)
     elif verb == "held":
         args = ("none",) if a.peek() == "none" and a.word("none") else (a.path(),)
     else:  # listed
@@ -696,6 +699,15 @@ class Run:
         if kind in ("conflict-copy", "conflicts", "no-conflicts"):
             return self.check_copies(st, kind, files)
         status = dev.status()
+        if kind == "conflict-listed":  # R22: `status` lists each copy of PATH in the tree
+            (rel,) = st.args
+            on_disk = sorted(c for c, _ in conflict_copies(rel, files))
+            listed = sorted(
+                c.get("copy", "") for c in status.get("conflicts") or [] if c.get("path") == rel
+            )
+            if not on_disk:
+                return f"no conflict copy of {rel!r} to list"
+            return "" if listed == on_disk else f"status lists {listed}, the tree has {on_disk}"
         if kind == "held":
             held = sorted(h["path"] for h in status.get("held") or [])
             (rel,) = st.args

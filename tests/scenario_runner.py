@@ -590,9 +590,9 @@ class Run:
             if not todo:
                 return
             self.sync_one(st, todo[0], 0, False)
-        todo = [d.name for d in order if d.dirty or d.seen < self.sent]
-        if todo:
-            raise self.fail(st, f"still something to do after {limit} rounds: {todo}")
+        left = [d.name for d in order if d.dirty or d.seen < self.sent]
+        if left:
+            raise self.fail(st, f"still something to do after {limit} rounds: {left}")
 
     def do_write(self, st: Step, dev: ScnDevice, rel: str, content: Content) -> None:
         p = dev.vault / rel
@@ -656,7 +656,9 @@ class Run:
 
     # -- expectations --------------------------------------------------------------------
     def targets(self, st: Step) -> list[ScnDevice]:
-        return list(self.devices.values()) if st.device == "all" else [self.devices[st.device]]
+        if st.device is None or st.device == "all":
+            return list(self.devices.values())
+        return [self.devices[st.device]]
 
     def expect(self, st: Step) -> None:
         if st.verb == "expect-same":
@@ -716,8 +718,8 @@ class Run:
             return "" if rel in held else f"{rel!r} is not held; held: {held}"
         # listed: named among the files this device does not sync (problems, quarantine)
         (rel,) = st.args
-        listed = _paths_in(status, ("problems", "not_synced", "quarantined"))
-        return "" if rel in listed else f"{rel!r} is not listed; status lists {sorted(listed)}"
+        names = _paths_in(status, ("problems", "not_synced", "quarantined"))
+        return "" if rel in names else f"{rel!r} is not listed; status lists {sorted(names)}"
 
     def check_copies(self, st: Step, kind: str, files: dict[str, bytes]) -> str:
         if kind == "no-conflicts":

@@ -33,6 +33,7 @@ import random
 import re
 import subprocess
 import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -597,18 +598,18 @@ class Run:
     def do_write(self, st: Step, dev: ScnDevice, rel: str, content: Content) -> None:
         p = dev.vault / rel
         p.parent.mkdir(parents=True, exist_ok=True)
-        p.write_bytes(content.data)
+        _finished(p, content.data)
 
     def do_append(self, st: Step, dev: ScnDevice, rel: str, content: Content) -> None:
         p = self._existing(st, dev, rel)
-        p.write_bytes(p.read_bytes() + content.data)
+        _finished(p, p.read_bytes() + content.data)
 
     def do_edit(self, st: Step, dev: ScnDevice, rel: str, old: bytes, new: bytes) -> None:
         p = self._existing(st, dev, rel)
         data = p.read_bytes()
         if data.count(old) != 1:
             raise self.fail(st, f"{rel} holds {data.count(old)} times {old!r}: {_show(data)}")
-        p.write_bytes(data.replace(old, new))
+        _finished(p, data.replace(old, new))
 
     def do_rename(self, st: Step, dev: ScnDevice, old: str, new: str) -> None:
         src = dev.vault / old  # a file or a folder
@@ -739,6 +740,20 @@ class Run:
         if content is not None and files[copy] != content.data:
             return content_diff(copy, content.data, files[copy])
         return ""
+
+
+FINISHED_NS = 1_000_000_000
+
+
+def _finished(path: Path, data: bytes) -> None:
+    """Write `data` as an edit the person finished a second ago: the modification time is set
+    1 s back, so no engine meets a file still being written (R16, a rule about timing that the
+    scenarios leave out). Without it, a sync started within 50 ms of the write saw a
+    different story than one started later (the Python engine defers a young file; racing a
+    remote rename, its edit then stays at the old name: docs/protocol.md R17)."""
+    path.write_bytes(data)
+    t = time.time_ns() - FINISHED_NS
+    os.utime(path, ns=(t, t))
 
 
 def _paths_in(status: dict[str, Any], keys: tuple[str, ...]) -> set[str]:

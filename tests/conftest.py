@@ -25,7 +25,7 @@ SLOW_MODULES = frozenset(
         "test_sync_crash", "test_sync_props", "test_relay_fuzz", "test_relay_fuzz_pg",
         "test_relay_pg", "test_relay_transfer", "test_dream_quality", "test_dream_worlds",
         "test_gui_e2e", "test_gui_demo", "test_gui_notify_desktop", "test_packaging_screenshots",
-        "test_plugin_interop", "test_review_phone", "test_interop_hermes_dream",
+        "test_plugin_interop", "test_review_phone", "test_scenarios", "test_interop_hermes_dream",
         "test_interop_hermes_memory", "test_bench_quick",
     }
 )  # fmt: skip

@@ -23,6 +23,7 @@ SECTION_END = re.compile(r"^##+ ", re.M)
 PY_TEST = re.compile(r"`(tests/[\w/]+\.py)::(\w+)`")
 PY_FILE = re.compile(r"`(tests/[\w/]+\.py)`")
 VECTOR = re.compile(r"`(tests/vectors/[\w]+\.json)#(\w+)`")
+SCENARIO = re.compile(r"`(tests/scenarios/[\w.-]+\.scn)`")
 PLUGIN = re.compile(r"`(obsidian-plugin/test/[\w.-]+\.ts)(?: › \"([^\"]+)\")?`")
 TS_TITLE = re.compile(r"\b(?:it|test)\(\s*([\"'`])((?:\\.|(?!\1).)*)\1", re.S)
 
@@ -74,6 +75,9 @@ def missing_references(text: str) -> list[str]:
             bad.append(f"{rel}: no such file")
         elif key not in vector_keys(rel):
             bad.append(f"{rel}#{key}: no such key")
+    for rel in SCENARIO.findall(text):
+        if not (ROOT / rel).is_file():
+            bad.append(f"{rel}: no such file")
     for rel, title in PLUGIN.findall(text):
         if not (ROOT / rel).is_file():
             bad.append(f"{rel}: no such file")
@@ -87,7 +91,8 @@ def unpinned(text: str) -> list[str]:
     out = []
     for rid, body in rules(text).items():
         _, sep, pins = body.partition("Pinned by:")
-        if not sep or not (PY_TEST.search(pins) or VECTOR.search(pins) or PLUGIN.search(pins)):
+        named = (PY_TEST, VECTOR, PLUGIN, SCENARIO)
+        if not sep or not any(r.search(pins) for r in named):
             out.append(rid)
     return out
 
@@ -147,6 +152,9 @@ def test_a_rule_naming_a_test_that_does_not_exist_fails() -> None:
     assert missing_references("`obsidian-plugin/test/nothing.test.ts`") == [
         "obsidian-plugin/test/nothing.test.ts: no such file"
     ]
+    assert missing_references("`tests/scenarios/no_such_story.scn`") == [
+        "tests/scenarios/no_such_story.scn: no such file"
+    ]
     book = f"### R1. Pinned\n\nPinned by: {real}.\n\n### R2. Not pinned\n\nSays so.\n"
     assert unpinned(book) == ["R2"]
 
@@ -154,3 +162,16 @@ def test_a_rule_naming_a_test_that_does_not_exist_fails() -> None:
 def test_sync_and_contributing_link_to_the_rule_book() -> None:
     assert "](protocol.md)" in (ROOT / "docs" / "sync.md").read_text(encoding="utf-8")
     assert "](docs/protocol.md)" in (ROOT / "CONTRIBUTING.md").read_text(encoding="utf-8")
+
+
+def test_every_scenario_file_is_cited_and_each_drift_it_pins_is_listed() -> None:
+    """Each `tests/scenarios/*.scn` is named under a rule; one marked `expect-drift` (a known
+    difference between the engines, a strict xfail) is named in a "Drift" paragraph too."""
+    text = DOC.read_text(encoding="utf-8")
+    cited = set(SCENARIO.findall(text))
+    drift_paragraphs = [p for p in text.split("\n\n") if p.startswith("Drift")]
+    for path in sorted((ROOT / "tests" / "scenarios").glob("*.scn")):
+        rel = path.relative_to(ROOT).as_posix()
+        assert rel in cited, f"{rel} is cited under no rule"
+        if "\nexpect-drift" in "\n" + path.read_text(encoding="utf-8"):
+            assert any(f"`{rel}`" in p for p in drift_paragraphs), f"{rel}: drift not listed"

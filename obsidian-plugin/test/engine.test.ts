@@ -122,11 +122,13 @@ describe("two devices", () => {
     expect(r1.skipped[0]).toContain("notes/evil\\u202egnp.md");
     expect(r1.skipped[0]).toContain("until it is renamed");
     expect(r1.skipped[0]).not.toContain("\u202e"); // shown escaped, never as it would display
+    expect(Object.keys(h.engine.state.notSynced ?? {})).toEqual(["notes/evil\u202egnp.md"]); // `status` lists it
     const r2 = await h.engine.round();
     expect(r2.skipped.length).toBe(1);
     await h.vault.rename("notes/evil\u202egnp.md", "notes/evil.md");
     const r3 = await h.engine.round();
     expect(r3.skipped).toEqual([]);
+    expect(h.engine.state.notSynced).toEqual({});
     expect(r3.uploaded).toEqual(["notes/evil.md"]);
     await a.engine.round();
     expect(a.vault.text("notes/evil.md")).toBe("hidden\n");

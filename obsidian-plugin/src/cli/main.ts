@@ -336,6 +336,7 @@ async function status(pos: string[], opts: Record<string, string | true>): Promi
     quarantined: Object.values(s.quarantine).map((q) => ({ file_id: q.fileId, path: q.path, rev: q.rev, reason: q.reason })),
     conflicts,
     problems,
+    not_synced: Object.entries(s.notSynced ?? {}).map(([path, reason]) => ({ path, reason })),
     errors: s.errors,
     device: engine.device,
     device_keys: await deviceKeys(engine),
@@ -351,6 +352,8 @@ async function status(pos: string[], opts: Record<string, string | true>): Promi
     console.log(`held:    ${out.held.length}, quarantined: ${out.quarantined.length}, conflicts: ${conflicts.length}`);
     for (const c of conflicts.slice(-10)) console.log(`conflict: ${c.message}`);
     for (const p of out.problems) console.log(`cannot write here: ${p.path}: ${p.reason}`);
+    if (out.not_synced.length) console.log(`not synced from here (${out.not_synced.length}):`);
+    for (const n of out.not_synced.slice(0, 10)) console.log(`  ${n.reason}`);
   }
 }
 

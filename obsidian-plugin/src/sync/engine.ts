@@ -281,6 +281,12 @@ export class SyncEngine {
       }
       report.pendingDownload = Object.keys(this.state.inbox).length;
       report.liveFiles = this.liveCount();
+      // what `status` lists as not synced from here: a full scan says all of it, a scoped one
+      // only about the paths it looked at (as Python's `not_synced`)
+      const listed = opts.paths && !wasMissing ? { ...(this.state.notSynced ?? {}) } : {};
+      if (opts.paths && !wasMissing) for (const p of opts.paths) delete listed[p];
+      for (const n of report.notSynced) listed[n.path] = n.reason;
+      this.state.notSynced = listed;
     } catch (e) {
       report.elapsedS = (Date.now() - t0) / 1000;
       if (e instanceof VaultFolderMissing) {
@@ -622,7 +628,10 @@ export class SyncEngine {
         // a name no device could share (a control or bidirectional character, a backslash, a
         // look-alike dot): listed each round until it is renamed, never dropped silently (R13)
         const line = `${pathProblem(st.path) ?? "not a vault path"}; not synced until it is renamed`;
-        if (!report.skipped.includes(line)) report.skipped.push(line); // once per round, not per pass
+        if (!report.skipped.includes(line)) {
+          report.skipped.push(line); // once per round, not per pass
+          report.notSynced.push({ path: st.path, reason: pathProblem(st.path) ?? "not a vault path" });
+        }
         continue;
       }
       if (this.ignore.isIgnored(p)) continue;

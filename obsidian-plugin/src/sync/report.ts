@@ -14,6 +14,8 @@ export class RoundReport {
   merged: string[] = [];
   keptEdits: string[] = [];
   skipped: string[] = [];
+  /** Local files the scans of this round did not sync, by their name on disk (R13). */
+  notSynced: { path: string; reason: string }[] = [];
   /** Remote changes this device cannot apply (kept queued, retried next round). */
   problems: { path: string; reason: string }[] = [];
   /** Remote changes newly held for the person's approval this round. */

@@ -80,6 +80,8 @@ export interface SyncState {
   files: Record<string, Entry>;
   inbox: Record<string, Queued>;
   held: Record<string, Held>;
+  /** Local names that cannot sync, listed until renamed (path on disk -> why; absent in older states). */
+  notSynced?: Record<string, string>;
   quarantine: Record<string, Quarantined>;
   /** File id -> the quarantined revision the person dismissed (absent in older states). */
   dismissed?: Record<string, number>;

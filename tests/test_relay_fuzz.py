@@ -15,12 +15,7 @@ checksum and valid framing so the storage paths run, not just the refusals.
 
 from __future__ import annotations
 
-import pytest
-
 from tests.relayfuzz import make
-
-# the volume test counts the requests of the parametrized one: both on one xdist worker
-pytestmark = pytest.mark.xdist_group("relay_fuzz_sqlite")
 
 _fuzz = make("sqlite")
 test_api_never_fails = _fuzz.test_api_never_fails

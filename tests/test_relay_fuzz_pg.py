@@ -3,12 +3,7 @@ server, see tests/pgcluster.py)."""
 
 from __future__ import annotations
 
-import pytest
-
 from tests.relayfuzz import make
-
-# the volume test counts the requests of the parametrized one: both on one xdist worker
-pytestmark = pytest.mark.xdist_group("relay_fuzz_postgres")
 
 _fuzz = make("postgres")
 test_api_never_fails = _fuzz.test_api_never_fails

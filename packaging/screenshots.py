@@ -109,34 +109,23 @@ def _stop(proc: subprocess.Popen[bytes] | None) -> None:
 def start_xvfb(display: str | None) -> tuple[subprocess.Popen[bytes], str]:
     """Xvfb on `display`, or on a free display number it reports through -displayfd."""
     screen = ["-screen", "0", f"{SCREEN[0]}x{SCREEN[1]}x24", "-nolisten", "tcp"]
-    if display:
-        proc = subprocess.Popen(
-            ["Xvfb", display, *screen],
-            stderr=subprocess.DEVNULL,
-            preexec_fn=_die_with_parent,  # noqa: PLW1509 - only a prctl, no locks taken
-        )
-        from companion.gui.display import display_problem
-
-        deadline = time.monotonic() + 15
-        while display_problem({"DISPLAY": display}) is not None:
-            if proc.poll() is not None or time.monotonic() > deadline:
-                _stop(proc)
-                raise SystemExit(f"error: Xvfb did not start on {display} (in use?)")
-            time.sleep(0.05)
-        return proc, display
+    # -displayfd: the server writes its display number once it listens (and exits without
+    # writing it when `display` is taken); with no display given it picks a free one itself.
+    # Asking `display` whether it answers could not tell this Xvfb from another one on it.
     read_fd, write_fd = os.pipe()
     proc = subprocess.Popen(
-        ["Xvfb", "-displayfd", str(write_fd), *screen],
+        ["Xvfb", *([display] if display else []), "-displayfd", str(write_fd), *screen],
         pass_fds=(write_fd,),
         stderr=subprocess.DEVNULL,
-        preexec_fn=_die_with_parent,  # noqa: PLW1509
+        preexec_fn=_die_with_parent,  # noqa: PLW1509 - only a prctl, no locks taken
     )
     os.close(write_fd)
     with os.fdopen(read_fd) as f:
         number = f.readline().strip()
     if not number:
         _stop(proc)
-        raise SystemExit("error: Xvfb did not start")
+        where = f" on {display} (in use?)" if display else ""
+        raise SystemExit(f"error: Xvfb did not start{where}")
     return proc, f":{number}"
 
 

@@ -6,11 +6,13 @@ import os
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import pytest
+
+T = TypeVar("T")
 
 # Before pytest-qt creates its QApplication: no display is needed for any test.
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
@@ -54,7 +56,8 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
     groups: dict[str, int] = {}
     for report in terminalreporter.stats.get("skipped", []):
         longrepr = report.longrepr
-        why = str(longrepr[2]) if isinstance(longrepr, tuple) else str(longrepr)
+        # (path, line, reason); a list when it came from a pytest-xdist worker
+        why = str(longrepr[2]) if isinstance(longrepr, tuple | list) else str(longrepr)
         why = why.removeprefix("Skipped: ")
         groups[why] = groups.get(why, 0) + 1
     terminalreporter.section("skipped areas", sep="-")
@@ -197,43 +200,63 @@ def app_log(caplog: pytest.LogCaptureFixture) -> Iterator[pytest.LogCaptureFixtu
 XVFB_DISPLAYS = range(51, 60)  # the display numbers this project's tests may use
 
 
+def worker_share(items: Sequence[T]) -> list[T]:
+    """This pytest-xdist worker's share of `items` (every other one of two workers, and so
+    on); all of them without xdist. For what the workers of one run must not both pick, such
+    as an X display number."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "")
+    count = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1") or 1)
+    if not worker.startswith("gw") or count < 2:
+        return list(items)
+    return list(items)[int(worker[2:]) % count :: count]
+
+
+def start_xvfb(number: int) -> subprocess.Popen[bytes] | None:
+    """Xvfb on display `number`, once it accepts clients; None when that display is taken.
+
+    `-displayfd` makes the server write its display number once it listens, and exit without
+    writing it when another server holds the display: asking the display whether it answers
+    could not tell this Xvfb from another test's (or another run's) on the same number."""
+    import selectors
+
+    read_fd, write_fd = os.pipe()
+    proc = subprocess.Popen(
+        ["Xvfb", f":{number}", "-displayfd", str(write_fd), "-screen", "0", "1280x800x24",
+         "-nolisten", "tcp"],
+        pass_fds=(write_fd,), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    os.close(write_fd)
+    with os.fdopen(read_fd, "rb") as pipe, selectors.DefaultSelector() as sel:
+        sel.register(pipe, selectors.EVENT_READ)
+        said = pipe.readline().strip() if sel.select(10) else b""
+    if said == str(number).encode():
+        return proc
+    proc.kill()
+    proc.wait()
+    return None
+
+
 @pytest.fixture
 def x_desktop() -> Iterator[dict[str, str]]:
-    """A real X screen (Xvfb on a free display of :51-:59) with a tray host (trayer), for the
-    few tests whose bug only shows on a real desktop. Yields the environment to run Qt on it;
-    both processes are stopped afterwards, whatever happened."""
+    """A real X screen (Xvfb on a free display of :51-:59, this worker's share of them) with a
+    tray host (trayer), for the few tests whose bug only shows on a real desktop. Yields the
+    environment to run Qt on it; both processes are stopped afterwards, whatever happened."""
     import signal
 
-    from companion.gui.display import display_problem
     from tests.prereqs import require
 
     require("x-desktop")
     procs: list[subprocess.Popen[bytes]] = []
     try:
-        for number in XVFB_DISPLAYS:
+        for number in worker_share(XVFB_DISPLAYS):
             if Path(f"/tmp/.X{number}-lock").exists():
                 continue
-            proc = subprocess.Popen(
-                ["Xvfb", f":{number}", "-screen", "0", "1280x800x24", "-nolisten", "tcp"],
-                stdout=subprocess.DEVNULL,
-                stderr=subprocess.DEVNULL,
-            )
-            display = {"DISPLAY": f":{number}"}
-
-            def up(p: subprocess.Popen[bytes] = proc, d: dict[str, str] = display) -> bool:
-                return p.poll() is not None or display_problem(d) is None
-
-            try:
-                wait_for(up, 10, "Xvfb")
-            except AssertionError:
-                proc.kill()
-                proc.wait()
-                continue
-            if proc.poll() is None:
+            proc = start_xvfb(number)
+            if proc is not None:
                 procs.append(proc)
                 break
         else:
-            pytest.fail("no free X display among :51-:59")
+            pytest.fail(f"no free X display among {worker_share(XVFB_DISPLAYS)}")
         env = {"DISPLAY": f":{number}", "QT_QPA_PLATFORM": "xcb"}
         tray = subprocess.Popen(
             ["trayer", "--edge", "top", "--align", "right", "--SetDockType", "true"],

@@ -103,10 +103,9 @@ def _env(extra: dict[str, str]) -> dict[str, str]:
 
 def _plugin_built() -> None:
     """dist/cli.js, as tests/test_plugin_interop.py builds it (tools/test already has)."""
-    cli = PLUGIN / "dist" / "cli.js"
-    if not cli.exists():
-        subprocess.run(["npm", "run", "build"], cwd=PLUGIN, check=True, capture_output=True)
-    assert cli.exists(), "obsidian-plugin/dist/cli.js is missing: run `npm ci && npm run build`"
+    from tests.test_plugin_interop import plugin_cli
+
+    plugin_cli()
 
 
 @pytest.mark.timeout(900)

@@ -41,12 +41,23 @@ PLUGIN = Path(__file__).resolve().parent.parent / "obsidian-plugin"
 CLI = PLUGIN / "dist" / "cli.js"
 
 
-@pytest.fixture(scope="module")
-def cli() -> Path:
-    if not CLI.exists():
-        subprocess.run(["npm", "run", "build"], cwd=PLUGIN, check=True, capture_output=True)
+def plugin_cli() -> Path:
+    """dist/cli.js, built first when missing (tools/test already has). Under a lock: two
+    pytest-xdist workers never build it at once, nor run one the other is writing."""
+    from filelock import FileLock
+
+    lock = PLUGIN.parent / ".cache" / "plugin-build.lock"
+    lock.parent.mkdir(exist_ok=True)
+    with FileLock(str(lock), timeout=600):
+        if not CLI.exists():
+            subprocess.run(["npm", "run", "build"], cwd=PLUGIN, check=True, capture_output=True)
     assert CLI.exists(), "obsidian-plugin/dist/cli.js is missing: run `npm ci && npm run build`"
     return CLI
+
+
+@pytest.fixture(scope="module")
+def cli() -> Path:
+    return plugin_cli()
 
 
 class PluginDevice:

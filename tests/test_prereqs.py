@@ -9,13 +9,15 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.prereqs import AREAS, missing_line, packages
 
 ROOT = Path(__file__).resolve().parent.parent
 TEST = "tests/test_packaging_installers.py::test_desktop_entries_validate"
 
 
-def _run_without_tools(tmp_path: Path, **env: str) -> subprocess.CompletedProcess[str]:
+def _run_without_tools(tmp_path: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
     """pytest on one `needs("desktop-files")` test, on a PATH that holds only Python."""
     bare = tmp_path / "bin"
     bare.mkdir(exist_ok=True)
@@ -24,13 +26,18 @@ def _run_without_tools(tmp_path: Path, **env: str) -> subprocess.CompletedProces
     full = {k: v for k, v in os.environ.items() if k != "COMPANION_TEST_STRICT"}
     full.update(PATH=str(bare), **env)
     return subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", TEST],
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *args, TEST],
         cwd=ROOT, env=full, capture_output=True, text=True, timeout=120,
     )  # fmt: skip
 
 
-def test_a_missing_prerequisite_skips_and_the_run_ends_naming_it(tmp_path: Path) -> None:
-    res = _run_without_tools(tmp_path)
+# tools/test runs pytest on two workers (pytest-xdist): the summary is the controller's, from
+# the reports the workers send it
+@pytest.mark.parametrize("workers", ["0", "2"])
+def test_a_missing_prerequisite_skips_and_the_run_ends_naming_it(
+    tmp_path: Path, workers: str
+) -> None:
+    res = _run_without_tools(tmp_path, "-n", workers)
     assert res.returncode == 0, res.stdout + res.stderr
     tail = res.stdout[res.stdout.index("skipped areas") :]
     assert "skipped: needs the freedesktop entry validator: desktop-file-validate not found" in tail
@@ -38,8 +45,11 @@ def test_a_missing_prerequisite_skips_and_the_run_ends_naming_it(tmp_path: Path)
     assert "this machine: missing for some tests:" in tail  # the one line, again at the end
 
 
-def test_strict_mode_fails_a_test_whose_prerequisite_is_missing(tmp_path: Path) -> None:
-    res = _run_without_tools(tmp_path, COMPANION_TEST_STRICT="1")
+@pytest.mark.parametrize("workers", ["0", "2"])
+def test_strict_mode_fails_a_test_whose_prerequisite_is_missing(
+    tmp_path: Path, workers: str
+) -> None:
+    res = _run_without_tools(tmp_path, "-n", workers, COMPANION_TEST_STRICT="1")
     assert res.returncode == 1, res.stdout + res.stderr
     assert "COMPANION_TEST_STRICT=1 and needs the freedesktop entry validator" in res.stdout
 

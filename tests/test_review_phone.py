@@ -28,7 +28,7 @@ from companion.review import note as notes
 from companion.review.rounds import install
 from companion.sync.service.dreamhook import EngineSyncHook
 from tests.syncharness import Device, SyncCluster
-from tests.test_plugin_interop import CLI, PLUGIN, PluginDevice
+from tests.test_plugin_interop import PluginDevice, plugin_cli
 
 pytestmark = pytest.mark.needs("node")
 
@@ -40,12 +40,7 @@ AGENT_TEXT = "# Agent scratch\n\nThe agent wrote this on its own.\n"
 
 @pytest.fixture(scope="module")
 def cli() -> Path:
-    import subprocess
-
-    if not CLI.exists():
-        subprocess.run(["npm", "run", "build"], cwd=PLUGIN, check=True, capture_output=True)
-    assert CLI.exists(), "obsidian-plugin/dist/cli.js is missing: run `npm ci && npm run build`"
-    return CLI
+    return plugin_cli()
 
 
 class World:

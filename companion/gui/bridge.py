@@ -58,7 +58,16 @@ class TaskRunner(QObject):
 
     def __init__(self, pool: QThreadPool | None = None, parent: QObject | None = None) -> None:
         super().__init__(parent)
-        self.pool = pool or QThreadPool(self)
+        if pool is None:
+            pool = QThreadPool(self)
+            # Deleted with this runner (its window's deleteLater), the pool waits for the calls
+            # still running; when the deletion comes through a Python `event()` (the Settings
+            # window has one) that wait holds the GIL those calls need: the app froze for good
+            # (seen as a hung test when a key store read outlived its window). Wait for them
+            # here first: `destroyed` comes before the children go, and waitForDone lets go of
+            # the GIL.
+            self.destroyed.connect(lambda *_: pool.waitForDone())
+        self.pool = pool
         self.pool.setMaxThreadCount(max(self.pool.maxThreadCount(), 3))
         self._lock = threading.Lock()
         self._running: set[str] = set()

@@ -105,17 +105,28 @@ class TempCluster:
                 os.chown(p, self.user.pw_uid, self.user.pw_gid)
         self._run("initdb", "-D", str(self.data), "-U", "postgres", "--auth=trust", "-E", "UTF8",
                   "--no-instructions")  # fmt: skip
-        settings = [
-            "listen_addresses=127.0.0.1",
-            f"port={self.port}",
-            f"unix_socket_directories={self.sockets}",
-            f"max_connections={self.max_connections}",
-            "shared_buffers=128MB",
-        ]
-        if not self.durable:
-            settings += ["fsync=off", "synchronous_commit=off", "full_page_writes=off"]
-        opts = " ".join(f"-c {s}" for s in settings)
-        self._run("pg_ctl", "-D", str(self.data), "-l", str(self.log), "-o", opts, "-w", "start")
+        for attempt in range(5):
+            settings = [
+                "listen_addresses=127.0.0.1",
+                f"port={self.port}",
+                f"unix_socket_directories={self.sockets}",
+                f"max_connections={self.max_connections}",
+                "shared_buffers=128MB",
+            ]
+            if not self.durable:
+                settings += ["fsync=off", "synchronous_commit=off", "full_page_writes=off"]
+            opts = " ".join(f"-c {s}" for s in settings)
+            try:
+                self._run("pg_ctl", "-D", str(self.data), "-l", str(self.log), "-o", opts, "-w",
+                          "start")  # fmt: skip
+                break
+            except RuntimeError as exc:
+                # the free port was taken between `_free_port` and the server's bind (another
+                # cluster starting at the same moment, as two pytest-xdist workers do)
+                if "Address already in use" not in str(exc) or attempt == 4:
+                    raise
+                self.log.unlink(missing_ok=True)
+                self.port = _free_port()
         self._started = True
         return self
 

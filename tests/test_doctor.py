@@ -100,7 +100,8 @@ def test_a_server_device_set_up_with_init_is_checked_end_to_end(
         assert checks["sync"]["status"] == "ok", checks["sync"]
         assert "device 'server' (agent)" in checks["sync"]["detail"]
         assert checks["relay"]["status"] == "ok" and relay.url in checks["relay"]["detail"]
-        assert "2 secret(s)" in checks["secrets"]["detail"]
+        # the relay token, the vault key and the device's signing key (docs/trust.md §1)
+        assert "3 secret(s)" in checks["secrets"]["detail"]
         # the token vanishes from the secrets file: the device cannot reach its vault
         secrets = device_paths().secrets_file
         kept = [ln for ln in secrets.read_text().splitlines() if not ln.startswith("relay-token")]

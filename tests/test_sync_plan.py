@@ -360,6 +360,25 @@ def test_a_remote_rename_of_a_file_edited_here_carries_the_edit() -> None:
     assert plan.push == {}
 
 
+def test_a_remote_rename_of_a_file_being_written_here_waits_whole() -> None:
+    """R16 with R17, found by the scenario files: the old name was still being written when
+    its rename arrived. The new name was downloaded at once and the old one waited, so next
+    pass the edit met a plain deletion and stayed at the old name beside the renamed file.
+    Both halves wait together; next pass the edit follows the rename."""
+    idx = synced(("old.md", "body", 1))
+    plan = plan_apply(
+        inbox(change("old.md", None, 2), change("new.md", "body", 1, rename_from="old.md")),
+        {}, idx, unstable=["old.md"],
+    )  # fmt: skip
+    assert sorted(kinds(plan.steps)) == [("Wait", "new.md"), ("Wait", "old.md")]
+    settled = plan_apply(
+        inbox(change("old.md", None, 2), change("new.md", "body", 1, rename_from="old.md")),
+        {"old.md": local(M, "old.md", "body, typed just then")}, idx,
+    )  # fmt: skip
+    (step,) = settled.steps
+    assert isinstance(step, FollowRemoteRename) and (step.old, step.new) == ("old.md", "new.md")
+
+
 def test_a_local_rename_meeting_a_remote_edit_carries_the_edit() -> None:
     """Issue 17.1: renamed here (not pushed yet), edited there."""
     idx = synced(("old.md", "body", 1))

@@ -476,7 +476,13 @@ def plan_apply(
             continue
         gone = todo[old]
         if {old, new} & busy:
-            continue  # handled below as waits
+            # one half being written here: both wait, so next pass meets the rename whole (an
+            # edit then follows it); the new half alone would land beside the old name's edit
+            for half, item in ((old, gone), (new, came)):
+                steps.append(Wait(half, item))
+                left.pop(half, None)
+                del todo[half]
+            continue
         old_entry, new_entry = view.get(old), view.get(new)
         new_free = (new_entry is None or new_entry.deleted) and not (
             case_insensitive and any(p != old for p in view.paths_with_fold(fold(new)))

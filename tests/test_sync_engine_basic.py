@@ -97,6 +97,30 @@ def test_binary_empty_executable_and_multichunk_files(cluster: SyncCluster) -> N
     assert not partial.exists() or not any(partial.iterdir())  # resumable parts cleaned up
 
 
+def test_a_mode_change_alone_is_no_change_and_the_bit_travels_with_the_next_edit(
+    cluster: SyncCluster,
+) -> None:
+    """R24, decided: a change of the executable bit alone (the bytes unchanged) is not sent;
+    the bit rides the file's next content change. Mode flips come in bulk from folders without
+    modes (exFAT, SMB, a checkout with `core.fileMode`), and the phone has no modes at all."""
+    a = cluster.add_device("laptop", "human")
+    b = cluster.add_device("server", "agent")
+    a.write("tools/run.sh", "#!/bin/sh\necho hi\n")
+    a.sync()
+    b.sync()
+    a.path("tools/run.sh").chmod(0o755)
+    report = a.sync()
+    assert report.uploaded == []
+    assert len(a.engine().history("tools/run.sh")) == 1
+    b.sync()
+    assert not os.stat(b.path("tools/run.sh")).st_mode & 0o100
+    a.write("tools/run.sh", "#!/bin/sh\necho hello\n")
+    a.path("tools/run.sh").chmod(0o755)
+    assert a.sync().uploaded == ["tools/run.sh"]
+    b.sync()
+    assert os.stat(b.path("tools/run.sh")).st_mode & 0o100
+
+
 def test_offline_edits_queue_until_the_relay_answers(tmp_path: Path) -> None:
     with SyncCluster(tmp_path, relay="process") as c:
         a = c.add_device("laptop", "human")

@@ -289,3 +289,61 @@ def test_another_vaults_wrapped_key_is_refused_at_join(setup, tmp_path: Path) ->
     proxy.tamper = other_key
     with pytest.raises(WrongPassphrase):
         cluster.add_device("newcomer", "human", relay_url=proxy.url)
+
+
+def test_a_record_damaged_in_transit_heals_by_asking_for_its_head_again(setup) -> None:
+    """R9, Python's retry on its own: the feed delivers the damaged record once and the cursor
+    moves past it, so nothing but `Puller.retry_quarantined` asking the relay for the file's
+    head (`GET .../files/<id>`) can bring the note back, in the very next round."""
+    cluster, proxy, a, b = setup
+    _two_notes(a)
+    fid = a.engine().core.remote.file_id("projects/alpha.md")
+
+    def damage_alpha(recs):
+        for rec in recs:
+            if rec["file_id"] == fid:
+                _sealed(rec, _flip)
+        return recs
+
+    proxy.tamper = _on_changes(damage_alpha)
+    report = b.sync()
+    assert report.quarantined == [fid]  # unknown here: named by its id
+    assert b.read("projects/alpha.md") is None
+    assert b.read("projects/beta.md") == a.read("projects/beta.md")
+    seq_max = max(r.seq for r in b.engine().core.remote.client.changes(0).records)
+    assert b.engine().puller.cursor == seq_max  # past the damaged record: not read again
+    proxy.tamper = None
+    proxy.exchanges.clear()
+    report = b.sync()
+    heads = [
+        ex for ex in proxy.exchanges if ex.method == "GET" and ex.path.endswith(f"/files/{fid}")
+    ]
+    assert heads, "the quarantined file's head was not asked for again"
+    assert not any("/changes" in ex.path and "since=0" in ex.path for ex in proxy.exchanges)
+    assert b.read("projects/alpha.md") == a.read("projects/alpha.md")
+    assert b.engine().quarantined() == []
+    assert report.quarantined == []
+
+
+def test_a_quarantined_head_the_relay_does_not_have_rereads_the_feed(setup) -> None:
+    """R9: the feed listed a file the relay has no head for (a lie, or a file since purged):
+    the retry finds nothing, releases the quarantine and reads the feed again from the start."""
+    cluster, proxy, a, b = setup
+    _two_notes(a)
+    ghost = "cd" * 32
+
+    def add_ghost(recs):
+        fake = dict(recs[0])
+        fake["file_id"] = ghost
+        _sealed(fake, _flip)
+        return [*recs, fake]
+
+    proxy.tamper = _on_changes(add_ghost)
+    b.sync()
+    assert [q.file_id for q in b.engine().quarantined()] == [ghost]
+    proxy.tamper = None
+    proxy.exchanges.clear()
+    b.sync()
+    assert b.engine().quarantined() == []
+    assert any("/changes" in ex.path and "since=0" in ex.path for ex in proxy.exchanges)
+    cluster.assert_converged()

@@ -62,6 +62,9 @@ MERGES = [
     ("x\n", "x\ny\n", "x\nz\n"),
     ("keep\n", "keep\nsame\n", "keep\nsame\n"),
     ("", "new\n", "other\n"),
+    # a UTF-8 byte-order mark is a character of the first line, kept by every merge (R24)
+    ("\ufeffa\nb\nc\n", "\ufeffA\nb\nc\n", "\ufeffa\nb\nC\n"),
+    ("\ufeffa\r\nb\r\n", "\ufeffa\r\nB\r\n", "\ufeffa\r\nb\r\nc\r\n"),
 ]
 PATHS = [
     "Home.md",

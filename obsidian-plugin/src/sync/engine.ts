@@ -1479,8 +1479,15 @@ export class SyncEngine {
     return this.round({ paths: [rel] });
   }
 
-  waitForChanges(waitS: number): Promise<boolean> {
-    return this.remote.waitForChanges(this.state.cursor, waitS);
+  async waitForChanges(waitS: number): Promise<boolean> {
+    try {
+      return await this.remote.waitForChanges(this.state.cursor, waitS);
+    } catch (e) {
+      // the relay is behind this device's cursor (restored from a backup): the next round
+      // resyncs with it (R3), so the long-poll wakes one instead of failing until a rescan
+      if (e instanceof ConflictError && e.code === "since_ahead") return true;
+      throw e;
+    }
   }
 
   /** Every conflict copy (and name-collision copy) in the vault, with what this device knows

@@ -31,6 +31,7 @@ import json
 import os
 import random
 import re
+import shutil
 import subprocess
 import sys
 import time
@@ -46,7 +47,7 @@ TEMP_PREFIX = ".companion-tmp-"
 
 ENGINES = ("python", "plugin")
 KINDS = ("human", "agent")
-RESERVED = {"all", "same", "device", "option", "sync", "expect", "offline", "online"}
+RESERVED = {"all", "same", "device", "option", "sync", "expect", "offline", "online", "relay"}
 DEVICE_VERBS = {
     "write", "edit", "append", "rename", "delete", "mkdir", "chmod", "accept", "refuse",
 }  # fmt: skip
@@ -110,6 +111,11 @@ class Scenario:
             return dict(self.devices)
         flip = {"python": "plugin", "plugin": "python"}
         return {n: ((flip[e], k) if k == "human" else (e, k)) for n, (e, k) in self.devices.items()}
+
+    @property
+    def relay_restarts(self) -> bool:
+        """`relay backup`/`restore` stop and start the relay: it runs as a process."""
+        return any(s.verb.startswith("relay-") for s in self.steps)
 
     def expected_drift(self, swapped: bool) -> str:
         return self.drift or (self.drift_swapped if swapped else self.drift_written)
@@ -275,6 +281,14 @@ def parse(text: str, path: Path) -> Scenario:
             sc.steps.append(_parse_sync(sc, a, number, line, where))
         elif first == "expect":
             sc.steps.append(_parse_expect(sc, a, number, line, where))
+        elif first == "relay":
+            what = a.word("backup|restore")
+            a.done()
+            if what not in ("backup", "restore"):
+                raise ScenarioError(f"{where}: relay backup|restore")
+            if what == "restore" and not any(s.verb == "relay-backup" for s in sc.steps):
+                raise ScenarioError(f"{where}: no `relay backup` before this restore")
+            sc.steps.append(Step(number, line, "relay-" + what, None, ()))
         elif first in ("offline", "online"):
             name = _device(sc, a.word("a device"), where)
             a.done()
@@ -511,6 +525,7 @@ class Run:
         self.devices: dict[str, ScnDevice] = {}
         self.log: list[str] = []
         self.sent = 0  # rounds so far that sent something to the relay
+        self.cluster: Any = None  # the run's tests.syncharness.SyncCluster
 
     @property
     def label(self) -> str:
@@ -528,7 +543,9 @@ class Run:
         from tests.syncharness import SyncCluster
         from tests.test_plugin_interop import PluginDevice
 
-        with SyncCluster(self.base) as cluster:
+        relay = "process" if self.sc.relay_restarts else "thread"  # a restore restarts it
+        with SyncCluster(self.base, relay=relay) as cluster:
+            self.cluster = cluster
             for name, (engine, kind) in self.sc.arrangement(self.swapped).items():
                 if engine == "python":
                     self.devices[name] = PythonDevice(cluster.add_device(name, kind))
@@ -553,6 +570,10 @@ class Run:
             else:
                 for n in names:
                     self.sync_one(st, self.devices[n], code, allow)
+            return
+        if st.verb.startswith("relay-"):
+            self.log.append(f"{st.line}: {st.text}")
+            getattr(self, "do_" + st.verb.replace("-", "_"))(st)
             return
         if st.verb.startswith("expect-"):
             self.expect(st)
@@ -646,6 +667,28 @@ class Run:
 
     def do_online(self, st: Step, dev: ScnDevice) -> None:
         dev.online = True
+
+    @property
+    def _backup(self) -> Path:
+        return self.base / "relay-backup"
+
+    def do_relay_backup(self, st: Step) -> None:
+        """A copy of the relay's data folder, taken with the relay stopped."""
+        relay = self.cluster.relay
+        relay.stop()
+        shutil.rmtree(self._backup, ignore_errors=True)
+        shutil.copytree(relay.data_dir, self._backup)
+        relay.restart()
+
+    def do_relay_restore(self, st: Step) -> None:
+        """The relay's data folder put back to the last `relay backup`, on the same port: it
+        lost what was committed since, the devices keep it (docs/protocol.md R3)."""
+        relay = self.cluster.relay
+        relay.stop()
+        shutil.rmtree(relay.data_dir)
+        shutil.copytree(self._backup, relay.data_dir)
+        relay.restart()
+        self.sent += 1  # every device learns of it on its next round
 
     def _decide(self, st: Step, dev: ScnDevice, decision: str, rel: str) -> None:
         r = dev.decide(decision, rel)

@@ -48,10 +48,29 @@ def test_the_language_is_strict() -> None:
         "device a python human\nsync a\ndevice b python human\n": "t.scn:3: devices are declared",
         "device a python human\na chmod x.sh 755\n": "t.scn:2: chmod PATH \\+x\\|-x",
         "device all python human\n": "t.scn:1: device name 'all' taken",
+        "device relay python human\n": "t.scn:1: device name 'relay' taken",
+        "device a python human\nrelay rewind\n": "t.scn:2: relay backup\\|restore",
+        "device a python human\nrelay restore\nexpect same\n": "t.scn:2: no `relay backup`",
+        "device a python human\nrelay backup now\n": "t.scn:2: unexpected 'now'",
     }
     for text, message in bad.items():
         with pytest.raises(ScenarioError, match=message.replace("(", r"\(").replace(")", r"\)")):
             parse(text, Path("t.scn"))
+
+
+def test_a_relay_restore_is_a_step_of_its_own() -> None:
+    """`relay backup` copies the relay's data folder, `relay restore` puts that copy back
+    (docs/protocol.md R3): steps without a device, on a relay process that can restart."""
+    text = (
+        'device a python human\ndevice b plugin human\na write x.md "x"\nsync all\n'
+        'relay backup\na write y.md "y"\nsync a\nrelay restore\nsync all\nexpect same\n'
+    )
+    sc = parse(text, Path("t.scn"))
+    relay = [(s.verb, s.device, s.line) for s in sc.steps if s.verb.startswith("relay-")]
+    assert relay == [("relay-backup", None, 5), ("relay-restore", None, 8)]
+    assert sc.relay_restarts
+    assert not parse(text.replace("relay backup\n", "").replace("relay restore\n", ""),
+                     Path("t.scn")).relay_restarts  # fmt: skip
 
 
 def test_escapes_give_exact_bytes_and_names() -> None:

@@ -40,6 +40,7 @@ import { type Candidate, isRosterPath, rosterCandidate, type Trust } from "./tru
 import { invalidScopes, MAX_SCOPES_BYTES, readScopes, SCOPES_FILE, type Scopes } from "./scopes";
 import { MemoryPartials, type Outgoing, type PartialStore, pool, type RemoteChange, RemoteVault } from "./remote";
 import { RoundReport } from "./report";
+import { resyncRestoredRelay } from "./resync";
 import {
   addConflicts,
   addError,
@@ -491,7 +492,7 @@ export class SyncEngine {
     // after a pass that brought the first roster file: announce this device's key
     const announced = await this.ensureAnnouncement();
     if (announced && scope) scope.add(announced);
-    const pulled = await this.pull(report);
+    const pulled = await this.pull(report, scope);
     const inboxPaths = Object.keys(this.state.inbox);
     const local = await this.scan(scope ? new Set([...scope, ...inboxPaths]) : null, report);
     await this.guard(); // the scan was of this copy's folder: no deletion from another one
@@ -548,17 +549,22 @@ export class SyncEngine {
     return admitted;
   }
 
-  private async pull(report: RoundReport): Promise<number> {
+  private async pull(report: RoundReport, scope: Set<string> | null = null): Promise<number> {
     const since = this.state.cursor;
     await this.refreshTrust();
     let pulled;
+    let restored = false;
     try {
       pulled = await this.remote.pull(since);
     } catch (e) {
       if (e instanceof ConflictError && e.code === "since_ahead") {
-        // the relay was reset or restored from a backup: read its whole feed again
-        this.state.cursor = 0;
+        // the relay was reset or restored from a backup: read its whole feed again, renumber
+        // what it holds and offer again what it lost, never older than this device's (R3)
         pulled = await this.remote.pull(0);
+        const reoffered = resyncRestoredRelay(this.state, pulled.changes);
+        if (scope) for (const p of reoffered) scope.add(p);
+        report.relayRestored = true;
+        restored = true; // what the inbox held before is no measure of the relay's feed now
       } else throw e;
     }
     for (const b of pulled.bad) this.quarantine(b.fileId, b.rev, b.reason, report);
@@ -576,7 +582,7 @@ export class SyncEngine {
     for (const ch of newest.values()) {
       const path = tryNormalize(ch.meta.path);
       if (!path) continue;
-      const best = Math.max(this.state.files[path]?.rev ?? 0, this.state.inbox[path]?.rev ?? 0);
+      const best = Math.max(this.state.files[path]?.rev ?? 0, restored ? 0 : (this.state.inbox[path]?.rev ?? 0));
       if (best && ch.rev < best) {
         throw new RolledBack(`${path}: the relay offered revision ${ch.rev}, older than revision ${best} this device has seen`);
       }
@@ -593,7 +599,7 @@ export class SyncEngine {
       const q = this.state.quarantine[ch.fileId];
       if (q && ch.rev > q.rev) delete this.state.quarantine[ch.fileId];
       const entry = this.state.files[path];
-      const inQueue = this.state.inbox[path]?.rev ?? 0;
+      const inQueue = restored ? 0 : (this.state.inbox[path]?.rev ?? 0);
       const best = Math.max(entry?.rev ?? 0, inQueue);
       if (best && ch.rev < best) continue; // refused above: unreachable
       if (entry && ch.rev <= entry.rev) continue;
@@ -1473,8 +1479,15 @@ export class SyncEngine {
     return this.round({ paths: [rel] });
   }
 
-  waitForChanges(waitS: number): Promise<boolean> {
-    return this.remote.waitForChanges(this.state.cursor, waitS);
+  async waitForChanges(waitS: number): Promise<boolean> {
+    try {
+      return await this.remote.waitForChanges(this.state.cursor, waitS);
+    } catch (e) {
+      // the relay is behind this device's cursor (restored from a backup): the next round
+      // resyncs with it (R3), so the long-poll wakes one instead of failing until a rescan
+      if (e instanceof ConflictError && e.code === "since_ahead") return true;
+      throw e;
+    }
   }
 
   /** Every conflict copy (and name-collision copy) in the vault, with what this device knows

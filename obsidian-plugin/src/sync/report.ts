@@ -22,6 +22,8 @@ export class RoundReport {
   held: string[] = [];
   /** Records newly quarantined this round (file id prefixes, or paths when known). */
   quarantined: string[] = [];
+  /** The relay was reset or restored from a backup: what it lost was offered again (R3). */
+  relayRestored = false;
   deferred = 0;
   heldDeletes = 0;
   heldOf = 0;

@@ -1,0 +1,104 @@
+/**
+ * The resync after a relay restored from a backup (companion/sync/round/plan.py `plan_resync`
+ * and pull.py `_resync_restored_relay`; docs/protocol.md R3).
+ *
+ * A relay whose sequence is behind this device's cursor (`since_ahead`) was reset or restored
+ * and lost what was committed since. Its whole feed is read again, and each file this device
+ * synced is compared with the head the relay now has:
+ * - newer there: no step, it is applied as usual;
+ * - the same (same bytes, or both deleted or lost) at another revision: `renumber`, the entry
+ *   takes the relay's revision;
+ * - anything else (the relay lost this device's version, or holds an older or other one):
+ *   `reoffer`, this device's version is committed again on top of the relay's revision.
+ * Nothing older than what this device holds is ever applied, so a relay faking a restore cannot
+ * roll a file back. `planResync` is pure and replays `tests/vectors/resync_v1.json`.
+ */
+
+import { tryNormalize } from "./paths";
+import type { RemoteChange } from "./remote";
+import { addError, type Entry, type SyncState } from "./state";
+
+/** What the planner needs of one synced file (an index entry). */
+export interface ResyncEntry {
+  path: string;
+  rev: number;
+  sha256: string;
+  deleted: boolean;
+}
+
+/** What the planner needs of the relay's newest revision of a path. */
+export interface ResyncHead {
+  rev: number;
+  sha256: string;
+  deleted: boolean;
+}
+
+export type ResyncStep =
+  /** The relay holds this device's version (or both lost the file) at another revision. */
+  | { step: "renumber"; path: string; rev: number }
+  /** The relay lost this device's version: commit it again on top of `relayRev`. */
+  | { step: "reoffer"; path: string; relayRev: number };
+
+/** The steps, in the order of `entries` (Python's `plan_resync`). */
+export function planResync(entries: Iterable<ResyncEntry>, heads: ReadonlyMap<string, ResyncHead>): ResyncStep[] {
+  const out: ResyncStep[] = [];
+  for (const e of entries) {
+    const h = heads.get(e.path);
+    const relayRev = h ? h.rev : 0;
+    if (h && h.rev > e.rev) continue; // newer there: applied as usual
+    const same = !!h && !h.deleted && !e.deleted && h.sha256 === e.sha256;
+    const gone = !h || h.deleted;
+    if (same || (e.deleted && gone)) {
+      if (relayRev !== e.rev) out.push({ step: "renumber", path: e.path, rev: relayRev });
+      continue;
+    }
+    out.push({ step: "reoffer", path: e.path, relayRev });
+  }
+  return out;
+}
+
+/** Record the steps in this device's files (`state.files`), as Python's pull does in one
+ * transaction with the cursor: a renumbered entry keeps everything but its revision; a
+ * re-offered one takes the relay's revision with an unknown local state (Python's
+ * `take_over`), so the next scan sees this device's file, or its absence, as a change and
+ * commits it on top of that revision. Returns the paths offered again. */
+export function recordResync(files: Record<string, Entry>, steps: readonly ResyncStep[]): string[] {
+  const reoffered: string[] = [];
+  for (const s of steps) {
+    const e = files[s.path];
+    if (!e) continue;
+    if (s.step === "renumber") {
+      files[s.path] = { ...e, rev: s.rev };
+      continue;
+    }
+    files[s.path] = { ...e, rev: s.relayRev, sha256: "", size: -1, mtime: -1, deleted: false, force: true };
+    reoffered.push(s.path);
+  }
+  return reoffered;
+}
+
+/** The message `status` keeps, Python's words. */
+export function restoredMessage(reoffered: number): string {
+  return `the relay was reset or restored from a backup (its sequence is behind this device's); ${reoffered} file(s) it lost are offered again`;
+}
+
+/** The relay's head of each path in its whole feed (`changes` in relay order: the last wins). */
+export function relayHeads(changes: Iterable<RemoteChange>): Map<string, ResyncHead> {
+  const heads = new Map<string, ResyncHead>();
+  for (const ch of changes) {
+    const path = tryNormalize(ch.meta.path);
+    if (path) heads.set(path, { rev: ch.rev, sha256: ch.meta.sha256, deleted: ch.meta.deleted });
+  }
+  return heads;
+}
+
+/** Python's `Puller._resync_restored_relay` on this device's state, given the relay's whole
+ * feed read again from 0: plan, record, move the cursor back to 0 and keep the message for
+ * `status`. Returns the paths offered again (the round's scan must look at them). */
+export function resyncRestoredRelay(state: SyncState, changes: Iterable<RemoteChange>): string[] {
+  const entries = Object.entries(state.files).map(([path, e]) => ({ path, rev: e.rev, sha256: e.sha256, deleted: e.deleted }));
+  const reoffered = recordResync(state.files, planResync(entries, relayHeads(changes)));
+  state.cursor = 0;
+  addError(state, "relay_restored", restoredMessage(reoffered.length));
+  return reoffered;
+}

@@ -1,0 +1,52 @@
+/** tests/vectors/resync_v1.json (written by tests/test_sync_resync_vectors.py from the Python
+ * engine's `plan_resync`): after a relay restored from a backup the plugin renumbers and offers
+ * again exactly what the Python engine does (docs/protocol.md R3). */
+import { readFileSync } from "node:fs";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { describe, expect, it } from "vitest";
+import { planResync, recordResync, type ResyncHead, type ResyncStep } from "../src/sync/resync";
+import type { Entry } from "../src/sync/state";
+
+const HERE = dirname(fileURLToPath(import.meta.url));
+const V = JSON.parse(readFileSync(join(HERE, "..", "..", "tests", "vectors", "resync_v1.json"), "utf-8"));
+
+interface VStep {
+  step: "renumber" | "reoffer";
+  path: string;
+  rev?: number;
+  relay_rev?: number;
+}
+
+const wanted = (s: VStep): ResyncStep =>
+  s.step === "renumber" ? { step: "renumber", path: s.path, rev: s.rev! } : { step: "reoffer", path: s.path, relayRev: s.relay_rev! };
+
+describe("resync_v1.json", () => {
+  it("plans the resync after a relay restore as the Python engine does", () => {
+    expect(V.version).toBe(1);
+    expect(V.cases.length).toBeGreaterThanOrEqual(15);
+    for (const c of V.cases) {
+      const heads = new Map<string, ResyncHead>(Object.entries(c.heads as Record<string, ResyncHead>));
+      expect([c.name, planResync(c.entries, heads)]).toEqual([c.name, (c.steps as VStep[]).map(wanted)]);
+    }
+  });
+
+  it("records a renumber as the relay's revision and a re-offer as a change to push", () => {
+    const entry = (rev: number, deleted = false): Entry => ({
+      fileId: "f", rev, sha256: deleted ? "" : "ab".repeat(32), size: deleted ? 0 : 5, mtime: deleted ? 0 : 17,
+      deleted, executable: false, device: "phone", deviceKind: "human",
+    });
+    const files: Record<string, Entry> = { "same.md": entry(5), "lost.md": entry(4), "dead.md": entry(3, true) };
+    const got = recordResync(files, [
+      { step: "renumber", path: "same.md", rev: 3 },
+      { step: "reoffer", path: "lost.md", relayRev: 2 },
+      { step: "reoffer", path: "dead.md", relayRev: 1 },
+    ]);
+    expect(got).toEqual(["lost.md", "dead.md"]);
+    expect(files["same.md"]).toEqual({ ...entry(5), rev: 3 });
+    // an unknown local state on the relay's revision: the scan hashes the file (or sees it
+    // gone) and pushes it on top of that revision, never takes the relay's older one
+    expect(files["lost.md"]).toMatchObject({ rev: 2, sha256: "", mtime: -1, deleted: false, force: true });
+    expect(files["dead.md"]).toMatchObject({ rev: 1, deleted: false, force: true });
+  });
+});

@@ -1,0 +1,127 @@
+"""The Obsidian plugin after a relay restored from a backup (docs/protocol.md R3), end to end.
+
+A real `companion relay serve` process, the plugin's `dist/cli.js` (a person's phone) and a
+Python laptop. The relay's data folder is put back to an earlier copy while the phone keeps its
+newer work, as `tests/test_sync_relay_restore.py` does for two Python devices. The phone's next
+round sees `since_ahead`, compares each file it synced with the relay's head
+(`resync.planResync`, the plugin's `plan_resync`) and offers again what the relay lost: a newer
+version of a file the backup holds older, a file the backup lacks, a deletion the backup never
+saw. Nothing is rolled back and the round does not stop with `RolledBack`; the laptop, which
+synced only before the backup, then gets the phone's versions.
+"""
+
+from __future__ import annotations
+
+import shutil
+import signal
+import subprocess
+from pathlib import Path
+
+from tests.conftest import wait_for
+from tests.syncharness import SyncCluster
+from tests.test_plugin_interop import PluginDevice, plugin_cli
+
+
+def restore(cluster: SyncCluster, backup: Path) -> None:
+    """The admin puts the relay's data folder back to `backup`, on the same port."""
+    relay = cluster.relay
+    relay.stop()
+    shutil.rmtree(relay.data_dir)
+    shutil.copytree(backup, relay.data_dir)
+    relay.restart()
+
+
+def back_up(cluster: SyncCluster, backup: Path) -> None:
+    relay = cluster.relay
+    relay.stop()
+    shutil.copytree(relay.data_dir, backup)
+    relay.restart()
+
+
+def test_the_plugin_offers_again_what_a_restored_relay_lost(tmp_path: Path) -> None:
+    cli = plugin_cli()
+    with SyncCluster(tmp_path, relay="process") as cluster:
+        laptop = cluster.add_device("laptop", "human")
+        phone = PluginDevice(cluster, cli)
+        phone.join()
+        phone.write("notes/a.md", "a, version 1\n")
+        phone.write("notes/b.md", "b stays\n")
+        phone.write("notes/gone.md", "deleted after the backup\n")
+        phone.synced()
+        laptop.sync()
+        assert laptop.read("notes/a.md") == b"a, version 1\n"
+        backup = tmp_path / "relay-backup"
+        back_up(cluster, backup)
+        # the phone's work the backup does not hold; the laptop is away meanwhile
+        phone.write("notes/a.md", "a, version 2 (after the backup)\n")
+        phone.write("notes/c.md", "c, new after the backup\n")
+        (phone.vault / "notes/gone.md").unlink()
+        phone.synced()
+        phone.write("notes/a.md", "a, version 3 (after the backup)\n")
+        phone.synced()
+        before = phone.files()
+        restore(cluster, backup)  # the admin restores last night's backup
+        first = phone.sync()
+        out = first.stdout + first.stderr
+        assert first.returncode == 0, out
+        assert "RolledBack" not in out and "older than revision" not in out, out
+        assert phone.files() == before  # nothing of the phone's rolled back
+        errors = phone.status()["errors"]
+        assert any(e["kind"] == "relay_restored" for e in errors), errors
+        # what the relay lost reaches the laptop from the phone alone
+        laptop.sync()
+        assert laptop.read("notes/a.md") == b"a, version 3 (after the backup)\n"
+        assert laptop.read("notes/c.md") == b"c, new after the backup\n"
+        assert laptop.read("notes/gone.md") is None
+        assert laptop.read("notes/b.md") == b"b stays\n"
+        # and both rounds settle: nothing more to send, the copies the same
+        again = phone.sync()
+        assert again.returncode == 0, again.stdout + again.stderr
+        laptop.sync()
+        assert phone.files() == before
+        assert laptop.files() == before
+        desk = cluster.add_device("desk", "human")
+        desk.sync()
+        assert desk.files() == before
+
+
+def test_watch_resyncs_when_the_relay_comes_back_restored(tmp_path: Path) -> None:
+    """`cli.js watch` running while the relay is restored: its long-poll meets `since_ahead`
+    and wakes a round (the relay went back: there is something to learn), and that round,
+    scoped to what changed (nothing here), still scans and pushes what the relay lost."""
+    cli = plugin_cli()
+    with SyncCluster(tmp_path, relay="process") as cluster:
+        laptop = cluster.add_device("laptop", "human")
+        phone = PluginDevice(cluster, cli)
+        phone.join()
+        phone.write("notes/a.md", "a, version 1\n")
+        phone.synced()
+        laptop.sync()
+        backup = tmp_path / "relay-backup"
+        back_up(cluster, backup)
+        phone.write("notes/a.md", "a, version 2 (after the backup)\n")
+        phone.write("notes/c.md", "c, new after the backup\n")
+        phone.synced()
+        last = phone.status()["last_sync"]
+        proc = subprocess.Popen(
+            ["node", str(phone.cli), "watch", str(phone.vault), "--rescan-minutes", "60"],
+            env=phone.env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        )  # fmt: skip
+        try:
+            wait_for(lambda: phone.status()["last_sync"] != last, what="the watch's first round")
+            restore(cluster, backup)
+
+            def arrived() -> bool:
+                laptop.sync()
+                return (
+                    laptop.read("notes/a.md") == b"a, version 2 (after the backup)\n"
+                    and laptop.read("notes/c.md") == b"c, new after the backup\n"
+                )
+
+            wait_for(arrived, timeout=60, what="the phone's versions after the restore")
+        finally:
+            proc.send_signal(signal.SIGTERM)
+            out, err = proc.communicate(timeout=30)
+        assert proc.returncode == 0, err
+        assert "older than revision" not in out + err, out + err
+        assert phone.read("notes/a.md") == b"a, version 2 (after the backup)\n"

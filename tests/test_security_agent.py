@@ -38,7 +38,7 @@ def _forge(agent: Device, path: str, data: bytes, **claims: object) -> int:
     """The agent commits `data` at `path` with whatever identity it wants to claim."""
     engine = agent.engine()
     remote = engine.remote
-    entry = engine.index.get(path)
+    entry = engine.index.files.get(path)
     parent = entry.rev if entry is not None else 0
     head = remote.head(path)
     if head is not None:
@@ -250,7 +250,7 @@ def test_a_garbage_record_costs_one_file_and_heals(world) -> None:
     laptop.sync()
     server.sync()
     token, vid = _join_raw(cluster)
-    entry = laptop.engine().index.get("knowledge/git.md")
+    entry = laptop.engine().index.files.get("knowledge/git.md")
     assert entry is not None
     # the feed shows file ids to any token holder: garbage on top of a real note, and elsewhere
     _garbage_on(cluster, token, vid, entry.file_id, entry.rev + 1)
@@ -415,7 +415,7 @@ def test_a_note_named_as_windows_forbids_costs_the_persons_windows_device_only_t
     last = on_windows()
     assert last.downloaded == ["notes/What is X.md"] and last.problems == []
     assert laptop.read("notes/What is X.md") == b"notes/What is X?.md\n"
-    assert laptop.engine().index.inbox() == []
+    assert laptop.engine().index.inbox.rows() == []
 
 
 def test_a_garbage_blob_under_a_real_id_costs_one_file(world, tmp_path: Path) -> None:

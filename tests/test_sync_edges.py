@@ -296,7 +296,7 @@ def _edit_no_stat_shows(device: Device, path: str, data: bytes) -> None:
 
     device.path(path).write_bytes(data)
     key = FileState.from_stat(os.stat(device.path(path))).stat_key()
-    device.engine().index.update_stats([(path, key)])
+    device.engine().index.files.update_stats([(path, key)])
 
 
 def test_the_rotating_hash_check_finds_an_edit_no_stat_shows(cluster: SyncCluster) -> None:
@@ -638,7 +638,7 @@ def test_a_quiet_round_reads_no_row_of_the_files_table_it_does_not_need(
     a.delete("gone.md")
     a.sync()
     engine = a.engine()
-    db = engine.index._db  # no public hook shows the SQL a round runs; the test reads it here
+    db = engine.index.db.conn  # no public hook shows the SQL a round runs; the test reads it here
     statements: list[str] = []
     db.set_trace_callback(statements.append)
     try:
@@ -647,7 +647,7 @@ def test_a_quiet_round_reads_no_row_of_the_files_table_it_does_not_need(
         db.set_trace_callback(None)
     assert report.converged and not report.changed
     assert engine.status.read()["state"] == "conflict"  # the copy was found...
-    assert engine.index.count_live() == 31  # ...and the tombstone not counted
+    assert engine.index.files.count_live() == 31  # ...and the tombstone not counted
     whole_reads = []
     for sql in {s for s in statements if s.lstrip().upper().startswith("SELECT")}:
         for row in db.execute("EXPLAIN QUERY PLAN " + sql).fetchall():

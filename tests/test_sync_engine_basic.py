@@ -240,13 +240,13 @@ def test_a_note_is_compressed_once_on_upload_and_never_on_download(
         assert inputs.count(data) == 1
     index = a.engine().index
     for path, data in notes.items():
-        assert index.get_base(path) == data
-    assert index.get_base("img.png") is None
+        assert index.bases.get(path) == data
+    assert index.bases.get("img.png") is None
     inputs.clear()
     b.sync()  # the download keeps the stream each blob's frame brought: no compression at all
     assert not any(data in inputs for data in notes.values())
     monkeypatch.setattr(zlib, "compress", real)
     assert {p: b.read(p) for p in notes} == notes
     for path, data in notes.items():
-        assert b.engine().index.get_base(path) == data
-    assert b.engine().index.get_base("img.png") is None
+        assert b.engine().index.bases.get(path) == data
+    assert b.engine().index.bases.get("img.png") is None

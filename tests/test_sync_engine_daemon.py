@@ -194,9 +194,9 @@ def test_new_ignore_rules_let_in_files_no_watcher_reported(cluster: SyncCluster)
     running = Running(dev)
     try:
         index = running.daemon.engine.index
-        assert index.get("drafts/d.md") is None
+        assert index.files.get("drafts/d.md") is None
         dev.write(".companionignore", "# nothing ignored now\n")
-        wait_for(lambda: index.get("drafts/d.md") is not None, timeout=15, what="the draft")
+        wait_for(lambda: index.files.get("drafts/d.md") is not None, timeout=15, what="the draft")
     finally:
         running.stop()
 

@@ -261,10 +261,10 @@ def test_sync_command_on_a_folder_that_is_not_the_vaults_exits_6(cluster: SyncCl
 
 
 def _index(tmp_path: Path, live: dict[str, bytes]) -> SyncIndex:
-    from companion.sync.state.index import Entry
+    from companion.sync.state.files import Entry
 
     index = SyncIndex(tmp_path / "index.sqlite")
-    index.put_many(
+    index.files.put_many(
         Entry(path, "0" * 64, len(data), 1, i + 1, rev=1, file_id=f"f{i}")
         for i, (path, data) in enumerate(live.items())
     )
@@ -283,13 +283,13 @@ VID, DID = "a" * 16, "b" * 16
 
 def test_a_fresh_copy_gets_the_marker(tmp_path: Path, vault: Path) -> None:
     with _index(tmp_path, {}) as index:
-        assert check_folder(vault, VID, DID, index) == "adopted"
+        assert check_folder(vault, VID, DID, index.files) == "adopted"
     assert read_marker(vault) is not None
     data = json.loads((vault / MARKER_NAME).read_text())
     assert data["vault_id"] == VID and data["device_id"] == DID
     assert isinstance(data["created"], int)
     with _index(tmp_path, {}) as index:
-        assert check_folder(vault, VID, DID, index) == "ok"
+        assert check_folder(vault, VID, DID, index.files) == "ok"
 
 
 def test_a_copy_joined_before_markers_holding_a_known_file_is_adopted(
@@ -297,7 +297,7 @@ def test_a_copy_joined_before_markers_holding_a_known_file_is_adopted(
 ) -> None:
     (vault / "b.md").write_text("b\n")
     with _index(tmp_path, {"a.md": b"a\n", "b.md": b"b\n"}) as index:
-        assert check_folder(vault, VID, DID, index) == "adopted"
+        assert check_folder(vault, VID, DID, index.files) == "adopted"
     assert json.loads((vault / MARKER_NAME).read_text())["device_id"] == DID
 
 
@@ -308,7 +308,7 @@ def test_a_copy_without_marker_or_known_file_is_missing(tmp_path: Path, vault: P
         _index(tmp_path, {"a.md": b"a\n"}) as index,
         pytest.raises(VaultMissing, match="vault folder missing") as err,
     ):
-        check_folder(vault, VID, DID, index)
+        check_folder(vault, VID, DID, index.files)
     assert err.value.exit_code == 6
     assert not (vault / MARKER_NAME).exists()
 
@@ -333,17 +333,17 @@ def test_a_foreign_or_unreadable_marker_is_missing(
         _index(tmp_path, {"a.md": b"a\n"}) as index,
         pytest.raises(VaultMissing, match="another vault or device"),
     ):
-        check_folder(vault, VID, DID, index)
+        check_folder(vault, VID, DID, index.files)
     assert (vault / MARKER_NAME).read_text() == content  # never overwritten
 
 
 def test_no_folder_or_a_file_in_its_place_is_missing(tmp_path: Path) -> None:
     with _index(tmp_path, {}) as index:
         with pytest.raises(VaultMissing, match="not there"):
-            check_folder(tmp_path / "gone", VID, DID, index)
+            check_folder(tmp_path / "gone", VID, DID, index.files)
         (tmp_path / "file").write_text("x")
         with pytest.raises(VaultMissing, match="not there"):
-            check_folder(tmp_path / "file", VID, DID, index)
+            check_folder(tmp_path / "file", VID, DID, index.files)
 
 
 def test_the_marker_is_written_atomically_and_never_synced(tmp_path: Path, vault: Path) -> None:

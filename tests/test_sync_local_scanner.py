@@ -14,7 +14,8 @@ import pytest
 from companion.sync.local.filestate import hash_file
 from companion.sync.local.ignore import IGNORE_FILE, IgnoreRules
 from companion.sync.round.scanner import ChangeKind, ScanResult, SkipReason, VaultMissing, scan
-from companion.sync.state.index import Entry, SyncIndex
+from companion.sync.state.files import Entry
+from companion.sync.state.index import SyncIndex
 
 
 @pytest.fixture
@@ -57,13 +58,13 @@ def commit(index: SyncIndex, res: ScanResult) -> None:
     """What the engine does after pushing: record each change in the index."""
     for c in res.changed:
         if c.kind is ChangeKind.DELETED:
-            index.mark_deleted(c.path, rev=1)
+            index.files.mark_deleted(c.path, rev=1)
             continue
         if c.kind is ChangeKind.RENAMED and c.old_path:
-            index.mark_deleted(c.old_path, rev=1)
+            index.files.mark_deleted(c.old_path, rev=1)
         assert c.state is not None
         st = c.state
-        index.put(
+        index.files.put(
             Entry(c.path, st.sha256, st.size, st.mtime_ns, st.inode, rev=1, ctime_ns=st.ctime_ns)
         )
 
@@ -226,9 +227,9 @@ def test_a_default_scan_changes_nothing(vault: Path, index: SyncIndex) -> None:
     os.utime(vault / "a.md", ns=(1, 2_000_000_000))  # touched: same content, new stat
     nfd = unicodedata.normalize("NFD", "Café.md")
     (vault / nfd).write_text("accent")
-    before = index.get("a.md")
+    before = index.files.get("a.md")
     res = scan(vault, index, IgnoreRules(vault), settle_ns=0)
-    assert res.touched and index.get("a.md") == before
+    assert res.touched and index.files.get("a.md") == before
     assert nfd in os.listdir(vault)
 
 
@@ -240,8 +241,8 @@ def test_a_renamed_and_edited_note_is_a_rename(vault: Path, index: SyncIndex) ->
     write(vault, "old/other.md", "something else entirely\n")
     res, _ = run(vault, index)
     commit(index, res)
-    index.set_base("old/plan.md", body.encode())
-    index.set_base("old/other.md", b"something else entirely\n")
+    index.bases.set("old/plan.md", body.encode())
+    index.bases.set("old/other.md", b"something else entirely\n")
     os.makedirs(vault / "new")
     os.rename(vault / "old/plan.md", vault / "new/plan.md")
     write(vault, "new/plan.md", body.replace("line 3", "line 3, edited"))
@@ -260,10 +261,10 @@ def test_verify_hashes_files_whose_stat_did_not_change(vault: Path, index: SyncI
     write(vault, "b.md", "beta")
     commit(index, run(vault, index)[0])
     write(vault, "a.md", "ALPHA")  # same size
-    entry = index.get("a.md")
+    entry = index.files.get("a.md")
     st = os.stat(vault / "a.md")
     assert entry is not None
-    index.update_stats([("a.md", (st.st_mtime_ns, st.st_size, entry.inode, st.st_ctime_ns))])
+    index.files.update_stats([("a.md", (st.st_mtime_ns, st.st_size, entry.inode, st.st_ctime_ns))])
     res, counter = run(vault, index)
     assert res.changed == [] and counter.n == 0  # the stat hides it
     res, counter = run(vault, index, verify=["a.md", "b.md"])

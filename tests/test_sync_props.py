@@ -190,7 +190,7 @@ class SyncMachine(RuleBasedStateMachine):
     @precondition(lambda self: hasattr(self, "devs"))
     def every_index_tells_the_truth(self) -> None:
         for dev in self.devs:
-            for entry in dev.engine().index.iter_entries():
+            for entry in dev.engine().index.files.iter_entries():
                 try:
                     now = current_state(dev.path(entry.path))
                 except NotRegularFile:

@@ -400,7 +400,7 @@ class SyncFacade(IdleEngine):
         if not db.exists():
             return []
         with SyncIndex(db) as index:
-            return [HeldChange(r.path, r.reason, r.author) for r in index.held()]
+            return [HeldChange(r.path, r.reason, r.author) for r in index.held.rows()]
 
     def decide_held(self, paths: list[str] | None, decision: str) -> None:
         """Record the decision (`sync.decisions`), then one round carries it out."""

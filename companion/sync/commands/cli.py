@@ -616,7 +616,7 @@ def _index(app: AppContext, vault: Path) -> Any:
 
 def _left_over(index: Any) -> tuple[list[Any], list[tuple[str, str]]]:
     """What a round could not sync: quarantined files, and remote changes with a problem."""
-    return index.quarantined(), [(r.path, r.problem) for r in index.inbox() if r.problem]
+    return index.quarantine.rows(), [(r.path, r.problem) for r in index.inbox.rows() if r.problem]
 
 
 def through_owner(app: AppContext, vault: Path, lock: Any, kind: str, **args: Any) -> Any:

@@ -377,7 +377,7 @@ class _Scan:
         if old is None:
             self.created.append((rel, h))
             return
-        prev = self.index.get(rel)
+        prev = self.index.files.get(rel)
         if prev is not None and not prev.deleted and prev.sha256 == h.state.sha256:
             self.res.touched.append((rel, h.state.stat_key()))
         else:
@@ -415,7 +415,7 @@ class _Scan:
 
         best, best_ratio = None, SIMILAR_RATIO
         for cand in cands[:SIMILAR_CANDIDATES]:
-            old = self.index.get_base(cand)
+            old = self.index.bases.get(cand)
             if old is None:
                 continue
             ratio = difflib.SequenceMatcher(
@@ -430,7 +430,7 @@ class _Scan:
         by_content: dict[tuple[str, int], list[str]] = {}
         old_sha: dict[str, str] = {}
         for rel in deleted:
-            e = self.index.get(rel)
+            e = self.index.files.get(rel)
             if e is not None and e.size > 0 and e.sha256:
                 by_content.setdefault((e.sha256, e.size), []).append(rel)
                 old_sha[rel] = e.sha256
@@ -549,15 +549,15 @@ def scan(
     )
     targets = None if paths is None else _top_targets(paths)
     if targets is None:
-        s.known = index.live_stats()
+        s.known = index.files.live_stats()
         s.list_dir(root_s, "", None)
         s.run_stack()
     else:
         s.res.partial = True
         groups: dict[str, set[str]] = {}
         for t in targets:
-            s.known.update(index.live_stats(prefix=t + "/"))
-            s.known.update(index.live_stats(fold_key=fold(t)))
+            s.known.update(index.files.live_stats(prefix=t + "/"))
+            s.known.update(index.files.live_stats(fold_key=fold(t)))
             parent, _, name = t.rpartition("/")
             groups.setdefault(parent, set()).add(fold(name))
         for parent, names in sorted(groups.items()):
@@ -576,6 +576,6 @@ def scan(
             s.run_stack()
     s.classify()
     if refresh_touched and s.res.touched:
-        index.update_stats(s.res.touched)
+        index.files.update_stats(s.res.touched)
     s.res.elapsed_s = time.perf_counter() - t0
     return s.res

@@ -68,7 +68,7 @@ from companion.sync.round.report import RoundReport
 from companion.sync.service import requests
 from companion.sync.service.wake import WAKE_NAME, WakeFile
 from companion.sync.state.device import vault_dir
-from companion.sync.state.index import RequestRow
+from companion.sync.state.requests_store import RequestRow
 
 log = get_logger("sync.daemon")
 

@@ -14,7 +14,7 @@ from tests.syncharness import SyncCluster
 
 
 def _editors(dev, kind: str, state: DreamState) -> tuple[SyncEditors, SyncIndex]:
-    index = SyncIndex(dev.engine().index.path, readonly=True)
+    index = SyncIndex(dev.engine().core.index.path, readonly=True)
     eds = SyncEditors(
         dev.vault, MtimeEditors(dev.vault, state), index=index, device_kind=kind,
         device_name=dev.name,

@@ -74,7 +74,7 @@ def _umount(target: Path) -> None:
 
 def _relay_paths(dev: Device) -> dict[str, bool]:
     """Every path the relay holds, as this device sees it: path -> deleted."""
-    pulled = dev.engine().remote.pull(0, lambda _ids: {})
+    pulled = dev.engine().core.remote.pull(0, lambda _ids: {})
     return {ch.path: ch.deleted for ch in pulled.changes}
 
 
@@ -116,7 +116,7 @@ def test_an_unmounted_vault_drive_gets_no_note_and_loses_none(tmp_path: Path) ->
                 assert isinstance(outcome.error, VaultMissing), outcome
                 assert os.listdir(point) == []  # nothing written into the bare mount point
                 assert f"vault folder missing: {os.path.realpath(point)}" in str(outcome.error)
-                status = a.engine().status.read()
+                status = a.engine().core.status.read()
                 assert status["state"] == "vault_missing"
                 assert status["errors"][-1]["kind"] == "vault_missing"
                 _mount(disk, point)
@@ -128,7 +128,7 @@ def test_an_unmounted_vault_drive_gets_no_note_and_loses_none(tmp_path: Path) ->
                 )
                 done = running.round()
                 assert done.error is None, done
-                assert a.engine().status.read()["state"] == "synced"
+                assert a.engine().core.status.read()["state"] == "synced"
             finally:
                 running.stop()
             b.sync()
@@ -162,7 +162,7 @@ def test_a_folder_swapped_under_a_running_engine_gets_no_note_and_loses_none(
         outcome = running.round()
         assert isinstance(outcome.error, VaultMissing), outcome
         assert os.listdir(a.vault) == []  # no note, no marker: nothing written into it
-        assert a.engine().status.read()["state"] == "vault_missing"
+        assert a.engine().core.status.read()["state"] == "vault_missing"
         again = running.round()  # each round checks again, still writes nothing
         assert isinstance(again.error, VaultMissing) and os.listdir(a.vault) == []
         a.vault.rmdir()
@@ -358,7 +358,7 @@ def test_joining_writes_the_marker_and_it_stays_on_its_device(cluster: SyncClust
         marker = read_marker(dev.vault)
         assert marker is not None
         assert marker["vault_id"] == dev.vault_id
-        assert marker["device_id"] == dev.engine().device.device_id
+        assert marker["device_id"] == dev.engine().core.device.device_id
     assert MARKER_NAME not in _relay_paths(a)
 
 

@@ -189,7 +189,7 @@ class SyncFacade(IdleEngine):
                 target=self._serve, args=(engine, daemon), name="companion-sync", daemon=True
             )
             self._thread.start()
-            log.info("syncing %s as %r", self.root, engine.name)
+            log.info("syncing %s as %r", self.root, engine.core.name)
 
     def _serve(self, engine: SyncEngine, daemon: Daemon) -> None:
         try:

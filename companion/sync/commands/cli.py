@@ -357,7 +357,9 @@ def watch(
         daemon = Daemon(
             engine, rescan_interval_s=rescan_minutes * 60, allow_mass_delete=allow_mass_delete
         )
-        click.echo(f"watching {engine.root} (device {engine.name!r}); Ctrl-C to stop", err=True)
+        click.echo(
+            f"watching {engine.core.root} (device {engine.core.name!r}); Ctrl-C to stop", err=True
+        )
         code = daemon.run()
     if code:
         raise CompanionError(daemon.fatal or "the sync daemon stopped on an error")

@@ -98,6 +98,10 @@ class SyncEngine:
 
     `store` and `client` can be passed in (tests, the daemon); by default the secret store the
     config names and a `RelayClient` for the relay `init` recorded are used.
+
+    What the round shares is `core` (`sync/round/core.py`): the vault root, the index, the
+    relay, the device, the ignore rules, the saved status, the stop event; a caller takes the
+    one it needs from there (`engine.core.index`), and the relay cursor from `puller.cursor`.
     """
 
     def __init__(
@@ -203,66 +207,6 @@ class SyncEngine:
 
             self._pusher = Pusher(self.core)
         return self._pusher
-
-    @property
-    def root(self) -> Path:
-        return self.core.root
-
-    @property
-    def index(self) -> SyncIndex:
-        return self.core.index
-
-    @property
-    def remote(self) -> RemoteVault:
-        return self.core.remote
-
-    @property
-    def device(self) -> DeviceState:
-        return self.core.device
-
-    @property
-    def ignore(self) -> IgnoreRules:
-        return self.core.ignore
-
-    @property
-    def status(self) -> status_file_mod.StatusStore:
-        return self.core.status
-
-    @property
-    def name(self) -> str:
-        return self.core.name
-
-    @property
-    def kind(self) -> str:
-        return self.core.kind
-
-    @property
-    def stop_event(self) -> Any:
-        return self.core.stop_event
-
-    @property
-    def on_local_write(self) -> Any:
-        return self.core.on_local_write
-
-    @on_local_write.setter
-    def on_local_write(self, fn: Any) -> None:
-        self.core.on_local_write = fn
-
-    @property
-    def partial_dir(self) -> Path:
-        return self.core.partial_dir
-
-    @property
-    def chunk_size(self) -> int:
-        return self.core.chunk_size
-
-    @chunk_size.setter
-    def chunk_size(self, value: int) -> None:
-        self.core.chunk_size = value
-
-    @property
-    def cursor(self) -> int:
-        return self.puller.cursor
 
     # ------------------------------------------------------------------ lifecycle
 

@@ -101,10 +101,10 @@ def bench_rescan(n_files: int, repeat: int) -> dict[str, float]:
         (vault / target).write_text("edited", encoding="utf-8")
         os.utime(vault / target, ns=(1, time.time_ns() - 10**9))
         t = time.perf_counter()
-        one = scan(vault, index, rules, settle_ns=0, refresh_touched=False)
+        one = scan(vault, index, rules, settle_ns=0)
         one_s = time.perf_counter() - t
         t = time.perf_counter()
-        part = scan(vault, index, rules, settle_ns=0, paths=[target], refresh_touched=False)
+        part = scan(vault, index, rules, settle_ns=0, paths=[target])
         part_s = time.perf_counter() - t
         assert [c.path for c in one.changed] == [target] == [c.path for c in part.changed]
         index.close()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import os
 import sys
 import time
@@ -13,7 +14,15 @@ import pytest
 
 from companion.sync.local.filestate import hash_file
 from companion.sync.local.ignore import IGNORE_FILE, IgnoreRules
-from companion.sync.round.scanner import ChangeKind, ScanResult, SkipReason, VaultMissing, scan
+from companion.sync.round.scanner import (
+    ChangeKind,
+    NameRepair,
+    ScanResult,
+    SkipReason,
+    VaultMissing,
+    repair_names,
+    scan,
+)
 from companion.sync.state.files import Entry
 from companion.sync.state.index import SyncIndex
 
@@ -35,6 +44,7 @@ def index(tmp_path: Path) -> Iterator[SyncIndex]:
 class Counter:
     def __init__(self) -> None:
         self.paths: list[str] = []
+        self.repaired: list[NameRepair] = []  # the renames the round's step made
 
     def __call__(self, path: str) -> None:
         self.paths.append(path)
@@ -45,12 +55,23 @@ class Counter:
 
 
 def run(vault: Path, index: SyncIndex, **kw: object) -> tuple[ScanResult, Counter]:
+    """A scan as the round makes one (`SyncEngine._scan`): the scan, then what it found to fix
+    (names renamed, then the vault scanned again; touched files' stats written back)."""
     counter = Counter()
     kw.setdefault("settle_ns", 0)
     kw.setdefault("fix_names", True)  # as the engine asks
-    kw.setdefault("refresh_touched", True)
     rules = kw.pop("ignore", None) or IgnoreRules(vault)
     res = scan(vault, index, rules, on_hash=counter, **kw)  # type: ignore[arg-type]
+    while res.repairs:
+        done, _ = repair_names(vault, res.repairs)
+        if not done:
+            break
+        counter.repaired += done
+        if kw.get("paths") is not None:
+            kw["paths"] = [*kw["paths"], *(fix.new for fix in done)]  # type: ignore[misc]
+        res = scan(vault, index, rules, on_hash=counter, **kw)  # type: ignore[arg-type]
+    if res.touched:
+        index.files.update_stats(res.touched)
     return res, counter
 
 
@@ -212,9 +233,9 @@ def test_nfd_and_nfc_twins_are_both_kept(vault: Path, index: SyncIndex) -> None:
     assert [(s.path, s.reason) for s in res.skipped] == [(nfd, SkipReason.NAME_COLLISION)]
     assert (vault / nfd).read_text() == "decomposed"  # untouched
     # the engine's scan keeps both: the decomposed one under a visible new name
-    res, _ = run(vault, index)
+    res, counter = run(vault, index)
     twin = "é (unicode conflict).md"
-    assert res.twins == [(nfc, twin)]
+    assert [(fix.twin_of, fix.new) for fix in counter.repaired] == [(nfc, twin)]
     assert sorted(c.path for c in res.changed) == [twin, nfc]
     assert sorted(os.listdir(vault)) == sorted([twin, nfc])
     assert (vault / twin).read_text() == "decomposed"
@@ -231,6 +252,50 @@ def test_a_default_scan_changes_nothing(vault: Path, index: SyncIndex) -> None:
     res = scan(vault, index, IgnoreRules(vault), settle_ns=0)
     assert res.touched and index.files.get("a.md") == before
     assert nfd in os.listdir(vault)
+
+
+def _snapshot(*folders: Path) -> dict[str, tuple[bytes, int, int]]:
+    """Every file under these folders: its bytes' hash, mtime and inode, by path (SQLite's
+    `-shm` file left out: its read marks move on every read, it holds no data)."""
+    out = {}
+    for folder in folders:
+        for dirpath, _, names in os.walk(folder):
+            for name in names:
+                if name.endswith("-shm"):
+                    continue
+                p = os.path.join(dirpath, name)
+                st = os.lstat(p)
+                with open(p, "rb") as f:
+                    digest = hashlib.sha256(f.read()).digest()
+                out[p] = (digest, st.st_mtime_ns, st.st_ino)
+    return out
+
+
+def test_the_scan_alone_changes_nothing(vault: Path, index: SyncIndex) -> None:
+    """Issue 43: the scan is a read. With the engine's arguments it lists the renames and stat
+    refreshes it found (`repairs`, `touched`) and leaves the vault's files and the index's
+    database byte for byte as they were; the round carries those out in its own step."""
+    write(vault, "a.md", "alpha")
+    write(vault, "b.md", "bravo")
+    commit(index, run(vault, index)[0])
+    os.utime(vault / "a.md", ns=(1, 2_000_000_000))  # touched: same content, new stat
+    write(vault, "b.md", "bravo, edited")  # a change to report, not to record
+    nfd = unicodedata.normalize("NFD", "Café")
+    (vault / nfd).mkdir()
+    (vault / nfd / f"{nfd}.md").write_text("accent")
+    (vault / unicodedata.normalize("NFD", "é.md")).write_text("decomposed")
+    (vault / unicodedata.normalize("NFC", "é.md")).write_text("composed")
+    before = _snapshot(vault, index.path.parent)
+    res = scan(vault, index, IgnoreRules(vault), settle_ns=0, fix_names=True, verify=["a.md"])
+    assert _snapshot(vault, index.path.parent) == before
+    assert [p for p, _ in res.touched] == ["a.md"] and kinds(res)["b.md"][0] is ChangeKind.MODIFIED
+    if len(os.listdir(vault)) == 5:  # a file system that tells the spellings apart
+        assert sorted(fix.old for fix in res.repairs) == sorted(
+            [nfd, unicodedata.normalize("NFD", "é.md")]
+        )
+    # the round's step then does what the scan found: the same outcome as before the split
+    res, counter = run(vault, index)
+    assert index.files.get("a.md").stat_key() == hash_file(vault / "a.md").state.stat_key()
 
 
 def test_a_renamed_and_edited_note_is_a_rename(vault: Path, index: SyncIndex) -> None:

@@ -6,7 +6,9 @@ the relay again for quarantined files, then runs passes (at most `MAX_PASSES`). 
 1. **pull** (`pull.Puller`): every record committed since the saved cursor, verified, admitted
    into the inbox, held or quarantined (`plan.plan_admission`), with the cursor in one
    transaction;
-2. **scan** the vault (all of it, or the paths a watcher batch named plus the inbox's paths);
+2. **scan** the vault (all of it, or the paths a watcher batch named plus the inbox's paths):
+   the scan only reads; what it found to fix (names to turn into NFC, the stat of touched
+   files) the round carries out next, in a step of its own (`_scan`), before planning;
 3. **plan** (`plan.plan_apply`, then `plan.plan_push`): pure functions from the scan, the inbox
    and the index to typed steps;
 4. **execute and record**: `apply.Applier` writes what changed remotely (atomically, checked
@@ -58,8 +60,11 @@ from companion.sync.round.scanner import (
     DEFAULT_SETTLE_NS,
     ChangeKind,
     LocalChange,
+    NameRepair,
     ScanResult,
+    Skipped,
     SkipReason,
+    repair_names,
     scan,
     size_limit,
 )
@@ -87,6 +92,7 @@ META_IGNORE = "ignore_hash"
 META_VERIFY = "verify_cursor"
 MAX_WAIT_S = 2.0  # longest wait, in one pass, for a young file to settle
 FULL_SCAN_OVER = 2000  # paths: a partial scan of more than this is a full one
+MAX_REPAIR_SCANS = 16  # scans again after renames: one per level of nested names not in NFC
 
 
 class NotConverged(CompanionError):
@@ -335,11 +341,14 @@ class SyncEngine:
             scope = scope | {announced}
         self.puller.pull(report)
         inbox = self.puller.load_inbox()
-        res = self._scan(None if scope is None else scope | set(inbox), verify)
+        res, repaired = self._scan(None if scope is None else scope | set(inbox), verify)
         core.check_folder()  # the folder may have gone during the scan: nothing derives from it
         report.full_scan |= not res.partial
         core.phase("scanned")
-        for nfc, twin in res.twins:
+        for fix in repaired:
+            if not fix.twin_of:
+                continue
+            nfc, twin = fix.twin_of, fix.new
             msg = (f"{nfc}: another file had the same name in decomposed Unicode (as macOS "
                    f"writes it); both are kept, that one as {twin!r}")  # fmt: skip
             report.conflicts.append(
@@ -401,11 +410,41 @@ class SyncEngine:
             log.warning("could not set up this device's signing key: %s", exc)
             return None
 
-    def _scan(self, paths: set[str] | None, verify: list[str]) -> ScanResult:
+    def _scan(
+        self, paths: set[str] | None, verify: list[str]
+    ) -> tuple[ScanResult, list[NameRepair]]:
+        """Scan (a pure read), then carry out what the scan found to fix, before anything is
+        planned from it: names not in NFC renamed (and the vault scanned again, to see them
+        under their new names: a folder's files are found once it is renamed), the stat of
+        touched files written back, stale temporary files removed. Returns the last scan and
+        the renames made."""
         core = self.core
         if paths is not None and len(paths) > FULL_SCAN_OVER:
             paths = None  # one walk beats thousands of lookups
-        res = scan(
+        res = self._scan_once(paths, verify)
+        repaired: list[NameRepair] = []
+        failed: list[Skipped] = []
+        for _ in range(MAX_REPAIR_SCANS):
+            if not res.repairs:
+                break
+            done, failed = repair_names(core.root, res.repairs)
+            if not done:
+                break
+            repaired += done
+            if paths is not None:
+                paths = paths | {fix.new for fix in done}
+            res = self._scan_once(paths, verify)
+        res.skipped += failed
+        if res.touched:
+            core.index.files.update_stats(res.touched)
+        if res.stale_temp:
+            remove_stale_temps(core.root, res.stale_temp)
+        self._note_skipped(paths, res)
+        return res, repaired
+
+    def _scan_once(self, paths: set[str] | None, verify: list[str]) -> ScanResult:
+        core = self.core
+        return scan(
             core.root,
             core.index,
             core.ignore,
@@ -413,15 +452,10 @@ class SyncEngine:
             max_file_bytes=core.max_file_bytes,
             settle_ns=core.settle_ns,
             fix_names=True,
-            refresh_touched=True,
             clock=core.clock,
             busy=self.busy,
             verify=verify,
         )
-        if res.stale_temp:
-            remove_stale_temps(core.root, res.stale_temp)
-        self._note_skipped(paths, res)
-        return res
 
     def _note_skipped(self, paths: set[str] | None, res: ScanResult) -> None:
         skipped = {

@@ -250,7 +250,7 @@ def test_merge_base_compressed_and_limited(index: SyncIndex) -> None:
 
 
 def test_batch_operations_match_the_single_ones(index: SyncIndex) -> None:
-    """get_many / set_bases / complete_many: the same results as one call per item."""
+    """files.get_many / bases.set_many / complete_many: the same results as one call per item."""
     from concurrent.futures import ThreadPoolExecutor
 
     paths = [f"d{i % 7}/n{i}.md" for i in range(1200)]  # more than one SQL chunk

@@ -60,7 +60,7 @@ STALE_SAVE_WINDOW_NS = 10 * 1_000_000_000  # a save this soon after an apply may
 
 
 class IndexView(Protocol):
-    """What the planner reads of the index (a `SyncIndex`, or a dict in the tests)."""
+    """What the planner reads of the index (the index's `files` store, or a dict in the tests)."""
 
     def get(self, path: str) -> Entry | None: ...
 

@@ -25,6 +25,7 @@ from companion.sync.round.conflicts import (
 from companion.sync.state.applied import AppliedRow
 from companion.sync.state.bases import BASE_TEXT_LIMIT, pack_bases
 from companion.sync.state.files import Entry
+from companion.sync.state.held import HeldRow
 from companion.sync.state.index import (
     SCHEMA_VERSION,
     SyncIndex,
@@ -456,11 +457,18 @@ def test_merge_bases_take_about_their_own_size_on_disk(tmp_path: Path) -> None:
 
 
 def test_transaction_rolls_back_on_error(index: SyncIndex) -> None:
+    """The stores share one connection and one transaction: a write to each rolls back
+    together."""
     with pytest.raises(RuntimeError), index.transaction():
         index.files.put(entry("a.md"))
+        index.bases.set("a.md", b"base")
         index.meta.set("k", "v")
+        index.inbox.add([("a.md", {"rev": 1})])
+        index.held.add([HeldRow("b.md", "f1", 1, {}, "why", "agent", 1)])
         raise RuntimeError("boom")
     assert index.files.get("a.md") is None and index.meta.get("k") is None
+    assert index.bases.get("a.md") is None and index.inbox.rows() == []
+    assert index.held.rows() == []
 
 
 def test_wal_mode_and_thread_safety(index: SyncIndex) -> None:

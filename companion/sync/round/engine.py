@@ -431,6 +431,7 @@ class SyncEngine:
             if not done:
                 break
             repaired += done
+            failed = []  # the scan below lists again what is still to fix
             if paths is not None:
                 paths = paths | {fix.new for fix in done}
             res = self._scan_once(paths, verify)

@@ -853,7 +853,7 @@ try:
         changed += rep.changed
     for _ in range(repeat):
         t = time.perf_counter()
-        res = scan(eng.root, eng.index, eng.ignore, settle_ns=0)
+        res = scan(eng.core.root, eng.core.index, eng.core.ignore, settle_ns=0)
         scans.append(time.perf_counter() - t)
         changed += len(res.changed)
 finally:

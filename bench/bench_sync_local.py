@@ -23,7 +23,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from companion.sync.local.ignore import IgnoreRules  # noqa: E402
 from companion.sync.round.scanner import ChangeKind, scan  # noqa: E402
-from companion.sync.state.index import Entry, SyncIndex  # noqa: E402
+from companion.sync.state.files import Entry  # noqa: E402
+from companion.sync.state.index import SyncIndex  # noqa: E402
 
 
 def rss_mb() -> float:
@@ -69,7 +70,7 @@ def commit_all(index: SyncIndex, res: object) -> None:
         if c.kind in (ChangeKind.CREATED, ChangeKind.MODIFIED) and c.state is not None:
             s = c.state
             entries.append(Entry(c.path, s.sha256, s.size, s.mtime_ns, s.inode, rev=1))
-    index.put_many(entries)
+    index.files.put_many(entries)
 
 
 def bench_rescan(n_files: int, repeat: int) -> dict[str, float]:
@@ -100,10 +101,10 @@ def bench_rescan(n_files: int, repeat: int) -> dict[str, float]:
         (vault / target).write_text("edited", encoding="utf-8")
         os.utime(vault / target, ns=(1, time.time_ns() - 10**9))
         t = time.perf_counter()
-        one = scan(vault, index, rules, settle_ns=0, refresh_touched=False)
+        one = scan(vault, index, rules, settle_ns=0)
         one_s = time.perf_counter() - t
         t = time.perf_counter()
-        part = scan(vault, index, rules, settle_ns=0, paths=[target], refresh_touched=False)
+        part = scan(vault, index, rules, settle_ns=0, paths=[target])
         part_s = time.perf_counter() - t
         assert [c.path for c in one.changed] == [target] == [c.path for c in part.changed]
         index.close()
@@ -126,9 +127,9 @@ def _build_index(db: Path, rows: int) -> None:
         path = f"area{i % 10}/topic{i % 1000}/note number {i}.md"
         batch.append(Entry(path, f"{i:064x}", 2000, 1_700_000_000_000_000_000 + i, i, rev=1))
         if len(batch) == 5000:
-            idx.put_many(batch)
+            idx.files.put_many(batch)
             batch.clear()
-    idx.put_many(batch)
+    idx.files.put_many(batch)
     idx.close()
 
 
@@ -141,10 +142,10 @@ def _rss_child(db: Path, rows: int) -> None:
     base = rss_mb()  # interpreter + companion.sync imported
     out: dict[str, float] = {"baseline_mb": base, "db_mb": db.stat().st_size / 1_048_576}
     idx = SyncIndex(db)  # what a daemon holds between rounds
-    assert idx.count_live() == rows
-    idx.get_meta("vault_id")
+    assert idx.files.count_live() == rows
+    idx.meta.get("vault_id")
     out["open_mb"] = rss_mb() - base
-    stats = idx.live_stats()  # what a full quiet rescan holds while it runs
+    stats = idx.files.live_stats()  # what a full quiet rescan holds while it runs
     out["during_scan_mb"] = rss_mb() - base
     assert len(stats) == rows
     del stats

@@ -137,7 +137,7 @@ def test_a_round_before_the_dreams_writes_never_satisfies_its_verify(tmp_path: P
 
                 def hold_rounds() -> None:
                     """No round runs until the hook has asked for one (or has answered)."""
-                    with daemon.holding(), SyncIndex(daemon.engine.index.path) as index:
+                    with daemon.holding(), SyncIndex(daemon.engine.core.index.path) as index:
                         held.set()
                         wait_for(lambda: answered.is_set() or requests.pending(index), 30,
                                  "the hook's request")  # fmt: skip

@@ -180,7 +180,7 @@ def test_accepting_a_held_rename_on_the_laptop_takes_its_old_path_along(tmp_path
             server.rename("knowledge/moved.md", "Notes/moved.md")
             server.sync()
             laptop.sync()
-            held = {h.path: h.reason for h in laptop.engine().core.index.held()}
+            held = {h.path: h.reason for h in laptop.engine().core.index.held.rows()}
             assert held == {
                 "Notes/moved.md": "is outside server's scope",
                 "knowledge/moved.md": "is the old name of a held rename to Notes/moved.md",
@@ -190,7 +190,7 @@ def test_accepting_a_held_rename_on_the_laptop_takes_its_old_path_along(tmp_path
             laptop.sync()
             assert laptop.read("Notes/moved.md") == b"to be moved\n"
             assert laptop.read("knowledge/moved.md") is None
-            assert laptop.engine().core.index.held() == []
+            assert laptop.engine().core.index.held.rows() == []
         finally:
             server.close()
             laptop.close()

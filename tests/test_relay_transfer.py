@@ -138,7 +138,7 @@ def test_devices_carry_on_after_the_relay_moves_to_postgresql_and_back(tmp_path:
             up = a.sync()
             assert up.uploaded == [] and up.downloaded == []  # nothing to resync
             probe("postgres")
-            hist = a.engine().remote.history("probe/sqlite-a.md")
+            hist = a.engine().core.remote.history("probe/sqlite-a.md")
             assert len(hist) == 1  # history carried over
             pg.stop()
             relay_cli("export", "--database", url, "--to", str(tmp_path / "x2"))

@@ -37,8 +37,8 @@ def world(tmp_path: Path):
 def _forge(agent: Device, path: str, data: bytes, **claims: object) -> int:
     """The agent commits `data` at `path` with whatever identity it wants to claim."""
     engine = agent.engine()
-    remote = engine.remote
-    entry = engine.index.get(path)
+    remote = engine.core.remote
+    entry = engine.core.index.files.get(path)
     parent = entry.rev if entry is not None else 0
     head = remote.head(path)
     if head is not None:
@@ -50,9 +50,9 @@ def _forge(agent: Device, path: str, data: bytes, **claims: object) -> int:
         size=len(data),
         sha256=hashlib.sha256(data).hexdigest(),
         chunks=(ChunkRef(bid, len(data)),),
-        device_id=str(claims.get("device_id", engine.device.device_id)),
-        device_name=str(claims.get("device_name", engine.name)),
-        device_kind=str(claims.get("device_kind", engine.kind)),
+        device_id=str(claims.get("device_id", engine.core.device.device_id)),
+        device_name=str(claims.get("device_name", engine.core.name)),
+        device_kind=str(claims.get("device_kind", engine.core.kind)),
         executable=bool(claims.get("executable", False)),
     )
     result = remote.commit([[Outgoing(meta, parent)]])
@@ -250,7 +250,7 @@ def test_a_garbage_record_costs_one_file_and_heals(world) -> None:
     laptop.sync()
     server.sync()
     token, vid = _join_raw(cluster)
-    entry = laptop.engine().index.get("knowledge/git.md")
+    entry = laptop.engine().core.index.files.get("knowledge/git.md")
     assert entry is not None
     # the feed shows file ids to any token holder: garbage on top of a real note, and elsewhere
     _garbage_on(cluster, token, vid, entry.file_id, entry.rev + 1)
@@ -294,13 +294,13 @@ def test_a_record_whose_path_is_not_unicode_costs_one_file(world) -> None:
     laptop.sync()
     server.sync()
     engine = server.engine()
-    remote = engine.remote
+    remote = engine.core.remote
     bid = remote.blob_id(b"x")
     remote.upload({bid: b"x"})
     meta = FileMeta(
         path="badX.md", size=1, sha256=hashlib.sha256(b"x").hexdigest(),
-        chunks=(ChunkRef(bid, 1),), device_id=engine.device.device_id,
-        device_name=engine.name, device_kind=engine.kind, recorded_ns=1,
+        chunks=(ChunkRef(bid, 1),), device_id=engine.core.device.device_id,
+        device_name=engine.core.name, device_kind=engine.core.kind, recorded_ns=1,
     )  # fmt: skip
     payload = meta.to_json().replace(b"badX", b"bad\\udcff")
     # the id of the name a lenient encoder makes of it, so the id check alone cannot catch it
@@ -324,13 +324,13 @@ def test_a_record_whose_path_is_not_unicode_costs_one_file(world) -> None:
 def _forge_meta(agent: Device, data: bytes, **fields: object) -> None:
     """The agent commits a well-formed record of its own with these `fields` (path, times)."""
     engine = agent.engine()
-    remote = engine.remote
+    remote = engine.core.remote
     bid = remote.blob_id(data)
     remote.upload({bid: data})
     meta = FileMeta(**{
         "size": len(data), "sha256": hashlib.sha256(data).hexdigest(),
-        "chunks": (ChunkRef(bid, len(data)),), "device_id": engine.device.device_id,
-        "device_name": engine.name, "device_kind": engine.kind, **fields,
+        "chunks": (ChunkRef(bid, len(data)),), "device_id": engine.core.device.device_id,
+        "device_name": engine.core.name, "device_kind": engine.core.kind, **fields,
     })  # type: ignore[arg-type]  # fmt: skip
     head = remote.head(meta.path)
     assert meta.path in remote.commit([[Outgoing(meta, head.rev if head else 0)]]).committed
@@ -415,7 +415,7 @@ def test_a_note_named_as_windows_forbids_costs_the_persons_windows_device_only_t
     last = on_windows()
     assert last.downloaded == ["notes/What is X.md"] and last.problems == []
     assert laptop.read("notes/What is X.md") == b"notes/What is X?.md\n"
-    assert laptop.engine().index.inbox() == []
+    assert laptop.engine().core.index.inbox.rows() == []
 
 
 def test_a_garbage_blob_under_a_real_id_costs_one_file(world, tmp_path: Path) -> None:
@@ -423,7 +423,7 @@ def test_a_garbage_blob_under_a_real_id_costs_one_file(world, tmp_path: Path) ->
     person to write; the person's file is then quarantined on the other devices, not corrupt."""
     cluster, laptop, server = world
     data = b"# Daily\nthe person's predictable note\n"
-    bid = server.engine().remote.blob_id(data)
+    bid = server.engine().core.remote.blob_id(data)
     r = httpx.put(
         f"{cluster.relay.url}/v1/vaults/{server.vault_id}/blobs/{bid}",
         headers={"Authorization": f"Bearer {_token(server)}",

@@ -296,7 +296,7 @@ def _edit_no_stat_shows(device: Device, path: str, data: bytes) -> None:
 
     device.path(path).write_bytes(data)
     key = FileState.from_stat(os.stat(device.path(path))).stat_key()
-    device.engine().index.update_stats([(path, key)])
+    device.engine().core.index.files.update_stats([(path, key)])
 
 
 def test_the_rotating_hash_check_finds_an_edit_no_stat_shows(cluster: SyncCluster) -> None:
@@ -381,8 +381,8 @@ def test_a_file_still_being_written_waits_until_it_is_closed(cluster: SyncCluste
                     wait_for(lambda: "big.bin" in daemon.busy_paths(), what="the writer seen")
                 outcome = daemon.wait_round(daemon.request_round(), 30)
                 assert outcome is not None and outcome.error is None
-                assert a.engine().remote.head("big.bin") is None  # nothing torn went out
-        wait_for(lambda: a.engine().remote.head("big.bin") is not None, what="upload")
+                assert a.engine().core.remote.head("big.bin") is None  # nothing torn went out
+        wait_for(lambda: a.engine().core.remote.head("big.bin") is not None, what="upload")
         hist = a.engine().history("big.bin")
         assert [ch.meta.size for ch in hist] == [3 * len(block)]
     finally:
@@ -467,7 +467,7 @@ def test_a_note_named_like_a_conflict_copy_is_not_a_conflict(cluster: SyncCluste
     a, _ = _pair(cluster)
     a.write("Meeting (conflict resolution).md", "how we settle things\n")
     a.sync()
-    assert a.engine().status.read()["state"] == "synced"
+    assert a.engine().core.status.read()["state"] == "synced"
     status = collect_status(a.paths, a.config, a.vault, probe=False)
     assert status["state"] == "synced" and status["conflicts"] == []
 
@@ -638,7 +638,9 @@ def test_a_quiet_round_reads_no_row_of_the_files_table_it_does_not_need(
     a.delete("gone.md")
     a.sync()
     engine = a.engine()
-    db = engine.index._db  # no public hook shows the SQL a round runs; the test reads it here
+    db = (
+        engine.core.index.db.conn
+    )  # no public hook shows the SQL a round runs; the test reads it here
     statements: list[str] = []
     db.set_trace_callback(statements.append)
     try:
@@ -646,8 +648,8 @@ def test_a_quiet_round_reads_no_row_of_the_files_table_it_does_not_need(
     finally:
         db.set_trace_callback(None)
     assert report.converged and not report.changed
-    assert engine.status.read()["state"] == "conflict"  # the copy was found...
-    assert engine.index.count_live() == 31  # ...and the tombstone not counted
+    assert engine.core.status.read()["state"] == "conflict"  # the copy was found...
+    assert engine.core.index.files.count_live() == 31  # ...and the tombstone not counted
     whole_reads = []
     for sql in {s for s in statements if s.lstrip().upper().startswith("SELECT")}:
         for row in db.execute("EXPLAIN QUERY PLAN " + sql).fetchall():
@@ -673,7 +675,7 @@ def test_local_files_the_scan_skips_are_listed_until_fixed(cluster: SyncCluster)
     os.symlink("/etc", a.path("etc-link"))
     a.write("ok.md", "fine\n")
     a.sync()
-    status = a.engine().status.read()
+    status = a.engine().core.status.read()
     listed = {n["path"]: n for n in status["not_synced"]}
     assert set(listed) == {"big.bin", "bad\x07name.md", "etc-link"}
     assert listed["big.bin"]["reason"] == "too_large"
@@ -688,12 +690,12 @@ def test_local_files_the_scan_skips_are_listed_until_fixed(cluster: SyncCluster)
     # fixed: the next full round drops it; a watched round looking at one path drops it too
     a.write("big.bin", b"small now\n")
     a.sync()
-    assert {n["path"] for n in a.engine().status.read()["not_synced"]} == {
+    assert {n["path"] for n in a.engine().core.status.read()["not_synced"]} == {
         "bad\x07name.md", "etc-link"
     }  # fmt: skip
     os.unlink(a.path("etc-link"))
     a.sync(paths={"etc-link"})
-    assert [n["path"] for n in a.engine().status.read()["not_synced"]] == ["bad\x07name.md"]
+    assert [n["path"] for n in a.engine().core.status.read()["not_synced"]] == ["bad\x07name.md"]
 
 
 def test_names_that_show_otherwise_than_they_are_are_not_synced(cluster: SyncCluster) -> None:
@@ -705,7 +707,7 @@ def test_names_that_show_otherwise_than_they_are_are_not_synced(cluster: SyncClu
     a.write("\uff0eobsidian/plugins.md", "a fake config folder\n")
     a.write("knowledge/ok.md", "fine\n")
     a.sync()
-    listed = {n["path"]: n["detail"] for n in a.engine().status.read()["not_synced"]}
+    listed = {n["path"]: n["detail"] for n in a.engine().core.status.read()["not_synced"]}
     assert "bidirectional" in listed["knowledge/\u202egnp.md"]
     assert "looks like a dot" in listed["\uff0eobsidian"] or any(
         "looks like a dot" in d for d in listed.values()

@@ -14,7 +14,7 @@ from tests.syncharness import SyncCluster
 
 
 def _editors(dev, kind: str, state: DreamState) -> tuple[SyncEditors, SyncIndex]:
-    index = SyncIndex(dev.engine().index.path, readonly=True)
+    index = SyncIndex(dev.engine().core.index.path, readonly=True)
     eds = SyncEditors(
         dev.vault, MtimeEditors(dev.vault, state), index=index, device_kind=kind,
         device_name=dev.name,
@@ -59,7 +59,7 @@ def test_kinds_come_from_the_index_and_the_disk(tmp_path: Path) -> None:
             gone = eds.last_writer("knowledge/person.md")
             assert gone.deleted and gone.kind == "human"
             assert eds.last_human_edit("knowledge/person.md") is None
-            recent = index.entries_since(0)
+            recent = index.files.entries_since(0)
             assert {e.path for e in recent} >= {"knowledge/person.md", "knowledge/agent.md"}
         finally:
             index.close()
@@ -84,7 +84,7 @@ def test_readonly_index_never_creates_or_writes(tmp_path: Path) -> None:
         import sqlite3
 
         with pytest.raises(sqlite3.OperationalError, match="readonly"):
-            ro._db.execute("CREATE TABLE x(a)")
-        assert ro.get("a.md") is None
+            ro.db.conn.execute("CREATE TABLE x(a)")
+        assert ro.files.get("a.md") is None
     finally:
         ro.close()

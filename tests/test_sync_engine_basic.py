@@ -49,11 +49,11 @@ def test_applied_remote_changes_do_not_bounce_back(cluster: SyncCluster) -> None
         a.write(f"knowledge/n{i}.md", f"note {i}\n")
     a.sync()
     b.sync()
-    seq = b.engine().cursor
+    seq = b.engine().puller.cursor
     again = b.sync()
     assert not again.uploaded and not again.downloaded and again.passes == 1
     assert a.sync().downloaded == []
-    assert b.engine().cursor == seq  # nothing new was committed by anyone
+    assert b.engine().puller.cursor == seq  # nothing new was committed by anyone
 
 
 def test_rename_is_applied_as_a_rename(cluster: SyncCluster) -> None:
@@ -79,7 +79,7 @@ def test_rename_is_applied_as_a_rename(cluster: SyncCluster) -> None:
 def test_binary_empty_executable_and_multichunk_files(cluster: SyncCluster) -> None:
     a = cluster.add_device("laptop", "human")
     b = cluster.add_device("server", "agent")
-    a.engine().chunk_size = 64 * 1024
+    a.engine().core.chunk_size = 64 * 1024
     big = os.urandom(300 * 1024)  # five chunks
     a.write("assets/photo.bin", big)
     a.write("empty.md", b"")
@@ -93,7 +93,7 @@ def test_binary_empty_executable_and_multichunk_files(cluster: SyncCluster) -> N
     assert b.read("empty.md") == b""
     assert os.stat(b.path("tools/run.sh")).st_mode & 0o100
     cluster.assert_converged()
-    partial = b.engine().partial_dir
+    partial = b.engine().core.partial_dir
     assert not partial.exists() or not any(partial.iterdir())  # resumable parts cleaned up
 
 
@@ -135,7 +135,7 @@ def test_offline_edits_queue_until_the_relay_answers(tmp_path: Path) -> None:
 
         with pytest.raises(RelayUnreachable):
             a.sync()
-        status = a.engine().status.read()
+        status = a.engine().core.status.read()
         assert status["state"] == "offline" and status["online"] is False
         a.restart()  # the device restarts too: the queue is the disk and the index
         c.relay.restart()
@@ -177,7 +177,7 @@ def test_status_file_records_the_round(cluster: SyncCluster) -> None:
     a = cluster.add_device("laptop", "human")
     a.write("n.md", "x\n")
     a.sync()
-    data = a.engine().status.read()
+    data = a.engine().core.status.read()
     assert data["state"] == "synced"
     assert data["online"] is True and data["last_sync"]
     assert data["last_round"]["uploaded"] == ["n.md"]
@@ -209,12 +209,12 @@ def test_revoked_device_gets_a_clear_error(cluster: SyncCluster) -> None:
     a = cluster.add_device("laptop", "human")
     a.write("n.md", "x\n")
     a.sync()
-    cluster.relay.revoke(a.engine().device.device_id)
+    cluster.relay.revoke(a.engine().core.device.device_id)
     a.write("n.md", "y\n")
     with pytest.raises(AuthError) as err:
         a.sync()
     assert "revoked" in str(err.value)
-    assert a.engine().status.read()["errors"][-1]["kind"] == "auth"
+    assert a.engine().core.status.read()["errors"][-1]["kind"] == "auth"
     assert a.read("n.md") == b"y\n"  # the local edit is untouched
 
 
@@ -262,15 +262,15 @@ def test_a_note_is_compressed_once_on_upload_and_never_on_download(
     a.sync()
     for data in notes.values():
         assert inputs.count(data) == 1
-    index = a.engine().index
+    index = a.engine().core.index
     for path, data in notes.items():
-        assert index.get_base(path) == data
-    assert index.get_base("img.png") is None
+        assert index.bases.get(path) == data
+    assert index.bases.get("img.png") is None
     inputs.clear()
     b.sync()  # the download keeps the stream each blob's frame brought: no compression at all
     assert not any(data in inputs for data in notes.values())
     monkeypatch.setattr(zlib, "compress", real)
     assert {p: b.read(p) for p in notes} == notes
     for path, data in notes.items():
-        assert b.engine().index.get_base(path) == data
-    assert b.engine().index.get_base("img.png") is None
+        assert b.engine().core.index.bases.get(path) == data
+    assert b.engine().core.index.bases.get("img.png") is None

@@ -66,8 +66,8 @@ def test_relay_sees_no_names_contents_or_keys(tmp_path: Path) -> None:
             a.sync()
             c.assert_converged()
             assert a.read(RENAMED) is not None
-            key = a.engine().remote.key
-            a_file_id = a.engine().remote.file_id(RENAMED)
+            key = a.engine().core.remote.key
+            a_file_id = a.engine().core.remote.file_id(RENAMED)
             token = DeviceState.load(a.paths, a.vault).load_token(FileStore(a.paths.secrets_file))
             wire = proxy.wire_bytes()
         finally:

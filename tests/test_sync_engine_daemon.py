@@ -60,12 +60,12 @@ def test_changes_propagate_both_ways_without_echo(cluster: SyncCluster) -> None:
         heads = {
             p: ch.rev
             for p in ("journal/today.md", "knowledge/new.md")
-            for ch in a.engine().remote.history(p)[:1]
+            for ch in a.engine().core.remote.history(p)[:1]
         }
         assert heads["knowledge/new.md"] == 1  # a applied it and did not push it back
-        hist = a.engine().remote.history("journal/today.md")
+        hist = a.engine().core.remote.history("journal/today.md")
         assert all(ch.meta.device_name == "laptop" for ch in hist)  # b never re-committed
-        assert rb.daemon.engine.status.read()["state"] == "synced"
+        assert rb.daemon.engine.core.status.read()["state"] == "synced"
     finally:
         ra.stop()
         rb.stop()
@@ -95,7 +95,7 @@ def test_an_idle_daemon_runs_no_rounds_and_one_per_request(cluster: SyncCluster)
         window.wait(1.0)  # an observation window, not a synchronisation: nothing may happen
         assert rounds == [], f"{len(rounds)} rounds while idle"
         assert running.daemon.idle
-        with SyncIndex(running.daemon.engine.index.path) as index:  # as another process does
+        with SyncIndex(running.daemon.engine.core.index.path) as index:  # as another process does
             rid = requests.submit(index, requests.ROUND)
             request_round(running.daemon.engine_folder)
             outcome = requests.wait(index, rid, timeout=15)
@@ -112,7 +112,7 @@ def _ask_round(running: Running, **args: object) -> dict:
     from companion.sync.service.wake import request_round
     from companion.sync.state.index import SyncIndex
 
-    with SyncIndex(running.daemon.engine.index.path) as index:
+    with SyncIndex(running.daemon.engine.core.index.path) as index:
         rid = requests.submit(index, requests.ROUND, **args)
         request_round(running.daemon.engine_folder)
         outcome = requests.wait(index, rid, timeout=15)
@@ -128,13 +128,13 @@ def test_this_devices_own_commit_wakes_no_second_round(cluster: SyncCluster) -> 
     dev = cluster.add_device("laptop", "human")
     engine = dev.engine()
     polls: list[int] = []  # the cursor each long-poll started from
-    real_poll = engine.remote.first_change_after
+    real_poll = engine.core.remote.first_change_after
 
     def poll(since: int, wait: float) -> int | None:  # a spy that calls through
         polls.append(since)
         return real_poll(since, wait)
 
-    engine.remote.first_change_after = poll  # type: ignore[method-assign]
+    engine.core.remote.first_change_after = poll  # type: ignore[method-assign]
     running = Running(dev, engine, quiet_s=60.0, max_latency_s=120.0)  # no batch of its own
     rounds: list[object] = []
     running.daemon.on_round_done(rounds.append)
@@ -193,10 +193,10 @@ def test_new_ignore_rules_let_in_files_no_watcher_reported(cluster: SyncCluster)
     dev.write("drafts/d.md", "written while ignored\n")
     running = Running(dev)
     try:
-        index = running.daemon.engine.index
-        assert index.get("drafts/d.md") is None
+        index = running.daemon.engine.core.index
+        assert index.files.get("drafts/d.md") is None
         dev.write(".companionignore", "# nothing ignored now\n")
-        wait_for(lambda: index.get("drafts/d.md") is not None, timeout=15, what="the draft")
+        wait_for(lambda: index.files.get("drafts/d.md") is not None, timeout=15, what="the draft")
     finally:
         running.stop()
 
@@ -219,7 +219,7 @@ def test_a_vault_folder_replaced_under_a_running_daemon_syncs_again(
     try:
         away = a.vault.with_name("laptop-unmounted")
         a.vault.rename(away)
-        status = ra.daemon.engine.status
+        status = ra.daemon.engine.core.status
         wait_for(
             lambda: "missing" in str((status.read().get("errors") or [{}])[-1].get("message")),
             timeout=15,
@@ -288,8 +288,8 @@ def test_daemon_reconnects_and_sends_queued_edits(tmp_path: Path) -> None:
             wait_for(lambda: run.online is True and run.rounds > 0, 20, "reconnect")
             wait_for(
                 lambda: (
-                    a.engine().status.read()["pending"]["upload"] == 0
-                    and a.engine().status.read()["state"] == "synced"
+                    a.engine().core.status.read()["pending"]["upload"] == 0
+                    and a.engine().core.status.read()["state"] == "synced"
                 ),
                 10,
                 "queued edit pushed",

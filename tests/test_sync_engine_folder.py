@@ -74,7 +74,7 @@ def _umount(target: Path) -> None:
 
 def _relay_paths(dev: Device) -> dict[str, bool]:
     """Every path the relay holds, as this device sees it: path -> deleted."""
-    pulled = dev.engine().remote.pull(0, lambda _ids: {})
+    pulled = dev.engine().core.remote.pull(0, lambda _ids: {})
     return {ch.path: ch.deleted for ch in pulled.changes}
 
 
@@ -116,7 +116,7 @@ def test_an_unmounted_vault_drive_gets_no_note_and_loses_none(tmp_path: Path) ->
                 assert isinstance(outcome.error, VaultMissing), outcome
                 assert os.listdir(point) == []  # nothing written into the bare mount point
                 assert f"vault folder missing: {os.path.realpath(point)}" in str(outcome.error)
-                status = a.engine().status.read()
+                status = a.engine().core.status.read()
                 assert status["state"] == "vault_missing"
                 assert status["errors"][-1]["kind"] == "vault_missing"
                 _mount(disk, point)
@@ -128,7 +128,7 @@ def test_an_unmounted_vault_drive_gets_no_note_and_loses_none(tmp_path: Path) ->
                 )
                 done = running.round()
                 assert done.error is None, done
-                assert a.engine().status.read()["state"] == "synced"
+                assert a.engine().core.status.read()["state"] == "synced"
             finally:
                 running.stop()
             b.sync()
@@ -162,7 +162,7 @@ def test_a_folder_swapped_under_a_running_engine_gets_no_note_and_loses_none(
         outcome = running.round()
         assert isinstance(outcome.error, VaultMissing), outcome
         assert os.listdir(a.vault) == []  # no note, no marker: nothing written into it
-        assert a.engine().status.read()["state"] == "vault_missing"
+        assert a.engine().core.status.read()["state"] == "vault_missing"
         again = running.round()  # each round checks again, still writes nothing
         assert isinstance(again.error, VaultMissing) and os.listdir(a.vault) == []
         a.vault.rmdir()
@@ -261,10 +261,10 @@ def test_sync_command_on_a_folder_that_is_not_the_vaults_exits_6(cluster: SyncCl
 
 
 def _index(tmp_path: Path, live: dict[str, bytes]) -> SyncIndex:
-    from companion.sync.state.index import Entry
+    from companion.sync.state.files import Entry
 
     index = SyncIndex(tmp_path / "index.sqlite")
-    index.put_many(
+    index.files.put_many(
         Entry(path, "0" * 64, len(data), 1, i + 1, rev=1, file_id=f"f{i}")
         for i, (path, data) in enumerate(live.items())
     )
@@ -283,13 +283,13 @@ VID, DID = "a" * 16, "b" * 16
 
 def test_a_fresh_copy_gets_the_marker(tmp_path: Path, vault: Path) -> None:
     with _index(tmp_path, {}) as index:
-        assert check_folder(vault, VID, DID, index) == "adopted"
+        assert check_folder(vault, VID, DID, index.files) == "adopted"
     assert read_marker(vault) is not None
     data = json.loads((vault / MARKER_NAME).read_text())
     assert data["vault_id"] == VID and data["device_id"] == DID
     assert isinstance(data["created"], int)
     with _index(tmp_path, {}) as index:
-        assert check_folder(vault, VID, DID, index) == "ok"
+        assert check_folder(vault, VID, DID, index.files) == "ok"
 
 
 def test_a_copy_joined_before_markers_holding_a_known_file_is_adopted(
@@ -297,7 +297,7 @@ def test_a_copy_joined_before_markers_holding_a_known_file_is_adopted(
 ) -> None:
     (vault / "b.md").write_text("b\n")
     with _index(tmp_path, {"a.md": b"a\n", "b.md": b"b\n"}) as index:
-        assert check_folder(vault, VID, DID, index) == "adopted"
+        assert check_folder(vault, VID, DID, index.files) == "adopted"
     assert json.loads((vault / MARKER_NAME).read_text())["device_id"] == DID
 
 
@@ -308,7 +308,7 @@ def test_a_copy_without_marker_or_known_file_is_missing(tmp_path: Path, vault: P
         _index(tmp_path, {"a.md": b"a\n"}) as index,
         pytest.raises(VaultMissing, match="vault folder missing") as err,
     ):
-        check_folder(vault, VID, DID, index)
+        check_folder(vault, VID, DID, index.files)
     assert err.value.exit_code == 6
     assert not (vault / MARKER_NAME).exists()
 
@@ -333,17 +333,17 @@ def test_a_foreign_or_unreadable_marker_is_missing(
         _index(tmp_path, {"a.md": b"a\n"}) as index,
         pytest.raises(VaultMissing, match="another vault or device"),
     ):
-        check_folder(vault, VID, DID, index)
+        check_folder(vault, VID, DID, index.files)
     assert (vault / MARKER_NAME).read_text() == content  # never overwritten
 
 
 def test_no_folder_or_a_file_in_its_place_is_missing(tmp_path: Path) -> None:
     with _index(tmp_path, {}) as index:
         with pytest.raises(VaultMissing, match="not there"):
-            check_folder(tmp_path / "gone", VID, DID, index)
+            check_folder(tmp_path / "gone", VID, DID, index.files)
         (tmp_path / "file").write_text("x")
         with pytest.raises(VaultMissing, match="not there"):
-            check_folder(tmp_path / "file", VID, DID, index)
+            check_folder(tmp_path / "file", VID, DID, index.files)
 
 
 def test_the_marker_is_written_atomically_and_never_synced(tmp_path: Path, vault: Path) -> None:
@@ -358,7 +358,7 @@ def test_joining_writes_the_marker_and_it_stays_on_its_device(cluster: SyncClust
         marker = read_marker(dev.vault)
         assert marker is not None
         assert marker["vault_id"] == dev.vault_id
-        assert marker["device_id"] == dev.engine().device.device_id
+        assert marker["device_id"] == dev.engine().core.device.device_id
     assert MARKER_NAME not in _relay_paths(a)
 
 

@@ -39,6 +39,40 @@ def test_nfd_names_from_macos_arrive_as_one_nfc_file(cluster: SyncCluster) -> No
     assert len(mac.engine().history(NFD)) == 2  # one file id for both spellings
 
 
+def test_the_round_repairs_nested_nfd_names_and_keeps_a_twin(cluster: SyncCluster) -> None:
+    """The scan only lists the renames it finds (#43); the round makes them and scans again,
+    level by level: a decomposed folder holding a decomposed note arrives as one NFC path, in a
+    full round and in a watcher's partial one, and a decomposed twin of a note is kept beside
+    it under a visible name, reported as a conflict."""
+    mac = cluster.add_device("mac", "human")
+    linux = cluster.add_device("server", "agent")
+    nfc, nfd = (unicodedata.normalize(f, "Café") for f in ("NFC", "NFD"))
+    (mac.vault / nfd).mkdir()
+    (mac.vault / nfd / f"{nfd}.md").write_text("nested\n")
+    assert mac.sync().uploaded == [f"{nfc}/{nfc}.md"]
+    z_nfc, z_nfd = (unicodedata.normalize(f, "Zoë") for f in ("NFC", "NFD"))
+    (mac.vault / z_nfd).mkdir()
+    (mac.vault / z_nfd / f"{z_nfd}.md").write_text("watched\n")
+    assert mac.engine().round(paths=[z_nfd]).uploaded == [f"{z_nfc}/{z_nfc}.md"]
+    mac.write("é.md", "composed\n")
+    mac.sync()
+    (mac.vault / unicodedata.normalize("NFD", "é.md")).write_text("decomposed\n")
+    if [unicodedata.normalize("NFC", n) for n in os.listdir(mac.vault)].count("é.md") < 2:
+        pytest.skip("the file system treats both spellings as one file")
+    report = mac.sync()
+    twin = "é (unicode conflict).md"
+    assert [(c.path, c.copy, c.outcome) for c in report.conflicts] == [
+        ("é.md", twin, "unicode_twin")
+    ]
+    linux.sync()
+    assert linux.files() == {
+        f"{nfc}/{nfc}.md": b"nested\n",
+        f"{z_nfc}/{z_nfc}.md": b"watched\n",
+        "é.md": b"composed\n",
+        twin: b"decomposed\n",
+    }
+
+
 def test_case_only_rename(cluster: SyncCluster) -> None:
     a = cluster.add_device("laptop", "human")
     b = cluster.add_device("server", "agent")

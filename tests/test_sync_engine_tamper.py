@@ -151,7 +151,7 @@ def test_a_lie_costs_only_the_files_it_touched(setup, lie: str) -> None:
     rows = engine.quarantined()
     assert rows and all(r.reason for r in rows)
     assert error.__name__ in {"TamperedRecord", "TamperedBlob"}
-    assert engine.status.read()["errors"][-1]["kind"] == "quarantine"
+    assert engine.core.status.read()["errors"][-1]["kind"] == "quarantine"
     proxy.tamper = None
     b.sync()
     assert b.sync().converged
@@ -215,7 +215,7 @@ def test_the_feed_is_read_page_by_page_and_a_replay_across_pages_is_refused(
             body = json.loads(ex.response_body)
             auth = {"Authorization": ex.request_headers["Authorization"]}
             base = ex.path.split("/changes")[0]
-            fid = a.engine().remote.file_id("projects/alpha.md")
+            fid = a.engine().core.remote.file_id("projects/alpha.md")
             url = f"{proxy.upstream}{base}/files/{fid}/revs/1"
             old.update(httpx.get(url, headers=auth).json())
             body["records"][0] = old  # revision 1 of alpha, after page one listed revision 2

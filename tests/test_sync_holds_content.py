@@ -75,7 +75,7 @@ def test_a_note_whose_content_does_not_verify_costs_its_own_file(world) -> None:
     server.write("knowledge/a.md", "first\n")
     server.write("knowledge/b.md", "second\n")
     server.sync()
-    bad = server.engine().remote.blob_id(b"second\n")
+    bad = server.engine().core.remote.blob_id(b"second\n")
 
     def garble(ex: Exchange) -> Exchange:
         if ex.method == "POST" and ex.path.endswith("/blobs-download") and ex.status == 200:

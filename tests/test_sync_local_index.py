@@ -22,15 +22,15 @@ from companion.sync.round.conflicts import (
     conflict_copy_name,
     unicode_twin_name,
 )
+from companion.sync.state.applied import AppliedRow
+from companion.sync.state.bases import BASE_TEXT_LIMIT, pack_bases
+from companion.sync.state.files import Entry
+from companion.sync.state.held import HeldRow
 from companion.sync.state.index import (
-    BASE_TEXT_LIMIT,
     SCHEMA_VERSION,
-    AppliedRow,
-    Entry,
     SyncIndex,
     SyncIndexError,
     index_path,
-    pack_bases,
     vault_key,
 )
 
@@ -72,19 +72,19 @@ def test_put_get_roundtrip_and_tombstones(index: SyncIndex) -> None:
         device_kind="human",
         inode=-5,  # folded 64-bit inodes can be negative
     )
-    index.put(e)
-    got = index.get("knowledge/Note.md")
+    index.files.put(e)
+    got = index.files.get("knowledge/Note.md")
     assert got is not None
     assert got.rev == 3 and got.file_id == "f" * 64 and got.is_text and got.inode == -5
     assert got.device == "laptop" and got.device_kind == "human" and got.updated_ns > 0
-    assert index.count_live() == 1
-    index.mark_deleted("knowledge/Note.md", rev=4, device="server", device_kind="agent")
-    t = index.get("knowledge/Note.md")
+    assert index.files.count_live() == 1
+    index.files.mark_deleted("knowledge/Note.md", rev=4, device="server", device_kind="agent")
+    t = index.files.get("knowledge/Note.md")
     assert t is not None and t.deleted and t.rev == 4 and t.device == "server"
-    assert index.count_live() == 0
-    assert index.live_stats() == {}
-    index.forget("knowledge/Note.md")
-    assert index.get("knowledge/Note.md") is None
+    assert index.files.count_live() == 0
+    assert index.files.live_stats() == {}
+    index.files.forget("knowledge/Note.md")
+    assert index.files.get("knowledge/Note.md") is None
 
 
 _FIXTURE = [HealthCheck.function_scoped_fixture]  # tmp_path_factory makes a folder per example
@@ -109,18 +109,18 @@ def test_the_live_count_and_the_copies_follow_every_write(
     with SyncIndex(tmp_path_factory.mktemp("i") / "index.sqlite") as idx:
         for op, path in steps:
             if op == "put":
-                idx.put(entry(path))
+                idx.files.put(entry(path))
             elif op == "put_deleted":
-                idx.put(entry(path, deleted=True))
+                idx.files.put(entry(path, deleted=True))
             elif op == "mark_deleted":
-                idx.mark_deleted(path, rev=9)
+                idx.files.mark_deleted(path, rev=9)
             else:
-                idx.forget(path)
-        live = sorted(e.path for e in idx.iter_entries())
-        assert idx.count_live() == len(live)
+                idx.files.forget(path)
+        live = sorted(e.path for e in idx.files.iter_entries())
+        assert idx.files.count_live() == len(live)
         like = [p for p in live if any(t in p.lower() for t in
                 (" (conflict ", " (case conflict", " (unicode conflict"))]  # fmt: skip
-        assert idx.kept_copy_candidates() == like
+        assert idx.files.kept_copy_candidates() == like
 
 
 @given(
@@ -147,10 +147,10 @@ def test_every_kept_name_the_sync_writes_is_found_by_the_index(
         unicode_twin_name(path),
     ]
     with SyncIndex(tmp_path_factory.mktemp("i") / "index.sqlite") as idx:
-        idx.put(entry(path))
+        idx.files.put(entry(path))
         for name in kept:
-            idx.put(entry(name))
-        assert copy_paths(idx.kept_copy_candidates()) == sorted(kept)
+            idx.files.put(entry(name))
+        assert copy_paths(idx.files.kept_copy_candidates()) == sorted(kept)
 
 
 def test_an_index_without_the_newer_indexes_gets_them_and_is_read_the_same(
@@ -160,25 +160,25 @@ def test_an_index_without_the_newer_indexes_gets_them_and_is_read_the_same(
     next writable open adds them; a read-only reader before that gives the same answers."""
     db = tmp_path / "index.sqlite"
     with SyncIndex(db) as idx:
-        idx.put(entry("a.md"))
-        idx.put(entry("a (conflict pc 2026-01-02 0304).md"))
-        idx.put(entry("b.md", deleted=True))
+        idx.files.put(entry("a.md"))
+        idx.files.put(entry("a (conflict pc 2026-01-02 0304).md"))
+        idx.files.put(entry("b.md", deleted=True))
     with closing(sqlite3.connect(db)) as raw:
         raw.execute("DROP INDEX files_tombstones")
         raw.execute("DROP INDEX files_kept_copies")
         raw.commit()
     with SyncIndex(db, readonly=True) as ro:
-        assert ro.count_live() == 2
-        assert ro.kept_copy_candidates() == ["a (conflict pc 2026-01-02 0304).md"]
+        assert ro.files.count_live() == 2
+        assert ro.files.kept_copy_candidates() == ["a (conflict pc 2026-01-02 0304).md"]
     with SyncIndex(db) as idx:
-        assert idx.count_live() == 2
+        assert idx.files.count_live() == 2
     with closing(sqlite3.connect(db)) as raw:
         names = {r[0] for r in raw.execute("SELECT name FROM sqlite_master WHERE type='index'")}
     assert {"files_tombstones", "files_kept_copies"} <= names
 
 
 def test_live_stats_prefix_and_fold(index: SyncIndex) -> None:
-    index.put_many(
+    index.files.put_many(
         [
             entry("a.md", mtime_ns=1, size=2, inode=3),
             entry("dir/b.md", mtime_ns=4),
@@ -188,28 +188,28 @@ def test_live_stats_prefix_and_fold(index: SyncIndex) -> None:
             entry("Dir/B.md"),
         ]
     )
-    assert index.live_stats()["a.md"] == (1, 2, 3, 0)
-    assert set(index.live_stats(prefix="dir/")) == {"dir/b.md", "dir/sub/c.md"}
-    assert set(index.live_stats(fold_key="dir/b.md")) == {"dir/b.md", "Dir/B.md"}
-    assert index.paths_with_fold("dir/b.md") == ["Dir/B.md", "dir/b.md"]
+    assert index.files.live_stats()["a.md"] == (1, 2, 3, 0)
+    assert set(index.files.live_stats(prefix="dir/")) == {"dir/b.md", "dir/sub/c.md"}
+    assert set(index.files.live_stats(fold_key="dir/b.md")) == {"dir/b.md", "Dir/B.md"}
+    assert index.files.paths_with_fold("dir/b.md") == ["Dir/B.md", "dir/b.md"]
 
 
 def test_update_stats_keeps_content_fields(index: SyncIndex) -> None:
-    index.put(entry("a.md", rev=2))
-    index.update_stats([("a.md", (99, 3, 8, 77))])
-    got = index.get("a.md")
+    index.files.put(entry("a.md", rev=2))
+    index.files.update_stats([("a.md", (99, 3, 8, 77))])
+    got = index.files.get("a.md")
     assert got is not None and got.stat_key() == (99, 3, 8, 77) and got.rev == 2
-    index.forget_stats(["a.md"])  # the next scan must hash it
-    got = index.get("a.md")
+    index.files.forget_stats(["a.md"])  # the next scan must hash it
+    got = index.files.get("a.md")
     assert got is not None and got.stat_key() == (0, 3, 0, 0) and got.sha256 == "a" * 64
 
 
 def test_iter_entries_streams_in_path_order(index: SyncIndex) -> None:
-    index.put_many(entry(f"n{i:04d}.md") for i in range(2500))
-    index.mark_deleted("n0001.md", rev=1)
-    paths = [e.path for e in index.iter_entries(batch=300)]
+    index.files.put_many(entry(f"n{i:04d}.md") for i in range(2500))
+    index.files.mark_deleted("n0001.md", rev=1)
+    paths = [e.path for e in index.files.iter_entries(batch=300)]
     assert len(paths) == 2499 and paths == sorted(paths) and "n0001.md" not in paths
-    assert len(list(index.iter_entries(include_deleted=True))) == 2500
+    assert len(list(index.files.iter_entries(include_deleted=True))) == 2500
 
 
 def test_the_rotation_slice_is_bounded_by_bytes_and_always_moves_on(index: SyncIndex) -> None:
@@ -217,113 +217,113 @@ def test_the_rotation_slice_is_bounded_by_bytes_and_always_moves_on(index: SyncI
     photos of 30 MB would otherwise make one quiet round read 1.9 GB. A file over the budget is
     a slice of its own, so the rotation still goes round the whole vault."""
     mib = 1 << 20
-    index.put_many([entry(f"a/photo{i}.jpg", size=3 * mib) for i in range(4)])
-    index.put(entry("b/video.mp4", size=50 * mib))
-    index.put_many([entry(f"c/n{i}.md", size=2000) for i in range(5)])
-    index.put(entry("c/gone.md", size=2000, deleted=True))
+    index.files.put_many([entry(f"a/photo{i}.jpg", size=3 * mib) for i in range(4)])
+    index.files.put(entry("b/video.mp4", size=50 * mib))
+    index.files.put_many([entry(f"c/n{i}.md", size=2000) for i in range(5)])
+    index.files.put(entry("c/gone.md", size=2000, deleted=True))
 
     def slice_(after: str) -> list[str]:
-        return [e.path for e in index.rotation(after, 64, max_bytes=7 * mib)]
+        return [e.path for e in index.files.rotation(after, 64, max_bytes=7 * mib)]
 
     assert slice_("") == ["a/photo0.jpg", "a/photo1.jpg"]  # 6 MiB; a third would pass 7
     assert slice_("a/photo1.jpg") == ["a/photo2.jpg", "a/photo3.jpg"]
     assert slice_("a/photo3.jpg") == ["b/video.mp4"]  # alone: over the budget by itself
     wrapped = [f"c/n{i}.md" for i in range(5)] + ["a/photo0.jpg", "a/photo1.jpg"]
     assert slice_("b/video.mp4") == wrapped  # round to the start, within the budget
-    assert [e.path for e in index.rotation("", 3)] == ["a/photo0.jpg", "a/photo1.jpg",
+    assert [e.path for e in index.files.rotation("", 3)] == ["a/photo0.jpg", "a/photo1.jpg",
                                                        "a/photo2.jpg"]  # fmt: skip
 
 
 def test_merge_base_compressed_and_limited(index: SyncIndex) -> None:
     text = ("a line of a note\n" * 5000).encode()
-    assert index.set_base("n.md", text) is True
-    assert index.get_base("n.md") == text
+    assert index.bases.set("n.md", text) is True
+    assert index.bases.get("n.md") == text
     raw = sqlite3.connect(index.path).execute("SELECT length(data) FROM bases").fetchone()[0]
     assert raw < len(text) / 10  # stored compressed
-    assert index.set_base("n.md", b"x" * (BASE_TEXT_LIMIT + 1)) is False
-    assert index.get_base("n.md") is None
-    index.set_base("old.md", b"base")
-    index.move_base("old.md", "new.md")
-    assert index.get_base("new.md") == b"base" and index.get_base("old.md") is None
-    index.put(entry("new.md"))
-    index.mark_deleted("new.md", rev=2)
-    assert index.get_base("new.md") is None
+    assert index.bases.set("n.md", b"x" * (BASE_TEXT_LIMIT + 1)) is False
+    assert index.bases.get("n.md") is None
+    index.bases.set("old.md", b"base")
+    index.bases.move("old.md", "new.md")
+    assert index.bases.get("new.md") == b"base" and index.bases.get("old.md") is None
+    index.files.put(entry("new.md"))
+    index.files.mark_deleted("new.md", rev=2)
+    assert index.bases.get("new.md") is None
 
 
 def test_batch_operations_match_the_single_ones(index: SyncIndex) -> None:
-    """get_many / set_bases / complete_many: the same results as one call per item."""
+    """files.get_many / bases.set_many / complete_many: the same results as one call per item."""
     from concurrent.futures import ThreadPoolExecutor
 
     paths = [f"d{i % 7}/n{i}.md" for i in range(1200)]  # more than one SQL chunk
-    index.put_many(entry(p, rev=i + 1) for i, p in enumerate(paths))
-    index.mark_deleted(paths[5], rev=99)
-    got = index.get_many([*paths, "missing.md", paths[0]])
+    index.files.put_many(entry(p, rev=i + 1) for i, p in enumerate(paths))
+    index.files.mark_deleted(paths[5], rev=99)
+    got = index.files.get_many([*paths, "missing.md", paths[0]])
     assert set(got) == set(paths)
-    assert all(got[p] == index.get(p) for p in paths)
+    assert all(got[p] == index.files.get(p) for p in paths)
     assert got[paths[5]].deleted
-    assert index.get_many([]) == {}
+    assert index.files.get_many([]) == {}
 
-    index.set_base("gone.md", b"old base")
+    index.bases.set("gone.md", b"old base")
     texts = {p: f"text of {p}\n".encode() * 50 for p in paths[:300]}
     items = [*texts.items(), ("gone.md", None), ("huge.md", b"x" * (BASE_TEXT_LIMIT + 1))]
     with ThreadPoolExecutor(4) as pool:
-        index.set_bases(items, mapper=pool.map)
-    assert all(index.get_base(p) == t for p, t in texts.items())
-    assert index.get_base("gone.md") is None and index.get_base("huge.md") is None
+        index.bases.set_many(items, mapper=pool.map)
+    assert all(index.bases.get(p) == t for p, t in texts.items())
+    assert index.bases.get("gone.md") is None and index.bases.get("huge.md") is None
 
     # bases compressed ahead (some of them, on another thread) are stored as if compressed here
-    index.set_base("gone.md", b"old base")
+    index.bases.set("gone.md", b"old base")
     edited = [(p, t + b"v2") for p, t in texts.items()] + [("gone.md", None)]
     ahead = pack_bases(edited[:100] + [("gone.md", None)])
     assert len(ahead) == 100 and "gone.md" not in ahead
-    index.set_bases(edited, packed=ahead)
-    assert all(index.get_base(p) == t for p, t in edited[:-1])
-    assert index.get_base("gone.md") is None
+    index.bases.set_many(edited, packed=ahead)
+    assert all(index.bases.get(p) == t for p, t in edited[:-1])
+    assert index.bases.get("gone.md") is None
 
-    index.queue_remote((p, {"rev": 1}) for p in paths[:50])
-    rows = index.inbox()
-    index.inbox_done(r.id for r in rows[:40])
-    assert [r.path for r in index.inbox()] == paths[40:50]
+    index.inbox.add((p, {"rev": 1}) for p in paths[:50])
+    rows = index.inbox.rows()
+    index.inbox.done(r.id for r in rows[:40])
+    assert [r.path for r in index.inbox.rows()] == paths[40:50]
 
     # one queued change per path: a newer one replaces it (and clears its problem)
-    index.inbox_done(r.id for r in index.inbox())
-    index.queue_remote([("a.md", {"rev": 1}), ("b.md", {"rev": 1})])
-    index.inbox_problem(index.inbox()[0].id, "a symbolic link on its way")
-    assert [r.problem for r in index.inbox()] == ["a symbolic link on its way", ""]
-    index.queue_remote([("a.md", {"rev": 2}), ("c.md", {"rev": 1})])
-    inbox = [(r.path, r.payload, r.problem) for r in index.inbox()]
+    index.inbox.done(r.id for r in index.inbox.rows())
+    index.inbox.add([("a.md", {"rev": 1}), ("b.md", {"rev": 1})])
+    index.inbox.problem(index.inbox.rows()[0].id, "a symbolic link on its way")
+    assert [r.problem for r in index.inbox.rows()] == ["a symbolic link on its way", ""]
+    index.inbox.add([("a.md", {"rev": 2}), ("c.md", {"rev": 1})])
+    inbox = [(r.path, r.payload, r.problem) for r in index.inbox.rows()]
     assert inbox == [("a.md", {"rev": 2}, ""), ("b.md", {"rev": 1}, ""), ("c.md", {"rev": 1}, "")]
-    assert index.inbox_count() == 3
+    assert index.inbox.count() == 3
 
 
 def test_meta_inbox_and_requests_survive_reopen(tmp_path: Path) -> None:
     db = tmp_path / "index.sqlite"
     with SyncIndex(db) as idx:
-        idx.set_meta("vault_id", "v1")
-        idx.set_meta("last_seq", "41")
-        idx.set_meta("last_seq", "42")
-        idx.queue_remote([("a.md", {"rev": 1}), ("b.md", {"rev": 3})])
-        idx.put(entry("kept.md"))
-        rid = idx.add_request("restore", {"path": "a.md", "rev": 1})
-        idx.record_applied([AppliedRow("a.md", "f" * 64, b"before\n", 10)])
+        idx.meta.set("vault_id", "v1")
+        idx.meta.set("last_seq", "41")
+        idx.meta.set("last_seq", "42")
+        idx.inbox.add([("a.md", {"rev": 1}), ("b.md", {"rev": 3})])
+        idx.files.put(entry("kept.md"))
+        rid = idx.requests.add("restore", {"path": "a.md", "rev": 1})
+        idx.applied.record([AppliedRow("a.md", "f" * 64, b"before\n", 10)])
     with SyncIndex(db) as idx:
-        assert idx.get_meta("vault_id") == "v1" and idx.get_meta("last_seq") == "42"
-        assert idx.get_meta("missing", "d") == "d"
-        assert [(r.path, r.payload) for r in idx.inbox()] == [
+        assert idx.meta.get("vault_id") == "v1" and idx.meta.get("last_seq") == "42"
+        assert idx.meta.get("missing", "d") == "d"
+        assert [(r.path, r.payload) for r in idx.inbox.rows()] == [
             ("a.md", {"rev": 1}), ("b.md", {"rev": 3}),
         ]  # fmt: skip
-        assert idx.get("kept.md") is not None
-        (req,) = idx.requests("pending")
+        assert idx.files.get("kept.md") is not None
+        (req,) = idx.requests.rows("pending")
         assert (req.id, req.kind, req.args) == (rid, "restore", {"path": "a.md", "rev": 1})
-        assert idx.set_request(rid, "running", only_if="pending")
-        assert not idx.set_request(rid, "cancelled", only_if="pending")
-        idx.set_request(rid, "done", {"code": 0})
-        assert idx.request(rid).result == {"code": 0}  # type: ignore[union-attr]
-        assert idx.applied(["a.md", "x.md"]) == {
+        assert idx.requests.set(rid, "running", only_if="pending")
+        assert not idx.requests.set(rid, "cancelled", only_if="pending")
+        idx.requests.set(rid, "done", {"code": 0})
+        assert idx.requests.get(rid).result == {"code": 0}  # type: ignore[union-attr]
+        assert idx.applied.get_many(["a.md", "x.md"]) == {
             "a.md": AppliedRow("a.md", "f" * 64, b"before\n", 10)
         }
-        idx.prune_applied(11)
-        assert idx.applied(["a.md"]) == {}
+        idx.applied.prune(11)
+        assert idx.applied.get_many(["a.md"]) == {}
 
 
 def test_a_command_waiting_on_its_request_reads_only_its_own_row(tmp_path: Path) -> None:
@@ -332,16 +332,16 @@ def test_a_command_waiting_on_its_request_reads_only_its_own_row(tmp_path: Path)
     row broke every waiting command and the cost grew with each request of the day."""
     db = tmp_path / "index.sqlite"
     with SyncIndex(db) as idx:
-        other = idx.add_request("round", {})
-        mine = idx.add_request("restore", {"path": "a.md", "rev": 1})
+        other = idx.requests.add("round", {})
+        mine = idx.requests.add("restore", {"path": "a.md", "rev": 1})
         with closing(sqlite3.connect(db)) as con, con:
             con.execute("UPDATE requests SET args='{not json', result='[' WHERE id=?", (other,))
-        idx.set_request(mine, "done", {"code": 0})
-        got = idx.request(mine)
+        idx.requests.set(mine, "done", {"code": 0})
+        got = idx.requests.get(mine)
         assert got is not None and (got.kind, got.args, got.result) == (
             "restore", {"path": "a.md", "rev": 1}, {"code": 0},
         )  # fmt: skip
-        assert idx.request(mine + 1) is None
+        assert idx.requests.get(mine + 1) is None
 
 
 def test_an_index_of_schema_1_is_migrated(tmp_path: Path) -> None:
@@ -369,12 +369,12 @@ def test_an_index_of_schema_1_is_migrated(tmp_path: Path) -> None:
     )
     con.close()
     with SyncIndex(db, readonly=True) as ro:  # a reader beside an engine not upgraded yet
-        assert ro.get("a.md") is not None and ro.get("a.md").ctime_ns == 0  # type: ignore[union-attr]
-        assert [r.path for r in ro.inbox()] == ["b.md"]
+        assert ro.files.get("a.md") is not None and ro.files.get("a.md").ctime_ns == 0  # type: ignore[union-attr]
+        assert [r.path for r in ro.inbox.rows()] == ["b.md"]
     with SyncIndex(db) as idx:
-        got = idx.get("a.md")
+        got = idx.files.get("a.md")
         assert got is not None and got.stat_key() == (5, 2, 6, 0) and got.rev == 3
-        assert [(r.path, r.payload) for r in idx.inbox()] == [("b.md", {"rev": 4})]
+        assert [(r.path, r.payload) for r in idx.inbox.rows()] == [("b.md", {"rev": 4})]
     con = sqlite3.connect(db)
     assert con.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
     tables = {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type='table'")}
@@ -396,7 +396,7 @@ def test_an_index_of_schema_3_gets_the_fold_both_engines_share(tmp_path: Path) -
     con.commit()
     con.close()
     with SyncIndex(db) as idx:
-        assert idx.paths_with_fold(fold("I.md")) == ["\u0131.md"]
+        assert idx.files.paths_with_fold(fold("I.md")) == ["\u0131.md"]
     con = sqlite3.connect(db)
     assert con.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
     con.close()
@@ -423,9 +423,9 @@ def test_an_index_of_schema_2_is_migrated_with_its_bases(tmp_path: Path) -> None
     con.commit()
     con.close()
     with SyncIndex(db) as idx:
-        assert idx.get_base("a.md") == b"base text\n"
-        idx.set_base("b.md", b"another\n")
-        assert idx.get_base("b.md") == b"another\n"
+        assert idx.bases.get("a.md") == b"base text\n"
+        idx.bases.set("b.md", b"another\n")
+        assert idx.bases.get("b.md") == b"another\n"
     con = sqlite3.connect(db)
     assert con.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
     assert con.execute("SELECT prev_sha, prev_data, applied_ns FROM applied").fetchall() == [
@@ -445,7 +445,7 @@ def test_merge_bases_take_about_their_own_size_on_disk(tmp_path: Path) -> None:
     notes = [(f"notes/{i:05d}.md", rng.randbytes(1100)) for i in range(2000)]  # incompressible
     db = tmp_path / "index.sqlite"
     with SyncIndex(db) as idx:
-        idx.set_bases(notes)
+        idx.bases.set_many(notes)
     stored = sum(len(zlib.compress(data, 6)) for _, data in notes)
     con = sqlite3.connect(db)
     pages, size = (
@@ -457,11 +457,18 @@ def test_merge_bases_take_about_their_own_size_on_disk(tmp_path: Path) -> None:
 
 
 def test_transaction_rolls_back_on_error(index: SyncIndex) -> None:
+    """The stores share one connection and one transaction: a write to each rolls back
+    together."""
     with pytest.raises(RuntimeError), index.transaction():
-        index.put(entry("a.md"))
-        index.set_meta("k", "v")
+        index.files.put(entry("a.md"))
+        index.bases.set("a.md", b"base")
+        index.meta.set("k", "v")
+        index.inbox.add([("a.md", {"rev": 1})])
+        index.held.add([HeldRow("b.md", "f1", 1, {}, "why", "agent", 1)])
         raise RuntimeError("boom")
-    assert index.get("a.md") is None and index.get_meta("k") is None
+    assert index.files.get("a.md") is None and index.meta.get("k") is None
+    assert index.bases.get("a.md") is None and index.inbox.rows() == []
+    assert index.held.rows() == []
 
 
 def test_wal_mode_and_thread_safety(index: SyncIndex) -> None:
@@ -472,8 +479,8 @@ def test_wal_mode_and_thread_safety(index: SyncIndex) -> None:
     def writer(k: int) -> None:
         try:
             for i in range(200):
-                index.put(entry(f"t{k}/{i}.md"))
-                index.get(f"t{k}/{i}.md")
+                index.files.put(entry(f"t{k}/{i}.md"))
+                index.files.get(f"t{k}/{i}.md")
         except BaseException as exc:  # pragma: no cover - reported below
             errors.append(exc)
 
@@ -482,7 +489,7 @@ def test_wal_mode_and_thread_safety(index: SyncIndex) -> None:
         t.start()
     for t in threads:
         t.join()
-    assert not errors and index.count_live() == 800
+    assert not errors and index.files.count_live() == 800
 
 
 def test_newer_schema_is_refused(tmp_path: Path) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import os
 import sys
 import time
@@ -13,8 +14,17 @@ import pytest
 
 from companion.sync.local.filestate import hash_file
 from companion.sync.local.ignore import IGNORE_FILE, IgnoreRules
-from companion.sync.round.scanner import ChangeKind, ScanResult, SkipReason, VaultMissing, scan
-from companion.sync.state.index import Entry, SyncIndex
+from companion.sync.round.scanner import (
+    ChangeKind,
+    NameRepair,
+    ScanResult,
+    SkipReason,
+    VaultMissing,
+    repair_names,
+    scan,
+)
+from companion.sync.state.files import Entry
+from companion.sync.state.index import SyncIndex
 
 
 @pytest.fixture
@@ -34,6 +44,7 @@ def index(tmp_path: Path) -> Iterator[SyncIndex]:
 class Counter:
     def __init__(self) -> None:
         self.paths: list[str] = []
+        self.repaired: list[NameRepair] = []  # the renames the round's step made
 
     def __call__(self, path: str) -> None:
         self.paths.append(path)
@@ -44,12 +55,23 @@ class Counter:
 
 
 def run(vault: Path, index: SyncIndex, **kw: object) -> tuple[ScanResult, Counter]:
+    """A scan as the round makes one (`SyncEngine._scan`): the scan, then what it found to fix
+    (names renamed, then the vault scanned again; touched files' stats written back)."""
     counter = Counter()
     kw.setdefault("settle_ns", 0)
     kw.setdefault("fix_names", True)  # as the engine asks
-    kw.setdefault("refresh_touched", True)
     rules = kw.pop("ignore", None) or IgnoreRules(vault)
     res = scan(vault, index, rules, on_hash=counter, **kw)  # type: ignore[arg-type]
+    while res.repairs:
+        done, _ = repair_names(vault, res.repairs)
+        if not done:
+            break
+        counter.repaired += done
+        if kw.get("paths") is not None:
+            kw["paths"] = [*kw["paths"], *(fix.new for fix in done)]  # type: ignore[misc]
+        res = scan(vault, index, rules, on_hash=counter, **kw)  # type: ignore[arg-type]
+    if res.touched:
+        index.files.update_stats(res.touched)
     return res, counter
 
 
@@ -57,13 +79,13 @@ def commit(index: SyncIndex, res: ScanResult) -> None:
     """What the engine does after pushing: record each change in the index."""
     for c in res.changed:
         if c.kind is ChangeKind.DELETED:
-            index.mark_deleted(c.path, rev=1)
+            index.files.mark_deleted(c.path, rev=1)
             continue
         if c.kind is ChangeKind.RENAMED and c.old_path:
-            index.mark_deleted(c.old_path, rev=1)
+            index.files.mark_deleted(c.old_path, rev=1)
         assert c.state is not None
         st = c.state
-        index.put(
+        index.files.put(
             Entry(c.path, st.sha256, st.size, st.mtime_ns, st.inode, rev=1, ctime_ns=st.ctime_ns)
         )
 
@@ -211,9 +233,9 @@ def test_nfd_and_nfc_twins_are_both_kept(vault: Path, index: SyncIndex) -> None:
     assert [(s.path, s.reason) for s in res.skipped] == [(nfd, SkipReason.NAME_COLLISION)]
     assert (vault / nfd).read_text() == "decomposed"  # untouched
     # the engine's scan keeps both: the decomposed one under a visible new name
-    res, _ = run(vault, index)
+    res, counter = run(vault, index)
     twin = "é (unicode conflict).md"
-    assert res.twins == [(nfc, twin)]
+    assert [(fix.twin_of, fix.new) for fix in counter.repaired] == [(nfc, twin)]
     assert sorted(c.path for c in res.changed) == [twin, nfc]
     assert sorted(os.listdir(vault)) == sorted([twin, nfc])
     assert (vault / twin).read_text() == "decomposed"
@@ -226,10 +248,54 @@ def test_a_default_scan_changes_nothing(vault: Path, index: SyncIndex) -> None:
     os.utime(vault / "a.md", ns=(1, 2_000_000_000))  # touched: same content, new stat
     nfd = unicodedata.normalize("NFD", "Café.md")
     (vault / nfd).write_text("accent")
-    before = index.get("a.md")
+    before = index.files.get("a.md")
     res = scan(vault, index, IgnoreRules(vault), settle_ns=0)
-    assert res.touched and index.get("a.md") == before
+    assert res.touched and index.files.get("a.md") == before
     assert nfd in os.listdir(vault)
+
+
+def _snapshot(*folders: Path) -> dict[str, tuple[bytes, int, int]]:
+    """Every file under these folders: its bytes' hash, mtime and inode, by path (SQLite's
+    `-shm` file left out: its read marks move on every read, it holds no data)."""
+    out = {}
+    for folder in folders:
+        for dirpath, _, names in os.walk(folder):
+            for name in names:
+                if name.endswith("-shm"):
+                    continue
+                p = os.path.join(dirpath, name)
+                st = os.lstat(p)
+                with open(p, "rb") as f:
+                    digest = hashlib.sha256(f.read()).digest()
+                out[p] = (digest, st.st_mtime_ns, st.st_ino)
+    return out
+
+
+def test_the_scan_alone_changes_nothing(vault: Path, index: SyncIndex) -> None:
+    """Issue 43: the scan is a read. With the engine's arguments it lists the renames and stat
+    refreshes it found (`repairs`, `touched`) and leaves the vault's files and the index's
+    database byte for byte as they were; the round carries those out in its own step."""
+    write(vault, "a.md", "alpha")
+    write(vault, "b.md", "bravo")
+    commit(index, run(vault, index)[0])
+    os.utime(vault / "a.md", ns=(1, 2_000_000_000))  # touched: same content, new stat
+    write(vault, "b.md", "bravo, edited")  # a change to report, not to record
+    nfd = unicodedata.normalize("NFD", "Café")
+    (vault / nfd).mkdir()
+    (vault / nfd / f"{nfd}.md").write_text("accent")
+    (vault / unicodedata.normalize("NFD", "é.md")).write_text("decomposed")
+    (vault / unicodedata.normalize("NFC", "é.md")).write_text("composed")
+    before = _snapshot(vault, index.path.parent)
+    res = scan(vault, index, IgnoreRules(vault), settle_ns=0, fix_names=True, verify=["a.md"])
+    assert _snapshot(vault, index.path.parent) == before
+    assert [p for p, _ in res.touched] == ["a.md"] and kinds(res)["b.md"][0] is ChangeKind.MODIFIED
+    if len(os.listdir(vault)) == 5:  # a file system that tells the spellings apart
+        assert sorted(fix.old for fix in res.repairs) == sorted(
+            [nfd, unicodedata.normalize("NFD", "é.md")]
+        )
+    # the round's step then does what the scan found: the same outcome as before the split
+    res, counter = run(vault, index)
+    assert index.files.get("a.md").stat_key() == hash_file(vault / "a.md").state.stat_key()
 
 
 def test_a_renamed_and_edited_note_is_a_rename(vault: Path, index: SyncIndex) -> None:
@@ -240,8 +306,8 @@ def test_a_renamed_and_edited_note_is_a_rename(vault: Path, index: SyncIndex) ->
     write(vault, "old/other.md", "something else entirely\n")
     res, _ = run(vault, index)
     commit(index, res)
-    index.set_base("old/plan.md", body.encode())
-    index.set_base("old/other.md", b"something else entirely\n")
+    index.bases.set("old/plan.md", body.encode())
+    index.bases.set("old/other.md", b"something else entirely\n")
     os.makedirs(vault / "new")
     os.rename(vault / "old/plan.md", vault / "new/plan.md")
     write(vault, "new/plan.md", body.replace("line 3", "line 3, edited"))
@@ -260,10 +326,10 @@ def test_verify_hashes_files_whose_stat_did_not_change(vault: Path, index: SyncI
     write(vault, "b.md", "beta")
     commit(index, run(vault, index)[0])
     write(vault, "a.md", "ALPHA")  # same size
-    entry = index.get("a.md")
+    entry = index.files.get("a.md")
     st = os.stat(vault / "a.md")
     assert entry is not None
-    index.update_stats([("a.md", (st.st_mtime_ns, st.st_size, entry.inode, st.st_ctime_ns))])
+    index.files.update_stats([("a.md", (st.st_mtime_ns, st.st_size, entry.inode, st.st_ctime_ns))])
     res, counter = run(vault, index)
     assert res.changed == [] and counter.n == 0  # the stat hides it
     res, counter = run(vault, index, verify=["a.md", "b.md"])

@@ -25,7 +25,7 @@ class ListedRecords:
 
     def __init__(self, device: Device) -> None:
         self.count = 0
-        client = device.engine().remote.client
+        client = device.engine().core.remote.client
         real = client.changes_page
 
         def changes_page(*args: Any, **kw: Any) -> ChangesPage:
@@ -38,7 +38,7 @@ class ListedRecords:
 
 
 def relay_seq(device: Device) -> int:
-    return device.engine().remote.client.changes_page(0, limit=1).vault_seq
+    return device.engine().core.remote.client.changes_page(0, limit=1).vault_seq
 
 
 def test_own_commits_are_not_listed_back(cluster: SyncCluster) -> None:
@@ -49,10 +49,10 @@ def test_own_commits_are_not_listed_back(cluster: SyncCluster) -> None:
     report = a.sync()
     assert len(report.uploaded) == 40 and report.converged
     assert listed.count == 0  # the second pass found nothing new: it did not list ours back
-    assert a.engine().cursor == listed.vault_seq()
+    assert a.engine().puller.cursor == listed.vault_seq()
     a.write("knowledge/n00.md", "note 0, edited\n")
     a.sync()
-    assert listed.count == 0 and a.engine().cursor == listed.vault_seq()
+    assert listed.count == 0 and a.engine().puller.cursor == listed.vault_seq()
 
 
 def test_a_commit_between_pull_and_push_is_still_pulled(cluster: SyncCluster) -> None:
@@ -74,7 +74,7 @@ def test_a_commit_between_pull_and_push_is_still_pulled(cluster: SyncCluster) ->
     core.on_phase = None
     assert fired and report.converged
     assert a.read("journal/today.md") == b"# Today\nfrom the server\n"
-    assert a.engine().cursor == relay_seq(a)
+    assert a.engine().puller.cursor == relay_seq(a)
     b.sync()
     cluster.assert_converged()
 

@@ -52,7 +52,10 @@ from companion.sync.round.plan import (
     plan_resync,
 )
 from companion.sync.round.scanner import ChangeKind
-from companion.sync.state.index import AppliedRow, Entry, HeldRow, QuarantineRow
+from companion.sync.state.applied import AppliedRow
+from companion.sync.state.files import Entry
+from companion.sync.state.held import HeldRow
+from companion.sync.state.quarantine import QuarantineRow
 
 C, M, D = ChangeKind.CREATED, ChangeKind.MODIFIED, ChangeKind.DELETED
 

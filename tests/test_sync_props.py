@@ -162,15 +162,15 @@ class SyncMachine(RuleBasedStateMachine):
         dev = self.devs[d]
         eng = dev.engine()
         before = dev.files()
-        real = eng.remote.client
-        dead = RelayClient("http://127.0.0.1:9", "x" * 40, eng.device.vault_id, timeout=2)
-        eng.remote.client = dead
+        real = eng.core.remote.client
+        dead = RelayClient("http://127.0.0.1:9", "x" * 40, eng.core.device.vault_id, timeout=2)
+        eng.core.remote.client = dead
         try:
             with contextlib.suppress(RelayUnreachable):
                 dev.sync()
                 raise AssertionError("a sync with the relay unreachable succeeded")
         finally:
-            eng.remote.client = real
+            eng.core.remote.client = real
             dead.close()
         assert dev.files() == before  # nothing touched while offline
 
@@ -190,7 +190,7 @@ class SyncMachine(RuleBasedStateMachine):
     @precondition(lambda self: hasattr(self, "devs"))
     def every_index_tells_the_truth(self) -> None:
         for dev in self.devs:
-            for entry in dev.engine().index.iter_entries():
+            for entry in dev.engine().core.index.files.iter_entries():
                 try:
                     now = current_state(dev.path(entry.path))
                 except NotRegularFile:
@@ -221,7 +221,7 @@ class SyncMachine(RuleBasedStateMachine):
                     continue
                 data = self.history_cache.get(ch.meta.sha256)
                 if data is None:
-                    data = eng.remote.fetch_one(ch.meta)
+                    data = eng.core.remote.fetch_one(ch.meta)
                     self.history_cache[ch.meta.sha256] = data
                 kept.add(data)
         kept_markers: set[str] = set()

@@ -166,15 +166,15 @@ def test_a_forged_roster_entry_gains_the_agent_nothing(world) -> None:
 def _commit_as(dev: Device, path: str, data: bytes, *, sig: str | None) -> None:
     """`dev` commits `data` at `path` with this `sig` (None: unsigned, as before keys)."""
     engine = dev.engine()
-    remote = engine.remote
+    remote = engine.core.remote
     head = remote.head(path)
     parent = head.rev if head is not None else 0
     bid = remote.blob_id(data)
     remote.upload({bid: data})
     meta = FileMeta(
         path=path, size=len(data), sha256=hashlib.sha256(data).hexdigest(),
-        chunks=(ChunkRef(bid, len(data)),), device_id=engine.device.device_id,
-        device_name=engine.name, device_kind=engine.kind, sig=sig,
+        chunks=(ChunkRef(bid, len(data)),), device_id=engine.core.device.device_id,
+        device_name=engine.core.name, device_kind=engine.core.kind, sig=sig,
     )  # fmt: skip
     trust, remote.trust = remote.trust, None  # seal as given, unsigned or badly signed
     try:

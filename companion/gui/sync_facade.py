@@ -189,7 +189,7 @@ class SyncFacade(IdleEngine):
                 target=self._serve, args=(engine, daemon), name="companion-sync", daemon=True
             )
             self._thread.start()
-            log.info("syncing %s as %r", self.root, engine.name)
+            log.info("syncing %s as %r", self.root, engine.core.name)
 
     def _serve(self, engine: SyncEngine, daemon: Daemon) -> None:
         try:
@@ -400,7 +400,7 @@ class SyncFacade(IdleEngine):
         if not db.exists():
             return []
         with SyncIndex(db) as index:
-            return [HeldChange(r.path, r.reason, r.author) for r in index.held()]
+            return [HeldChange(r.path, r.reason, r.author) for r in index.held.rows()]
 
     def decide_held(self, paths: list[str] | None, decision: str) -> None:
         """Record the decision (`sync.decisions`), then one round carries it out."""

@@ -203,7 +203,7 @@ def recent_changes(ctx: VaultContext, since: str, limit: int) -> dict[str, Any]:
     paths = {p for p, st in notes.items() if st.mtime_ns >= start_ns}
     sync = ctx.sync_index()
     if sync is not None:
-        for e in sync.entries_since(start_ns):
+        for e in sync.files.entries_since(start_ns):
             if e.path.lower().endswith(".md"):
                 paths.add(e.path)
     agent_writes = last_writes_by_path(ctx.root, start - dt.timedelta(days=30))

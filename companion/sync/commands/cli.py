@@ -357,7 +357,9 @@ def watch(
         daemon = Daemon(
             engine, rescan_interval_s=rescan_minutes * 60, allow_mass_delete=allow_mass_delete
         )
-        click.echo(f"watching {engine.root} (device {engine.name!r}); Ctrl-C to stop", err=True)
+        click.echo(
+            f"watching {engine.core.root} (device {engine.core.name!r}); Ctrl-C to stop", err=True
+        )
         code = daemon.run()
     if code:
         raise CompanionError(daemon.fatal or "the sync daemon stopped on an error")
@@ -616,7 +618,7 @@ def _index(app: AppContext, vault: Path) -> Any:
 
 def _left_over(index: Any) -> tuple[list[Any], list[tuple[str, str]]]:
     """What a round could not sync: quarantined files, and remote changes with a problem."""
-    return index.quarantined(), [(r.path, r.problem) for r in index.inbox() if r.problem]
+    return index.quarantine.rows(), [(r.path, r.problem) for r in index.inbox.rows() if r.problem]
 
 
 def through_owner(app: AppContext, vault: Path, lock: Any, kind: str, **args: Any) -> Any:

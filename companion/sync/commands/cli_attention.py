@@ -68,7 +68,7 @@ def _held_rows(app: AppContext, root: str) -> list[dict[str, Any]]:
         return [
             {"path": r.path, "rev": r.rev, "reason": r.reason, "author": r.author,
              "since": r.since_ns / 1e9, "decision": r.decision}
-            for r in index.held()
+            for r in index.held.rows()
         ]  # fmt: skip
 
 
@@ -183,7 +183,7 @@ def quarantine_list(app: AppContext, vault: Path | None, as_json: bool) -> None:
         rows = [
             {"path": r.path, "file_id": r.file_id, "rev": r.rev, "reason": r.reason,
              "author": r.author, "since": r.since_ns / 1e9, "decision": r.decision}
-            for r in index.quarantined()
+            for r in index.quarantine.rows()
         ]  # fmt: skip
     if as_json:
         click.echo(json.dumps(rows, indent=2, sort_keys=True))

@@ -428,7 +428,9 @@ def _check_folder_before_rejoin(paths: DevicePaths, root: Path, old: DeviceState
     except SyncIndexError:
         index = None
     try:
-        check_folder(root, old.vault_id, old.device_id, index, adopt=False)
+        check_folder(
+            root, old.vault_id, old.device_id, None if index is None else index.files, adopt=False
+        )
     finally:
         if index is not None:
             index.close()

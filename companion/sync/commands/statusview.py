@@ -155,12 +155,12 @@ def _attention(
     except SyncIndexError:
         return [], [], [], []
     with index:
-        copies = copy_paths(index.kept_copy_candidates())
+        copies = copy_paths(index.files.kept_copy_candidates())
         return (
-            [held_view(r) for r in index.held()],
-            [quarantine_view(r) for r in index.quarantined()],
+            [held_view(r) for r in index.held.rows()],
+            [quarantine_view(r) for r in index.quarantine.rows()],
             conflict_views(copies, recent),
-            problem_views(index.inbox()),
+            problem_views(index.inbox.rows()),
         )
 
 
@@ -175,7 +175,13 @@ def folder_missing(paths: DevicePaths, root: str, state: DeviceState) -> str | N
     except SyncIndexError:
         index = None
     try:
-        check_folder(root, state.vault_id, state.device_id, index, adopt=False)
+        check_folder(
+            root,
+            state.vault_id,
+            state.device_id,
+            None if index is None else index.files,
+            adopt=False,
+        )
     except VaultMissing as exc:
         return str(exc)
     finally:
@@ -209,8 +215,8 @@ def local_pending(
     except SyncIndexError:
         return 0, 0, 0
     with index:
-        inbox = index.inbox_count()
-        cursor = int(index.get_meta("cursor") or 0)
+        inbox = index.inbox.count()
+        cursor = int(index.meta.get("cursor") or 0)
         if not scan_folder:
             return 0, inbox, cursor
         try:

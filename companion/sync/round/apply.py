@@ -55,7 +55,8 @@ from companion.sync.round.plan import (
 from companion.sync.round.record import Synced, base_of, record_synced
 from companion.sync.round.report import ConflictInfo, Problem, RoundReport
 from companion.sync.round.scanner import ChangeKind
-from companion.sync.state.index import AppliedRow, base_streams, pack_bases
+from companion.sync.state.applied import AppliedRow
+from companion.sync.state.bases import base_streams, pack_bases
 from companion.textsafe import SHOWN_PATH, shown
 
 log = get_logger("sync.engine")
@@ -100,7 +101,7 @@ class Applier:
             if _change_of(step) is not None:
                 later.append(step)
             elif isinstance(step, Discard):
-                core.index.inbox_done([step.item.row_id])
+                core.index.inbox.done([step.item.row_id])
             elif isinstance(step, Wait):
                 report.deferred += 1
                 out.touched.add(step.path)
@@ -135,7 +136,7 @@ class Applier:
                         ch.file_id, ch.rev, ch.seq, str(content or "content missing"),
                         ch.device_id, ch.author_name,
                     )  # fmt: skip
-                    core.index.inbox_done([item.row_id])
+                    core.index.inbox.done([item.row_id])
                     out.work = True
                     continue
                 if isinstance(step, Download) and step.bulk and isinstance(content, bytes):
@@ -163,10 +164,10 @@ class Applier:
         the file (its stat may hide the change), so no round can loop on it."""
         log.info("deferred remote change of %r: %s", path, exc)
         report.deferred += 1
-        self.core.index.forget_stats([path])
+        self.core.index.files.forget_stats([path])
 
     def _problem(self, item: Incoming, reason: str, report: RoundReport) -> None:
-        self.core.index.inbox_problem(item.row_id, reason)
+        self.core.index.inbox.problem(item.row_id, reason)
         if any(p.path == item.path for p in report.problems):
             return  # a later pass of the same round met it again
         log.warning(
@@ -206,7 +207,7 @@ class Applier:
             state = atomic_rename(core.root, step.old, step.new, step.expected)
         except (ChangedSinceScan, UnsafePath, OSError) as exc:
             log.debug("remote rename %s applied as delete + write instead: %s", step.new, exc)
-            entry = core.index.get(step.new)
+            entry = core.index.files.get(step.new)
             return (
                 RemoveHere(step.gone, step.expected),
                 Download(step.came, entry_state(entry), bulk=False),
@@ -214,10 +215,10 @@ class Applier:
         core.expect(step.old, None)
         core.expect(step.new, state)
         _prune_empty_dirs(core.root, step.old)
-        old_entry = core.index.get(step.old)
+        old_entry = core.index.files.get(step.old)
         text = old_entry is not None and old_entry.is_text
         with core.index.transaction():
-            core.index.move_base(step.old, step.new)  # the merge base moves with the file
+            core.index.bases.move(step.old, step.new)  # the merge base moves with the file
             record_synced(core, [
                 Synced(step.old, step.gone.change, None, None, step.gone.row_id),
                 Synced(step.new, step.came.change, state, None, step.came.row_id, text=text),
@@ -244,14 +245,14 @@ class Applier:
         with core.index.transaction():
             record_synced(core, [Synced(path, ch, state, data, step.item.row_id)])
             if prev is not None:
-                core.index.record_applied([prev])
+                core.index.applied.record([prev])
         report.downloaded.append(path)
 
     def _replaced(self, path: str, expected: FileState | None) -> AppliedRow | None:
         """What a download is about to replace (the synced version, still on disk)."""
         if expected is None:
             return None
-        return AppliedRow(path, expected.sha256, self.core.index.get_base(path), self.core.clock())
+        return AppliedRow(path, expected.sha256, self.core.index.bases.get(path), self.core.clock())
 
     def _downloads(
         self,
@@ -303,7 +304,7 @@ class Applier:
                 raise res
         with core.index.transaction():
             record_synced(core, done, packed=packing.result())
-            core.index.record_applied(applied)
+            core.index.applied.record(applied)
         for it in done:
             core.expect(it.path, it.state)
 
@@ -375,7 +376,7 @@ class Applier:
                 state = core.write(target, res.note, local_state, keep_meta)
                 if local_data is not None:
                     sha = local_state.sha256 if local_state is not None else ""
-                    core.index.record_applied([AppliedRow(target, sha, local_data, core.clock())])
+                    core.index.applied.record([AppliedRow(target, sha, local_data, core.clock())])
         elif res.note is not None and res.note == local_data:
             state = local_state
         return state if res.note == remote_data else None
@@ -415,10 +416,10 @@ class Applier:
         )
 
     def _base(self, path: str) -> bytes | None:
-        entry = self.core.index.get(path)
+        entry = self.core.index.files.get(path)
         if entry is None or entry.deleted:
             return b""  # both sides created the file: the common version is empty
-        return self.core.index.get_base(path)
+        return self.core.index.bases.get(path)
 
     def _reconcile(
         self, item: Incoming, lc: Local, remote_data: bytes | None, report: RoundReport,
@@ -451,7 +452,7 @@ class Applier:
             return
         ch = step.came.change
         res = self._resolve(step.new, local[0], remote_data, ch.author_name, ch.author_kind,
-                            core.index.get_base(step.old))  # fmt: skip
+                            core.index.bases.get(step.old))  # fmt: skip
         # the note at the new path is a new file here; the old one is removed once it is there
         if res.copy is not None:
             core.write(res.copy.path, res.copy.data, None)
@@ -489,7 +490,7 @@ class Applier:
             return
         ch = step.item.change
         res = self._resolve(step.new, local[0], remote_data, ch.author_name, ch.author_kind,
-                            core.index.get_base(step.old))  # fmt: skip
+                            core.index.bases.get(step.old))  # fmt: skip
         self._settle(step.new, res, local, remote_data, None, report, out)
         record_synced(core, [Synced(step.old, ch, None, remote_data, step.item.row_id)])
         log.info("%s was edited on %s and renamed here to %s: the edit follows the rename",
@@ -505,8 +506,8 @@ class Applier:
         core = self.core
         lc, rec = step.local, step.applied
         path = lc.path
-        entry = core.index.get(path)
-        head = core.index.get_base(path)
+        entry = core.index.files.get(path)
+        head = core.index.bases.get(path)
         local = self._local_version(path, lc)
         if entry is None or entry.deleted or local is None or local[0] is None:
             out.back[path] = lc
@@ -528,10 +529,10 @@ class Applier:
             self._changed(path, exc, report)
             return
         if state is not None:  # back to exactly the remote version
-            core.index.put(replace(entry, mtime_ns=state.mtime_ns, size=state.size,
+            core.index.files.put(replace(entry, mtime_ns=state.mtime_ns, size=state.size,
                                    inode=state.inode, ctime_ns=state.ctime_ns))  # fmt: skip
         elif res.note == data:  # the save stands as it was (a merge that added nothing):
-            core.index.drop_applied([path])  # an ordinary edit from now on, pushed now
+            core.index.applied.drop([path])  # an ordinary edit from now on, pushed now
             out.back[path] = lc
         self._report(path, res, author, report)
 

@@ -104,7 +104,7 @@ class Core:
         `folder.py`): called at the start of a round, after its scans and before the executors
         write or delete, so nothing is written into, or derived from, a folder that is not the
         vault's (an unmounted drive's mount point)."""
-        check_folder(self.root, self.device.vault_id, self.device.device_id, self.index)
+        check_folder(self.root, self.device.vault_id, self.device.device_id, self.index.files)
 
     # ------------------------------------------------------------------ local files
 
@@ -179,10 +179,10 @@ class Core:
             return True
         if os.path.lexists(target):
             return True
-        entry = self.index.get(rel)
+        entry = self.index.files.get(rel)
         if entry is not None and not entry.deleted:
             return True
-        return self.case_insensitive and bool(self.index.paths_with_fold(fold(rel)))
+        return self.case_insensitive and bool(self.index.files.paths_with_fold(fold(rel)))
 
     def executable(self, rel: str) -> bool:
         try:

@@ -22,7 +22,8 @@ from typing import TYPE_CHECKING
 
 from companion.errors import CompanionError, InputError
 from companion.logs import get_logger
-from companion.sync.state.index import QuarantineRow, SyncIndex
+from companion.sync.state.index import SyncIndex
+from companion.sync.state.quarantine import QuarantineRow
 
 if TYPE_CHECKING:
     from companion.sync.round.core import Core
@@ -42,7 +43,7 @@ def record_held(index: SyncIndex, paths: Iterable[str] | None, decision: str) ->
     """Record `decision` for the held changes at `paths` (None: all); returns the paths."""
     if decision not in (ACCEPT, REFUSE):
         raise ValueError(decision)
-    rows = index.held()
+    rows = index.held.rows()
     held = {row.path for row in rows}
     wanted = sorted(held) if paths is None else list(paths)
     unknown = [p for p in wanted if p not in held]
@@ -54,7 +55,7 @@ def record_held(index: SyncIndex, paths: Iterable[str] | None, decision: str) ->
         halves = {RENAME_HELD.format(new=p) for p in wanted}
         wanted += [r.path for r in rows if r.reason in halves and r.path not in wanted]
     for path in wanted:
-        index.decide_held(path, decision)
+        index.held.decide(path, decision)
     return wanted
 
 
@@ -73,7 +74,7 @@ def record_quarantine(
             "only a human device can supersede a quarantined file: run this on the person's "
             "laptop (the file stays quarantined here until then)"
         )
-    rows = index.quarantined()
+    rows = index.quarantine.rows()
     done = []
     for target in targets:
         row, path = _find_quarantined(rows, file_id_of, target)
@@ -82,7 +83,7 @@ def record_quarantine(
                 f"this device does not know which file {row.file_id[:12]} is: give its path "
                 "(`companion quarantine supersede VAULT PATH`), or dismiss it"
             )
-        index.decide_quarantine(row.file_id, decision, path)
+        index.quarantine.decide(row.file_id, decision, path)
         done.append(path or row.file_id)
     return done
 
@@ -118,7 +119,7 @@ def carry_out(core: Core, report: RoundReport) -> set[str]:
 
     index = core.index
     touched: set[str] = set()
-    for step in plan_decisions(index.held(), index.quarantined(), core.kind):
+    for step in plan_decisions(index.held.rows(), index.quarantine.rows(), core.kind):
         if isinstance(step, AcceptHeld | RefuseHeld):
             row = step.row
             try:
@@ -126,17 +127,17 @@ def carry_out(core: Core, report: RoundReport) -> set[str]:
             except TamperDetected as exc:  # it verified when held; the index was altered since
                 log.warning("dropping a held change of %s that no longer verifies: %s",
                             row.path, exc)  # fmt: skip
-                index.release_held([row.path])
+                index.held.release([row.path])
                 continue
             with index.transaction():
                 if isinstance(step, AcceptHeld):
-                    index.queue_remote([(row.path, row.payload)])
+                    index.inbox.add([(row.path, row.payload)])
                     log.info("accepted the held change of %s (rev %d)", row.path, row.rev)
                 else:
                     take_over(core, row.path, ch.file_id, ch.rev, ch.meta.sha256, ch.deleted)
                     log.info("refused the held change of %s (rev %d): keeping this device's "
                              "version", row.path, row.rev)  # fmt: skip
-                index.release_held([row.path])
+                index.held.release([row.path])
             report.decided.append(row.path)
             touched.add(row.path)
             continue
@@ -146,6 +147,6 @@ def carry_out(core: Core, report: RoundReport) -> set[str]:
                 take_over(core, q.path, q.file_id, q.rev, "", False)
                 touched.add(q.path)
                 log.info("superseding the quarantined record of %s (rev %d)", q.path, q.rev)
-            index.release_quarantine([q.file_id])
+            index.quarantine.release([q.file_id])
         report.decided.append(q.path or q.file_id)
     return touched

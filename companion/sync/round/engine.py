@@ -6,7 +6,9 @@ the relay again for quarantined files, then runs passes (at most `MAX_PASSES`). 
 1. **pull** (`pull.Puller`): every record committed since the saved cursor, verified, admitted
    into the inbox, held or quarantined (`plan.plan_admission`), with the cursor in one
    transaction;
-2. **scan** the vault (all of it, or the paths a watcher batch named plus the inbox's paths);
+2. **scan** the vault (all of it, or the paths a watcher batch named plus the inbox's paths):
+   the scan only reads; what it found to fix (names to turn into NFC, the stat of touched
+   files) the round carries out next, in a step of its own (`_scan`), before planning;
 3. **plan** (`plan.plan_apply`, then `plan.plan_push`): pure functions from the scan, the inbox
    and the index to typed steps;
 4. **execute and record**: `apply.Applier` writes what changed remotely (atomically, checked
@@ -58,15 +60,21 @@ from companion.sync.round.scanner import (
     DEFAULT_SETTLE_NS,
     ChangeKind,
     LocalChange,
+    NameRepair,
     ScanResult,
+    Skipped,
     SkipReason,
+    repair_names,
     scan,
     size_limit,
 )
 from companion.sync.round.views import copy_paths, held_view, problem_views, quarantine_view
 from companion.sync.state import status as status_file_mod
 from companion.sync.state.device import DeviceState, status_file, sync_index_path, vault_dir
-from companion.sync.state.index import Entry, HeldRow, QuarantineRow, SyncIndex
+from companion.sync.state.files import Entry, FileStore
+from companion.sync.state.held import HeldRow
+from companion.sync.state.index import SyncIndex
+from companion.sync.state.quarantine import QuarantineRow
 
 if TYPE_CHECKING:
     from companion.sync.round.apply import Applier
@@ -84,6 +92,7 @@ META_IGNORE = "ignore_hash"
 META_VERIFY = "verify_cursor"
 MAX_WAIT_S = 2.0  # longest wait, in one pass, for a young file to settle
 FULL_SCAN_OVER = 2000  # paths: a partial scan of more than this is a full one
+MAX_REPAIR_SCANS = 16  # scans again after renames: one per level of nested names not in NFC
 
 
 class NotConverged(CompanionError):
@@ -95,6 +104,10 @@ class SyncEngine:
 
     `store` and `client` can be passed in (tests, the daemon); by default the secret store the
     config names and a `RelayClient` for the relay `init` recorded are used.
+
+    What the round shares is `core` (`sync/round/core.py`): the vault root, the index, the
+    relay, the device, the ignore rules, the saved status, the stop event; a caller takes the
+    one it needs from there (`engine.core.index`), and the relay cursor from `puller.cursor`.
     """
 
     def __init__(
@@ -201,66 +214,6 @@ class SyncEngine:
             self._pusher = Pusher(self.core)
         return self._pusher
 
-    @property
-    def root(self) -> Path:
-        return self.core.root
-
-    @property
-    def index(self) -> SyncIndex:
-        return self.core.index
-
-    @property
-    def remote(self) -> RemoteVault:
-        return self.core.remote
-
-    @property
-    def device(self) -> DeviceState:
-        return self.core.device
-
-    @property
-    def ignore(self) -> IgnoreRules:
-        return self.core.ignore
-
-    @property
-    def status(self) -> status_file_mod.StatusStore:
-        return self.core.status
-
-    @property
-    def name(self) -> str:
-        return self.core.name
-
-    @property
-    def kind(self) -> str:
-        return self.core.kind
-
-    @property
-    def stop_event(self) -> Any:
-        return self.core.stop_event
-
-    @property
-    def on_local_write(self) -> Any:
-        return self.core.on_local_write
-
-    @on_local_write.setter
-    def on_local_write(self, fn: Any) -> None:
-        self.core.on_local_write = fn
-
-    @property
-    def partial_dir(self) -> Path:
-        return self.core.partial_dir
-
-    @property
-    def chunk_size(self) -> int:
-        return self.core.chunk_size
-
-    @chunk_size.setter
-    def chunk_size(self, value: int) -> None:
-        self.core.chunk_size = value
-
-    @property
-    def cursor(self) -> int:
-        return self.puller.cursor
-
     # ------------------------------------------------------------------ lifecycle
 
     def close(self) -> None:
@@ -276,10 +229,10 @@ class SyncEngine:
 
     def _check_index_owner(self) -> None:
         index, device = self.core.index, self.core.device
-        vid = index.get_meta("vault_id")
+        vid = index.meta.get("vault_id")
         if vid is None:
-            index.set_meta("vault_id", device.vault_id)
-            index.set_meta("device_id", device.device_id)
+            index.meta.set("vault_id", device.vault_id)
+            index.meta.set("device_id", device.device_id)
         elif vid != device.vault_id:
             raise CompanionError(
                 f"the sync index at {index.path} belongs to another vault ({vid}); "
@@ -313,7 +266,7 @@ class SyncEngine:
                 paths = None
             self.folder_was_missing = False
             rules_changed = self._check_ignore_rules()
-            core.index.prune_applied(core.clock() - STALE_SAVE_WINDOW_NS)
+            core.index.applied.prune(core.clock() - STALE_SAVE_WINDOW_NS)
             # new ignore rules may let in files no watcher reported (it skips ignored paths)
             scope = None if paths is None or rules_changed else set(paths)
             from companion.sync.round.decisions import carry_out
@@ -336,8 +289,8 @@ class SyncEngine:
                 # the next pass looks again only at what this one touched (and the inbox):
                 # a full scan found everything else quiet a moment ago
                 scope = set(touched) if scope is None else scope | touched
-            report.pending_download = core.index.inbox_count()
-            report.live_files = core.index.count_live()
+            report.pending_download = core.index.inbox.count()
+            report.live_files = core.index.files.count_live()
         except QuotaExceeded as exc:  # online, but this agent device's writes are held
             self._failed(report, t0, status_file_mod.THROTTLED, "quota", exc, online=True)
             raise
@@ -388,11 +341,14 @@ class SyncEngine:
             scope = scope | {announced}
         self.puller.pull(report)
         inbox = self.puller.load_inbox()
-        res = self._scan(None if scope is None else scope | set(inbox), verify)
+        res, repaired = self._scan(None if scope is None else scope | set(inbox), verify)
         core.check_folder()  # the folder may have gone during the scan: nothing derives from it
         report.full_scan |= not res.partial
         core.phase("scanned")
-        for nfc, twin in res.twins:
+        for fix in repaired:
+            if not fix.twin_of:
+                continue
+            nfc, twin = fix.twin_of, fix.new
             msg = (f"{nfc}: another file had the same name in decomposed Unicode (as macOS "
                    f"writes it); both are kept, that one as {twin!r}")  # fmt: skip
             report.conflicts.append(
@@ -400,8 +356,10 @@ class SyncEngine:
             )
         local = _local_changes(res.changed)
         report.busy = sorted(res.busy)
-        applied = core.index.applied(p for p, lc in local.items() if lc.kind is ChangeKind.MODIFIED)
-        view = _Preloaded(core.index, {*inbox, *local})
+        applied = core.index.applied.get_many(
+            p for p, lc in local.items() if lc.kind is ChangeKind.MODIFIED
+        )
+        view = _Preloaded(core.index.files, {*inbox, *local})
         plan = plan_apply(
             inbox, local, view, unstable=res.unstable, applied=applied,
             case_insensitive=core.case_insensitive, agent_twins=core.kind == HUMAN,
@@ -413,11 +371,11 @@ class SyncEngine:
         if core.stop_event.is_set():
             return done.work, touched
         core.phase("applied")
-        blocked = {row.path for row in core.index.held()}
-        blocked |= {row.path for row in core.index.quarantined() if row.path}
+        blocked = {row.path for row in core.index.held.rows()}
+        blocked |= {row.path for row in core.index.quarantine.rows() if row.path}
         push_plan = plan_push(
-            {**plan.push, **done.back}, core.index, blocked=blocked,
-            live=core.index.count_live(), mass_delete_ratio=core.mass_delete_ratio,
+            {**plan.push, **done.back}, core.index.files, blocked=blocked,
+            live=core.index.files.count_live(), mass_delete_ratio=core.mass_delete_ratio,
             allow_mass_delete=allow_mass_delete,
         )  # fmt: skip
         report.waiting.extend(p for p in push_plan.kept_back if p not in report.waiting)
@@ -452,11 +410,42 @@ class SyncEngine:
             log.warning("could not set up this device's signing key: %s", exc)
             return None
 
-    def _scan(self, paths: set[str] | None, verify: list[str]) -> ScanResult:
+    def _scan(
+        self, paths: set[str] | None, verify: list[str]
+    ) -> tuple[ScanResult, list[NameRepair]]:
+        """Scan (a pure read), then carry out what the scan found to fix, before anything is
+        planned from it: names not in NFC renamed (and the vault scanned again, to see them
+        under their new names: a folder's files are found once it is renamed), the stat of
+        touched files written back, stale temporary files removed. Returns the last scan and
+        the renames made."""
         core = self.core
         if paths is not None and len(paths) > FULL_SCAN_OVER:
             paths = None  # one walk beats thousands of lookups
-        res = scan(
+        res = self._scan_once(paths, verify)
+        repaired: list[NameRepair] = []
+        failed: list[Skipped] = []
+        for _ in range(MAX_REPAIR_SCANS):
+            if not res.repairs:
+                break
+            done, failed = repair_names(core.root, res.repairs)
+            if not done:
+                break
+            repaired += done
+            failed = []  # the scan below lists again what is still to fix
+            if paths is not None:
+                paths = paths | {fix.new for fix in done}
+            res = self._scan_once(paths, verify)
+        res.skipped += failed
+        if res.touched:
+            core.index.files.update_stats(res.touched)
+        if res.stale_temp:
+            remove_stale_temps(core.root, res.stale_temp)
+        self._note_skipped(paths, res)
+        return res, repaired
+
+    def _scan_once(self, paths: set[str] | None, verify: list[str]) -> ScanResult:
+        core = self.core
+        return scan(
             core.root,
             core.index,
             core.ignore,
@@ -464,15 +453,10 @@ class SyncEngine:
             max_file_bytes=core.max_file_bytes,
             settle_ns=core.settle_ns,
             fix_names=True,
-            refresh_touched=True,
             clock=core.clock,
             busy=self.busy,
             verify=verify,
         )
-        if res.stale_temp:
-            remove_stale_temps(core.root, res.stale_temp)
-        self._note_skipped(paths, res)
-        return res
 
     def _note_skipped(self, paths: set[str] | None, res: ScanResult) -> None:
         skipped = {
@@ -492,12 +476,12 @@ class SyncEngine:
         core = self.core
         if core.verify_per_round <= 0:
             return []
-        after = core.index.get_meta(META_VERIFY) or ""
-        rows = core.index.rotation(
+        after = core.index.meta.get(META_VERIFY) or ""
+        rows = core.index.files.rotation(
             after, core.verify_per_round, max_bytes=core.verify_bytes_per_round
         )
         if rows:
-            core.index.set_meta(META_VERIFY, rows[-1].path)
+            core.index.meta.set(META_VERIFY, rows[-1].path)
         return [e.path for e in rows]
 
     def _failed(
@@ -529,7 +513,7 @@ class SyncEngine:
             if wrote:
                 # this process wrote them on purpose, after the round: not an editor saving a
                 # stale buffer over what the round just applied (the stale-save rule)
-                self.core.index.drop_applied(wrote)
+                self.core.index.applied.drop(wrote)
                 more = self.round(wrote, allow_mass_delete=allow, max_passes=max_passes)
                 report.uploaded += more.uploaded
                 report.downloaded += more.downloaded
@@ -542,18 +526,18 @@ class SyncEngine:
     def _finished(self, report: RoundReport) -> None:
         core = self.core
         core.status.add_conflicts([asdict(c) for c in report.conflicts])
-        problems = problem_views(core.index.inbox())
+        problems = problem_views(core.index.inbox.rows())
         state = status_file_mod.PENDING
         if report.converged and not problems:
-            copies = copy_paths(core.index.kept_copy_candidates())
+            copies = copy_paths(core.index.files.kept_copy_candidates())
             state = status_file_mod.CONFLICT if copies else status_file_mod.SYNCED
         changes: dict[str, Any] = {
             "state": state,
             "online": True,
             "last_round": report.summary(),
             "pending": {"upload": report.pending_upload, "download": report.pending_download},
-            "held": [held_view(r) for r in core.index.held()],
-            "quarantined": [quarantine_view(r) for r in core.index.quarantined()],
+            "held": [held_view(r) for r in core.index.held.rows()],
+            "quarantined": [quarantine_view(r) for r in core.index.quarantine.rows()],
             "problems": problems,
             "not_synced": [
                 {"path": path, "reason": reason, "detail": detail}
@@ -579,26 +563,26 @@ class SyncEngine:
         core = self.core
         core.ignore.reload_if_changed()
         digest = hashlib.sha256("\n".join(core.ignore.patterns).encode()).hexdigest()
-        old = core.index.get_meta(META_IGNORE)
+        old = core.index.meta.get(META_IGNORE)
         if old == digest:
             return False
         with core.index.transaction():
             if old is not None:
-                core.index.set_meta(META_CURSOR, "0")
-            core.index.set_meta(META_IGNORE, digest)
+                core.index.meta.set(META_CURSOR, "0")
+            core.index.meta.set(META_IGNORE, digest)
         return True
 
     # ------------------------------------------------------------------ held and quarantined
 
     def held_changes(self) -> list[HeldRow]:
-        return self.core.index.held()
+        return self.core.index.held.rows()
 
     def quarantined(self) -> list[QuarantineRow]:
-        return self.core.index.quarantined()
+        return self.core.index.quarantine.rows()
 
     def quarantine_files(self, refused: Iterable[Refused], report: RoundReport) -> None:
         """Record files whose newest record cannot be opened; each is reported once."""
-        paths = self.core.index.paths_for_file_ids(r.file_id for r in refused)
+        paths = self.core.index.files.paths_for_file_ids(r.file_id for r in refused)
         self.puller.quarantine_heads({paths.get(r.file_id, ""): r for r in refused}, report)
 
     # ------------------------------------------------------------------ history and restore
@@ -630,7 +614,7 @@ class SyncEngine:
         target = resolve_inside(core.root, rel)
         current: FileState | None = current_state(target, with_hash=True)
         core.write(rel, content, current)
-        core.index.drop_applied([rel])  # the person's choice, not a stale save
+        core.index.applied.drop([rel])  # the person's choice, not a stale save
         log.info("restored %r to revision %d", rel, rev)
         return self.round(paths=[rel])
 
@@ -639,18 +623,18 @@ class _Preloaded:
     """The index as the planner reads it, with the entries of the paths it will ask about
     loaded in a few queries instead of one each."""
 
-    def __init__(self, index: SyncIndex, paths: Iterable[str]) -> None:
-        self.index = index
+    def __init__(self, files: FileStore, paths: Iterable[str]) -> None:
+        self.files = files
         self.loaded = set(paths)
-        self.entries = index.get_many(self.loaded)
+        self.entries = files.get_many(self.loaded)
 
     def get(self, path: str) -> Entry | None:
         if path in self.loaded:
             return self.entries.get(path)
-        return self.index.get(path)
+        return self.files.get(path)
 
     def paths_with_fold(self, key: str) -> list[str]:
-        return self.index.paths_with_fold(key)
+        return self.files.paths_with_fold(key)
 
 
 def _local_changes(changes: Iterable[LocalChange]) -> dict[str, Local]:

@@ -9,7 +9,7 @@ from companion.sync.local.filestate import FileState
 from companion.sync.remote.vault import Outgoing, Refused, RemoteChange
 from companion.sync.round.conflicts import AGENT, KINDS
 from companion.sync.round.scanner import ChangeKind
-from companion.sync.state.index import Entry
+from companion.sync.state.files import Entry
 
 
 @dataclass(frozen=True)

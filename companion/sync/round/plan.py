@@ -51,13 +51,16 @@ from companion.sync.round.holds import OBSIDIAN_DIR, HoldPolicy, config_folders
 from companion.sync.round.merge import derives_from
 from companion.sync.round.model import Local, entry_state
 from companion.sync.round.scanner import ChangeKind
-from companion.sync.state.index import AppliedRow, Entry, HeldRow, QuarantineRow
+from companion.sync.state.applied import AppliedRow
+from companion.sync.state.files import Entry
+from companion.sync.state.held import HeldRow
+from companion.sync.state.quarantine import QuarantineRow
 
 STALE_SAVE_WINDOW_NS = 10 * 1_000_000_000  # a save this soon after an apply may be stale
 
 
 class IndexView(Protocol):
-    """What the planner reads of the index (a `SyncIndex`, or a dict in the tests)."""
+    """What the planner reads of the index (the index's `files` store, or a dict in the tests)."""
 
     def get(self, path: str) -> Entry | None: ...
 

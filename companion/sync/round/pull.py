@@ -37,7 +37,9 @@ from companion.sync.round.plan import (
 )
 from companion.sync.round.report import RoundReport
 from companion.sync.round.scopes import load_scopes
-from companion.sync.state.index import Entry, HeldRow, QuarantineRow
+from companion.sync.state.files import Entry
+from companion.sync.state.held import HeldRow
+from companion.sync.state.quarantine import QuarantineRow
 
 if TYPE_CHECKING:
     from companion.crypto import FileMeta  # the cipher is loaded only when a round needs it
@@ -53,8 +55,8 @@ NOTE_BATCH_BYTES = 8 * 1024 * 1024  # notes read for the hold rules, fetched at 
 def take_over(core: Core, path: str, file_id: str, rev: int, sha256: str, deleted: bool) -> None:
     """Make `rev` the last synced revision of `path` with an empty stat, so the next scan sees
     this device's file (or its absence) as a change and commits it on top of `rev`."""
-    old = core.index.get(path)
-    core.index.put(
+    old = core.index.files.get(path)
+    core.index.files.put(
         Entry(
             path, sha256 if not deleted else "", -1 if not deleted else 0, 0, 0, rev=rev,
             file_id=file_id, is_text=old.is_text if old else False, deleted=deleted,
@@ -72,7 +74,7 @@ class Puller:
 
     @property
     def cursor(self) -> int:
-        return int(self.core.index.get_meta(META_CURSOR) or 0)
+        return int(self.core.index.meta.get(META_CURSOR) or 0)
 
     # ------------------------------------------------------------------ pulling
 
@@ -81,7 +83,7 @@ class Puller:
         core = self.core
         index = core.index
         since = self.cursor
-        queued = {r.path: int(r.payload.get("rev", 0)) for r in index.inbox()}
+        queued = {r.path: int(r.payload.get("rev", 0)) for r in index.inbox.rows()}
         known: dict[str, Entry] = {}
 
         def seen(paths: list[str]) -> dict[str, int]:
@@ -89,7 +91,7 @@ class Puller:
             for path in paths:
                 with contextlib.suppress(UnsafePath):
                     keys[path] = normalize(path)
-            known.update(index.get_many(keys.values()))
+            known.update(index.files.get_many(keys.values()))
             out = {}
             for path, key in keys.items():
                 entry = known.get(key)
@@ -99,7 +101,7 @@ class Puller:
             return out
 
         try:
-            pulled = core.remote.pull(since, seen, held_revs=index.revs_for_file_ids)
+            pulled = core.remote.pull(since, seen, held_revs=index.files.revs_for_file_ids)
         except ConflictError as exc:
             if exc.code != "since_ahead":
                 raise
@@ -114,7 +116,7 @@ class Puller:
                 return known.get(path)
 
             def paths_with_fold(self, key: str) -> list[str]:
-                return index.paths_with_fold(key)
+                return index.files.paths_with_fold(key)
 
         changes, refused_now = pulled.changes, list(pulled.refused)
         named: dict[str, str] = {}  # file id -> path, of the notes whose content did not verify
@@ -134,9 +136,9 @@ class Puller:
                 refused_now += bad
         elif core.read_notes:
             core.read_notes = {}
-        held_rows = index.held()
+        held_rows = index.held.rows()
         if core.holds.active and changes:  # held files count too (an agent's `.x/app.json`)
-            hidden = index.hidden_folder_paths() + [r.path for r in held_rows]
+            hidden = index.files.hidden_folder_paths() + [r.path for r in held_rows]
         plan = plan_admission(
             changes,
             refused_now,
@@ -152,13 +154,13 @@ class Puller:
         holds = [self._held_row(h, now) for h in plan.hold]
         refused = self._quarantine_rows(plan.quarantine, named)
         with index.transaction():
-            index.queue_remote((e.path, e.change.to_payload()) for e in plan.enqueue)
-            index.hold(holds)
-            index.release_held(plan.release)
-            index.release_quarantine(plan.healed)
-            fresh = index.quarantine(refused)
+            index.inbox.add((e.path, e.change.to_payload()) for e in plan.enqueue)
+            index.held.add(holds)
+            index.held.release(plan.release)
+            index.quarantine.release(plan.healed)
+            fresh = index.quarantine.add(refused)
             if pulled.seq != since:
-                index.set_meta(META_CURSOR, str(pulled.seq))
+                index.meta.set(META_CURSOR, str(pulled.seq))
         for e in plan.enqueue:
             self._verified[e.path] = e.change
         self._report_held(report, holds)
@@ -243,13 +245,13 @@ class Puller:
         cursor = self.cursor
         after = cursor_after_own_commits(cursor, seqs)
         if after != cursor:
-            self.core.index.set_meta(META_CURSOR, str(after))
+            self.core.index.meta.set(META_CURSOR, str(after))
 
     def load_inbox(self) -> dict[str, Incoming]:
         """The queued remote changes; those verified by this process's pull are not opened again
         (the queue holds them sealed, so after a restart each is verified anew)."""
         out: dict[str, Incoming] = {}
-        for row in self.core.index.inbox():
+        for row in self.core.index.inbox.rows():
             ch = self._verified.get(row.path)
             if ch is None or (ch.file_id, ch.rev) != (
                 row.payload.get("file_id"),
@@ -262,7 +264,7 @@ class Puller:
 
     def waiting(self) -> int:
         """Queued remote changes that another pass may apply (not those blocked by a problem)."""
-        return sum(1 for row in self.core.index.inbox() if not row.problem)
+        return sum(1 for row in self.core.index.inbox.rows() if not row.problem)
 
     # ------------------------------------------------------------------ heads from a push
 
@@ -284,18 +286,18 @@ class Puller:
                 gone = {r.file_id for r in bad}
                 heads = {p: h for p, h in heads.items() if h.file_id not in gone}
             index = self.core.index
-            known = index.hidden_folder_paths() + [r.path for r in index.held()]
+            known = index.files.hidden_folder_paths() + [r.path for r in index.held.rows()]
             config_dirs = config_folders([*known, *heads])
         for path, head in heads.items():
             step = admit_head(path, head, policy, config_dirs, contents.get(head.meta.sha256),
-                              self.core.index)  # fmt: skip
+                              self.core.index.files)  # fmt: skip
             if isinstance(step, Hold):
                 holds.append(self._held_row(step, now))
             else:
                 enqueue.append(step)
         with self.core.index.transaction():
-            self.core.index.queue_remote((e.path, e.change.to_payload()) for e in enqueue)
-            self.core.index.hold(holds)
+            self.core.index.inbox.add((e.path, e.change.to_payload()) for e in enqueue)
+            self.core.index.held.add(holds)
         self._report_held(report, holds)
 
     def quarantine_heads(self, refused: Mapping[str, Refused], report: RoundReport) -> None:
@@ -304,7 +306,7 @@ class Puller:
             QuarantineRow(r.file_id, r.rev, path, r.reason, r.device_name or "", now)
             for path, r in refused.items()
         ]
-        self._report_quarantined(report, self.core.index.quarantine(rows))
+        self._report_quarantined(report, self.core.index.quarantine.add(rows))
 
     # ------------------------------------------------------------------ quarantine
 
@@ -314,7 +316,10 @@ class Puller:
         refused = list(refused)
         if not refused:
             return []
-        paths = {**self.core.index.paths_for_file_ids(r.file_id for r in refused), **(named or {})}
+        paths = {
+            **self.core.index.files.paths_for_file_ids(r.file_id for r in refused),
+            **(named or {}),
+        }
         now = time.time_ns()
         return [
             QuarantineRow(
@@ -329,19 +334,19 @@ class Puller:
         core = self.core
         index = core.index
         touched: set[str] = set()
-        rows = [r for r in index.quarantined() if not r.decision][:QUARANTINE_RETRIES]
+        rows = [r for r in index.quarantine.rows() if not r.decision][:QUARANTINE_RETRIES]
         for row in rows:
             rec = core.remote.client.head(row.file_id)
             if rec is None:
                 # the relay holds no such file: its change feed listed one that is not there,
                 # so read the feed again from the start (known revisions are skipped)
-                index.release_quarantine([row.file_id])
-                index.set_meta(META_CURSOR, "0")
+                index.quarantine.release([row.file_id])
+                index.meta.set(META_CURSOR, "0")
                 continue
             ch = core.remote.try_open(rec)
             if isinstance(ch, Refused):
                 if ch.rev != row.rev:
-                    fresh = index.quarantine(self._quarantine_rows([ch]))
+                    fresh = index.quarantine.add(self._quarantine_rows([ch]))
                     self._report_quarantined(report, fresh)
                 continue
             if ch.file_id != row.file_id:
@@ -355,8 +360,8 @@ class Puller:
                     core.remote.fetch([ch.meta])
                 except TamperDetected:
                     continue
-            index.release_quarantine([row.file_id])
-            entry = index.get(path)
+            index.quarantine.release([row.file_id])
+            entry = index.files.get(path)
             if entry is not None and ch.rev <= entry.rev:
                 continue
             self.admit_heads({path: ch}, report)
@@ -376,18 +381,18 @@ class Puller:
         for ch in pulled.changes:
             with contextlib.suppress(UnsafePath):
                 heads[normalize(ch.path)] = ch
-        steps = plan_resync(list(core.index.iter_entries(include_deleted=True)), heads)
+        steps = plan_resync(list(core.index.files.iter_entries(include_deleted=True)), heads)
         reoffered = 0
         with core.index.transaction():
             for step in steps:
                 if isinstance(step, Renumber):
-                    core.index.put(replace(step.entry, rev=step.rev))
+                    core.index.files.put(replace(step.entry, rev=step.rev))
                 elif isinstance(step, Reoffer):
                     e = step.entry
                     take_over(core, e.path, e.file_id or core.remote.file_id(e.path),
                               step.relay_rev, "", False)  # fmt: skip
                     reoffered += 1
-            core.index.set_meta(META_CURSOR, "0")
+            core.index.meta.set(META_CURSOR, "0")
         report.relay_restored = True
         msg = (
             f"the relay was reset or restored from a backup (its sequence is behind this "

@@ -27,7 +27,8 @@ from companion.sync.round.core import Core
 from companion.sync.round.model import Prepared, Pushed
 from companion.sync.round.plan import PushPlan, Tombstone, Upload
 from companion.sync.round.report import RoundReport
-from companion.sync.state.index import Entry, base_streams, pack_bases
+from companion.sync.state.bases import base_streams, pack_bases
+from companion.sync.state.files import Entry
 
 
 class Pusher:
@@ -125,8 +126,8 @@ class Pusher:
             bases.append((path, batch.base(path)))
             report.uploaded.append(path)
         with core.index.transaction():
-            core.index.put_many(entries)
-            core.index.set_bases(bases, mapper=core.pool().map, packed=batch.packed)
+            core.index.files.put_many(entries)
+            core.index.bases.set_many(bases, mapper=core.pool().map, packed=batch.packed)
         for path, head in result.conflicts.items():
             out.touched.add(path)
             if head is not None:

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from companion.sync.local.filestate import FileState, is_text
 from companion.sync.remote.vault import RemoteChange
 from companion.sync.round.core import Core
-from companion.sync.state.index import Entry
+from companion.sync.state.files import Entry
 
 
 @dataclass(frozen=True)
@@ -75,7 +75,7 @@ def record_synced(
         bases.append((it.path, base))
     index = core.index
     with index.transaction():
-        index.put_many(entries)
+        index.files.put_many(entries)
         if not keep_bases:
-            index.set_bases(bases, mapper=core.pool().map, packed=packed)
-        index.inbox_done(done)
+            index.bases.set_many(bases, mapper=core.pool().map, packed=packed)
+        index.inbox.done(done)

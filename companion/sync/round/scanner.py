@@ -22,16 +22,18 @@ a rename when the new file keeps at least half the lines of the version last syn
 same name in another folder, or another name in the same folder (`edited_source`).
 
 Names that are not NFC on disk (NFD from macOS) are mapped on a normalisation-insensitive file
-system; on one that distinguishes the spellings they are renamed to NFC in place when asked
-(`fix_names`), and when an NFC twin already exists the NFD one is renamed visibly
-(``naïve (unicode conflict).md``) and reported in `twins`, so both are kept.
+system; on one that distinguishes the spellings, with `fix_names`, the scan lists the rename to
+NFC in `repairs` (and when an NFC twin already exists, a visible new name for the NFD one,
+``naïve (unicode conflict).md``, so both are kept); without it such a name is skipped.
 
-Side effects only when asked: by default the scan only reads (the vault and the index). The
-engine asks for `fix_names` and `refresh_touched` (write back the stat of files whose content
-did not change, a "touch", so the next quiet rescan does not hash them again). It records
-nothing else: the caller updates the index once a change is synced. `verify` names indexed
-files to hash even when their stat did not change (the engine's slow rotation, so an edit no
-stat shows is found too).
+The scan only reads: the vault and the index are left exactly as they were. What it would fix
+it returns, and the round carries it out in a step of its own before planning
+(`engine.SyncEngine._scan`): `repair_names` renames what `repairs` lists (then the round scans
+again, to see the files under their new names), and `touched` holds the stat identities to
+write back for files whose content did not change (a "touch", so the next quiet rescan does
+not hash them again: `FileStore.update_stats`). The caller records nothing else until a change
+is synced. `verify` names indexed files to hash even when their stat did not change (the
+engine's slow rotation, so an edit no stat shows is found too).
 """
 
 from __future__ import annotations
@@ -131,16 +133,26 @@ class Skipped:
     detail: str = ""
 
 
+@dataclass(frozen=True, slots=True)
+class NameRepair:
+    """A rename the scan found to make: `old` (a name not in NFC on disk) becomes `new`, its
+    NFC form, or, when `twin_of` (that NFC form) is another file, a visible new name."""
+
+    old: str
+    new: str
+    twin_of: str = ""
+
+
 @dataclass
 class ScanResult:
     changed: list[LocalChange] = field(default_factory=list)
+    # same content, new stat: the stat identities to write back (`FileStore.update_stats`)
     touched: list[tuple[str, StatKey]] = field(default_factory=list)
     unstable: list[str] = field(default_factory=list)
     busy: list[str] = field(default_factory=list)  # of `unstable`: open for writing (watcher)
     retry_in_ns: int = 0  # when the youngest unstable file will have settled (0: unknown)
     skipped: list[Skipped] = field(default_factory=list)
-    renamed_on_disk: list[tuple[str, str]] = field(default_factory=list)
-    twins: list[tuple[str, str]] = field(default_factory=list)  # (NFC name, renamed NFD twin)
+    repairs: list[NameRepair] = field(default_factory=list)  # to carry out: `repair_names`
     stale_temp: list[str] = field(default_factory=list)
     files: int = 0  # regular, synced files present in the scanned area
     hashed: int = 0
@@ -283,7 +295,8 @@ class _Scan:
             self.res.stale_temp.append(rel_dir + entry.name)
 
     def fix_name(self, abs_dir: str, rel_dir: str, name: str) -> str | None:
-        """Map or rename a non-NFC name to NFC; None when the entry must be skipped."""
+        """The NFC name a non-NFC one maps to on this file system; None when the entry is left
+        out of this scan (skipped, or listed in `repairs` to be renamed first)."""
         nfc = unicodedata.normalize("NFC", name)
         src, dst = os.path.join(abs_dir, name), os.path.join(abs_dir, nfc)
         try:
@@ -302,23 +315,22 @@ class _Scan:
                 )
                 return None
             # twins: both spellings hold a file here; keep both, the NFD one under a new name
-            from companion.sync.round.conflicts import (
-                unicode_twin_name,  # rare: not on a quiet scan
-            )
-
-            twin = unicode_twin_name(rel_dir + nfc, lambda c: os.path.lexists(self.root + "/" + c))
-            os.rename(src, os.path.join(self.root, twin))
-            log.warning("renamed %r (decomposed Unicode) to %r: %r exists too", rel_dir + nfc,
-                        twin, rel_dir + nfc)  # fmt: skip
-            self.res.twins.append((rel_dir + nfc, twin))
-            return twin.rsplit("/", 1)[-1]
+            twin = _twin_name(self.root, rel_dir + nfc)
+            self.repair(NameRepair(rel_dir + name, twin, twin_of=rel_dir + nfc))
+            return None
         if not self.fix_names:
             self.skip(rel_dir + name, SkipReason.BAD_NAME, "name is not in Unicode NFC form")
             return None
-        os.rename(src, dst)
-        log.info("renamed %r to its composed Unicode (NFC) form", rel_dir + nfc)
-        self.res.renamed_on_disk.append((rel_dir + name, rel_dir + nfc))
-        return nfc
+        self.repair(NameRepair(rel_dir + name, rel_dir + nfc))
+        return None
+
+    def repair(self, fix: NameRepair) -> None:
+        """List a rename for the round to make first; until then the indexed files under either
+        name are not deletions."""
+        self.res.repairs.append(fix)
+        for rel in (fix.old, fix.new):
+            self.known.pop(rel, None)
+            self.protected += [rel, rel + "/"]
 
     def other(self, abs_path: str, rel: str, st: os.stat_result) -> None:
         """A folder (walked unless ignored), a link or a special file (skipped)."""
@@ -377,7 +389,7 @@ class _Scan:
         if old is None:
             self.created.append((rel, h))
             return
-        prev = self.index.get(rel)
+        prev = self.index.files.get(rel)
         if prev is not None and not prev.deleted and prev.sha256 == h.state.sha256:
             self.res.touched.append((rel, h.state.stat_key()))
         else:
@@ -415,7 +427,7 @@ class _Scan:
 
         best, best_ratio = None, SIMILAR_RATIO
         for cand in cands[:SIMILAR_CANDIDATES]:
-            old = self.index.get_base(cand)
+            old = self.index.bases.get(cand)
             if old is None:
                 continue
             ratio = difflib.SequenceMatcher(
@@ -430,7 +442,7 @@ class _Scan:
         by_content: dict[tuple[str, int], list[str]] = {}
         old_sha: dict[str, str] = {}
         for rel in deleted:
-            e = self.index.get(rel)
+            e = self.index.files.get(rel)
             if e is not None and e.size > 0 and e.sha256:
                 by_content.setdefault((e.sha256, e.size), []).append(rel)
                 old_sha[rel] = e.sha256
@@ -486,6 +498,47 @@ def _best_source(new: str, candidates: list[str]) -> str:
     return candidates[0]
 
 
+def _twin_name(root: str, nfc: str) -> str:
+    """A free, visible name for the NFD twin of the file at `nfc` (a rare case: not on a quiet
+    scan, so `conflicts` is imported only here)."""
+    from companion.sync.round.conflicts import unicode_twin_name
+
+    return unicode_twin_name(nfc, lambda c: os.path.lexists(root + "/" + c))
+
+
+def repair_names(
+    root: str | os.PathLike[str], repairs: Iterable[NameRepair]
+) -> tuple[list[NameRepair], list[Skipped]]:
+    """Carry out the renames a scan listed (the round's step after the scan): each name not in
+    NFC takes its NFC form, or a twin's visible new name. Returns the renames made and, as
+    skipped files, those that failed. A rename never replaces a file: when one took the NFC
+    name since the scan, the next scan finds twins."""
+    root_s = os.path.realpath(root)
+    done: list[NameRepair] = []
+    failed: list[Skipped] = []
+    for fix in repairs:
+        src, dst = os.path.join(root_s, fix.old), os.path.join(root_s, fix.new)
+        try:
+            if os.path.lexists(dst) and not os.path.samefile(src, dst):
+                if not fix.twin_of:
+                    continue
+                fix = NameRepair(fix.old, _twin_name(root_s, fix.twin_of), fix.twin_of)
+                dst = os.path.join(root_s, fix.new)
+            os.rename(src, dst)
+        except FileNotFoundError:
+            continue  # gone since the scan
+        except OSError as exc:
+            failed.append(Skipped(fix.old, SkipReason.UNREADABLE, str(exc)))
+            continue
+        if fix.twin_of:
+            log.warning("renamed %r (decomposed Unicode) to %r: %r exists too", fix.twin_of,
+                        fix.new, fix.twin_of)  # fmt: skip
+        else:
+            log.info("renamed %r to its composed Unicode (NFC) form", fix.new)
+        done.append(fix)
+    return done, failed
+
+
 def _top_targets(paths: Iterable[str]) -> list[str]:
     """Valid, normalised targets with those inside another target dropped."""
     norm: set[str] = set()
@@ -511,7 +564,6 @@ def scan(
     max_file_bytes: int | None = None,
     settle_ns: int = DEFAULT_SETTLE_NS,
     fix_names: bool = False,
-    refresh_touched: bool = False,
     on_hash: Callable[[str], None] | None = None,
     clock: Callable[[], int] = time.time_ns,
     busy: Container[str] = (),
@@ -521,10 +573,11 @@ def scan(
 
     With `paths` (vault-relative files or folders, e.g. a watcher batch) only those are looked
     at, each with its case and Unicode variants; otherwise the whole vault. `on_hash` is called
-    with each file path before it is hashed (tests count calls). Touched files (same content,
-    new stat) are written back to the index when `refresh_touched`; non-NFC names are renamed
-    on disk when `fix_names`. `clock` (ns since the epoch, like mtimes) decides which files
-    are too recent to be complete; `busy` names files a watcher saw opened for writing.
+    with each file path before it is hashed (tests count calls). Nothing is written: touched
+    files (same content, new stat) are listed in `touched`, and with `fix_names` the non-NFC
+    names to rename in `repairs` (`repair_names`; without it they are skipped). `clock` (ns
+    since the epoch, like mtimes) decides which files are too recent to be complete; `busy`
+    names files a watcher saw opened for writing.
     """
     t0 = time.perf_counter()
     root_s = os.path.realpath(root)
@@ -549,15 +602,15 @@ def scan(
     )
     targets = None if paths is None else _top_targets(paths)
     if targets is None:
-        s.known = index.live_stats()
+        s.known = index.files.live_stats()
         s.list_dir(root_s, "", None)
         s.run_stack()
     else:
         s.res.partial = True
         groups: dict[str, set[str]] = {}
         for t in targets:
-            s.known.update(index.live_stats(prefix=t + "/"))
-            s.known.update(index.live_stats(fold_key=fold(t)))
+            s.known.update(index.files.live_stats(prefix=t + "/"))
+            s.known.update(index.files.live_stats(fold_key=fold(t)))
             parent, _, name = t.rpartition("/")
             groups.setdefault(parent, set()).add(fold(name))
         for parent, names in sorted(groups.items()):
@@ -575,7 +628,5 @@ def scan(
             s.list_dir(abs_parent, parent + "/" if parent else "", names)
             s.run_stack()
     s.classify()
-    if refresh_touched and s.res.touched:
-        index.update_stats(s.res.touched)
     s.res.elapsed_s = time.perf_counter() - t0
     return s.res

@@ -8,7 +8,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from companion.sync.round.conflicts import is_kept_copy
-from companion.sync.state.index import HeldRow, InboxRow, QuarantineRow
+from companion.sync.state.held import HeldRow
+from companion.sync.state.inbox import InboxRow
+from companion.sync.state.quarantine import QuarantineRow
 
 
 def held_view(row: HeldRow) -> dict[str, Any]:
@@ -40,7 +42,7 @@ def problem_views(rows: Iterable[InboxRow]) -> list[dict[str, Any]]:
 
 
 def copy_paths(paths: Iterable[str]) -> list[str]:
-    """The conflict copies and kept names among `paths` (`SyncIndex.kept_copy_candidates`)."""
+    """The conflict copies and kept names among `paths` (`FileStore.kept_copy_candidates`)."""
     return sorted(p for p in paths if is_kept_copy(p.rsplit("/", 1)[-1]))
 
 

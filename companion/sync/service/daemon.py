@@ -68,7 +68,7 @@ from companion.sync.round.report import RoundReport
 from companion.sync.service import requests
 from companion.sync.service.wake import WAKE_NAME, WakeFile
 from companion.sync.state.device import vault_dir
-from companion.sync.state.index import RequestRow
+from companion.sync.state.requests_store import RequestRow
 
 log = get_logger("sync.daemon")
 
@@ -189,10 +189,10 @@ class Daemon:
         self.rounds = 0
         self.fatal: str | None = None
         self.ready = threading.Event()  # set after the first round
-        self.engine_folder = vault_dir(engine.paths, engine.root)
+        self.engine_folder = vault_dir(engine.paths, engine.core.root)
         self.wake_file = WakeFile(self.engine_folder)
         self.secret_scanner = ChangeScanner(
-            engine.root, engine.paths.state_dir, engine.config.settings.secrets.allowlist
+            engine.core.root, engine.paths.state_dir, engine.config.settings.secrets.allowlist
         )
 
     # ---------------------------------------------------------------- public API
@@ -276,7 +276,7 @@ class Daemon:
 
     def stop(self) -> None:
         self._stop.set()
-        self.engine.stop_event.set()
+        self.engine.core.stop_event.set()
         with self._cond:
             self._cond.notify_all()
 
@@ -317,7 +317,7 @@ class Daemon:
         with self._cond:
             while self._in_round and not self._stop.is_set():
                 self._cond.wait(1.0)
-        return seq > self.engine.cursor
+        return seq > self.engine.puller.cursor
 
     def _poll_loop(self) -> None:
         backoff = Backoff(maximum=self.backoff.maximum)
@@ -330,7 +330,9 @@ class Daemon:
             if self._stop.is_set():
                 return
             try:
-                first = self.engine.remote.first_change_after(self.engine.cursor, self.poll_wait_s)
+                first = self.engine.core.remote.first_change_after(
+                    self.engine.puller.cursor, self.poll_wait_s
+                )
                 if first is not None and self._still_new(first):
                     self._wake(remote=True)
                 else:
@@ -417,7 +419,7 @@ class Daemon:
         caller runs an ordinary round). A round asked for scans only what changed when the
         watcher vouches for that (`_watched_scope`), else the whole vault."""
         engine = self.engine
-        rows = requests.pending(engine.index)
+        rows = requests.pending(engine.core.index)
         if not rows:
             return None
         last: RoundOutcome | None = None
@@ -427,7 +429,7 @@ class Daemon:
                 rounds.setdefault(json.dumps(r.args, sort_keys=True), []).append(r)
         firsts = [group[0] for group in rounds.values()]
         for row in [r for r in rows if r.kind != requests.ROUND] + firsts:
-            if not requests.start(engine.index, row.id):
+            if not requests.start(engine.core.index, row.id):
                 continue
             if row.kind == requests.RESTORE:
                 path, rev = str(row.args.get("path", "")), int(row.args.get("rev", 0))
@@ -443,13 +445,13 @@ class Daemon:
                 run = partial(engine.round, scope, allow_mass_delete=allow)
                 last = self._guarded(run, full=scope is None, paths=scope)
                 same = rounds[json.dumps(row.args, sort_keys=True)][1:]
-                mine = [row] + [r for r in same if requests.start(engine.index, r.id)]
+                mine = [row] + [r for r in same if requests.start(engine.core.index, r.id)]
             result = (
                 requests.failure(last.error) if last.error is not None
                 else requests.Outcome(0, "", last.report.summary() if last.report else None)
             )  # fmt: skip
             for r in mine:
-                requests.finish(engine.index, r.id, result)
+                requests.finish(engine.core.index, r.id, result)
         return last
 
     def _watched_scope(self, work: _Work) -> set[str] | None:
@@ -488,7 +490,7 @@ class Daemon:
         if self.online is not True:
             log.info("connected to the relay")
         if self.folder_missing:
-            log.info("the vault folder %s is back; syncing again", self.engine.root)
+            log.info("the vault folder %s is back; syncing again", self.engine.core.root)
             self.folder_missing = False
         self.online = True
         self.backoff.reset()
@@ -545,7 +547,7 @@ class Daemon:
             log.warning(
                 "a credential (%s, %s) is in %s line %d; move it to the keyring with: "
                 "companion secrets move %s %s:%d --name NAME",
-                f.kind, f.masked, f.path, f.line, self.engine.root, f.path, f.line,
+                f.kind, f.masked, f.path, f.line, self.engine.core.root, f.path, f.line,
             )  # fmt: skip
         return found
 
@@ -564,15 +566,15 @@ class Daemon:
                 previous[sig] = signal.signal(sig, self._on_signal)
         engine = self.engine
         watcher = Watcher(
-            engine.root,
-            engine.ignore,
+            engine.core.root,
+            engine.core.ignore,
             self._on_batch,
             on_rescan=self._on_rescan,
             rescan_interval_s=self.rescan_interval_s,
             quiet_s=self.quiet_s,
             max_latency_s=self.max_latency_s,
         )
-        engine.on_local_write = watcher.expect
+        engine.core.on_local_write = watcher.expect
         poller = threading.Thread(target=self._poll_loop, name="companion-longpoll", daemon=True)
         wake_watch: Any = None
         try:
@@ -587,16 +589,16 @@ class Daemon:
                 self._round(work)
         finally:
             self._stop.set()
-            engine.stop_event.set()
+            engine.core.stop_event.set()
             watcher.stop()
             self._watcher = None
             if wake_watch is not None:
                 wake_watch.stop()
                 wake_watch.join(5)
             poller.join(timeout=0.2)  # a waiting long-poll ends on its own; it is a daemon
-            engine.on_local_write = None
+            engine.core.on_local_write = None
             engine.busy = frozenset()
-            engine.stop_event.clear()  # the engine can run rounds again (a paused desktop app)
+            engine.core.stop_event.clear()  # the engine can run rounds again (a paused desktop app)
             with self._cond:
                 self._cond.notify_all()
             for signum, handler in previous.items():

@@ -22,7 +22,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from companion.errors import CompanionError, InputError
-from companion.sync.state.index import RequestRow, SyncIndex
+from companion.sync.state.index import SyncIndex
+from companion.sync.state.requests_store import RequestRow
 
 ROUND = "round"
 RESTORE = "restore"
@@ -53,7 +54,7 @@ class Outcome:
 def submit(index: SyncIndex, kind: str, **args: Any) -> int:
     if kind not in KINDS:
         raise ValueError(kind)
-    return index.add_request(kind, args)
+    return index.requests.add(kind, args)
 
 
 def wait(
@@ -69,13 +70,13 @@ def wait(
     start = clock()
     deadline = start + timeout
     while True:
-        row = index.request(request_id)
+        row = index.requests.get(request_id)
         if row is None:
             raise CompanionError(f"request {request_id} disappeared from the sync index")
         if row.state in (DONE, FAILED):
             return outcome_of(row)
         if clock() >= deadline:
-            cancelled = index.set_request(request_id, CANCELLED, only_if=PENDING)
+            cancelled = index.requests.set(request_id, CANCELLED, only_if=PENDING)
             what = "cancelled" if cancelled else "still running there"
             raise CompanionError(
                 f"the companion syncing this copy did not finish within {timeout:.0f} s "
@@ -90,22 +91,22 @@ def outcome_of(row: RequestRow) -> Outcome:
 
 
 def pending(index: SyncIndex) -> list[RequestRow]:
-    return index.requests(PENDING)
+    return index.requests.rows(PENDING)
 
 
 def start(index: SyncIndex, request_id: int) -> bool:
     """Claim a pending request (False when it was cancelled meanwhile)."""
-    return index.set_request(request_id, RUNNING, only_if=PENDING)
+    return index.requests.set(request_id, RUNNING, only_if=PENDING)
 
 
 def finish(index: SyncIndex, request_id: int, outcome: Outcome) -> None:
     state = DONE if outcome.code == 0 else FAILED
-    index.set_request(
+    index.requests.set(
         request_id,
         state,
         {"code": outcome.code, "message": outcome.message, "report": outcome.report},
     )
-    index.prune_requests(time.time_ns() - KEEP_NS)
+    index.requests.prune(time.time_ns() - KEEP_NS)
 
 
 EXIT_MASS_DELETE = 3

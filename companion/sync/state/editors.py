@@ -34,7 +34,8 @@ from typing import Any, Protocol
 
 from companion.paths import DevicePaths
 from companion.sync.local.filestate import FileState
-from companion.sync.state.index import Entry, SyncIndex, SyncIndexError
+from companion.sync.state.files import Entry
+from companion.sync.state.index import SyncIndex, SyncIndexError
 from companion.sync.state.kinds import AGENT, HUMAN
 
 UNKNOWN = "unknown"
@@ -91,7 +92,7 @@ class SyncEditors:
         self.device_name = device_name
 
     def _entry(self, rel: str) -> Entry | None:
-        return self.index.get(rel) if self.index is not None else None
+        return self.index.files.get(rel) if self.index is not None else None
 
     def last_writer(self, rel: str) -> LastWriter:
         entry = self._entry(rel)

@@ -21,7 +21,7 @@ from typing import Any
 from companion.crypto import ChunkRef, FileMeta
 from companion.sync.remote.vault import RemoteChange
 from companion.sync.round.plan import Renumber, plan_resync
-from companion.sync.state.index import Entry
+from companion.sync.state.files import Entry
 
 VECTORS = Path(__file__).parent / "vectors" / "resync_v1.json"
 

@@ -467,7 +467,7 @@ def test_a_note_named_like_a_conflict_copy_is_not_a_conflict(cluster: SyncCluste
     a, _ = _pair(cluster)
     a.write("Meeting (conflict resolution).md", "how we settle things\n")
     a.sync()
-    assert a.engine().status.read()["state"] == "synced"
+    assert a.engine().core.status.read().state == "synced"
     status = collect_status(a.paths, a.config, a.vault, probe=False)
     assert status["state"] == "synced" and status["conflicts"] == []
 
@@ -646,7 +646,7 @@ def test_a_quiet_round_reads_no_row_of_the_files_table_it_does_not_need(
     finally:
         db.set_trace_callback(None)
     assert report.converged and not report.changed
-    assert engine.status.read()["state"] == "conflict"  # the copy was found...
+    assert engine.core.status.read().state == "conflict"  # the copy was found...
     assert engine.index.count_live() == 31  # ...and the tombstone not counted
     whole_reads = []
     for sql in {s for s in statements if s.lstrip().upper().startswith("SELECT")}:
@@ -673,12 +673,12 @@ def test_local_files_the_scan_skips_are_listed_until_fixed(cluster: SyncCluster)
     os.symlink("/etc", a.path("etc-link"))
     a.write("ok.md", "fine\n")
     a.sync()
-    status = a.engine().status.read()
-    listed = {n["path"]: n for n in status["not_synced"]}
+    status = a.engine().core.status.read()
+    listed = {n.path: n for n in status.not_synced}
     assert set(listed) == {"big.bin", "bad\x07name.md", "etc-link"}
-    assert listed["big.bin"]["reason"] == "too_large"
-    assert listed["big.bin"]["detail"] == "5,000 bytes is over the sync size limit of 1,048 bytes"
-    assert status["not_synced_count"] == 3
+    assert listed["big.bin"].reason == "too_large"
+    assert listed["big.bin"].detail == "5,000 bytes is over the sync size limit of 1,048 bytes"
+    assert status.not_synced_count == 3
     out = a.cli("status", str(a.vault), "--offline")
     assert "not synced from here (3):" in out.stdout and "big.bin: " in out.stdout
     assert "bad\\x07name.md" in out.stdout  # the control character shown escaped
@@ -688,12 +688,12 @@ def test_local_files_the_scan_skips_are_listed_until_fixed(cluster: SyncCluster)
     # fixed: the next full round drops it; a watched round looking at one path drops it too
     a.write("big.bin", b"small now\n")
     a.sync()
-    assert {n["path"] for n in a.engine().status.read()["not_synced"]} == {
+    assert {n.path for n in a.engine().core.status.read().not_synced} == {
         "bad\x07name.md", "etc-link"
     }  # fmt: skip
     os.unlink(a.path("etc-link"))
     a.sync(paths={"etc-link"})
-    assert [n["path"] for n in a.engine().status.read()["not_synced"]] == ["bad\x07name.md"]
+    assert [n.path for n in a.engine().core.status.read().not_synced] == ["bad\x07name.md"]
 
 
 def test_names_that_show_otherwise_than_they_are_are_not_synced(cluster: SyncCluster) -> None:
@@ -705,7 +705,7 @@ def test_names_that_show_otherwise_than_they_are_are_not_synced(cluster: SyncClu
     a.write("\uff0eobsidian/plugins.md", "a fake config folder\n")
     a.write("knowledge/ok.md", "fine\n")
     a.sync()
-    listed = {n["path"]: n["detail"] for n in a.engine().status.read()["not_synced"]}
+    listed = {n.path: n.detail for n in a.engine().core.status.read().not_synced}
     assert "bidirectional" in listed["knowledge/\u202egnp.md"]
     assert "looks like a dot" in listed["\uff0eobsidian"] or any(
         "looks like a dot" in d for d in listed.values()

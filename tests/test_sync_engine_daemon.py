@@ -65,7 +65,7 @@ def test_changes_propagate_both_ways_without_echo(cluster: SyncCluster) -> None:
         assert heads["knowledge/new.md"] == 1  # a applied it and did not push it back
         hist = a.engine().remote.history("journal/today.md")
         assert all(ch.meta.device_name == "laptop" for ch in hist)  # b never re-committed
-        assert rb.daemon.engine.status.read()["state"] == "synced"
+        assert rb.daemon.engine.core.status.read().state == "synced"
     finally:
         ra.stop()
         rb.stop()
@@ -219,9 +219,9 @@ def test_a_vault_folder_replaced_under_a_running_daemon_syncs_again(
     try:
         away = a.vault.with_name("laptop-unmounted")
         a.vault.rename(away)
-        status = ra.daemon.engine.status
+        status = ra.daemon.engine.core.status
         wait_for(
-            lambda: "missing" in str((status.read().get("errors") or [{}])[-1].get("message")),
+            lambda: any("missing" in e.message for e in status.read().errors[-1:]),
             timeout=15,
             what="the missing folder in the status",
         )
@@ -288,8 +288,8 @@ def test_daemon_reconnects_and_sends_queued_edits(tmp_path: Path) -> None:
             wait_for(lambda: run.online is True and run.rounds > 0, 20, "reconnect")
             wait_for(
                 lambda: (
-                    a.engine().status.read()["pending"]["upload"] == 0
-                    and a.engine().status.read()["state"] == "synced"
+                    a.engine().core.status.read().pending.upload == 0
+                    and a.engine().core.status.read().state == "synced"
                 ),
                 10,
                 "queued edit pushed",

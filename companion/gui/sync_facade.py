@@ -67,7 +67,7 @@ from companion.sync.state.device import (
     sync_index_path,
     vault_dir,
 )
-from companion.sync.state.status import StatusStore
+from companion.sync.state.status import SYNCING, Status, StatusStore, StatusVersionError
 
 log = get_logger("gui.sync")
 
@@ -262,8 +262,12 @@ class SyncFacade(IdleEngine):
         base = super().snapshot()
         self._ensure_started()  # also takes over when another process stopped syncing
         daemon = self._daemon
-        saved = self.status.read()
         errors = list(base.errors)
+        try:
+            saved = self.status.read()
+        except StatusVersionError as exc:  # a newer companion wrote it: said, not misread
+            saved = Status()
+            errors.append(str(exc))
         for problem in (self._start_error, self._round_error, daemon and daemon.fatal):
             if problem:
                 errors.append(problem)
@@ -271,22 +275,17 @@ class SyncFacade(IdleEngine):
             online = daemon.online is not False
             syncing = daemon.in_round or not daemon.ready.is_set()
         else:
-            online = bool(saved.get("online")) if self._elsewhere else True
-            syncing = self._elsewhere is not None and saved.get("state") == "syncing"
-        pending = saved.get("pending") or {}
-        count = int(pending.get("upload") or 0) + int(pending.get("download") or 0)
+            online = bool(saved.online) if self._elsewhere else True
+            syncing = self._elsewhere is not None and saved.state == SYNCING
+        count = saved.pending.upload + saved.pending.download
         if not online:  # no round gets far enough to count: look at the disk, as `status` does
             count = self._offline_pending()
-        last = saved.get("last_sync")
-        unwritable = tuple(
-            (str(p.get("path", "")), str(p.get("reason", "")))
-            for p in saved.get("problems") or []
-            if isinstance(p, dict)
-        )
+        last = saved.last_sync
+        unwritable = tuple((p.path, p.reason) for p in saved.problems)
         not_synced = tuple(
-            (str(n.get("path", "")), str(n.get("detail", "")))
-            for n in saved.get("not_synced") or []
-            if isinstance(n, dict) and n.get("reason") != SkipReason.SYMLINK  # left out on purpose
+            (n.path, n.detail)
+            for n in saved.not_synced
+            if n.reason != SkipReason.SYMLINK  # left out on purpose
         )
         return EngineSnapshot(
             errors=errors,

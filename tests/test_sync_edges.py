@@ -605,6 +605,8 @@ def test_commands_do_not_wait_on_a_holder_that_takes_no_requests(cluster: SyncCl
 
 
 def test_held_decisions_are_carried_out_by_a_running_watch(cluster: SyncCluster) -> None:
+    """The decision's round is a row in the job queue the running `watch` serves: the command
+    prints that round's own report, not a guess (issue 43)."""
     a, server = _pair(cluster, "agent")
     server.write(".obsidian/hotkeys.json", '{"app:reload": []}\n')
     server.sync()
@@ -614,9 +616,37 @@ def test_held_decisions_are_carried_out_by_a_running_watch(cluster: SyncCluster)
     try:
         out = a.cli("held", "accept", str(a.vault), ".obsidian/hotkeys.json")
         assert out.returncode == 0, out.stderr
+        assert "does it; waiting" in out.stderr  # the owner ran it
+        assert out.stdout.splitlines() == [
+            "accepted: .obsidian/hotkeys.json",
+            "synced: 1 downloaded",  # the owner's round applied it
+        ]
         assert a.read(".obsidian/hotkeys.json") == b'{"app:reload": []}\n'  # already done
     finally:
         _stop(proc)
+
+
+def test_a_decision_through_a_running_watch_exits_with_its_rounds_status(
+    tmp_path: Path,
+) -> None:
+    """The owner's round fails (the relay went away): `held accept` prints that round's error
+    and exits 5, as it would have run alone, instead of claiming the decision was carried out."""
+    with SyncCluster(tmp_path, relay="process") as cluster:
+        a, server = _pair(cluster, "agent")
+        server.write(".obsidian/hotkeys.json", '{"app:reload": []}\n')
+        server.sync()
+        a.sync()
+        a.restart()
+        proc = _watch(a)
+        try:
+            cluster.relay.stop()
+            out = a.cli("held", "accept", str(a.vault), ".obsidian/hotkeys.json")
+            assert out.returncode == 5, (out.stdout, out.stderr)
+            assert out.stdout.splitlines() == ["accepted: .obsidian/hotkeys.json"]
+            assert "does it; waiting" in out.stderr
+            assert "local changes stay queued" in out.stderr
+        finally:
+            _stop(proc)
 
 
 # ------------------------------------------------------------------ speed: the quiet round

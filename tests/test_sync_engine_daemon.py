@@ -80,13 +80,13 @@ def test_an_idle_daemon_runs_no_rounds_and_one_per_request(cluster: SyncCluster)
     whose wait looked at the file again: an idle `companion watch` ran a round every ~10 ms and
     used most of a core."""
     from companion.sync.service import requests
-    from companion.sync.service.wake import request_round
+    from companion.sync.service.wake import nudge
     from companion.sync.state.device import vault_dir
     from companion.sync.state.index import SyncIndex
 
     dev = cluster.add_device("laptop", "human")
     dev.write("notes/a.md", "one\n")
-    request_round(vault_dir(dev.paths, os.path.realpath(dev.vault)))  # an earlier command left it
+    nudge(vault_dir(dev.paths, os.path.realpath(dev.vault)))  # an earlier command left it
     running = Running(dev)
     rounds: list[object] = []
     running.daemon.on_round_done(rounds.append)
@@ -96,8 +96,7 @@ def test_an_idle_daemon_runs_no_rounds_and_one_per_request(cluster: SyncCluster)
         assert rounds == [], f"{len(rounds)} rounds while idle"
         assert running.daemon.idle
         with SyncIndex(running.daemon.engine.index.path) as index:  # as another process does
-            rid = requests.submit(index, requests.ROUND)
-            request_round(running.daemon.engine_folder)
+            rid = requests.ask(index, running.daemon.engine_folder, requests.ROUND)
             outcome = requests.wait(index, rid, timeout=15)
         assert outcome.code == 0
         window.wait(1.0)
@@ -109,12 +108,10 @@ def test_an_idle_daemon_runs_no_rounds_and_one_per_request(cluster: SyncCluster)
 def _ask_round(running: Running, **args: object) -> dict:
     """Ask the daemon for a round as `companion sync` does from another process; its report."""
     from companion.sync.service import requests
-    from companion.sync.service.wake import request_round
     from companion.sync.state.index import SyncIndex
 
     with SyncIndex(running.daemon.engine.index.path) as index:
-        rid = requests.submit(index, requests.ROUND, **args)
-        request_round(running.daemon.engine_folder)
+        rid = requests.ask(index, running.daemon.engine_folder, requests.ROUND, **args)
         outcome = requests.wait(index, rid, timeout=15)
     assert outcome.code == 0, outcome.message
     assert outcome.report is not None

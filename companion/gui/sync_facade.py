@@ -9,8 +9,10 @@ threads, no network) and releases the vault lock; "Dream now" runs the dream her
 hook, so it takes the relay's per-night lease and syncs until quiet (offline, it dreams anyway
 and sync reconciles later).
 
-When another process already syncs this copy (a `companion watch` service), the facade only
-watches its status file, and takes over when that process stops.
+When another process already syncs this copy (a `companion watch` service), the facade
+watches its status file, hands the rounds the person asks for ("Sync now", held decisions,
+review ticks, a confirmed mass deletion) to that process through the job queue, as
+`companion sync` does (`sync/service/requests.py`), and takes over when that process stops.
 
 Events (`drain_events`): new dream reports and conflict copies (as `IdleEngine`), a mass
 deletion held back, a keyring that cannot give the vault key, and a secret in a note that a
@@ -56,6 +58,7 @@ from companion.sync.round.engine import SyncEngine
 from companion.sync.round.guard import MassDeleteRefused
 from companion.sync.round.report import RoundReport
 from companion.sync.round.scanner import SkipReason
+from companion.sync.service import requests
 from companion.sync.service.daemon import Daemon, RoundOutcome
 from companion.sync.service.dreamhook import rounds_until_quiet
 from companion.sync.service.lock import LockHeld, VaultLock
@@ -329,7 +332,7 @@ class SyncFacade(IdleEngine):
         daemon = self._daemon
         if daemon is None:
             if self._elsewhere:
-                raise CompanionError(tr("engine.sync_elsewhere", who=self._elsewhere))
+                return self._round_by_owner(timeout, allow_mass_delete)
             raise CompanionError(self._start_error or tr("engine.sync_stopped"))
         ticket = daemon.request_round(allow_mass_delete=allow_mass_delete)
         outcome = daemon.wait_round(ticket, timeout)
@@ -341,6 +344,31 @@ class SyncFacade(IdleEngine):
             raise CompanionError(_readable(outcome.error))
         assert outcome.report is not None
         return outcome.report
+
+    def _round_by_owner(self, timeout: float, allow_mass_delete: bool) -> RoundReport:
+        """The round asked of the process that owns the copy (`companion watch`) through the
+        job queue, as `companion sync --rescan` asks it: a whole-vault round, as this process's
+        own daemon runs for "Sync now"; its report, or the error a person can read. An owner
+        that takes no requests (a one-shot `companion sync`, a dream) is named, as before."""
+        from companion.sync.state.index import SyncIndex  # noqa: PLC0415
+
+        who = self._elsewhere
+        with SyncIndex(sync_index_path(self.paths, self.root)) as index:
+            try:
+                outcome = requests.by_owner(
+                    index, self.lock, requests.ROUND, timeout=timeout,
+                    allow_mass_delete=allow_mass_delete, rescan=True,
+                )  # fmt: skip
+            except LockHeld:
+                raise CompanionError(tr("engine.sync_elsewhere", who=who)) from None
+            except CompanionError as exc:  # not answered in time: the request is cancelled
+                log.warning("%s", exc)
+                raise CompanionError(tr("engine.sync_timeout")) from None
+        if outcome.code == requests.EXIT_OFFLINE:
+            raise CompanionError(tr("engine.offline"))
+        if outcome.code != 0:
+            raise CompanionError(redact(outcome.message))
+        return RoundReport.from_summary(outcome.report or {})
 
     def sync_now(self) -> None:
         self._round_now()

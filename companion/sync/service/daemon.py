@@ -8,9 +8,12 @@ Several sources wake the engine, and one thread runs its rounds, one at a time:
   device commits (it scans only the paths those changes touch); this device's own commits,
   which the round that made them steps over, wake nothing;
 - **requests**: this process asks for a round (`request_round`, then `wait_round` for its
-  outcome: the desktop app's "Sync now"); another process records a request in the index and
-  touches the wake file (`sync/service/requests.py`: `companion restore`, `held`, `quarantine` while
-  this daemon owns the copy), which is watched, and looked at every `WAKE_CHECK_S` anyway;
+  outcome: the desktop app's "Sync now"); another process records a row in the job queue
+  (`sync/service/requests.py`: `companion sync`, `restore`, `held`, `quarantine`, the dream's
+  Verify, the desktop app while this daemon owns the copy) and nudges it through the wake file
+  (`wake.py`), which is watched and looked at every `WAKE_CHECK_S` anyway. The nudge only says
+  "read the queue": the rows, read at start and after each nudge, hold the work, and the
+  daemon writes each one's outcome back into its row (`_serve_requests`);
 - **retries**: when the relay is unreachable the round is retried with exponential backoff
   (0.5 s doubling to `max_backoff_s`, with jitter); when the relay (or a proxy) answers 429 or
   503 with Retry-After (`RelayBusy`), the retry waits that long instead. Local edits simply
@@ -126,7 +129,7 @@ class _WakeWatch(FileSystemEventHandler):
     """Wakes the daemon as soon as another process writes the wake file.
 
     It only wakes the main loop, which then compares the file's content with what it saw last
-    (`WakeFile.requested`): that comparison alone decides whether a round was asked for. Reads
+    (`WakeFile.nudged`): that comparison alone decides whether to read the job queue. Reads
     are not writes: inotify reports them as "opened" and "closed_no_write", and the daemon's
     own look at the file makes such a pair, so they are ignored."""
 
@@ -359,7 +362,7 @@ class Daemon:
         with self._cond:
             while not self._stop.is_set():
                 now = time.monotonic()
-                if self.wake_file.requested():  # another process recorded something
+                if self.wake_file.nudged():  # another process recorded a row
                     self._requests = True
                 retry_due = self._retry_at is not None and now >= self._retry_at
                 asked = self._asked > self._served

@@ -626,6 +626,38 @@ def test_held_decisions_are_carried_out_by_a_running_watch(cluster: SyncCluster)
         _stop(proc)
 
 
+def test_a_held_mass_deletion_is_the_outcome_of_every_round_asked_of_watch(
+    cluster: SyncCluster,
+) -> None:
+    """`watch` saw the deletions once, in its own round, which held them back. A round asked of
+    it afterwards scanned only what its watcher noted since, found nothing, and `companion
+    sync` answered "synced: no changes", exit 0, while 15 deletions were held; run alone it
+    exits 3. Now every asked round looks at the whole vault until one finds nothing held."""
+    a, b = _pair(cluster)
+    for i in range(20):
+        a.write(f"knowledge/n{i:02d}.md", f"note {i}\n")
+    a.sync()
+    b.sync()
+    a.restart()
+    proc = _watch(a)
+    try:
+        for i in range(15):
+            a.delete(f"knowledge/n{i:02d}.md")
+        for _ in range(2):  # the second: after a round that held them back
+            out = a.cli("sync", str(a.vault))
+            assert out.returncode == 3, (out.stdout, out.stderr)
+            assert "--allow-mass-delete" in out.stderr
+        done = a.cli("sync", str(a.vault), "--allow-mass-delete")
+        assert done.returncode == 0, done.stderr
+        assert "15 deleted on other devices" in done.stdout
+        again = a.cli("sync", str(a.vault))
+        assert again.returncode == 0 and again.stdout == "synced: no changes\n", again.stderr
+    finally:
+        _stop(proc)
+    b.sync()
+    assert len(b.files()) == 5
+
+
 def test_a_decision_through_a_running_watch_exits_with_its_rounds_status(
     tmp_path: Path,
 ) -> None:

@@ -189,6 +189,10 @@ class Daemon:
         self._watcher: Watcher | None = None
         self.online: bool | None = None
         self.folder_missing = False  # the last round found no vault folder (VaultMissing)
+        # a round held deletions back (MassDeleteRefused) and no whole-vault round has found
+        # the vault clear since: a round asked for scans everything, or, scoped to what the
+        # watcher noted since, it would miss them and answer "synced" for a held deletion
+        self.deletions_held = False
         self.rounds = 0
         self.fatal: str | None = None
         self.ready = threading.Event()  # set after the first round
@@ -459,10 +463,11 @@ class Daemon:
         """The paths a round must scan to find every local change, or None for the whole
         vault. Only the watcher can vouch for a smaller set, and only when it sees every change
         (a local file system), nothing since the last full round needs one (`work.full`: the
-        first round, an overflow, a rescan or a retry), and its barrier shows it has noted
+        first round, an overflow, a rescan or a retry; `deletions_held`: deletions the guard
+        holds back, which the watcher reported once), and its barrier shows it has noted
         every change made before now. Then: what it noted, plus what it already delivered."""
         watcher = self._watcher
-        if work.full or watcher is None or not watcher.sees_every_change:
+        if work.full or self.deletions_held or watcher is None or not watcher.sees_every_change:
             return None
         if not watcher.barrier():
             return None
@@ -483,6 +488,8 @@ class Daemon:
             self._failed(exc, full, paths or set())
             return RoundOutcome(self.rounds + 1, None, exc)
         self.rounds += 1
+        if report.full_scan:
+            self.deletions_held = False  # the whole vault looked at, nothing held back
         for c in report.conflicts:
             log.warning("%s", c.message)
         for msg in report.skipped:
@@ -511,6 +518,7 @@ class Daemon:
             self.stop()
         elif isinstance(exc, MassDeleteRefused):
             log.error("%s", exc)  # held until the person confirms; other changes went through
+            self.deletions_held = True
         elif isinstance(exc, VaultMissing):
             if not self.folder_missing:  # said once, not at every look
                 log.error("%s; looking again every %g s", exc, FOLDER_RETRY_S)

@@ -399,9 +399,10 @@ def test_dream_now_does_not_call_the_agents_synced_note_the_persons_editing(
 
 
 def test_a_running_watch_carries_out_what_the_app_asks(cluster: SyncCluster) -> None:
-    """`companion watch` owns the copy: the app's "Sync now" and its held decisions are rows in
-    the job queue that `watch` serves (issue 43), each returning when that round is done;
-    before, they failed with "another companion is syncing"."""
+    """`companion watch` owns the copy: the app's "Sync now", its held decisions and the rounds
+    of its "Dream now" are rows in the job queue that `watch` serves (issue 43), each returning
+    when that round is done; before, they failed with "another companion is syncing", and the
+    dream went unsynced ("not a sync copy")."""
     from tests.test_sync_edges import _stop, _watch
 
     laptop = cluster.add_device("laptop", "human")
@@ -423,6 +424,11 @@ def test_a_running_watch_carries_out_what_the_app_asks(cluster: SyncCluster) -> 
         f.sync_now()
         assert laptop.read("knowledge/git.md") == b"# Git\nrebase often\n"
         assert f.snapshot().errors == []
+        report = f.dream_now()  # Verify's rounds are asked of watch too ("not a sync copy")
+        assert report is not None and f._daemon is None
+        assert load_report(laptop.vault, report.stem).verify["status"] == "synced"
+        server.sync()
+        assert server.read(f".companion/dreams/{report.stem}.json") is not None
     finally:
         f.close()
         _stop(proc)

@@ -7,7 +7,8 @@ daemon's online flag, the round in progress, the status file the engine writes a
 "Sync now" asks the daemon for a round and waits for its outcome; "Pause" stops the daemon (no
 threads, no network) and releases the vault lock; "Dream now" runs the dream here with the sync
 hook, so it takes the relay's per-night lease and syncs until quiet (offline, it dreams anyway
-and sync reconciles later).
+and sync reconciles later); while another process owns the copy, Verify's rounds are asked of it
+(`sync/service/dreamhook.py`).
 
 When another process already syncs this copy (a `companion watch` service), the facade
 watches its status file, hands the rounds the person asks for ("Sync now", held decisions,
@@ -23,13 +24,15 @@ Qt-free, like the engine it hosts.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
 import time
+from collections.abc import Iterator
 from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from companion.config import Config
 from companion.errors import CompanionError
@@ -60,7 +63,7 @@ from companion.sync.round.report import RoundReport
 from companion.sync.round.scanner import SkipReason
 from companion.sync.service import requests
 from companion.sync.service.daemon import Daemon, RoundOutcome
-from companion.sync.service.dreamhook import rounds_until_quiet
+from companion.sync.service.dreamhook import dream_sync_hook, rounds_until_quiet
 from companion.sync.service.lock import LockHeld, VaultLock
 from companion.sync.state.device import (
     DeviceState,
@@ -71,6 +74,9 @@ from companion.sync.state.device import (
     vault_dir,
 )
 from companion.sync.state.status import SYNCING, Status, StatusStore, StatusVersionError
+
+if TYPE_CHECKING:
+    from companion.dream.verify import SyncHook
 
 log = get_logger("gui.sync")
 
@@ -399,9 +405,11 @@ class SyncFacade(IdleEngine):
             self._ensure_started()
         from companion.sync.state.editors import editors_for_dream  # noqa: PLC0415
 
-        hook = _DaemonSyncHook(self) if self._daemon is not None else None
         try:
-            with editors_for_dream(self.root, self.paths, self.config) as editors:
+            with (
+                self._dream_sync_hook() as hook,
+                editors_for_dream(self.root, self.paths, self.config) as editors,
+            ):
                 report = run_dream(
                     self.root, self.config, paths=self.paths, ran_on="local", sync=hook,
                     editors=editors,
@@ -416,6 +424,20 @@ class SyncFacade(IdleEngine):
             log.info("no dream here: %s", "; ".join(report.warnings))
             return None
         return report.path
+
+    @contextlib.contextmanager
+    def _dream_sync_hook(self) -> Iterator[SyncHook | None]:
+        """Verify's rounds: this process's daemon; else, when another process owns the copy,
+        that process through the job queue, as `companion dream` asks it
+        (`sync/service/dreamhook.py`, the night's lease on the relay); paused: none."""
+        if self._daemon is not None:
+            yield _DaemonSyncHook(self)
+            return
+        if self._paused or not self._elsewhere:
+            yield None
+            return
+        with dream_sync_hook(self.root, self.paths, self.config) as hook:
+            yield hook
 
     # ---- held changes --------------------------------------------------------------------------
 

@@ -396,3 +396,39 @@ def test_dream_now_does_not_call_the_agents_synced_note_the_persons_editing(
         assert reasons and not any("by a person" in r for r in reasons), reasons
     finally:
         f.close()
+
+
+def test_a_running_watch_carries_out_what_the_app_asks(cluster: SyncCluster) -> None:
+    """`companion watch` owns the copy: the app's "Sync now", its held decisions and the rounds
+    of its "Dream now" are rows in the job queue that `watch` serves (issue 43), each returning
+    when that round is done; before, they failed with "another companion is syncing", and the
+    dream went unsynced ("not a sync copy")."""
+    from tests.test_sync_edges import _stop, _watch
+
+    laptop = cluster.add_device("laptop", "human")
+    server = cluster.add_device("server", "agent")
+    server.write(".obsidian/hotkeys.json", '{"app:reload": []}\n')
+    server.sync()
+    laptop.sync()
+    laptop.restart()
+    proc = _watch(laptop)
+    f = SyncFacade(laptop.vault, laptop.config, daemon_options=FAST)
+    try:
+        assert [h.path for h in f.held_changes()] == [".obsidian/hotkeys.json"]
+        f.decide_held([".obsidian/hotkeys.json"], "accept")
+        assert f._daemon is None  # watch did it, this process did not take over
+        assert laptop.read(".obsidian/hotkeys.json") == b'{"app:reload": []}\n'
+        assert f.held_changes() == []
+        server.write("knowledge/git.md", "# Git\nrebase often\n")
+        server.sync()
+        f.sync_now()
+        assert laptop.read("knowledge/git.md") == b"# Git\nrebase often\n"
+        assert f.snapshot().errors == []
+        report = f.dream_now()  # Verify's rounds are asked of watch too ("not a sync copy")
+        assert report is not None and f._daemon is None
+        assert load_report(laptop.vault, report.stem).verify["status"] == "synced"
+        server.sync()
+        assert server.read(f".companion/dreams/{report.stem}.json") is not None
+    finally:
+        f.close()
+        _stop(proc)

@@ -467,7 +467,7 @@ def test_a_note_named_like_a_conflict_copy_is_not_a_conflict(cluster: SyncCluste
     a, _ = _pair(cluster)
     a.write("Meeting (conflict resolution).md", "how we settle things\n")
     a.sync()
-    assert a.engine().core.status.read()["state"] == "synced"
+    assert a.engine().core.status.read().state == "synced"
     status = collect_status(a.paths, a.config, a.vault, probe=False)
     assert status["state"] == "synced" and status["conflicts"] == []
 
@@ -605,6 +605,8 @@ def test_commands_do_not_wait_on_a_holder_that_takes_no_requests(cluster: SyncCl
 
 
 def test_held_decisions_are_carried_out_by_a_running_watch(cluster: SyncCluster) -> None:
+    """The decision's round is a row in the job queue the running `watch` serves: the command
+    prints that round's own report, not a guess (issue 43)."""
     a, server = _pair(cluster, "agent")
     server.write(".obsidian/hotkeys.json", '{"app:reload": []}\n')
     server.sync()
@@ -614,9 +616,69 @@ def test_held_decisions_are_carried_out_by_a_running_watch(cluster: SyncCluster)
     try:
         out = a.cli("held", "accept", str(a.vault), ".obsidian/hotkeys.json")
         assert out.returncode == 0, out.stderr
+        assert "does it; waiting" in out.stderr  # the owner ran it
+        assert out.stdout.splitlines() == [
+            "accepted: .obsidian/hotkeys.json",
+            "synced: 1 downloaded",  # the owner's round applied it
+        ]
         assert a.read(".obsidian/hotkeys.json") == b'{"app:reload": []}\n'  # already done
     finally:
         _stop(proc)
+
+
+def test_a_held_mass_deletion_is_the_outcome_of_every_round_asked_of_watch(
+    cluster: SyncCluster,
+) -> None:
+    """`watch` saw the deletions once, in its own round, which held them back. A round asked of
+    it afterwards scanned only what its watcher noted since, found nothing, and `companion
+    sync` answered "synced: no changes", exit 0, while 15 deletions were held; run alone it
+    exits 3. Now every asked round looks at the whole vault until one finds nothing held."""
+    a, b = _pair(cluster)
+    for i in range(20):
+        a.write(f"knowledge/n{i:02d}.md", f"note {i}\n")
+    a.sync()
+    b.sync()
+    a.restart()
+    proc = _watch(a)
+    try:
+        for i in range(15):
+            a.delete(f"knowledge/n{i:02d}.md")
+        for _ in range(2):  # the second: after a round that held them back
+            out = a.cli("sync", str(a.vault))
+            assert out.returncode == 3, (out.stdout, out.stderr)
+            assert "--allow-mass-delete" in out.stderr
+        done = a.cli("sync", str(a.vault), "--allow-mass-delete")
+        assert done.returncode == 0, done.stderr
+        assert "15 deleted on other devices" in done.stdout
+        again = a.cli("sync", str(a.vault))
+        assert again.returncode == 0 and again.stdout == "synced: no changes\n", again.stderr
+    finally:
+        _stop(proc)
+    b.sync()
+    assert len(b.files()) == 5
+
+
+def test_a_decision_through_a_running_watch_exits_with_its_rounds_status(
+    tmp_path: Path,
+) -> None:
+    """The owner's round fails (the relay went away): `held accept` prints that round's error
+    and exits 5, as it would have run alone, instead of claiming the decision was carried out."""
+    with SyncCluster(tmp_path, relay="process") as cluster:
+        a, server = _pair(cluster, "agent")
+        server.write(".obsidian/hotkeys.json", '{"app:reload": []}\n')
+        server.sync()
+        a.sync()
+        a.restart()
+        proc = _watch(a)
+        try:
+            cluster.relay.stop()
+            out = a.cli("held", "accept", str(a.vault), ".obsidian/hotkeys.json")
+            assert out.returncode == 5, (out.stdout, out.stderr)
+            assert out.stdout.splitlines() == ["accepted: .obsidian/hotkeys.json"]
+            assert "does it; waiting" in out.stderr
+            assert "local changes stay queued" in out.stderr
+        finally:
+            _stop(proc)
 
 
 # ------------------------------------------------------------------ speed: the quiet round
@@ -648,7 +710,7 @@ def test_a_quiet_round_reads_no_row_of_the_files_table_it_does_not_need(
     finally:
         db.set_trace_callback(None)
     assert report.converged and not report.changed
-    assert engine.core.status.read()["state"] == "conflict"  # the copy was found...
+    assert engine.core.status.read().state == "conflict"  # the copy was found...
     assert engine.core.index.files.count_live() == 31  # ...and the tombstone not counted
     whole_reads = []
     for sql in {s for s in statements if s.lstrip().upper().startswith("SELECT")}:
@@ -676,11 +738,11 @@ def test_local_files_the_scan_skips_are_listed_until_fixed(cluster: SyncCluster)
     a.write("ok.md", "fine\n")
     a.sync()
     status = a.engine().core.status.read()
-    listed = {n["path"]: n for n in status["not_synced"]}
+    listed = {n.path: n for n in status.not_synced}
     assert set(listed) == {"big.bin", "bad\x07name.md", "etc-link"}
-    assert listed["big.bin"]["reason"] == "too_large"
-    assert listed["big.bin"]["detail"] == "5,000 bytes is over the sync size limit of 1,048 bytes"
-    assert status["not_synced_count"] == 3
+    assert listed["big.bin"].reason == "too_large"
+    assert listed["big.bin"].detail == "5,000 bytes is over the sync size limit of 1,048 bytes"
+    assert status.not_synced_count == 3
     out = a.cli("status", str(a.vault), "--offline")
     assert "not synced from here (3):" in out.stdout and "big.bin: " in out.stdout
     assert "bad\\x07name.md" in out.stdout  # the control character shown escaped
@@ -690,12 +752,12 @@ def test_local_files_the_scan_skips_are_listed_until_fixed(cluster: SyncCluster)
     # fixed: the next full round drops it; a watched round looking at one path drops it too
     a.write("big.bin", b"small now\n")
     a.sync()
-    assert {n["path"] for n in a.engine().core.status.read()["not_synced"]} == {
+    assert {n.path for n in a.engine().core.status.read().not_synced} == {
         "bad\x07name.md", "etc-link"
     }  # fmt: skip
     os.unlink(a.path("etc-link"))
     a.sync(paths={"etc-link"})
-    assert [n["path"] for n in a.engine().core.status.read()["not_synced"]] == ["bad\x07name.md"]
+    assert [n.path for n in a.engine().core.status.read().not_synced] == ["bad\x07name.md"]
 
 
 def test_names_that_show_otherwise_than_they_are_are_not_synced(cluster: SyncCluster) -> None:
@@ -707,7 +769,7 @@ def test_names_that_show_otherwise_than_they_are_are_not_synced(cluster: SyncClu
     a.write("\uff0eobsidian/plugins.md", "a fake config folder\n")
     a.write("knowledge/ok.md", "fine\n")
     a.sync()
-    listed = {n["path"]: n["detail"] for n in a.engine().core.status.read()["not_synced"]}
+    listed = {n.path: n.detail for n in a.engine().core.status.read().not_synced}
     assert "bidirectional" in listed["knowledge/\u202egnp.md"]
     assert "looks like a dot" in listed["\uff0eobsidian"] or any(
         "looks like a dot" in d for d in listed.values()

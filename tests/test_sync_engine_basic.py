@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from companion.sync.state.status import Pending
 from tests.syncharness import SyncCluster
 
 
@@ -136,7 +137,7 @@ def test_offline_edits_queue_until_the_relay_answers(tmp_path: Path) -> None:
         with pytest.raises(RelayUnreachable):
             a.sync()
         status = a.engine().core.status.read()
-        assert status["state"] == "offline" and status["online"] is False
+        assert status.state == "offline" and status.online is False
         a.restart()  # the device restarts too: the queue is the disk and the index
         c.relay.restart()
         report = a.sync()
@@ -178,10 +179,10 @@ def test_status_file_records_the_round(cluster: SyncCluster) -> None:
     a.write("n.md", "x\n")
     a.sync()
     data = a.engine().core.status.read()
-    assert data["state"] == "synced"
-    assert data["online"] is True and data["last_sync"]
-    assert data["last_round"]["uploaded"] == ["n.md"]
-    assert data["pending"] == {"upload": 0, "download": 0}
+    assert data.state == "synced" and data.version == 1
+    assert data.online is True and data.last_sync
+    assert data.last_round is not None and data.last_round["uploaded"] == ["n.md"]
+    assert data.pending == Pending(upload=0, download=0)
 
 
 def test_joining_device_with_existing_files(cluster: SyncCluster) -> None:
@@ -214,7 +215,7 @@ def test_revoked_device_gets_a_clear_error(cluster: SyncCluster) -> None:
     with pytest.raises(AuthError) as err:
         a.sync()
     assert "revoked" in str(err.value)
-    assert a.engine().core.status.read()["errors"][-1]["kind"] == "auth"
+    assert a.engine().core.status.read().errors[-1].kind == "auth"
     assert a.read("n.md") == b"y\n"  # the local edit is untouched
 
 

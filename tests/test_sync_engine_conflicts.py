@@ -58,7 +58,7 @@ def test_human_edit_beats_agent_edit(cluster: SyncCluster, agent_first: bool) ->
     assert "a person's edit wins" in conflicts[0].message
     # reported in the status the desktop app reads
     detector = order[1]
-    assert detector.engine().core.status.read()["conflicts"][-1]["copy"] == copy_name
+    assert detector.engine().core.status.read().conflicts[-1].copy == copy_name
 
 
 def test_between_two_people_the_first_to_sync_wins(cluster: SyncCluster) -> None:

@@ -65,7 +65,7 @@ def test_changes_propagate_both_ways_without_echo(cluster: SyncCluster) -> None:
         assert heads["knowledge/new.md"] == 1  # a applied it and did not push it back
         hist = a.engine().core.remote.history("journal/today.md")
         assert all(ch.meta.device_name == "laptop" for ch in hist)  # b never re-committed
-        assert rb.daemon.engine.core.status.read()["state"] == "synced"
+        assert rb.daemon.engine.core.status.read().state == "synced"
     finally:
         ra.stop()
         rb.stop()
@@ -80,13 +80,13 @@ def test_an_idle_daemon_runs_no_rounds_and_one_per_request(cluster: SyncCluster)
     whose wait looked at the file again: an idle `companion watch` ran a round every ~10 ms and
     used most of a core."""
     from companion.sync.service import requests
-    from companion.sync.service.wake import request_round
+    from companion.sync.service.wake import nudge
     from companion.sync.state.device import vault_dir
     from companion.sync.state.index import SyncIndex
 
     dev = cluster.add_device("laptop", "human")
     dev.write("notes/a.md", "one\n")
-    request_round(vault_dir(dev.paths, os.path.realpath(dev.vault)))  # an earlier command left it
+    nudge(vault_dir(dev.paths, os.path.realpath(dev.vault)))  # an earlier command left it
     running = Running(dev)
     rounds: list[object] = []
     running.daemon.on_round_done(rounds.append)
@@ -96,8 +96,7 @@ def test_an_idle_daemon_runs_no_rounds_and_one_per_request(cluster: SyncCluster)
         assert rounds == [], f"{len(rounds)} rounds while idle"
         assert running.daemon.idle
         with SyncIndex(running.daemon.engine.core.index.path) as index:  # as another process does
-            rid = requests.submit(index, requests.ROUND)
-            request_round(running.daemon.engine_folder)
+            rid = requests.ask(index, running.daemon.engine_folder, requests.ROUND)
             outcome = requests.wait(index, rid, timeout=15)
         assert outcome.code == 0
         window.wait(1.0)
@@ -109,12 +108,10 @@ def test_an_idle_daemon_runs_no_rounds_and_one_per_request(cluster: SyncCluster)
 def _ask_round(running: Running, **args: object) -> dict:
     """Ask the daemon for a round as `companion sync` does from another process; its report."""
     from companion.sync.service import requests
-    from companion.sync.service.wake import request_round
     from companion.sync.state.index import SyncIndex
 
     with SyncIndex(running.daemon.engine.core.index.path) as index:
-        rid = requests.submit(index, requests.ROUND, **args)
-        request_round(running.daemon.engine_folder)
+        rid = requests.ask(index, running.daemon.engine_folder, requests.ROUND, **args)
         outcome = requests.wait(index, rid, timeout=15)
     assert outcome.code == 0, outcome.message
     assert outcome.report is not None
@@ -221,7 +218,7 @@ def test_a_vault_folder_replaced_under_a_running_daemon_syncs_again(
         a.vault.rename(away)
         status = ra.daemon.engine.core.status
         wait_for(
-            lambda: "missing" in str((status.read().get("errors") or [{}])[-1].get("message")),
+            lambda: any("missing" in e.message for e in status.read().errors[-1:]),
             timeout=15,
             what="the missing folder in the status",
         )
@@ -288,8 +285,8 @@ def test_daemon_reconnects_and_sends_queued_edits(tmp_path: Path) -> None:
             wait_for(lambda: run.online is True and run.rounds > 0, 20, "reconnect")
             wait_for(
                 lambda: (
-                    a.engine().core.status.read()["pending"]["upload"] == 0
-                    and a.engine().core.status.read()["state"] == "synced"
+                    a.engine().core.status.read().pending.upload == 0
+                    and a.engine().core.status.read().state == "synced"
                 ),
                 10,
                 "queued edit pushed",

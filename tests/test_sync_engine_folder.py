@@ -117,8 +117,8 @@ def test_an_unmounted_vault_drive_gets_no_note_and_loses_none(tmp_path: Path) ->
                 assert os.listdir(point) == []  # nothing written into the bare mount point
                 assert f"vault folder missing: {os.path.realpath(point)}" in str(outcome.error)
                 status = a.engine().core.status.read()
-                assert status["state"] == "vault_missing"
-                assert status["errors"][-1]["kind"] == "vault_missing"
+                assert status.state == "vault_missing"
+                assert status.errors[-1].kind == "vault_missing"
                 _mount(disk, point)
                 mounted = True
                 wait_for(
@@ -128,7 +128,7 @@ def test_an_unmounted_vault_drive_gets_no_note_and_loses_none(tmp_path: Path) ->
                 )
                 done = running.round()
                 assert done.error is None, done
-                assert a.engine().core.status.read()["state"] == "synced"
+                assert a.engine().core.status.read().state == "synced"
             finally:
                 running.stop()
             b.sync()
@@ -162,7 +162,7 @@ def test_a_folder_swapped_under_a_running_engine_gets_no_note_and_loses_none(
         outcome = running.round()
         assert isinstance(outcome.error, VaultMissing), outcome
         assert os.listdir(a.vault) == []  # no note, no marker: nothing written into it
-        assert a.engine().core.status.read()["state"] == "vault_missing"
+        assert a.engine().core.status.read().state == "vault_missing"
         again = running.round()  # each round checks again, still writes nothing
         assert isinstance(again.error, VaultMissing) and os.listdir(a.vault) == []
         a.vault.rmdir()

@@ -42,7 +42,7 @@ def test_mass_deletion_is_held_until_confirmed(cluster: SyncCluster) -> None:
     assert len(b.files()) == 21  # nothing deleted elsewhere; the new note arrived
     assert b.read("knowledge/new.md") == b"still goes out\n"
     status = a.engine().core.status.read()
-    assert status["errors"][-1]["kind"] == "mass_delete"
+    assert status.errors[-1].kind == "mass_delete"
     with pytest.raises(MassDeleteRefused):
         a.sync()  # still held on the next round: nothing is forgotten
     report = a.sync(allow_mass_delete=True)
@@ -98,7 +98,7 @@ def test_an_emptied_small_vault_folder_does_not_empty_other_devices(
     assert f"delete {notes + 1} of {notes + 1} files (100%)" in str(err.value)
     b.sync()
     assert len(b.files()) == notes + 1
-    assert a.engine().core.status.read()["errors"][-1]["kind"] == "mass_delete"
+    assert a.engine().core.status.read().errors[-1].kind == "mass_delete"
     report = a.sync(allow_mass_delete=True)  # the person meant it
     assert len(report.deleted_remote) == notes + 1
     b.sync()

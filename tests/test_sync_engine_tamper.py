@@ -151,7 +151,7 @@ def test_a_lie_costs_only_the_files_it_touched(setup, lie: str) -> None:
     rows = engine.quarantined()
     assert rows and all(r.reason for r in rows)
     assert error.__name__ in {"TamperedRecord", "TamperedBlob"}
-    assert engine.core.status.read()["errors"][-1]["kind"] == "quarantine"
+    assert engine.core.status.read().errors[-1].kind == "quarantine"
     proxy.tamper = None
     b.sync()
     assert b.sync().converged

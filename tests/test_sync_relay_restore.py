@@ -46,8 +46,8 @@ def test_devices_resynchronise_after_the_relay_is_restored(tmp_path: Path) -> No
         assert after == before  # nothing lost, nothing resurrected
         assert after["knowledge/a.md"] == b"a, version 2 (after the backup)\n"
         assert "knowledge/gone.md" not in after
-        errors = laptop.engine().core.status.read()["errors"]
-        assert any(e["kind"] == "relay_restored" for e in errors)
+        errors = laptop.engine().core.status.read().errors
+        assert any(e.kind == "relay_restored" for e in errors)
         # and a device that joins now gets everything
         desk = cluster.add_device("desk", "human")
         desk.sync()

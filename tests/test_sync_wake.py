@@ -1,18 +1,18 @@
-"""The wake file another process writes to ask the running engine for a round."""
+"""The wake file: another process's nudge that a new job row waits for the running engine."""
 
 from __future__ import annotations
 
 import threading
 from pathlib import Path
 
-from companion.sync.service.wake import WAKE_NAME, WakeFile, request_round
+from companion.sync.service.wake import WAKE_NAME, WakeFile, nudge
 
 
 def test_a_reader_never_sees_the_wake_file_half_written(tmp_path: Path) -> None:
     """The daemon looks at the file whenever it wakes. Truncating it before writing the new
     stamp let that look read it empty, which counts as one more request (7,444 of 10,339 reads
     here, before the file was replaced whole)."""
-    request_round(tmp_path)
+    nudge(tmp_path)
     done = threading.Event()
     seen: list[str] = []
 
@@ -24,7 +24,7 @@ def test_a_reader_never_sees_the_wake_file_half_written(tmp_path: Path) -> None:
     reader.start()
     try:
         for _ in range(500):
-            request_round(tmp_path)
+            nudge(tmp_path)
     finally:
         done.set()
         reader.join(10)
@@ -33,10 +33,10 @@ def test_a_reader_never_sees_the_wake_file_half_written(tmp_path: Path) -> None:
 
 def test_each_request_is_seen_once(tmp_path: Path) -> None:
     wake = WakeFile(tmp_path)
-    assert not wake.requested()  # no file yet
-    request_round(tmp_path)
-    assert wake.requested()
-    assert not wake.requested()
-    request_round(tmp_path)
-    assert wake.requested()
+    assert not wake.nudged()  # no file yet
+    nudge(tmp_path)
+    assert wake.nudged()
+    assert not wake.nudged()
+    nudge(tmp_path)
+    assert wake.nudged()
     assert [p.name for p in tmp_path.iterdir()] == [WAKE_NAME]  # no temp file left

@@ -7,10 +7,13 @@ daemon's online flag, the round in progress, the status file the engine writes a
 "Sync now" asks the daemon for a round and waits for its outcome; "Pause" stops the daemon (no
 threads, no network) and releases the vault lock; "Dream now" runs the dream here with the sync
 hook, so it takes the relay's per-night lease and syncs until quiet (offline, it dreams anyway
-and sync reconciles later).
+and sync reconciles later); while another process owns the copy, Verify's rounds are asked of it
+(`sync/service/dreamhook.py`).
 
-When another process already syncs this copy (a `companion watch` service), the facade only
-watches its status file, and takes over when that process stops.
+When another process already syncs this copy (a `companion watch` service), the facade
+watches its status file, hands the rounds the person asks for ("Sync now", held decisions,
+review ticks, a confirmed mass deletion) to that process through the job queue, as
+`companion sync` does (`sync/service/requests.py`), and takes over when that process stops.
 
 Events (`drain_events`): new dream reports and conflict copies (as `IdleEngine`), a mass
 deletion held back, a keyring that cannot give the vault key, and a secret in a note that a
@@ -21,13 +24,15 @@ Qt-free, like the engine it hosts.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
 import time
+from collections.abc import Iterator
 from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from companion.config import Config
 from companion.errors import CompanionError
@@ -56,8 +61,9 @@ from companion.sync.round.engine import SyncEngine
 from companion.sync.round.guard import MassDeleteRefused
 from companion.sync.round.report import RoundReport
 from companion.sync.round.scanner import SkipReason
+from companion.sync.service import requests
 from companion.sync.service.daemon import Daemon, RoundOutcome
-from companion.sync.service.dreamhook import rounds_until_quiet
+from companion.sync.service.dreamhook import dream_sync_hook, rounds_until_quiet
 from companion.sync.service.lock import LockHeld, VaultLock
 from companion.sync.state.device import (
     DeviceState,
@@ -67,7 +73,10 @@ from companion.sync.state.device import (
     sync_index_path,
     vault_dir,
 )
-from companion.sync.state.status import StatusStore
+from companion.sync.state.status import SYNCING, Status, StatusStore, StatusVersionError
+
+if TYPE_CHECKING:
+    from companion.dream.verify import SyncHook
 
 log = get_logger("gui.sync")
 
@@ -262,8 +271,12 @@ class SyncFacade(IdleEngine):
         base = super().snapshot()
         self._ensure_started()  # also takes over when another process stopped syncing
         daemon = self._daemon
-        saved = self.status.read()
         errors = list(base.errors)
+        try:
+            saved = self.status.read()
+        except StatusVersionError as exc:  # a newer companion wrote it: said, not misread
+            saved = Status()
+            errors.append(str(exc))
         for problem in (self._start_error, self._round_error, daemon and daemon.fatal):
             if problem:
                 errors.append(problem)
@@ -271,22 +284,17 @@ class SyncFacade(IdleEngine):
             online = daemon.online is not False
             syncing = daemon.in_round or not daemon.ready.is_set()
         else:
-            online = bool(saved.get("online")) if self._elsewhere else True
-            syncing = self._elsewhere is not None and saved.get("state") == "syncing"
-        pending = saved.get("pending") or {}
-        count = int(pending.get("upload") or 0) + int(pending.get("download") or 0)
+            online = bool(saved.online) if self._elsewhere else True
+            syncing = self._elsewhere is not None and saved.state == SYNCING
+        count = saved.pending.upload + saved.pending.download
         if not online:  # no round gets far enough to count: look at the disk, as `status` does
             count = self._offline_pending()
-        last = saved.get("last_sync")
-        unwritable = tuple(
-            (str(p.get("path", "")), str(p.get("reason", "")))
-            for p in saved.get("problems") or []
-            if isinstance(p, dict)
-        )
+        last = saved.last_sync
+        unwritable = tuple((p.path, p.reason) for p in saved.problems)
         not_synced = tuple(
-            (str(n.get("path", "")), str(n.get("detail", "")))
-            for n in saved.get("not_synced") or []
-            if isinstance(n, dict) and n.get("reason") != SkipReason.SYMLINK  # left out on purpose
+            (n.path, n.detail)
+            for n in saved.not_synced
+            if n.reason != SkipReason.SYMLINK  # left out on purpose
         )
         return EngineSnapshot(
             errors=errors,
@@ -330,7 +338,7 @@ class SyncFacade(IdleEngine):
         daemon = self._daemon
         if daemon is None:
             if self._elsewhere:
-                raise CompanionError(tr("engine.sync_elsewhere", who=self._elsewhere))
+                return self._round_by_owner(timeout, allow_mass_delete)
             raise CompanionError(self._start_error or tr("engine.sync_stopped"))
         ticket = daemon.request_round(allow_mass_delete=allow_mass_delete)
         outcome = daemon.wait_round(ticket, timeout)
@@ -342,6 +350,31 @@ class SyncFacade(IdleEngine):
             raise CompanionError(_readable(outcome.error))
         assert outcome.report is not None
         return outcome.report
+
+    def _round_by_owner(self, timeout: float, allow_mass_delete: bool) -> RoundReport:
+        """The round asked of the process that owns the copy (`companion watch`) through the
+        job queue, as `companion sync --rescan` asks it: a whole-vault round, as this process's
+        own daemon runs for "Sync now"; its report, or the error a person can read. An owner
+        that takes no requests (a one-shot `companion sync`, a dream) is named, as before."""
+        from companion.sync.state.index import SyncIndex  # noqa: PLC0415
+
+        who = self._elsewhere
+        with SyncIndex(sync_index_path(self.paths, self.root)) as index:
+            try:
+                outcome = requests.by_owner(
+                    index, self.lock, requests.ROUND, timeout=timeout,
+                    allow_mass_delete=allow_mass_delete, rescan=True,
+                )  # fmt: skip
+            except LockHeld:
+                raise CompanionError(tr("engine.sync_elsewhere", who=who)) from None
+            except CompanionError as exc:  # not answered in time: the request is cancelled
+                log.warning("%s", exc)
+                raise CompanionError(tr("engine.sync_timeout")) from None
+        if outcome.code == requests.EXIT_OFFLINE:
+            raise CompanionError(tr("engine.offline"))
+        if outcome.code != 0:
+            raise CompanionError(redact(outcome.message))
+        return RoundReport.from_summary(outcome.report or {})
 
     def sync_now(self) -> None:
         self._round_now()
@@ -372,9 +405,11 @@ class SyncFacade(IdleEngine):
             self._ensure_started()
         from companion.sync.state.editors import editors_for_dream  # noqa: PLC0415
 
-        hook = _DaemonSyncHook(self) if self._daemon is not None else None
         try:
-            with editors_for_dream(self.root, self.paths, self.config) as editors:
+            with (
+                self._dream_sync_hook() as hook,
+                editors_for_dream(self.root, self.paths, self.config) as editors,
+            ):
                 report = run_dream(
                     self.root, self.config, paths=self.paths, ran_on="local", sync=hook,
                     editors=editors,
@@ -389,6 +424,20 @@ class SyncFacade(IdleEngine):
             log.info("no dream here: %s", "; ".join(report.warnings))
             return None
         return report.path
+
+    @contextlib.contextmanager
+    def _dream_sync_hook(self) -> Iterator[SyncHook | None]:
+        """Verify's rounds: this process's daemon; else, when another process owns the copy,
+        that process through the job queue, as `companion dream` asks it
+        (`sync/service/dreamhook.py`, the night's lease on the relay); paused: none."""
+        if self._daemon is not None:
+            yield _DaemonSyncHook(self)
+            return
+        if self._paused or not self._elsewhere:
+            yield None
+            return
+        with dream_sync_hook(self.root, self.paths, self.config) as hook:
+            yield hook
 
     # ---- held changes --------------------------------------------------------------------------
 

@@ -626,11 +626,9 @@ def through_owner(app: AppContext, vault: Path, lock: Any, kind: str, **args: An
     for it; its failure is raised with the exit status the work would have had here. A holder
     that takes no requests (another one-shot command) is `LockHeld` at once, exit 4."""
     from companion.sync.service import requests
-    from companion.sync.service.wake import request_round
-    from companion.sync.state.device import DeviceState, vault_dir
+    from companion.sync.state.device import DeviceState
 
-    root = os.path.realpath(vault)
-    DeviceState.load(app.paths, root)  # not set up: the init hint
+    DeviceState.load(app.paths, os.path.realpath(vault))  # not set up: the init hint
     if not lock.owner_serves_requests():
         raise lock.held_elsewhere()
     holder = lock.holder() or {}
@@ -639,8 +637,6 @@ def through_owner(app: AppContext, vault: Path, lock: Any, kind: str, **args: An
         err=True,
     )
     with _index(app, vault) as index:
-        rid = requests.submit(index, kind, **args)
-        request_round(vault_dir(app.paths, root))
-        outcome = requests.wait(index, rid)
+        outcome = requests.by_owner(index, lock, kind, **args)
     requests.raise_for(outcome)
     return outcome

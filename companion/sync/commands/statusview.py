@@ -8,6 +8,7 @@ records are newer than this device's cursor), with a short timeout.
 from __future__ import annotations
 
 import os
+from dataclasses import asdict
 from datetime import UTC, datetime
 from typing import Any
 
@@ -16,7 +17,7 @@ from companion.logs import get_logger
 from companion.paths import DevicePaths
 from companion.sync.service.lock import VaultLock
 from companion.sync.state.device import DeviceState, status_file, sync_index_path, vault_dir
-from companion.sync.state.status import StatusStore
+from companion.sync.state.status import ErrorEntry, Status, StatusStore, StatusVersionError
 
 log = get_logger("sync.status")
 PROBE_TIMEOUT_S = 3.0
@@ -35,14 +36,15 @@ def collect_status(
     """The documented `status --json` shape (see docs/sync.md)."""
     root = os.path.realpath(vault)
     state = DeviceState.load(paths, root)
-    saved = StatusStore(status_file(paths, root)).read()
+    saved, unreadable = saved_status(paths, root)
     lock = VaultLock(vault_dir(paths, root))
     holder = lock.holder()
     if holder is not None and not _alive(holder.get("pid")):
         holder = None
     missing = folder_missing(paths, root, state)
     upload, inbox, cursor = local_pending(paths, config, root, scan_folder=not missing)
-    attention = _attention(paths, root, saved.get("conflicts") or [])
+    attention = _attention(paths, root, [asdict(c) for c in saved.conflicts])
+    last_error = unreadable or saved.last_error
     download: int | None = inbox
     online: bool | None = None
     quotas: list[dict[str, Any]] = []
@@ -57,20 +59,20 @@ def collect_status(
         "key_fingerprint": state.key_fingerprint,
         "relay": state.relay_url,
         "online": online,
-        "state": "vault_missing" if missing else _state(saved.get("state"), attention),
-        "last_sync": _iso(saved.get("last_sync")),
-        "last_sync_ts": saved.get("last_sync"),
-        "last_attempt": _iso(saved.get("last_attempt")),
+        "state": "vault_missing" if missing else _state(saved.state, attention),
+        "last_sync": _iso(saved.last_sync),
+        "last_sync_ts": saved.last_sync,
+        "last_attempt": _iso(saved.last_attempt),
         "pending": {"upload": upload, "download": download},
         "conflicts": attention[2],
         "held": attention[0],
         "quarantined": attention[1],
         "problems": attention[3],
-        "not_synced": saved.get("not_synced") or [],  # as the last round's scans found them
-        "not_synced_count": saved.get("not_synced_count") or len(saved.get("not_synced") or []),
-        "errors": saved.get("errors") or [],
-        "last_error": current_error(saved),
-        "last_round": saved.get("last_round"),
+        "not_synced": [asdict(n) for n in saved.not_synced],  # as the last round's scans found
+        "not_synced_count": saved.not_synced_total,
+        "errors": [asdict(e) for e in saved.errors],
+        "last_error": asdict(last_error) if last_error is not None else None,
+        "last_round": dict(saved.last_round) if saved.last_round is not None else None,
         "daemon": holder,
         "agent_quotas": quotas,
         "device_keys": device_keys(paths, root, state),
@@ -98,19 +100,13 @@ def device_keys(paths: DevicePaths, root: str, state: DeviceState) -> dict[str, 
     return out
 
 
-def current_error(saved: dict[str, Any]) -> dict[str, Any] | None:
-    """The newest error if it belongs to the latest round (recorded at or after that round
-    started), else None: an old "cannot reach the relay" is history once a later round got
-    through, and stays only in the rolling `errors` list."""
-    errors = saved.get("errors") or []
-    last = errors[-1] if errors and isinstance(errors[-1], dict) else None
-    if last is None:
-        return None
-    started = saved.get("last_attempt")
-    when = last.get("time")
-    if isinstance(started, int | float) and isinstance(when, int | float) and when < started:
-        return None
-    return last
+def saved_status(paths: DevicePaths, root: str) -> tuple[Status, ErrorEntry | None]:
+    """The saved status, and what made it unreadable: a file a newer companion wrote reads as
+    "never synced" here, with that error as the `last_error` `status` shows."""
+    try:
+        return StatusStore(status_file(paths, root)).read(), None
+    except StatusVersionError as exc:
+        return Status(), ErrorEntry(None, "status_version", str(exc))
 
 
 def _alive(pid: object) -> bool:
@@ -125,7 +121,7 @@ def _alive(pid: object) -> bool:
     return True
 
 
-def _state(saved: str | None, attention: tuple[list[Any], ...]) -> str | None:
+def _state(saved: str, attention: tuple[list[Any], ...]) -> str | None:
     """The saved state, corrected by what the index says now: conflict copies in the vault make
     a synced copy "conflict", remote changes that cannot apply make it "pending"."""
     if saved in ("synced", "conflict"):

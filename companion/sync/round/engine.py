@@ -32,7 +32,7 @@ import hashlib
 import os
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -258,7 +258,10 @@ class SyncEngine:
         core = self.core
         t0 = time.monotonic()
         report = RoundReport()
-        core.status.update(state=status_file_mod.SYNCING, last_attempt=time.time())
+        started = time.time()
+        core.status.update(
+            lambda s: replace(s, state=status_file_mod.SYNCING, last_attempt=started)
+        )
         try:
             core.check_folder()  # nothing of a folder that is not the vault's
             if self.folder_was_missing:
@@ -323,7 +326,7 @@ class SyncEngine:
             total = max(report.held_of, report.held_deletes)
             refused = MassDeleteRefused(report.held_deletes, total, core.mass_delete_ratio)
             core.status.add_error("mass_delete", str(refused))
-            core.status.update(state=status_file_mod.ERROR)
+            core.status.update(lambda s: replace(s, state=status_file_mod.ERROR))
             raise refused
         return report
 
@@ -495,12 +498,14 @@ class SyncEngine:
     ) -> None:
         status = self.core.status
         report.elapsed_s = time.monotonic() - t0
-        status.add_conflicts([asdict(c) for c in report.conflicts])
+        status.add_conflicts(_conflict_entries(report))
         status.add_error(kind, str(exc))
-        changes: dict[str, Any] = {"state": state, "last_round": report.summary()}
-        if online is not None:
-            changes["online"] = online
-        status.update(**changes)
+        summary = report.summary()
+        status.update(
+            lambda s: replace(
+                s, state=state, last_round=summary, online=s.online if online is None else online
+            )
+        )
         log.info("sync round failed (%s): %s", kind, exc)  # the caller reports it
 
     def _run_after_round(self, report: RoundReport, allow: bool, max_passes: int) -> None:
@@ -525,29 +530,35 @@ class SyncEngine:
 
     def _finished(self, report: RoundReport) -> None:
         core = self.core
-        core.status.add_conflicts([asdict(c) for c in report.conflicts])
+        core.status.add_conflicts(_conflict_entries(report))
         problems = problem_views(core.index.inbox.rows())
         state = status_file_mod.PENDING
         if report.converged and not problems:
             copies = copy_paths(core.index.files.kept_copy_candidates())
             state = status_file_mod.CONFLICT if copies else status_file_mod.SYNCED
-        changes: dict[str, Any] = {
-            "state": state,
-            "online": True,
-            "last_round": report.summary(),
-            "pending": {"upload": report.pending_upload, "download": report.pending_download},
-            "held": [held_view(r) for r in core.index.held.rows()],
-            "quarantined": [quarantine_view(r) for r in core.index.quarantine.rows()],
-            "problems": problems,
-            "not_synced": [
-                {"path": path, "reason": reason, "detail": detail}
-                for path, (reason, detail) in sorted(self.not_synced.items())[:NOT_SYNCED_SHOWN]
-            ],
-            "not_synced_count": len(self.not_synced),
-        }
-        if report.converged:
-            changes["last_sync"] = time.time()
-        core.status.update(**changes)
+        st = status_file_mod
+        shown = sorted(self.not_synced.items())[:NOT_SYNCED_SHOWN]
+        summary = report.summary()
+        now = time.time()
+        held = tuple(st.HeldEntry.from_json(held_view(r)) for r in core.index.held.rows())
+        quarantined = tuple(
+            st.QuarantinedEntry.from_json(quarantine_view(r)) for r in core.index.quarantine.rows()
+        )
+        core.status.update(
+            lambda s: replace(
+                s,
+                state=state,
+                online=True,
+                last_round=summary,
+                last_sync=now if report.converged else s.last_sync,
+                pending=st.Pending(report.pending_upload, report.pending_download),
+                held=held,
+                quarantined=quarantined,
+                problems=tuple(st.ProblemEntry.from_json(p) for p in problems),
+                not_synced=tuple(st.NotSyncedEntry(p, r, d) for p, (r, d) in shown),
+                not_synced_count=len(self.not_synced),
+            )
+        )
         if report.changed:
             log.info(
                 "sync: %d down, %d deleted here, %d up, %d deleted remotely, %d conflicts "
@@ -635,6 +646,10 @@ class _Preloaded:
 
     def paths_with_fold(self, key: str) -> list[str]:
         return self.files.paths_with_fold(key)
+
+
+def _conflict_entries(report: RoundReport) -> list[status_file_mod.ConflictEntry]:
+    return [status_file_mod.ConflictEntry(**asdict(c)) for c in report.conflicts]
 
 
 def _local_changes(changes: Iterable[LocalChange]) -> dict[str, Local]:

@@ -8,9 +8,12 @@ Several sources wake the engine, and one thread runs its rounds, one at a time:
   device commits (it scans only the paths those changes touch); this device's own commits,
   which the round that made them steps over, wake nothing;
 - **requests**: this process asks for a round (`request_round`, then `wait_round` for its
-  outcome: the desktop app's "Sync now"); another process records a request in the index and
-  touches the wake file (`sync/service/requests.py`: `companion restore`, `held`, `quarantine` while
-  this daemon owns the copy), which is watched, and looked at every `WAKE_CHECK_S` anyway;
+  outcome: the desktop app's "Sync now"); another process records a row in the job queue
+  (`sync/service/requests.py`: `companion sync`, `restore`, `held`, `quarantine`, the dream's
+  Verify, the desktop app while this daemon owns the copy) and nudges it through the wake file
+  (`wake.py`), which is watched and looked at every `WAKE_CHECK_S` anyway. The nudge only says
+  "read the queue": the rows, read at start and after each nudge, hold the work, and the
+  daemon writes each one's outcome back into its row (`_serve_requests`);
 - **retries**: when the relay is unreachable the round is retried with exponential backoff
   (0.5 s doubling to `max_backoff_s`, with jitter); when the relay (or a proxy) answers 429 or
   503 with Retry-After (`RelayBusy`), the retry waits that long instead. Local edits simply
@@ -126,7 +129,7 @@ class _WakeWatch(FileSystemEventHandler):
     """Wakes the daemon as soon as another process writes the wake file.
 
     It only wakes the main loop, which then compares the file's content with what it saw last
-    (`WakeFile.requested`): that comparison alone decides whether a round was asked for. Reads
+    (`WakeFile.nudged`): that comparison alone decides whether to read the job queue. Reads
     are not writes: inotify reports them as "opened" and "closed_no_write", and the daemon's
     own look at the file makes such a pair, so they are ignored."""
 
@@ -186,6 +189,10 @@ class Daemon:
         self._watcher: Watcher | None = None
         self.online: bool | None = None
         self.folder_missing = False  # the last round found no vault folder (VaultMissing)
+        # a round held deletions back (MassDeleteRefused) and no whole-vault round has found
+        # the vault clear since: a round asked for scans everything, or, scoped to what the
+        # watcher noted since, it would miss them and answer "synced" for a held deletion
+        self.deletions_held = False
         self.rounds = 0
         self.fatal: str | None = None
         self.ready = threading.Event()  # set after the first round
@@ -361,7 +368,7 @@ class Daemon:
         with self._cond:
             while not self._stop.is_set():
                 now = time.monotonic()
-                if self.wake_file.requested():  # another process recorded something
+                if self.wake_file.nudged():  # another process recorded a row
                     self._requests = True
                 retry_due = self._retry_at is not None and now >= self._retry_at
                 asked = self._asked > self._served
@@ -458,10 +465,11 @@ class Daemon:
         """The paths a round must scan to find every local change, or None for the whole
         vault. Only the watcher can vouch for a smaller set, and only when it sees every change
         (a local file system), nothing since the last full round needs one (`work.full`: the
-        first round, an overflow, a rescan or a retry), and its barrier shows it has noted
+        first round, an overflow, a rescan or a retry; `deletions_held`: deletions the guard
+        holds back, which the watcher reported once), and its barrier shows it has noted
         every change made before now. Then: what it noted, plus what it already delivered."""
         watcher = self._watcher
-        if work.full or watcher is None or not watcher.sees_every_change:
+        if work.full or self.deletions_held or watcher is None or not watcher.sees_every_change:
             return None
         if not watcher.barrier():
             return None
@@ -482,6 +490,8 @@ class Daemon:
             self._failed(exc, full, paths or set())
             return RoundOutcome(self.rounds + 1, None, exc)
         self.rounds += 1
+        if report.full_scan:
+            self.deletions_held = False  # the whole vault looked at, nothing held back
         for c in report.conflicts:
             log.warning("%s", c.message)
         for msg in report.skipped:
@@ -510,6 +520,7 @@ class Daemon:
             self.stop()
         elif isinstance(exc, MassDeleteRefused):
             log.error("%s", exc)  # held until the person confirms; other changes went through
+            self.deletions_held = True
         elif isinstance(exc, VaultMissing):
             if not self.folder_missing:  # said once, not at every look
                 log.error("%s; looking again every %g s", exc, FOLDER_RETRY_S)

@@ -4,8 +4,8 @@ Two cases, because the nightly dream on a server usually runs while `companion w
 vault copy:
 - nobody holds the engine lock: the hook takes it and runs sync rounds itself;
 - `companion watch` or the desktop app holds it: the hook asks that engine for each round the
-  way `companion sync` does (`sync/service/requests.py`: a request in the sync index, a touch of the
-  wake file) and waits for *that* round's outcome. The owner claims a request only in a round
+  way `companion sync` does (`sync/service/requests.py`: a row in the job queue, then a nudge
+  of the wake file) and waits for *that* round's outcome. The owner claims a request only in a round
   that starts after it was recorded, once its watcher has noted every change made before
   (`Daemon._watched_scope`), so a round that started before the dream wrote can never stand
   for the dream's files; an idle daemon, which runs no round on its own, answers at once.
@@ -27,7 +27,6 @@ from companion.relayclient.client import RelayClient
 from companion.sync.round.report import RoundReport
 from companion.sync.service import requests
 from companion.sync.service.lock import LockHeld, VaultLock
-from companion.sync.service.wake import request_round
 from companion.sync.state.device import DeviceState, sync_index_path, vault_dir
 from companion.sync.state.index import SyncIndex
 
@@ -83,11 +82,8 @@ class DaemonSyncHook:
     def round(self) -> RoundReport:
         """One round by the owner, asked for now: its report (its failure raised with the exit
         status the round would have had here)."""
-        if not self.lock.owner_serves_requests():
-            raise self.lock.held_elsewhere()  # a one-shot command: nobody to ask
-        rid = requests.submit(self.index, requests.ROUND)
-        request_round(self.lock.folder)
-        outcome = requests.wait(self.index, rid, timeout=self.timeout)
+        # a one-shot command holding the lock takes no requests: LockHeld at once
+        outcome = requests.by_owner(self.index, self.lock, requests.ROUND, timeout=self.timeout)
         requests.raise_for(outcome)
         return RoundReport.from_summary(outcome.report or {})
 

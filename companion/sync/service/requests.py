@@ -1,11 +1,15 @@
-"""Asking the engine that owns a vault copy to do something, from another process, and waiting.
+"""The one job queue between processes: asking the engine that owns a vault copy to do
+something, and waiting for its outcome.
 
-Only one engine owns a copy (`VaultLock`): `companion watch` or the desktop app. A command run
-meanwhile (`sync`, `restore`, `held accept|refuse`, `quarantine supersede|dismiss`) does not fail
-with "locked": it records a request in the copy's sync index (SQLite, safe across processes),
-nudges the owner (the wake file, `sync/service/wake.py`), and waits for the outcome the owner
-writes back, so the command prints the same result and exits with the same status as if it had
-run the work itself.
+Only one engine owns a copy (`VaultLock`): `companion watch` or the desktop app. Every request
+another process makes of it is a row here, in the copy's sync index (SQLite, safe across
+processes): a command run meanwhile (`sync`, `restore`, `held accept|refuse`,
+`quarantine supersede|dismiss`), the desktop app when another process owns the copy, and the
+dream's Verify (`dreamhook.py`). `by_owner` records the row, nudges the owner (`ask`: the wake
+file, `sync/service/wake.py`, which only says that a row exists) and waits for the outcome the
+owner writes back into the row, so the caller prints the same result and exits with the same
+status as if it had run the work itself. Decisions (`held`, `quarantine`) are recorded in the
+index first and carried out by a requested round, whose outcome is theirs.
 
 Kinds: ``round`` (run one round: `companion sync`, or to carry out a recorded decision; its
 ``allow_mass_delete`` argument is honoured) and ``restore``
@@ -16,12 +20,15 @@ its lock's holder file says so) is reported at once, exit 4, instead of waited f
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from companion.errors import CompanionError, InputError
+from companion.sync.service.lock import VaultLock
+from companion.sync.service.wake import nudge
 from companion.sync.state.index import SyncIndex
 from companion.sync.state.requests_store import RequestRow
 
@@ -55,6 +62,24 @@ def submit(index: SyncIndex, kind: str, **args: Any) -> int:
     if kind not in KINDS:
         raise ValueError(kind)
     return index.requests.add(kind, args)
+
+
+def ask(index: SyncIndex, engine_folder: str | os.PathLike[str], kind: str, **args: Any) -> int:
+    """Record a request and nudge the owner to read the queue: the request's id."""
+    request_id = submit(index, kind, **args)
+    nudge(engine_folder)
+    return request_id
+
+
+def by_owner(
+    index: SyncIndex, lock: VaultLock, kind: str, *, timeout: float = WAIT_S, **args: Any
+) -> Outcome:
+    """Have the engine holding `lock` do `kind` with `args`, and wait for its outcome (a
+    timeout cancels the request and raises, as `wait`). A holder that takes no requests
+    (another one-shot command: its holder file says so) is `LockHeld` at once, exit 4."""
+    if not lock.owner_serves_requests():
+        raise lock.held_elsewhere()
+    return wait(index, ask(index, lock.folder, kind, **args), timeout=timeout)
 
 
 def wait(

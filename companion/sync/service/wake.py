@@ -1,10 +1,14 @@
-"""Ask the engine that owns a vault copy to run a round soon, from another process.
+"""The nudge that a new job row exists for the engine that owns a vault copy.
 
-Decisions recorded by `companion held` / `companion quarantine` are carried out by a round. When
-a `companion watch` or the desktop app owns the copy (the engine lock), the command touches this
-file in the copy's engine folder; the daemon checks it whenever it waits (at least every few
-seconds) and runs a full round when it changed. No socket, no signal: it works the same under
-systemd, in the tray app and on every platform.
+Every request from another process is a row in the copy's job queue (`sync/service/requests.py`:
+`companion sync`, `restore`, `held` and `quarantine` decisions, the dream's Verify); the row
+carries the work and, once done, its outcome. This file carries nothing: `requests.ask` writes
+a new stamp into it after recording a row, so the owner (`companion watch`, the desktop app),
+which watches the file and looks at it every few seconds anyway, goes to read the queue now
+instead of at its next look. A lost or extra nudge costs only latency: the owner reads the
+queue when it starts and whenever it is nudged, and a request nobody takes is cancelled by its
+waiter. No socket, no signal: it works the same under systemd, in the tray app and on every
+platform.
 """
 
 from __future__ import annotations
@@ -18,16 +22,16 @@ from companion.fileio import write_atomic
 WAKE_NAME = "wake"
 
 
-def request_round(engine_folder: str | os.PathLike[str]) -> None:
+def nudge(engine_folder: str | os.PathLike[str]) -> None:
     """Write a new stamp into the wake file, whole: a reader never sees it empty (truncated
-    and not written yet), which it would take for one more request."""
+    and not written yet), which it would take for one more nudge."""
     path = Path(engine_folder) / WAKE_NAME
     path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
     write_atomic(path, str(time.time_ns()).encode(), durable=False)
 
 
 class WakeFile:
-    """Tells whether `request_round` was called since the last look."""
+    """Tells whether `nudge` was called since the last look."""
 
     def __init__(self, engine_folder: str | os.PathLike[str]) -> None:
         self.path = Path(engine_folder) / WAKE_NAME
@@ -39,7 +43,7 @@ class WakeFile:
         except (OSError, ValueError):
             return ""
 
-    def requested(self) -> bool:
+    def nudged(self) -> bool:
         now = self._read()
         if now == self._seen:
             return False

@@ -44,6 +44,7 @@ from companion.sync.round.plan import (
     RemoveHere,
     StaleSave,
     Wait,
+    is_new_edit,
     plan_apply,
     plan_push,
 )
@@ -688,6 +689,91 @@ CASES: list[dict[str, Any]] = [
 ]
 
 
+LONG = [f"line {i}\n" for i in range(240)]
+
+# Found by a random search: a 220-line note where the outcome depends on difflib's popular-line
+# rule (autojunk, from 200 lines on), which merge3's sequence matcher applies. Lines as tokens:
+# "-" is a "---" line, "_" a space.
+AJ_PREV = (
+    "l19 l32 l20 l13 l52 l38 l2 l54 - l53 - l53 l59 l42 l54 - l3 - - l7 l16 l47 l36 l39 l30 - "
+    "l3 - l43 - l3 l7 - l14 l40 l20 l50 - l33 - l37 l10 - l59 l35 l21 l21 l23 l35 - - l55 - "
+    "l31 - l25 l32 l46 - l28 l7 l39 - l37 - - l28 - - l58 l37 l27 l54 l54 l1 - - l24 - l2 l7 "
+    "- - - l26 l59 l6 l52 l54 l32 - l22 - l1 l52 - l56 - - l55 l36 l32 l8 l36 l31 - l23 - - "
+    "l25 l0 l38 l39 - l58 l20 l12 l49 l59 l46 l56 l42 l20 - - l14 l5 - l51 l44 - l56 l25 l17 "
+    "l28 l23 l41 - l43 - l9 l23 - l4 l32 l40 l21 l37 l19 - l22 - l3 - l43 l7 l18 l57 l7 l16 - "
+    "l58 - l35 l14 l39 l4 l55 - - - l47 - l30 l46 l33 l17 l18 l3 l47 l31 l2 l29 l5 l23 l57 "
+    "l27 l54 - l16 l36 l58 - l26 - l10 l55 - l2 l50 l52 - l0 l42 l55 - l26 - l32 l16 - - l10 "
+    "- l11 - l17 l25 - l0 "
+)
+AJ_HEAD = (
+    "l19 l32 l20 l13 l52 l38 l2 l54 - l53 - l53 l59 l42 l54 - l3 - - recv_337 l7 l16 l47 l36 "
+    "l39 l30 - l3 - l43 - l3 l7 - l14 l40 l20 l50 - l33 - l37 l10 - l59 l35 l21 l21 l23 l35 - "
+    "- l55 - l31 - l25 l32 l46 - l28 l7 l39 - l37 - - l28 - - l58 l37 l27 l54 l54 l1 - - l24 "
+    "- l2 l7 - - - l26 l59 l6 l52 l54 l32 - l22 - l1 l52 - l56 - - l55 l36 l32 l8 l36 l31 - "
+    "l23 - - l25 l0 l38 l39 - l58 l20 l12 l49 l59 l46 l56 l42 l20 - - l14 l5 - l51 l44 - l56 "
+    "l25 l17 l28 l23 l41 - l43 - l9 l23 - l4 l32 l40 l21 l37 l19 - l22 - l3 - l43 l7 l18 l57 "
+    "l7 l16 - l58 - l35 l14 l39 l4 l55 - - - l47 - l30 l46 l33 l17 l18 l3 l47 l31 l2 l29 l5 "
+    "l23 l57 l27 l54 - l16 l36 l58 - l26 - l10 l55 - l2 l50 l52 - l0 l42 l55 - l26 - l32 l16 "
+    "- - l10 - l11 - l17 l25 - l0 "
+)
+AJ_SAVED = (
+    "l19 l32 l20 l13 l52 l38 l2 l54 - l53 - l53 l59 mine_337 l54 - l3 - - l7 recv_337 l16 l47 "
+    "l36 l39 l30 - l3 - l43 - l3 l7 - l14 l40 l20 l50 - l33 - l37 l10 - l59 l35 l21 l21 l23 "
+    "l35 - - l55 - l31 - l25 l32 l46 - l28 l7 l39 - l37 - - l28 - - l58 l37 l27 l54 l54 l1 - "
+    "- l24 - l2 l7 - - - l26 l59 l6 l52 l54 l32 - l22 - l1 l52 - l56 - - l55 l36 l32 l8 l36 "
+    "l31 - l23 - - l25 l0 l38 l39 - l58 l20 l12 l49 l59 l46 l56 l42 l20 - - l14 l5 - l51 l44 "
+    "- l56 l25 l17 l28 l23 l41 - l43 - l9 l23 - l4 l32 l40 l21 l37 l19 - l22 - l3 - l43 l7 "
+    "l18 l57 l7 l16 - l58 - l35 l14 l39 l4 l55 - - - l47 - l30 l46 l33 l17 l18 l3 l47 l31 l2 "
+    "l29 l5 l23 l57 l27 l54 - l16 l36 l58 - l26 - l10 l55 - l2 l50 l52 - l0 l42 l55 - l26 - "
+    "l32 l16 - - l10 - l11 - l17 l25 - l0 "
+)
+
+
+def untok(tokens: str) -> str:
+    return "".join(("---" if t == "-" else t.replace("_", " ")) + "\n" for t in tokens.split())
+
+
+POPULAR = "".join(("---\n" if i % 3 == 0 else f"item {i}\n") for i in range(300))
+
+# The stale-save rule on the contents (`is_new_edit`, over `merge.derives_from`): (prev, head,
+# saved). prev None: the replaced version was too large to keep.
+NEW_EDITS: list[tuple[str, str | None, str, str]] = [
+    ("holds_received_line_edits_next", "line 1\nline 2\nline 3\n",
+     "line 1, received\nline 2\nline 3\n", "line 1, received\nline 2, agent\nline 3\n"),
+    ("edit_before_received_line", "line 1\nline 2\nline 3\n", "line 1\nline 2, received\nline 3\n",
+     "line 1, agent\nline 2, received\nline 3\n"),
+    ("edit_after_inserted_line", "a\nb\nc\n", "a\nnew\nb\nc\n", "a\nnew\nb, agent\nc\n"),
+    ("received_deletion_then_edit", "line 1\nline 2\nline 3\n", "line 2\nline 3\n",
+     "line 2, agent\nline 3\n"),
+    ("drops_received_edits_other", "line 1\nline 2\nline 3\n",
+     "line 1, received\nline 2\nline 3\n", "line 1\nline 2, agent\nline 3\n"),
+    ("drops_received_appends", "line 1\nline 2\nline 3\n", "line 1, received\nline 2\nline 3\n",
+     "line 1\nline 2\nline 3\nline 4\n"),
+    ("drops_received_deletion", "line 1\nline 2\nline 3\n", "line 2\nline 3\n",
+     "line 1\nline 2, agent\nline 3\n"),
+    ("rewrites_received_line", "line 1\nline 2\n", "line 1, received\nline 2\n",
+     "line 1, mine\nline 2\n"),
+    ("nothing_to_compare", None, "x\n", "y\n"),
+    ("save_is_prev", "a\n", "b\n", "a\n"),
+    ("save_is_head", "a\n", "b\n", "b\n"),
+    ("binary_differs", "a\x00", "b\x00", "c\x00"),
+    ("crlf_save_of_lf_change", "a\nb\nc\n", "a\nB!\nc\n", "a\r\nB!\r\nc, mine\r\n"),
+    ("same_deletion", "a\nb\nc\nd\n", "a\nd\n", "a\nd\n"),
+    ("same_deletion_and_more", "a\nb\nc\nd\ne\n", "a\nd\ne\n", "a\nd\ne, mine\n"),
+    ("moved_lines_only", "a\nb\nc\n", "c\na\nb\n", "a\nb\nc, mine\n"),
+    ("no_final_newline", "a\nb", "a\nb\nc", "a\nb\nc\nd"),
+    ("long_file_far_edit", "".join(LONG), "".join(LONG[:10] + ["received\n"] + LONG[10:]),
+     "".join(LONG[:200] + ["mine\n"] + LONG[200:])),
+    ("long_file_holds_it", "".join(LONG), "".join(LONG[:10] + ["received\n"] + LONG[10:]),
+     "".join(LONG[:10] + ["received\n"] + LONG[10:200] + ["mine\n"] + LONG[200:])),
+    ("popular_lines_autojunk", POPULAR, POPULAR.replace("item 100\n", "item 100, received\n"),
+     POPULAR.replace("item 200\n", "item 200, mine\n")),
+    ("autojunk_decides", untok(AJ_PREV), untok(AJ_HEAD), untok(AJ_SAVED)),
+    ("popular_lines_held", POPULAR, POPULAR.replace("item 100\n", "item 100, received\n"),
+     POPULAR.replace("item 100\n", "item 100, received\n").replace("---\n", "--\n", 1)),
+]  # fmt: skip
+
+
 # ------------------------------------------------------------------ running the real planner
 
 
@@ -804,13 +890,26 @@ def build() -> dict[str, Any]:
     return {
         "version": 1,
         "about": "The planner's decisions (companion/sync/round/plan.py plan_apply and "
-        "plan_push; docs/protocol.md R11, R15-R19) over hand-written cases: index rows, inbox, "
+        "plan_push, and is_new_edit on contents: the stale-save rule; docs/protocol.md R11, "
+        "R15-R19) over hand-written cases: index rows, inbox, "
         "local scan, files being written, recent applies and options in; the apply steps in "
         "plan order, the local changes left to push and the push plan out. 'live' null: the "
         "index's live rows. Written by tests/test_sync_plan_vectors.py, replayed by "
         "obsidian-plugin/test/plan-vectors.test.ts",
         "window_ns": W,
         "cases": [{**c, "expect": run(c)} for c in CASES],
+        "is_new_edit": [
+            {
+                "name": name,
+                "prev": prev,
+                "head": head,
+                "saved": saved,
+                "new_edit": is_new_edit(
+                    None if prev is None else prev.encode(), head.encode(), saved.encode()
+                ),
+            }
+            for name, prev, head, saved in NEW_EDITS
+        ],
     }
 
 
@@ -839,6 +938,8 @@ def test_the_cases_cover_every_step_and_every_push_outcome() -> None:
     assert any(p["held_deletes"] for p in push) and any(p["kept_back"] for p in push)
     assert any(t["rename_to"] for p in push for t in p["tombstones"])
     assert any(u["rename_from"] for p in push for u in p["uploads"])
+    edits = {e["new_edit"] for e in build()["is_new_edit"]}
+    assert edits == {True, False}
     # the orders that matter: a Wait sorts before a Reconcile, deletions before writes
     wait = next(c for c in built if c["name"] == "wait_busy_write")["expect"]["apply"]
     assert [s["step"] for s in wait] == ["Wait", "Reconcile", "Download"]

@@ -13,6 +13,7 @@ import {
   type Incoming,
   type IndexEntry,
   type IndexView,
+  isNewEdit,
   type LocalKind,
   type PlanLocal,
   planApply,
@@ -112,6 +113,14 @@ describe("plan_v1.json", () => {
   it("holds enough cases to cover the planner", () => {
     expect(V.version).toBe(1);
     expect(V.cases.length).toBeGreaterThanOrEqual(50);
+  });
+
+  it("reads a save in the stale-save window as Python's is_new_edit does (R15)", () => {
+    const enc = (t: string | null) => (t === null ? null : new TextEncoder().encode(t));
+    expect(V.is_new_edit.length).toBeGreaterThan(10);
+    for (const e of V.is_new_edit) {
+      expect([e.name, isNewEdit(enc(e.prev), enc(e.head)!, enc(e.saved)!)]).toEqual([e.name, e.new_edit]);
+    }
   });
 
   for (const c of V.cases) {

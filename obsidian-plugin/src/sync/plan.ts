@@ -19,6 +19,7 @@
  */
 
 import { HUMAN } from "./conflicts";
+import { derivesFrom } from "./merge";
 import { fold, tryNormalize } from "./paths";
 import { isMassDelete } from "./policy";
 
@@ -140,6 +141,16 @@ function renameSource(item: Incoming<unknown>): string | null {
 
 function entryState<E extends IndexEntry>(e: E | undefined): E | null {
   return e === undefined || e.deleted ? null : e;
+}
+
+/** The stale-save rule on the contents (Python's `is_new_edit`): whether a save in the window
+ * after `head` replaced `prev` is a new edit of `head` (pushed as it is) rather than a stale
+ * one. Only a save that drops the change just applied is stale; one that holds it (`head`
+ * itself, a line `head` added, the same deletion) is new, even when it edits the line right
+ * next to that change (`merge.derivesFrom`). Without `prev` (too large to keep) nothing says
+ * otherwise. */
+export function isNewEdit(prev: Uint8Array | null | undefined, head: Uint8Array, saved: Uint8Array): boolean {
+  return prev === null || prev === undefined || !derivesFrom(prev, head, saved);
 }
 
 const ORDER = ["Discard", "MoveHere", "RemoveHere", "FollowRemoteRename", "FollowLocalRename", "Wait"];

@@ -9,9 +9,9 @@
  */
 
 import { sha256Hex, type FileMeta } from "../crypto/records";
-import { toBase64 } from "../crypto/bytes";
+import { fromBase64, toBase64 } from "../crypto/bytes";
 import { CompanionError, RelayUnreachable, VaultFolderMissing } from "../errors";
-import { caseCollisionName, resolve } from "./conflicts";
+import { caseCollisionName, HUMAN, resolve } from "./conflicts";
 import { isText } from "./merge";
 import { fold } from "./paths";
 import {
@@ -21,6 +21,7 @@ import {
   type FollowLocalRename,
   type FollowRemoteRename,
   type Incoming,
+  isNewEdit,
   type MoveHere,
   type PlanLocal,
   type Reconcile,
@@ -36,6 +37,9 @@ export const WRITE_PARALLEL = 16;
 export const APPLY_GROUP = 1500;
 export const BULK_MIN = 32; // from this many files on, one flush beats one fsync each
 export const FIRST_GROUP = 250; // a small first group, so writing starts early
+/** A local version the round writes over is kept for the stale-save rule up to this size
+ * (Python's BASE_TEXT_LIMIT). */
+export const APPLIED_TEXT_LIMIT = 1 << 20;
 
 /** A local change as the engine scanned it (a rename split into its two halves; Python's
  * `model.Local`): what the planner reads, and the content read for the push. */
@@ -79,6 +83,8 @@ export interface Host {
   /** Paths whose remote change could not be written this round (retried next round). */
   readonly unwritable: Set<string>;
   now(): Date;
+  /** The clock of the vault's modification times (ms): when an apply happened. */
+  clock(): number;
   write(path: string, data: Uint8Array, opts?: WriteOptions): Promise<FileStat>;
   remove(path: string): Promise<void>;
   rename(from: string, to: string): Promise<FileStat>;
@@ -136,7 +142,7 @@ export class Applier {
           await this.followLocalRename(step, out, report, touched);
           break;
         case "StaleSave":
-          await this.staleSave(step, out);
+          await this.staleSave(step, out, report, touched);
           break;
         case "Reconcile":
           out.work = true;
@@ -325,6 +331,7 @@ export class Applier {
       this.defer(p, ch, report);
       return;
     }
+    const prev = this.state.files[p];
     let st: FileStat;
     try {
       st = await this.host.write(p, content, writeOpts(ch.meta));
@@ -333,8 +340,26 @@ export class Applier {
       this.cannotWrite(p, ch, e.message, report);
       return;
     }
+    this.replaced(p, prev);
     this.record(p, ch, st);
     report.downloaded.push(p);
+  }
+
+  /** A download replaced `prev` (the synced version, on the relay): a save soon after may be
+   * stale (R15). Python's `_replaced`. */
+  private replaced(path: string, prev: Entry | undefined): void {
+    if (!prev || prev.deleted) return;
+    this.state.applied = this.state.applied ?? {};
+    this.state.applied[path] = { prevSha256: prev.sha256, prevRev: prev.rev, appliedAt: this.host.clock() };
+  }
+
+  /** The round wrote over a local version `data` nobody else has: kept here (small text) for
+   * the stale-save rule (Python's `_settle`). */
+  private overwrote(path: string, data: Uint8Array | null, sha: string): void {
+    if (data === null) return;
+    this.state.applied = this.state.applied ?? {};
+    const keep = data.length <= APPLIED_TEXT_LIMIT && isText(data) ? toBase64(data) : null;
+    this.state.applied[path] = { prevSha256: sha, prevData: keep, appliedAt: this.host.clock() };
   }
 
   /** Many files changed only remotely, written with one flush (VaultFS.writeMany). */
@@ -349,6 +374,7 @@ export class Applier {
       };
     });
     await this.host.guard();
+    const prevs = steps.map((st) => this.state.files[st.item.path]);
     const results = await this.host.fs.writeMany!(items);
     results.forEach((r, i) => {
       const ch = steps[i].item.change;
@@ -362,6 +388,7 @@ export class Applier {
         this.defer(p, ch, report);
         return;
       }
+      this.replaced(p, prevs[i]);
       this.record(p, ch, r);
       report.downloaded.push(p);
     });
@@ -431,7 +458,10 @@ export class Applier {
     let st: FileStat | null = null;
     if (res.writeLocal) {
       if (res.note === null) await this.host.remove(p);
-      else st = await this.host.write(p, res.note, sameBytes(res.note, remote) ? writeOpts(ch.meta) : {});
+      else {
+        st = await this.host.write(p, res.note, sameBytes(res.note, remote) ? writeOpts(ch.meta) : {});
+        this.overwrote(p, localData, lc.sha256 ?? "");
+      }
     } else if (res.note !== null) st = lc.stat ?? null;
     const inSync = sameBytes(res.note, remote);
     this.record(p, ch, inSync ? st : null);
@@ -494,10 +524,84 @@ export class Applier {
     touched.add(nu);
   }
 
-  /** A save soon after a remote change replaced the file: pushed as it is (no rule here yet). */
-  private async staleSave(step: StaleSave<Local>, out: Outcome): Promise<void> {
-    out.back.set(step.local.path, step.local);
+  /** A save that landed right after a remote change replaced the file (R15; Python's
+   * `Applier._stale_save`): if it was made from the replaced version (it drops the change just
+   * applied), it is reconciled three-way against that version, a merge or the conflict rules;
+   * else it is a new edit, pushed as it is. */
+  private async staleSave(step: StaleSave<Local>, out: Outcome, report: RoundReport, touched: Set<string>): Promise<void> {
+    const lc = step.local;
+    const path = lc.path;
+    const entry = this.state.files[path];
+    const data = lc.data;
+    if (!entry || entry.deleted || !data) {
+      out.back.set(path, lc);
+      return;
+    }
+    const head = await this.base(path);
+    const prev = await this.replacedVersion(path);
+    if (head === null || isNewEdit(prev, head, data)) {
+      out.back.set(path, lc); // an edit of the new version: pushed as it is
+      return;
+    }
+    const author = entry.device || "another device";
+    const kind = entry.deviceKind === HUMAN ? HUMAN : "agent";
+    const res = resolve(
+      path,
+      { data, deviceName: this.host.deviceName, deviceKind: this.host.deviceKind },
+      { data: head, deviceName: author, deviceKind: kind },
+      prev ?? null,
+      this.host.now(),
+      this.taken,
+    );
+    out.work = true;
+    touched.add(path);
+    if (res.copy) {
+      // the losing version is safe on disk before the note changes
+      await this.host.write(res.copy.path, res.copy.data);
+      touched.add(res.copy.path);
+    }
+    let st: FileStat | null = null;
+    if (res.writeLocal) {
+      if (res.note === null) await this.host.remove(path);
+      else {
+        st = await this.host.write(path, res.note);
+        this.overwrote(path, data, lc.sha256 ?? "");
+      }
+    } else if (res.note !== null && sameBytes(res.note, data)) st = lc.stat ?? null;
+    if (st !== null && sameBytes(res.note, head)) {
+      // back to exactly the remote version: the index says so, nothing to push
+      entry.mtime = st.mtime;
+      entry.size = st.size;
+    } else if (sameBytes(res.note, data)) {
+      delete this.state.applied?.[path]; // the save stands as it was: an ordinary edit, pushed now
+      out.back.set(path, lc);
+    }
+    if (res.copy) {
+      report.conflicts.push(
+        this.conflictInfo(path, res.copy.path, res.outcome === "local_wins" ? this.host.deviceName : author, res.copy.deviceName, res.outcome, res.message),
+      );
+    } else if (res.outcome === "merged") report.merged.push(path);
+    else if (res.outcome === "keep_edit") report.keptEdits.push(path);
   }
+
+  /** The version a recent apply replaced (R15): kept here, or the synced revision on the relay
+   * (verified); null when unknown (pruned, too large, binary). */
+  private async replacedVersion(path: string): Promise<Uint8Array | null> {
+    const rec = this.state.applied?.[path];
+    if (!rec) return null;
+    if (rec.prevData) return fromBase64(rec.prevData);
+    if (rec.prevRev === undefined) return null;
+    try {
+      const ch = await this.host.remote.record(path, rec.prevRev);
+      if (!ch || ch.meta.deleted || ch.meta.sha256 !== rec.prevSha256 || ch.meta.size > APPLIED_TEXT_LIMIT) return null;
+      const data = (await this.fetchContents([ch])).get(ch.meta.sha256) ?? null;
+      return data && isText(data) ? data : null;
+    } catch (err) {
+      if (err instanceof CompanionError && !(err instanceof RelayUnreachable)) return null;
+      throw err;
+    }
+  }
+
 }
 
 export function sameBytes(a: Uint8Array | null, b: Uint8Array | null): boolean {

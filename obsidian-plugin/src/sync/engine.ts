@@ -82,6 +82,9 @@ export interface EngineOptions {
   chunkSize?: number;
   maxFileBytes?: number;
   now?: () => Date;
+  /** The clock the vault's modification times use, in ms (Date.now for a real disk): when a
+   * remote change was applied, for the stale-save rule (R15). */
+  clock?: () => number;
   /** This device's key and anchor (trust.ts): records it seals are signed, and with an anchor
    * the roster decides who wrote what it opens. */
   trust?: Trust | null;
@@ -128,6 +131,7 @@ export class SyncEngine {
   readonly chunkSize: number;
   readonly maxFileBytes: number;
   private readonly now: () => Date;
+  private readonly clock: () => number;
   private verified = new Map<string, RemoteChange>();
   private approved = new Set<string>();
   /** Agents' notes the hold rules read this pass, by SHA-256 (`readAgentNotes`): what the
@@ -162,6 +166,7 @@ export class SyncEngine {
     this.chunkSize = opts.chunkSize ?? CHUNK_SIZE;
     this.maxFileBytes = opts.maxFileBytes ?? 200 * 1024 * 1024;
     this.now = opts.now ?? (() => new Date());
+    this.clock = opts.clock ?? (() => Date.now());
     // the executors (apply.ts, push.ts) act through this engine's folder-guarded writes
     const engine = this;
     this.applier = new Applier({
@@ -178,6 +183,7 @@ export class SyncEngine {
       },
       unwritable: this.unwritable,
       now: () => this.now(),
+      clock: () => this.clock(),
       write: (path, data, o) => this.write(path, data, o),
       remove: (path) => this.remove(path),
       rename: (from, to) => this.rename(from, to),
@@ -263,7 +269,8 @@ export class SyncEngine {
       for (const hook of this.afterRound) for (const p of await hook(this, report)) wrote.add(p);
       if (!wrote.size) return;
       // written on purpose after the round: the next scan reads them whatever their size and
-      // mtime (this engine has no stale-save window to leave; Python drops its "applied" rows)
+      // mtime, and no stale-save rule applies to them (Python drops its "applied" rows too)
+      this.dropApplied(wrote);
       for (const p of wrote) {
         const e = this.state.files[p];
         if (e) e.mtime = -1;
@@ -283,6 +290,7 @@ export class SyncEngine {
   /** Write (or delete, `null`) a vault file on this device's own behalf between rounds (the
    * review's outcomes and reverts): guarded as every write of the round is. */
   async writeOwn(path: string, data: Uint8Array | null): Promise<void> {
+    this.dropApplied([path]);
     if (data !== null) await this.write(path, data);
     else if (await this.fs.stat(path)) await this.remove(path);
   }
@@ -299,6 +307,7 @@ export class SyncEngine {
     try {
       await this.ensureFolder();
       await this.checkIgnoreRules();
+      this.pruneApplied();
       let scope: Set<string> | null =
         opts.paths && !wasMissing ? new Set(opts.paths.map((p) => tryNormalize(p)).filter((p): p is string => !!p)) : null;
       for (let i = 0; i < (opts.maxPasses ?? MAX_PASSES); i++) {
@@ -364,6 +373,18 @@ export class SyncEngine {
     }
     await this.save();
     return report;
+  }
+
+  /** Forget the applies too old for a save to be stale (Python's `prune_applied`). */
+  private pruneApplied(): void {
+    const since = this.clock() - STALE_SAVE_WINDOW_MS;
+    for (const [p, a] of Object.entries(this.state.applied ?? {})) if (a.appliedAt < since) delete this.state.applied![p];
+  }
+
+  /** Written here on purpose (the review's outcomes, a restore): not an editor saving a stale
+   * buffer over what a round just applied (Python's `drop_applied`). */
+  private dropApplied(paths: Iterable<string>): void {
+    for (const p of paths) delete this.state.applied?.[p];
   }
 
   private liveCount(): number {
@@ -532,7 +553,9 @@ export class SyncEngine {
     const { admitted, todo } = await this.admitInbox(local, report);
     // plan (plan.ts, as Python's planner decides), then carry it out (apply.ts, push.ts)
     const inbox = new Map([...todo].map(([p, ch]) => [p, incoming(p, ch)]));
+    const applied = new Map(Object.entries(this.state.applied ?? {}).map(([p, a]) => [p, { path: p, prevSha256: a.prevSha256, appliedAt: a.appliedAt }]));
     const plan = planApply(inbox, local, this.indexView(), {
+      applied,
       caseInsensitive: !!this.fs.caseInsensitive,
       agentTwins: this.device.kind === HUMAN,
       window: STALE_SAVE_WINDOW_MS,
@@ -1019,7 +1042,10 @@ export class SyncEngine {
     if (!ch) throw new InputError(`the relay has no revision ${rev} of '${rel}' (old revisions are pruned after the relay's retention period)`);
     if (ch.meta.deleted) throw new InputError(`revision ${rev} of '${rel}' is a deletion; restore an earlier revision`);
     const content = (await this.applier.fetchContents([ch])).get(ch.meta.sha256)!;
-    await this.exclusive(() => this.write(rel, content));
+    await this.exclusive(async () => {
+      await this.write(rel, content);
+      this.dropApplied([rel]); // the person's choice, not a stale save
+    });
     return this.round({ paths: [rel] });
   }
 

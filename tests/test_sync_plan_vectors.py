@@ -16,6 +16,7 @@ Regenerate only on purpose: python tests/test_sync_plan_vectors.py --write
 
 from __future__ import annotations
 
+import difflib
 import hashlib
 import json
 import sys
@@ -774,6 +775,23 @@ NEW_EDITS: list[tuple[str, str | None, str, str]] = [
 ]  # fmt: skip
 
 
+# How much of a note a renamed-and-edited file keeps (the scanner's `edited_source`: a rename
+# when at least half the lines remain): (old, new), compared as Python's scanner does.
+SIMILAR: list[tuple[str, str, str]] = [
+    ("one_line_of_three_edited", "one\ntwo\nthree\n", "ONE\ntwo\nthree\n"),
+    ("all_lines_edited", "one\ntwo\n", "ONE\nTWO\n"),
+    ("lines_added", "a\nb\n", "a\nb\nc\nd\ne\nf\n"),
+    ("empty_both", "", ""),
+    ("empty_new", "a\n", ""),
+    ("line_breaks_python_knows", "a\rb\x0bc\x0cd\x1ce\u2028f\u2029g\x85h\r\n",
+     "a\nb\nc\nd\ne\nf\ng\nh\n"),
+    ("blank_lines_kept", "a\n\n\nb\n", "a\n\nb\n"),
+    ("repeated_lines", "x\n" * 300 + "end\n", "x\n" * 150 + "y\n" * 150 + "end\n"),
+    ("moved_block", "".join(f"{i}\n" for i in range(20)),
+     "".join(f"{i}\n" for i in [*range(10, 20), *range(10)])),
+]  # fmt: skip
+
+
 # ------------------------------------------------------------------ running the real planner
 
 
@@ -891,7 +909,9 @@ def build() -> dict[str, Any]:
         "version": 1,
         "about": "The planner's decisions (companion/sync/round/plan.py plan_apply and "
         "plan_push, and is_new_edit on contents: the stale-save rule; docs/protocol.md R11, "
-        "R15-R19) over hand-written cases: index rows, inbox, "
+        "R15-R19; and rename_similarity, how much of a note a rename that also edited it "
+        "keeps, as the scanner's edited_source measures it, R17) over hand-written cases: "
+        "index rows, inbox, "
         "local scan, files being written, recent applies and options in; the apply steps in "
         "plan order, the local changes left to push and the push plan out. 'live' null: the "
         "index's live rows. Written by tests/test_sync_plan_vectors.py, replayed by "
@@ -909,6 +929,17 @@ def build() -> dict[str, Any]:
                 ),
             }
             for name, prev, head, saved in NEW_EDITS
+        ],
+        "rename_similarity": [
+            {
+                "name": name,
+                "old": old,
+                "new": new,
+                "ratio": difflib.SequenceMatcher(
+                    None, old.splitlines(), new.splitlines(), autojunk=False
+                ).ratio(),
+            }
+            for name, old, new in SIMILAR
         ],
     }
 

@@ -6,6 +6,7 @@ import { readFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
+import { similarity, splitLines } from "../src/sync/merge";
 import { fold } from "../src/sync/paths";
 import {
   type ApplyStep,
@@ -120,6 +121,13 @@ describe("plan_v1.json", () => {
     expect(V.is_new_edit.length).toBeGreaterThan(10);
     for (const e of V.is_new_edit) {
       expect([e.name, isNewEdit(enc(e.prev), enc(e.head)!, enc(e.saved)!)]).toEqual([e.name, e.new_edit]);
+    }
+  });
+
+  it("measures what a renamed and edited note keeps as Python's scanner does (R17)", () => {
+    expect(V.rename_similarity.length).toBeGreaterThan(5);
+    for (const e of V.rename_similarity) {
+      expect([e.name, similarity(splitLines(e.old), splitLines(e.new))]).toEqual([e.name, e.ratio]);
     }
   });
 

@@ -212,7 +212,7 @@ export class Applier {
   /** The last common version of `path`: the synced revision, fetched from the relay's history
    * and verified (the relay keeps it; nothing of it is kept here). Empty for a file new on
    * both sides; null when the relay pruned it (then no merge is tried). */
-  private async base(path: string): Promise<Uint8Array | null> {
+  async base(path: string): Promise<Uint8Array | null> {
     const e = this.state.files[path];
     if (!e || e.deleted) return new Uint8Array(0);
     try {

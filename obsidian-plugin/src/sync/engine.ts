@@ -30,6 +30,7 @@ import type { RelayClient, WireRecord } from "../relay/client";
 import { conflictCopyName, unicodeTwinName, conflictViews, type CopyView, HUMAN, isKeptCopy } from "./conflicts";
 import { FOLDER_MARKER, folderMissingMessage, markerText, parseMarker } from "./folder";
 import { IGNORE_FILE, IgnoreRules } from "./ignore";
+import { isText, similarity, splitLines } from "./merge";
 import { fold, normalize, pathProblem, tryNormalize } from "./paths";
 import { readAgentNotes } from "./noteread";
 import { configFolders, holdFold, holdReason, type Kind } from "./policy";
@@ -54,6 +55,10 @@ import { Pusher } from "./push";
 
 export const MAX_PASSES = 10;
 export const CHUNK_SIZE = 4 * 1024 * 1024;
+/** A renamed-and-edited note keeps at least half its lines (Python's scanner SIMILAR_*). */
+const SIMILAR_RATIO = 0.5;
+const SIMILAR_MAX_BYTES = 1 << 20;
+const SIMILAR_CANDIDATES = 8;
 /** Quarantined files asked about again per round (Python's QUARANTINE_RETRIES). */
 const QUARANTINE_RETRIES = 50;
 
@@ -768,7 +773,44 @@ export class SyncEngine {
       c.renameFrom = from;
       out.get(from)!.renameTo = c.path;
     }
+    // a rename that also edited the note (Python's scanner, `edited_source`, R17)
+    const left = [...free].sort(byPath);
+    for (const c of [...created].sort((x, y) => byPath(x.path, y.path))) {
+      if (c.renameFrom || !left.length) continue;
+      const from = await this.editedSource(c, left);
+      if (from === null) continue;
+      left.splice(left.indexOf(from), 1);
+      c.renameFrom = from;
+      out.get(from)!.renameTo = c.path;
+    }
     return out;
+  }
+
+  /** A deleted note `c` was renamed from and then edited (Python's scanner `edited_source`):
+   * the same name in another folder, or the same folder under another name, and at least half
+   * its lines in common with the version last synced (read from the relay's history, as every
+   * merge base of the plugin, R25), the best of the first SIMILAR_CANDIDATES. */
+  private async editedSource(c: Local, deleted: string[]): Promise<string | null> {
+    const data = c.data;
+    if (!data || data.length > SIMILAR_MAX_BYTES || !isText(data)) return null;
+    const split = (p: string) => {
+      const i = p.lastIndexOf("/");
+      return i < 0 ? ["", p] : [p.slice(0, i), p.slice(i + 1)];
+    };
+    const [folder, name] = split(c.path);
+    const cands = deleted.filter((d) => split(d)[1] === name);
+    cands.push(...deleted.filter((d) => split(d)[0] === folder && !cands.includes(d)));
+    if (!cands.length) return null;
+    const lines = splitLines(new TextDecoder().decode(data));
+    let best: string | null = null;
+    let bestRatio = SIMILAR_RATIO;
+    for (const cand of cands.slice(0, SIMILAR_CANDIDATES)) {
+      const old = await this.applier.base(cand);
+      if (old === null || !isText(old)) continue;
+      const ratio = similarity(splitLines(new TextDecoder().decode(old)), lines);
+      if (ratio >= bestRatio) [best, bestRatio] = [cand, ratio];
+    }
+    return best;
   }
 
   // ------------------------------------------------------------------ applying

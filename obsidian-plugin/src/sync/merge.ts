@@ -221,3 +221,21 @@ export function derivesFrom(prev: Uint8Array, head: Uint8Array, local: Uint8Arra
   const [base, ours, theirs] = [prev, local, head].map((t) => split(exact.decode(t).replace(/\r\n/g, "\n")));
   return !changedRuns(base, ours, theirs).some(([z, o, t]) => carries(z, o, t));
 }
+
+// ------------------------------------------------------------------ a rename that also edited
+
+/** Python's `str.splitlines()`: every line break Python knows, none kept, no empty last line. */
+export function splitLines(text: string): string[] {
+  const parts = text.split(/\r\n|[\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]/);
+  if (parts[parts.length - 1] === "") parts.pop();
+  return parts;
+}
+
+/** Python's `difflib.SequenceMatcher(None, a, b, autojunk=False).ratio()`: how much two line
+ * lists have in common, from 0 to 1 (a renamed note that keeps at least half its lines is a
+ * rename, the scanner's `edited_source`). */
+export function similarity(a: string[], b: string[]): number {
+  if (!a.length && !b.length) return 1;
+  const matched = matchingBlocks(a, b, false).reduce((n, [, , k]) => n + k, 0);
+  return (2 * matched) / (a.length + b.length);
+}

@@ -1,16 +1,22 @@
 /**
- * The sync core of one vault copy (companion/sync/round/engine.py, apply.py, push.py), behind the
- * `VaultFS` interface so Obsidian, the headless CLI and tests run the same code.
+ * The sync core of one vault copy (companion/sync/round/engine.py), behind the `VaultFS`
+ * interface so Obsidian, the headless CLI and tests run the same code. A pass is scan -> plan
+ * -> execute -> record, as Python's: this file pulls, scans, admits and records; `plan.ts` is
+ * the pure planner, `apply.ts` and `push.ts` carry its steps out.
  *
  * A round is a loop of passes (at most 10). Each pass:
  * 1. pull: records after the cursor, verified; the newest revision of each file this device
  *    lacks is queued in the inbox (still sealed) and the cursor advances, saved together.
  *    A record that fails verification is quarantined for its file only;
- * 2. scan the vault (everything, or the paths an event named plus the inbox's);
- * 3. apply the inbox: renames as renames, deletions, writes; changes on both sides go through
- *    `resolve` (human precedence, three-way merge, conflict copies). Agent-authored changes
- *    to Obsidian's behavioural config (and anything that sets the exec bit) are held;
- * 4. push local changes: blobs the relay lacks, then records with a compare-and-swap each.
+ * 2. scan the vault (everything, or the paths an event named plus the inbox's); a rename is a
+ *    deleted path and a created one with its content, or most of its lines (R17);
+ * 3. admit the inbox: agent-authored changes to Obsidian's behavioural config (and anything
+ *    that sets the exec bit, or lies outside the agent's scope) are held;
+ * 4. plan (`planApply`) and apply (`Applier`): renames as renames, deletions, writes; changes on
+ *    both sides go through `resolve` (human precedence, three-way merge, conflict copies); a
+ *    save soon after an apply is checked as a stale save (R15);
+ * 5. plan (`planPush`) and push (`Pusher`): blobs the relay lacks, then records with a
+ *    compare-and-swap each; a mass deletion and held or quarantined files wait.
  */
 
 import type { VaultKey } from "../crypto/keys";

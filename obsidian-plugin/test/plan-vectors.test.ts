@@ -11,6 +11,7 @@ import { fold } from "../src/sync/paths";
 import {
   type ApplyStep,
   type AppliedRow,
+  byPath,
   type Incoming,
   type IndexEntry,
   type IndexView,
@@ -111,6 +112,11 @@ function run(c: Row): Row {
 }
 
 describe("plan_v1.json", () => {
+  it("sorts paths as Python does, by code point", () => {
+    const paths = ["\uffff.md", "\u{1F600}.md", "a.md", "\ue000.md", "\u{1F600}a.md", "A.md", ""];
+    expect([...paths].sort(byPath)).toEqual(["", "A.md", "a.md", "\ue000.md", "\uffff.md", "\u{1F600}.md", "\u{1F600}a.md"]);
+  });
+
   it("holds enough cases to cover the planner", () => {
     expect(V.version).toBe(1);
     expect(V.cases.length).toBeGreaterThanOrEqual(50);

@@ -118,16 +118,21 @@ export interface ApplyOptions {
   window?: number;
 }
 
-/** Python's string order (code points), not JavaScript's UTF-16 units. */
+/** Python's string order (code points), not JavaScript's UTF-16 units: at the first unit
+ * that differs, a surrogate (half of a code point above U+FFFF) sorts after every other unit. */
 export function byPath(a: string, b: string): number {
-  if (a === b) return 0;
-  const x = Array.from(a);
-  const y = Array.from(b);
-  for (let i = 0; i < Math.min(x.length, y.length); i++) {
-    const d = x[i].codePointAt(0)! - y[i].codePointAt(0)!;
-    if (d) return d;
+  const n = Math.min(a.length, b.length);
+  for (let i = 0; i < n; i++) {
+    const x = a.charCodeAt(i);
+    const y = b.charCodeAt(i);
+    if (x !== y) return codeRank(x) - codeRank(y);
   }
-  return x.length - y.length;
+  return a.length - b.length;
+}
+
+function codeRank(unit: number): number {
+  if (unit >= 0xd800 && unit <= 0xdfff) return unit + 0x2000;
+  return unit >= 0xe000 ? unit - 0x800 : unit;
 }
 
 function sortedKeys<T>(m: Map<string, T>): string[] {

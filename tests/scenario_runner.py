@@ -49,7 +49,7 @@ ENGINES = ("python", "plugin")
 KINDS = ("human", "agent")
 RESERVED = {"all", "same", "device", "option", "sync", "expect", "offline", "online", "relay"}
 DEVICE_VERBS = {
-    "write", "edit", "append", "rename", "delete", "mkdir", "chmod", "accept", "refuse",
+    "write", "save", "edit", "append", "rename", "delete", "mkdir", "chmod", "accept", "refuse",
 }  # fmt: skip
 EXPECT_VERBS = {
     "absent", "files", "conflict-copy", "conflicts", "no-conflicts", "conflict-listed", "held",
@@ -381,7 +381,7 @@ def _parse_device_step(sc: Scenario, verb: str, a: _Args, where: str) -> tuple[A
     if verb not in DEVICE_VERBS:
         raise ScenarioError(f"{where}: unknown verb {verb!r}")
     args: tuple[Any, ...]
-    if verb in ("write", "append"):
+    if verb in ("write", "save", "append"):
         args = (a.path(), a.content())
     elif verb == "edit":
         p = a.path()
@@ -625,6 +625,13 @@ class Run:
         p = dev.vault / rel
         p.parent.mkdir(parents=True, exist_ok=True)
         _finished(p, content.data)
+
+    def do_save(self, st: Step, dev: ScnDevice, rel: str, content: Content) -> None:
+        """An editor saving right now (its modification time not set back, unlike `write`): a
+        save soon after a round replaced the file is the stale-save rule's case (R15)."""
+        p = dev.vault / rel
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_bytes(content.data)
 
     def do_append(self, st: Step, dev: ScnDevice, rel: str, content: Content) -> None:
         p = self._existing(st, dev, rel)

@@ -79,9 +79,11 @@ def test_escapes_give_exact_bytes_and_names() -> None:
         'a write "caf\\u{65}\\u{301}.md" "\\u{feff}x\\r\\n\\xff\\0\\"\\\\"\n'
         "a write big.bin random 10\n"
         'a write r.md repeat "ab" 3\n'
+        'a save s.md "now"\n'
         "expect same\n"
     )
     steps = parse(text, Path("t.scn")).steps
+    assert (steps[3].verb, steps[3].args[0], steps[3].args[1].data) == ("save", "s.md", b"now")
     assert steps[0].args[0] == "cafe\u0301.md"
     assert steps[0].args[1].data == b'\xef\xbb\xbfx\r\n\xff\x00"\\'
     assert len(steps[1].args[1].data) == 10

@@ -8,8 +8,8 @@ swapped (python <-> plugin), so both engines are checked in each role. A scenari
 `expect-drift: REASON` pins a known difference between the engines (docs/protocol.md lists
 each): it must fail, and the day it passes the run says so (a strict xfail).
 
-Slow tier (tests/conftest.py SLOW_MODULES): 83 runs, about 95 s of CPU, mostly Node starting
-`dist/cli.js`. The language itself is checked in the fast tier by
+Slow tier (tests/conftest.py SLOW_MODULES): 85 runs (83 took about 95 s of CPU), mostly Node
+starting `dist/cli.js`. The language itself is checked in the fast tier by
 tests/test_scenario_language.py.
 """
 

@@ -184,6 +184,25 @@ describe("held changes (agent edits to Obsidian's behavioural config)", () => {
     expect(Object.keys(h.engine.state.held)).toEqual([]);
   });
 
+  it("renaming a held file pushes the new name as a new file, no rename of a name that waits", async () => {
+    // plan_v1.json push_blocked_old_half, on the engine: the old name is held, so its
+    // tombstone waits; the new name must not claim to be a rename of it (as Python's plan_push)
+    const [h, a] = await pair(relay);
+    await h.vault.put(".obsidian/hotkeys.json", '{"mine":1}');
+    await h.engine.round();
+    await a.engine.round();
+    await a.vault.put(".obsidian/hotkeys.json", '{"agent":1}');
+    await a.engine.round();
+    expect((await h.engine.round()).held).toEqual([".obsidian/hotkeys.json"]);
+    await h.vault.rename(".obsidian/hotkeys.json", ".obsidian/keys.json");
+    const r = await h.engine.round();
+    expect(r.uploaded).toEqual([".obsidian/keys.json"]);
+    const e = h.engine.state.files[".obsidian/keys.json"];
+    const rec = await h.engine.remote.record(".obsidian/keys.json", e.rev);
+    expect(rec!.meta.renameFrom).toBeNull();
+    expect(Object.keys(h.engine.state.held)).toEqual([".obsidian/hotkeys.json"]);
+  });
+
   it("refusing puts the person's version back everywhere", async () => {
     const [h, a] = await pair(relay);
     await h.vault.put(".obsidian/hotkeys.json", '{"mine":1}');

@@ -39,7 +39,7 @@ export async function device(
   invite: string,
   name: string,
   kind: "human" | "agent",
-  opts: { chunkSize?: number; vault?: MemoryVault; transport?: Transport; signs?: boolean; fs?: VaultFS; sealAs?: { deviceId?: string; kind?: "human" | "agent" } } = {},
+  opts: { chunkSize?: number; vault?: MemoryVault; transport?: Transport; signs?: boolean; fs?: VaultFS; sealAs?: { deviceId?: string; kind?: "human" | "agent" }; clock?: (vault: MemoryVault) => number } = {},
 ): Promise<Device> {
   const wire = new Wire(opts.transport);
   const client = new RelayClient(relay.url, wire.transport);
@@ -56,6 +56,7 @@ export async function device(
     store,
     partials,
     chunkSize: opts.chunkSize,
+    clock: opts.clock ? () => opts.clock!(vault) : undefined,
     // a device key (docs/trust.md) when asked: no anchor until the test sets one
     trust: opts.signs ? new Trust(joined.vaultId, { deviceId: joined.deviceId, kind }, DeviceKey.generate(), null) : null,
   });

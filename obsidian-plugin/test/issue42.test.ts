@@ -170,6 +170,40 @@ describe("a rename racing an edit", () => {
     expect(h.engine.state.state).toBe("synced");
   });
 
+  it("renamed and edited here, edited there: the edits merge at the new name (R17)", async () => {
+    // a rename made together with an edit is still a rename when the note keeps at least half
+    // its lines (Python's scanner, edited_source): no deletion beside a new file
+    const [h, a] = await pair(relay);
+    await h.vault.put("a.md", "one\ntwo\nthree\n");
+    await h.engine.round();
+    await a.engine.round();
+    await a.vault.put("a.md", "one\ntwo\nTHREE\n");
+    await a.engine.round();
+    await h.vault.rename("a.md", "b.md");
+    await h.vault.put("b.md", "ONE\ntwo\nthree\n");
+    const r = await h.engine.round();
+    expect(r.merged).toEqual(["b.md"]);
+    expect(keys(h.vault.files)).toEqual([FOLDER_MARKER, "b.md"]);
+    expect(h.vault.text("b.md")).toBe("ONE\ntwo\nTHREE\n");
+    await a.engine.round();
+    expect(keys(a.vault.files)).toEqual([FOLDER_MARKER, "b.md"]);
+    expect(a.vault.text("b.md")).toBe("ONE\ntwo\nTHREE\n");
+  });
+
+  it("a note renamed and rewritten here is a deletion and a new file", async () => {
+    const [h, a] = await pair(relay);
+    await h.vault.put("a.md", "one\ntwo\nthree\n");
+    await h.engine.round();
+    await a.engine.round();
+    await h.vault.rename("a.md", "b.md");
+    await h.vault.put("b.md", "something\nelse\nentirely\n");
+    await h.engine.round();
+    const rec = await h.engine.remote.record("b.md", h.engine.state.files["b.md"].rev);
+    expect(rec!.meta.renameFrom).toBeNull();
+    await a.engine.round();
+    expect(keys(a.vault.files)).toEqual([FOLDER_MARKER, "b.md"]);
+  });
+
   it("renamed there, edited here: the edit follows the rename, no duplicate", async () => {
     const [h, a] = await pair(relay);
     await h.vault.put("a.md", "one\ntwo\nthree\n");

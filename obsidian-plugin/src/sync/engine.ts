@@ -1,24 +1,29 @@
 /**
- * The sync core of one vault copy (companion/sync/round/engine.py, apply.py, push.py), behind the
- * `VaultFS` interface so Obsidian, the headless CLI and tests run the same code.
+ * The sync core of one vault copy (companion/sync/round/engine.py), behind the `VaultFS`
+ * interface so Obsidian, the headless CLI and tests run the same code. A pass is scan -> plan
+ * -> execute -> record, as Python's: this file pulls, scans, admits and records; `plan.ts` is
+ * the pure planner, `apply.ts` and `push.ts` carry its steps out.
  *
  * A round is a loop of passes (at most 10). Each pass:
  * 1. pull: records after the cursor, verified; the newest revision of each file this device
  *    lacks is queued in the inbox (still sealed) and the cursor advances, saved together.
  *    A record that fails verification is quarantined for its file only;
- * 2. scan the vault (everything, or the paths an event named plus the inbox's);
- * 3. apply the inbox: renames as renames, deletions, writes; changes on both sides go through
- *    `resolve` (human precedence, three-way merge, conflict copies). Agent-authored changes
- *    to Obsidian's behavioural config (and anything that sets the exec bit) are held;
- * 4. push local changes: blobs the relay lacks, then records with a compare-and-swap each.
+ * 2. scan the vault (everything, or the paths an event named plus the inbox's); a rename is a
+ *    deleted path and a created one with its content, or most of its lines (R17);
+ * 3. admit the inbox: agent-authored changes to Obsidian's behavioural config (and anything
+ *    that sets the exec bit, or lies outside the agent's scope) are held;
+ * 4. plan (`planApply`) and apply (`Applier`): renames as renames, deletions, writes; changes on
+ *    both sides go through `resolve` (human precedence, three-way merge, conflict copies); a
+ *    save soon after an apply is checked as a stale save (R15);
+ * 5. plan (`planPush`) and push (`Pusher`): blobs the relay lacks, then records with a
+ *    compare-and-swap each; a mass deletion and held or quarantined files wait.
  */
 
 import type { VaultKey } from "../crypto/keys";
-import { makeMeta, sha256Hex, type ChunkRef, type FileMeta } from "../crypto/records";
-import { fromBase64, toBase64 } from "../crypto/bytes";
+import { sha256Hex } from "../crypto/records";
+import { fromBase64 } from "../crypto/bytes";
 import {
   AuthError,
-  CompanionError,
   ConflictError,
   InputError,
   MassDeleteRefused,
@@ -28,39 +33,41 @@ import {
   VaultFolderMissing,
 } from "../errors";
 import type { RelayClient, WireRecord } from "../relay/client";
-import { conflictCopyName, caseCollisionName, unicodeTwinName, conflictViews, type CopyView, HUMAN, isKeptCopy, resolve } from "./conflicts";
+import { conflictCopyName, unicodeTwinName, conflictViews, type CopyView, HUMAN, isKeptCopy } from "./conflicts";
 import { FOLDER_MARKER, folderMissingMessage, markerText, parseMarker } from "./folder";
 import { IGNORE_FILE, IgnoreRules } from "./ignore";
-import { isText } from "./merge";
+import { isText, similarity, splitLines } from "./merge";
 import { fold, normalize, pathProblem, tryNormalize } from "./paths";
 import { readAgentNotes } from "./noteread";
-import { configFolders, holdFold, holdReason, isMassDelete, type Kind } from "./policy";
+import { configFolders, holdFold, holdReason, type Kind } from "./policy";
 import { announcementJson, KEYS_DIR } from "../crypto/signing";
 import { type Candidate, isRosterPath, rosterCandidate, type Trust } from "./trust";
 import { invalidScopes, MAX_SCOPES_BYTES, readScopes, SCOPES_FILE, type Scopes } from "./scopes";
-import { MemoryPartials, type Outgoing, type PartialStore, pool, type RemoteChange, RemoteVault } from "./remote";
+import { MemoryPartials, type PartialStore, type RemoteChange, RemoteVault } from "./remote";
 import { RoundReport } from "./report";
 import { resyncRestoredRelay } from "./resync";
 import {
   addConflicts,
   addError,
-  type ConflictInfo,
   emptyState,
   type Entry,
   type Queued,
   type StateStore,
   type SyncState,
 } from "./state";
-import { type BulkItem, type FileStat, UnusableName, type VaultFS, type WriteOptions } from "./vaultfs";
+import type { FileStat, VaultFS, WriteOptions } from "./vaultfs";
+import { Applier, incoming, type Local, queued, recordMtimeMs } from "./apply";
+import { byPath, type IndexView, planApply, planPush, STALE_SAVE_WINDOW_MS } from "./plan";
+import { Pusher } from "./push";
 
 export const MAX_PASSES = 10;
 export const CHUNK_SIZE = 4 * 1024 * 1024;
-const WRITE_PARALLEL = 16;
+/** A renamed-and-edited note keeps at least half its lines (Python's scanner SIMILAR_*). */
+const SIMILAR_RATIO = 0.5;
+const SIMILAR_MAX_BYTES = 1 << 20;
+const SIMILAR_CANDIDATES = 8;
 /** Quarantined files asked about again per round (Python's QUARANTINE_RETRIES). */
 const QUARANTINE_RETRIES = 50;
-const APPLY_GROUP = 1500;
-const BULK_MIN = 32; // from this many files on, one flush beats one fsync each
-const FIRST_GROUP = 250; // a small first group, so writing starts early
 
 export interface DeviceInfo {
   deviceId: string;
@@ -87,19 +94,12 @@ export interface EngineOptions {
   chunkSize?: number;
   maxFileBytes?: number;
   now?: () => Date;
+  /** The clock the vault's modification times use, in ms (Date.now for a real disk): when a
+   * remote change was applied, for the stale-save rule (R15). */
+  clock?: () => number;
   /** This device's key and anchor (trust.ts): records it seals are signed, and with an anchor
    * the roster decides who wrote what it opens. */
   trust?: Trust | null;
-}
-
-interface Local {
-  kind: "created" | "modified" | "deleted";
-  path: string;
-  stat?: FileStat;
-  data?: Uint8Array;
-  sha256?: string;
-  renameFrom?: string;
-  renameTo?: string;
 }
 
 export interface HistoryRow {
@@ -112,20 +112,6 @@ export interface HistoryRow {
   sha256: string;
   renameFrom: string | null;
   error?: string;
-}
-
-function queued(ch: RemoteChange): Queued {
-  return {
-    fileId: ch.fileId,
-    rev: ch.rev,
-    parentRev: ch.parentRev,
-    sealed: ch.sealedB64 ?? toBase64(ch.sealed),
-    seq: ch.seq,
-    deviceId: ch.deviceId,
-    relayKind: ch.relayKind,
-    relayName: ch.relayName,
-    committedAt: ch.committedAt,
-  };
 }
 
 function wire(q: Queued): WireRecord {
@@ -157,6 +143,7 @@ export class SyncEngine {
   readonly chunkSize: number;
   readonly maxFileBytes: number;
   private readonly now: () => Date;
+  private readonly clock: () => number;
   private verified = new Map<string, RemoteChange>();
   private approved = new Set<string>();
   /** Agents' notes the hold rules read this pass, by SHA-256 (`readAgentNotes`): what the
@@ -166,7 +153,7 @@ export class SyncEngine {
   private scopes: Scopes | null = null;
   private noteCache = new Map<string, Uint8Array>();
   /** Paths whose remote change could not be written this round: not retried until the next. */
-  private unwritable = new Set<string>();
+  private readonly unwritable = new Set<string>();
   private running: Promise<unknown> = Promise.resolve();
   private loaded = false;
   stopped = false;
@@ -174,6 +161,8 @@ export class SyncEngine {
    * vault paths it wrote, which one more round syncs (companion/sync/round/engine.py `after_round`). */
   readonly afterRound: ((engine: SyncEngine, report: RoundReport) => Promise<Iterable<string>>)[] = [];
   private inAfterRound = false;
+  private readonly applier: Applier;
+  private readonly pusher: Pusher;
 
   constructor(opts: EngineOptions) {
     this.fs = opts.fs;
@@ -189,6 +178,68 @@ export class SyncEngine {
     this.chunkSize = opts.chunkSize ?? CHUNK_SIZE;
     this.maxFileBytes = opts.maxFileBytes ?? 200 * 1024 * 1024;
     this.now = opts.now ?? (() => new Date());
+    this.clock = opts.clock ?? (() => Date.now());
+    // the executors (apply.ts, push.ts) act through this engine's folder-guarded writes
+    const engine = this;
+    this.applier = new Applier({
+      fs: this.fs,
+      remote: this.remote,
+      partials: this.partials,
+      deviceName: this.device.deviceName,
+      deviceKind: this.device.kind,
+      get state() {
+        return engine.state;
+      },
+      get noteCache() {
+        return engine.noteCache;
+      },
+      unwritable: this.unwritable,
+      now: () => this.now(),
+      clock: () => this.clock(),
+      write: (path, data, o) => this.write(path, data, o),
+      remove: (path) => this.remove(path),
+      rename: (from, to) => this.rename(from, to),
+      guard: () => this.guard(),
+    });
+    this.pusher = new Pusher({
+      fs: this.fs,
+      remote: this.remote,
+      get state() {
+        return engine.state;
+      },
+      deviceId: this.device.deviceId,
+      deviceName: this.device.deviceName,
+      deviceKind: this.device.kind,
+      get chunkSize() {
+        return engine.chunkSize;
+      },
+      get stopped() {
+        return engine.stopped;
+      },
+      quarantine: (fileId, rev, reason, report) => this.quarantine(fileId, rev, reason, report),
+      verified: (path, head) => void this.verified.set(path, head),
+    });
+  }
+
+  /** The planner's view of this copy's index (`plan.ts` `IndexView`). */
+  private indexView(): IndexView<Entry> {
+    const files = this.state.files;
+    let folds: Map<string, string[]> | null = null;
+    return {
+      get: (p) => files[p],
+      pathsWithFold: (key) => {
+        if (folds === null) {
+          folds = new Map();
+          for (const [p, e] of Object.entries(files)) {
+            if (e.deleted) continue;
+            const k = fold(p);
+            folds.set(k, [...(folds.get(k) ?? []), p]);
+          }
+          for (const v of folds.values()) v.sort(byPath);
+        }
+        return [...(folds.get(key) ?? [])];
+      },
+    };
   }
 
   get client(): RelayClient {
@@ -230,7 +281,8 @@ export class SyncEngine {
       for (const hook of this.afterRound) for (const p of await hook(this, report)) wrote.add(p);
       if (!wrote.size) return;
       // written on purpose after the round: the next scan reads them whatever their size and
-      // mtime (this engine has no stale-save window to leave; Python drops its "applied" rows)
+      // mtime, and no stale-save rule applies to them (Python drops its "applied" rows too)
+      this.dropApplied(wrote);
       for (const p of wrote) {
         const e = this.state.files[p];
         if (e) e.mtime = -1;
@@ -250,6 +302,7 @@ export class SyncEngine {
   /** Write (or delete, `null`) a vault file on this device's own behalf between rounds (the
    * review's outcomes and reverts): guarded as every write of the round is. */
   async writeOwn(path: string, data: Uint8Array | null): Promise<void> {
+    this.dropApplied([path]);
     if (data !== null) await this.write(path, data);
     else if (await this.fs.stat(path)) await this.remove(path);
   }
@@ -266,6 +319,7 @@ export class SyncEngine {
     try {
       await this.ensureFolder();
       await this.checkIgnoreRules();
+      this.pruneApplied();
       let scope: Set<string> | null =
         opts.paths && !wasMissing ? new Set(opts.paths.map((p) => tryNormalize(p)).filter((p): p is string => !!p)) : null;
       for (let i = 0; i < (opts.maxPasses ?? MAX_PASSES); i++) {
@@ -331,6 +385,18 @@ export class SyncEngine {
     }
     await this.save();
     return report;
+  }
+
+  /** Forget the applies too old for a save to be stale (Python's `prune_applied`). */
+  private pruneApplied(): void {
+    const since = this.clock() - STALE_SAVE_WINDOW_MS;
+    for (const [p, a] of Object.entries(this.state.applied ?? {})) if (a.appliedAt < since) delete this.state.applied![p];
+  }
+
+  /** Written here on purpose (the review's outcomes, a restore): not an editor saving a stale
+   * buffer over what a round just applied (Python's `drop_applied`). */
+  private dropApplied(paths: Iterable<string>): void {
+    for (const p of paths) delete this.state.applied?.[p];
   }
 
   private liveCount(): number {
@@ -496,11 +562,22 @@ export class SyncEngine {
     const inboxPaths = Object.keys(this.state.inbox);
     const local = await this.scan(scope ? new Set([...scope, ...inboxPaths]) : null, report);
     await this.guard(); // the scan was of this copy's folder: no deletion from another one
-    const applied = await this.applyInbox(local, report, touched);
-    const pushed = await this.push(local, allowMassDelete, report, touched);
+    const { admitted, todo } = await this.admitInbox(local, report);
+    // plan (plan.ts, as Python's planner decides), then carry it out (apply.ts, push.ts)
+    const inbox = new Map([...todo].map(([p, ch]) => [p, incoming(p, ch)]));
+    const applied = new Map(Object.entries(this.state.applied ?? {}).map(([p, a]) => [p, { path: p, prevSha256: a.prevSha256, appliedAt: a.appliedAt }]));
+    const plan = planApply(inbox, local, this.indexView(), {
+      applied,
+      caseInsensitive: !!this.fs.caseInsensitive,
+      agentTwins: this.device.kind === HUMAN,
+      window: STALE_SAVE_WINDOW_MS,
+    });
+    const done = plan.steps.length ? await this.applier.run(plan, plan.push, report, touched) : { work: false, back: new Map<string, Local>() };
+    for (const [p, c] of done.back) plan.push.set(p, c);
+    const pushed = await this.push(plan.push, allowMassDelete, report, touched);
     await this.save();
     const waiting = Object.keys(this.state.inbox).some((p) => !this.unwritable.has(p));
-    return { work: pulled > 0 || applied || pushed || waiting, touched };
+    return { work: pulled > 0 || admitted || done.work || pushed || waiting, touched };
   }
 
   // ------------------------------------------------------------------ pulling
@@ -646,7 +723,7 @@ export class SyncEngine {
         // when the NFC spelling exists too, both are kept, this one under a new name (R10)
         const twin = onDisk.has(p) || seen.has(p);
         const nfc = p;
-        if (twin) p = unicodeTwinName(nfc, (c) => onDisk.has(c) || seen.has(c) || this.taken(c));
+        if (twin) p = unicodeTwinName(nfc, (c) => onDisk.has(c) || seen.has(c) || this.applier.taken(c));
         try {
           st = await this.rename(st.path, p);
         } catch (e) {
@@ -656,7 +733,7 @@ export class SyncEngine {
         }
         if (twin) {
           const msg = `${nfc}: another file had the same name in decomposed Unicode (as macOS writes it); both are kept, that one as '${p}'`;
-          report.conflicts.push(this.conflictInfo(nfc, p, this.device.deviceName, this.device.deviceName, "unicode_twin", msg));
+          report.conflicts.push(this.applier.conflictInfo(nfc, p, this.device.deviceName, this.device.deviceName, "unicode_twin", msg));
         }
       }
       seen.set(p, st);
@@ -683,7 +760,7 @@ export class SyncEngine {
         e.size = st.size;
         continue;
       }
-      const c: Local = { kind: live ? "modified" : "created", path: p, stat: st, data, sha256: sha };
+      const c: Local = { kind: live ? "modified" : "created", path: p, stat: st, mtime: st.mtime, data, sha256: sha };
       out.set(p, c);
       if (!live) created.push(c);
     }
@@ -708,7 +785,44 @@ export class SyncEngine {
       c.renameFrom = from;
       out.get(from)!.renameTo = c.path;
     }
+    // a rename that also edited the note (Python's scanner, `edited_source`, R17)
+    const left = [...free].sort(byPath);
+    for (const c of [...created].sort((x, y) => byPath(x.path, y.path))) {
+      if (c.renameFrom || !left.length) continue;
+      const from = await this.editedSource(c, left);
+      if (from === null) continue;
+      left.splice(left.indexOf(from), 1);
+      c.renameFrom = from;
+      out.get(from)!.renameTo = c.path;
+    }
     return out;
+  }
+
+  /** A deleted note `c` was renamed from and then edited (Python's scanner `edited_source`):
+   * the same name in another folder, or the same folder under another name, and at least half
+   * its lines in common with the version last synced (read from the relay's history, as every
+   * merge base of the plugin, R25), the best of the first SIMILAR_CANDIDATES. */
+  private async editedSource(c: Local, deleted: string[]): Promise<string | null> {
+    const data = c.data;
+    if (!data || data.length > SIMILAR_MAX_BYTES || !isText(data)) return null;
+    const split = (p: string) => {
+      const i = p.lastIndexOf("/");
+      return i < 0 ? ["", p] : [p.slice(0, i), p.slice(i + 1)];
+    };
+    const [folder, name] = split(c.path);
+    const cands = deleted.filter((d) => split(d)[1] === name);
+    cands.push(...deleted.filter((d) => split(d)[0] === folder && !cands.includes(d)));
+    if (!cands.length) return null;
+    const lines = splitLines(new TextDecoder().decode(data));
+    let best: string | null = null;
+    let bestRatio = SIMILAR_RATIO;
+    for (const cand of cands.slice(0, SIMILAR_CANDIDATES)) {
+      const old = await this.applier.base(cand);
+      if (old === null || !isText(old)) continue;
+      const ratio = similarity(splitLines(new TextDecoder().decode(old)), lines);
+      if (ratio >= bestRatio) [best, bestRatio] = [cand, ratio];
+    }
+    return best;
   }
 
   // ------------------------------------------------------------------ applying
@@ -770,12 +884,15 @@ export class SyncEngine {
     }
   }
 
-  private async applyInbox(local: Map<string, Local>, report: RoundReport, touched: Set<string>): Promise<boolean> {
+  /** The queued remote changes, opened and verified, through the hold rules (Python's
+   * admission, `plan_admission`): the changes to apply this pass, by path. A held change's
+   * local counterpart waits with it (out of `local`). */
+  private async admitInbox(local: Map<string, Local>, report: RoundReport): Promise<{ admitted: boolean; todo: Map<string, RemoteChange> }> {
     // what could not be written this round stays queued until the next
     const paths = Object.keys(this.state.inbox).filter((p) => !this.unwritable.has(p)).sort();
     this.noteCache.clear();
     this.noteRead.clear();
-    if (!paths.length) return false;
+    if (!paths.length) return { admitted: false, todo: new Map() };
     const todo = new Map<string, RemoteChange>();
     const opened: [string, RemoteChange][] = [];
     const sealed = new Map<string, Queued>();
@@ -832,397 +949,7 @@ export class SyncEngine {
       todo.set(p, ch);
     }
     this.verified.clear();
-    if (!todo.size) return true;
-    await this.applyRenames(todo, local, report, touched);
-    await this.followLocalRenames(todo, local, report, touched);
-    for (const [p, ch] of [...todo]) {
-      if (!ch.meta.deleted) continue;
-      todo.delete(p);
-      touched.add(p);
-      const lc = local.get(p);
-      if (lc) await this.applyConflict(p, ch, null, lc, local, report, touched);
-      else await this.applyDelete(p, ch, report);
-    }
-    const writes = [...todo.values()];
-    const groups: RemoteChange[][] = [];
-    for (let i = 0; i < writes.length; i += i ? APPLY_GROUP : FIRST_GROUP) groups.push(writes.slice(i, i + (i ? APPLY_GROUP : FIRST_GROUP)));
-    // the next group downloads while this one is written (everything verified before a write)
-    let ahead = groups.length ? this.fetchContents(groups[0]) : null;
-    for (let g = 0; g < groups.length; g++) {
-      const group = groups[g];
-      const contents = await ahead!;
-      ahead = g + 1 < groups.length ? this.fetchContents(groups[g + 1]) : null;
-      ahead?.catch(() => undefined);
-      // an agent's case-only twin goes one by one, through applyWrite's collision rule (R11)
-      const folds = new Map<string, number>();
-      for (const ch of group) folds.set(fold(ch.meta.path), (folds.get(fold(ch.meta.path)) ?? 0) + 1);
-      const mayTwin = (ch: RemoteChange) =>
-        this.device.kind === HUMAN && ch.kind !== HUMAN && ((folds.get(fold(ch.meta.path)) ?? 0) > 1 || this.twinOf(normalize(ch.meta.path), ch) !== null);
-      const bulk = this.fs.writeMany && !this.fs.caseInsensitive ? group.filter((ch) => !local.has(normalize(ch.meta.path)) && !mayTwin(ch)) : [];
-      if (bulk.length >= BULK_MIN) await this.applyBulk(bulk, contents, report, touched);
-      const done = new Set(bulk.length >= BULK_MIN ? bulk : []);
-      await pool(group.filter((ch) => !done.has(ch)), WRITE_PARALLEL, async (ch) => {
-        const p = normalize(ch.meta.path);
-        touched.add(p);
-        const content = contents.get(ch.meta.sha256)!;
-        const lc = local.get(p);
-        if (lc) await this.applyConflict(p, ch, content, lc, local, report, touched);
-        else await this.applyWrite(p, ch, content, report);
-      });
-    }
-    return true;
-  }
-
-  /** Many files changed only remotely, written with one flush (VaultFS.writeMany). */
-  private async applyBulk(group: RemoteChange[], contents: Map<string, Uint8Array>, report: RoundReport, touched: Set<string>) {
-    const items: BulkItem[] = group.map((ch) => {
-      const p = normalize(ch.meta.path);
-      const e = this.state.files[p];
-      return {
-        path: p,
-        data: contents.get(ch.meta.sha256)!,
-        opts: this.writeOpts(ch.meta),
-        expected: e && !e.deleted ? { size: e.size, mtime: e.mtime } : null,
-      };
-    });
-    await this.guard();
-    const results = await this.fs.writeMany!(items);
-    results.forEach((r, i) => {
-      const ch = group[i];
-      const p = items[i].path;
-      touched.add(p);
-      if (r instanceof UnusableName) {
-        this.cannotWrite(p, ch, r.message, report);
-        return;
-      }
-      if (r instanceof Error) {
-        report.deferred++;
-        this.state.inbox[p] = queued(ch); // changed here meanwhile: the next pass resolves it
-        return;
-      }
-      this.record(p, ch, r);
-      report.downloaded.push(p);
-    });
-  }
-
-  private async fetchContents(group: RemoteChange[]): Promise<Map<string, Uint8Array>> {
-    const small = group.filter((c) => c.meta.chunks.length <= 1 && !this.noteCache.has(c.meta.sha256)).map((c) => c.meta);
-    const out = await this.remote.fetch(small);
-    for (const c of group) if (this.noteCache.has(c.meta.sha256)) out.set(c.meta.sha256, this.noteCache.get(c.meta.sha256)!);
-    for (const ch of group) {
-      if (ch.meta.chunks.length > 1 && !out.has(ch.meta.sha256)) out.set(ch.meta.sha256, await this.remote.fetchLarge(ch.meta, this.partials));
-    }
-    for (const ch of group) if (!ch.meta.chunks.length) out.set(ch.meta.sha256, new Uint8Array(0));
-    return out;
-  }
-
-  private record(path: string, ch: RemoteChange, st: FileStat | null): void {
-    const m = ch.meta;
-    this.state.files[path] = {
-      fileId: ch.fileId,
-      rev: ch.rev,
-      sha256: m.deleted ? "" : m.sha256,
-      size: m.deleted ? 0 : m.size,
-      mtime: st ? st.mtime : -1,
-      deleted: m.deleted,
-      executable: m.executable,
-      device: ch.deviceName,
-      deviceKind: ch.kind,
-    };
-  }
-
-  /** The local file is still what the index says (nothing typed since the scan). */
-  private async unchanged(path: string): Promise<boolean> {
-    const e = this.state.files[path];
-    const st = await this.fs.stat(path);
-    if (!e || e.deleted) return st === null;
-    if (!st) return false;
-    if (st.size === e.size && st.mtime === e.mtime) return true;
-    return st.size === e.size && (await sha256Hex(await this.fs.read(path))) === e.sha256;
-  }
-
-  private async applyDelete(p: string, ch: RemoteChange, report: RoundReport): Promise<void> {
-    const e = this.state.files[p];
-    if (e && !e.deleted) {
-      if (!(await this.unchanged(p))) {
-        report.deferred++;
-        this.state.inbox[p] = queued(ch);
-        return;
-      }
-      await this.remove(p);
-      report.deletedLocal.push(p);
-    }
-    this.record(p, ch, null);
-  }
-
-  private taken = (rel: string): boolean => {
-    const e = this.state.files[rel];
-    if (e && !e.deleted) return true;
-    if (this.fs.caseInsensitive) {
-      const f = fold(rel);
-      return Object.entries(this.state.files).some(([p, x]) => !x.deleted && fold(p) === f);
-    }
-    return false;
-  };
-
-  /** The live file whose name `p` (new here) differs from only by case, when that is a case
-   * collision: on a case-insensitive disk, and on a person's device for an agent's file
-   * whatever the disk (issue 44: an agent's `Home.MD` is no second `Home.md`). */
-  private twinOf(p: string, ch: RemoteChange): string | null {
-    const e = this.state.files[p];
-    if (e && !e.deleted) return null;
-    if (!this.fs.caseInsensitive && !(this.device.kind === HUMAN && ch.kind !== HUMAN)) return null;
-    const f = fold(p);
-    const other = Object.entries(this.state.files).find(([q, x]) => q !== p && !x.deleted && fold(q) === f);
-    return other ? other[0] : null;
-  }
-
-  private async applyWrite(p: string, ch: RemoteChange, content: Uint8Array, report: RoundReport): Promise<void> {
-    // Checked before the disk is: on a case-insensitive disk, stat(p) finds the other file,
-    // which would look like a new local file at p and defer the change for ever (R11).
-    {
-      const other = this.twinOf(p, ch);
-      if (other !== null) {
-        const copy = caseCollisionName(p, (c) => this.taken(c));
-        if ((await this.fs.stat(copy)) !== null) {
-          report.deferred++; // a local file took the copy's name since the scan
-          this.state.inbox[p] = queued(ch);
-          return;
-        }
-        await this.write(copy, content, this.writeOpts(ch.meta));
-        this.record(p, ch, null);
-        this.state.files[p].mtime = 0; // synced but absent here: the next scan pushes the rename
-        const msg = `${p}: its name differs only by case from ${other}; saved as '${copy}'`;
-        report.conflicts.push(this.conflictInfo(p, copy, this.device.deviceName, ch.deviceName, "case_collision", msg));
-        return;
-      }
-    }
-    if (!(await this.unchanged(p))) {
-      // a new local file appeared since the scan, or the file changed: the next pass decides
-      report.deferred++;
-      this.state.inbox[p] = queued(ch);
-      return;
-    }
-    let st: FileStat;
-    try {
-      st = await this.write(p, content, this.writeOpts(ch.meta));
-    } catch (e) {
-      if (!(e instanceof UnusableName)) throw e;
-      this.cannotWrite(p, ch, e.message, report);
-      return;
-    }
-    this.record(p, ch, st);
-    report.downloaded.push(p);
-  }
-
-  /** A remote change whose name this device's file system refuses: it stays queued with the
-   * reason (status lists it, `sync` exits 1) and is tried again next round; the rest syncs. */
-  private cannotWrite(p: string, ch: RemoteChange, reason: string, report: RoundReport): void {
-    this.state.inbox[p] = { ...queued(ch), problem: reason };
-    this.unwritable.add(p);
-    report.problems.push({ path: p, reason });
-  }
-
-  private writeOpts(m: FileMeta) {
-    return { mtime: recordMtimeMs(m), executable: m.executable };
-  }
-
-  private conflictInfo(path: string, copy: string, kept: string, moved: string, outcome: string, message: string): ConflictInfo {
-    return { path, copy, kept, moved, outcome, message, time: Date.now() / 1000 };
-  }
-
-  private async applyRenames(todo: Map<string, RemoteChange>, local: Map<string, Local>, report: RoundReport, touched: Set<string>) {
-    for (const [nu, ch] of [...todo].sort()) {
-      const old = ch.meta.renameFrom ? tryNormalize(ch.meta.renameFrom) : null;
-      if (ch.meta.deleted || !old) continue;
-      const oldCh = todo.get(old);
-      if (!oldCh || !oldCh.meta.deleted) continue;
-      const oe = this.state.files[old];
-      const ne = this.state.files[nu];
-      const lo = local.get(old);
-      if (lo?.kind === "modified" && !local.has(nu) && !(ne && !ne.deleted) && !this.caseTaken(nu, old) && !(await this.fs.stat(nu))) {
-        // renamed there, edited here: the edit follows the rename (plan.FollowRemoteRename)
-        await this.followRemoteRename(old, nu, oldCh, ch, lo, local, report, touched);
-        todo.delete(old);
-        todo.delete(nu);
-        continue;
-      }
-      if (local.has(old) || local.has(nu)) continue;
-      if (!oe || oe.deleted || oe.sha256 !== ch.meta.sha256) continue;
-      if (ne && !ne.deleted) continue;
-      if (!(await this.unchanged(old)) || (await this.fs.stat(nu))) continue;
-      let st: FileStat;
-      try {
-        st = await this.rename(old, nu);
-      } catch (e) {
-        if (e instanceof VaultFolderMissing) throw e;
-        continue;
-      }
-      todo.delete(old);
-      todo.delete(nu);
-      this.record(old, oldCh, null);
-      this.record(nu, ch, st);
-      report.renamedLocal.push([old, nu]);
-      touched.add(old);
-      touched.add(nu);
-    }
-  }
-
-  /** On a case-insensitive disk, another live file whose name folds like `path`'s. */
-  private caseTaken(path: string, except: string): boolean {
-    if (!this.fs.caseInsensitive) return false;
-    const f = fold(path);
-    return Object.entries(this.state.files).some(([q, x]) => q !== path && q !== except && !x.deleted && fold(q) === f);
-  }
-
-  private resolveHere(path: string, localData: Uint8Array, ch: RemoteChange, remote: Uint8Array, base: Uint8Array | null) {
-    return resolve(
-      path,
-      { data: localData, deviceName: this.device.deviceName, deviceKind: this.device.kind },
-      { data: remote, deviceName: ch.deviceName, deviceKind: ch.kind },
-      base,
-      this.now(),
-      this.taken,
-    );
-  }
-
-  private reportResolution(path: string, res: ReturnType<typeof resolve>, ch: RemoteChange, report: RoundReport): void {
-    if (res.copy) {
-      report.conflicts.push(
-        this.conflictInfo(path, res.copy.path, res.outcome === "local_wins" ? this.device.deviceName : ch.deviceName, res.copy.deviceName, res.outcome, res.message),
-      );
-    } else if (res.outcome === "merged") report.merged.push(path);
-  }
-
-  /** The last common version of `old`, for a text merge of two versions of it (else null). */
-  private async textBase(old: string, a: Uint8Array, b: Uint8Array): Promise<Uint8Array | null> {
-    return isText(a) && isText(b) ? this.base(old) : null;
-  }
-
-  /** Renamed there (`old` -> `nu`), edited here at `old`: the local edit goes to `nu`, merged
-   * with the remote version against the last common version of `old`; `old` goes (Python's
-   * `Applier._follow_remote`). Never the old path with the edit beside the renamed file. */
-  private async followRemoteRename(
-    old: string,
-    nu: string,
-    gone: RemoteChange,
-    came: RemoteChange,
-    lo: Local,
-    local: Map<string, Local>,
-    report: RoundReport,
-    touched: Set<string>,
-  ): Promise<void> {
-    const remote = (await this.fetchContents([came])).get(came.meta.sha256)!;
-    const res = this.resolveHere(nu, lo.data!, came, remote, await this.textBase(old, lo.data!, remote));
-    if (res.copy) {
-      await this.write(res.copy.path, res.copy.data);
-      touched.add(res.copy.path);
-    }
-    let st: FileStat | null = null;
-    if (res.note !== null) st = await this.write(nu, res.note, sameBytes(res.note, remote) ? this.writeOpts(came.meta) : {});
-    // the old path goes, unless it changed again since the scan (then it stays, as a new file)
-    const now = await this.fs.stat(old);
-    if (now && lo.stat && now.size === lo.stat.size && now.mtime === lo.stat.mtime) await this.remove(old);
-    this.record(old, gone, null);
-    this.record(nu, came, sameBytes(res.note, remote) ? st : null); // else the next scan pushes it
-    local.delete(old);
-    report.renamedLocal.push([old, nu]);
-    this.reportResolution(nu, res, came, report);
-    touched.add(old);
-    touched.add(nu);
-  }
-
-  /** Renamed here (`old` -> `nu`, not pushed yet), edited there at `old`: the remote edit is
-   * reconciled into `nu` (a merge against the last common version of `old`, else the conflict
-   * rules), and the rename goes out on top of the remote revision (Python's
-   * `Applier._follow_local`). Never the old path with the edit beside the renamed file. */
-  private async followLocalRenames(todo: Map<string, RemoteChange>, local: Map<string, Local>, report: RoundReport, touched: Set<string>) {
-    for (const [old, ch] of [...todo].sort()) {
-      if (ch.meta.deleted) continue;
-      const lo = local.get(old);
-      const nu = lo?.kind === "deleted" ? lo.renameTo : undefined;
-      const ln = nu ? local.get(nu) : undefined;
-      if (!nu || !ln || ln.kind === "deleted" || todo.has(nu)) continue;
-      const remote = (await this.fetchContents([ch])).get(ch.meta.sha256)!;
-      const res = this.resolveHere(nu, ln.data!, ch, remote, await this.textBase(old, ln.data!, remote));
-      if (res.copy) {
-        await this.write(res.copy.path, res.copy.data);
-        touched.add(res.copy.path);
-      }
-      if (res.note !== null && !sameBytes(res.note, ln.data!)) {
-        const st = await this.write(nu, res.note);
-        Object.assign(ln, { data: res.note, sha256: await sha256Hex(res.note), stat: st });
-      }
-      // `old` at the remote revision: its tombstone (the rename's first half) goes on top of it
-      this.record(old, ch, null);
-      todo.delete(old);
-      this.reportResolution(nu, res, ch, report);
-      if (res.outcome === "take_remote") report.downloaded.push(nu);
-      touched.add(old);
-      touched.add(nu);
-    }
-  }
-
-  /** The last common version of `path`: the synced revision, fetched from the relay's history
-   * and verified (the relay keeps it; nothing of it is kept here). Empty for a file new on
-   * both sides; null when the relay pruned it (then no merge is tried). */
-  private async base(path: string): Promise<Uint8Array | null> {
-    const e = this.state.files[path];
-    if (!e || e.deleted) return new Uint8Array(0);
-    try {
-      const ch = await this.remote.record(path, e.rev);
-      if (!ch || ch.meta.deleted || ch.meta.sha256 !== e.sha256) return null;
-      if (ch.meta.size > 1024 * 1024) return null;
-      return (await this.fetchContents([ch])).get(ch.meta.sha256) ?? null;
-    } catch (err) {
-      if (err instanceof CompanionError && !(err instanceof RelayUnreachable)) return null;
-      throw err;
-    }
-  }
-
-  private async applyConflict(
-    p: string,
-    ch: RemoteChange,
-    remoteData: Uint8Array | null,
-    lc: Local,
-    local: Map<string, Local>,
-    report: RoundReport,
-    touched: Set<string>,
-  ): Promise<void> {
-    local.delete(p);
-    if (lc.renameTo) local.get(lc.renameTo) && delete local.get(lc.renameTo)!.renameFrom;
-    if (lc.renameFrom) local.get(lc.renameFrom) && delete local.get(lc.renameFrom)!.renameTo;
-    const localData = lc.kind === "deleted" ? null : lc.data!;
-    const remote = ch.meta.deleted ? null : remoteData;
-    const needsBase = localData !== null && remote !== null ? isText(localData) && isText(remote) : true;
-    const base = needsBase ? await this.base(p) : null;
-    const res = resolve(
-      p,
-      { data: localData, deviceName: this.device.deviceName, deviceKind: this.device.kind },
-      { data: remote, deviceName: ch.deviceName, deviceKind: ch.kind },
-      base,
-      this.now(),
-      this.taken,
-    );
-    if (res.copy) {
-      // the losing version is safe on disk before the note changes
-      await this.write(res.copy.path, res.copy.data);
-      touched.add(res.copy.path);
-    }
-    let st: FileStat | null = null;
-    if (res.writeLocal) {
-      if (res.note === null) await this.remove(p);
-      else st = await this.write(p, res.note, sameBytes(res.note, remote) ? this.writeOpts(ch.meta) : {});
-    } else if (res.note !== null) st = lc.stat ?? null;
-    const inSync = sameBytes(res.note, remote);
-    this.record(p, ch, inSync ? st : null);
-    if (res.copy) {
-      report.conflicts.push(
-        this.conflictInfo(p, res.copy.path, res.outcome === "local_wins" ? this.device.deviceName : ch.deviceName, res.copy.deviceName, res.outcome, res.message),
-      );
-    } else if (res.outcome === "merged") report.merged.push(p);
-    else if (res.outcome === "keep_edit") report.keptEdits.push(p);
-    if (res.writeLocal && res.note !== null && inSync) report.downloaded.push(p);
+    return { admitted: true, todo };
   }
 
   // ------------------------------------------------------------------ pushing
@@ -1232,129 +959,23 @@ export class SyncEngine {
     return !!(fid && this.state.quarantine[fid]);
   }
 
+  /** Plan the push of what the apply left (`planPush`) and carry it out (push.ts). */
   private async push(local: Map<string, Local>, allowMassDelete: boolean, report: RoundReport, touched: Set<string>): Promise<boolean> {
     report.heldDeletes = 0;
-    for (const [p] of [...local]) {
+    const blocked: string[] = [];
+    for (const [p] of local) {
       const fid = this.state.files[p]?.fileId || (await this.remote.fileId(p));
-      if (this.blocked(p, fid)) local.delete(p);
+      if (this.blocked(p, fid)) blocked.push(p);
     }
-    report.pendingUpload = local.size;
-    if (!local.size) return false;
+    const pending = local.size - blocked.length;
+    report.pendingUpload = pending;
+    if (!pending) return false;
     await this.guard();
-    const deletes = [...local.values()].filter((c) => c.kind === "deleted" && !c.renameTo).map((c) => c.path);
-    const live = this.liveCount();
-    const heldDel = new Set(deletes.length && !allowMassDelete && isMassDelete(deletes.length, live, this.massDeleteRatio) ? deletes : []);
-    report.heldDeletes = heldDel.size;
-    report.heldOf = live;
-    const prepared = new Map<string, { out: Outgoing; local: Local }>();
-    const tombstones = new Map<string, Outgoing>();
-    const small = new Map<string, Uint8Array>();
-    for (const c of [...local.values()].sort((a, b) => (a.path < b.path ? -1 : 1))) {
-      if (this.stopped) return false;
-      if (heldDel.has(c.path)) continue;
-      const e = this.state.files[c.path];
-      if (c.kind === "deleted") {
-        if (!e || e.deleted) continue;
-        tombstones.set(c.path, {
-          meta: makeMeta({
-            path: c.path,
-            size: 0,
-            sha256: e.sha256.length === 64 ? e.sha256 : "",
-            deleted: true,
-            deviceId: this.device.deviceId,
-            deviceName: this.device.deviceName,
-            deviceKind: this.device.kind,
-          }),
-          parentRev: e.rev,
-        });
-        continue;
-      }
-      const data = c.data!;
-      const chunks: ChunkRef[] = [];
-      if (data.length > this.chunkSize) {
-        for (let off = 0; off < data.length; off += this.chunkSize) {
-          const part = data.subarray(off, off + this.chunkSize);
-          const bid = await this.remote.blobId(part);
-          chunks.push({ blobId: bid, length: part.length });
-          // one chunk at a time: an interrupted upload resumes with the chunks the relay lacks
-          await this.remote.upload(new Map([[bid, part]]));
-        }
-      } else if (data.length) {
-        const bid = await this.remote.blobId(data);
-        small.set(bid, data);
-        chunks.push({ blobId: bid, length: data.length });
-      }
-      const executable = this.fs.tracksExec ? !!c.stat?.executable : !!(e && !e.deleted && e.executable);
-      const meta = makeMeta({
-        path: c.path,
-        size: data.length,
-        sha256: c.sha256!,
-        chunks,
-        mtimeNs: c.stat ? BigInt(Math.max(0, Math.round(c.stat.mtime))) * 1_000_000n : null,
-        executable,
-        deviceId: this.device.deviceId,
-        deviceName: this.device.deviceName,
-        deviceKind: this.device.kind,
-        renameFrom: c.renameFrom ?? null,
-      });
-      prepared.set(c.path, { out: { meta, parentRev: e ? e.rev : 0 }, local: c });
-    }
-    if (!prepared.size && !tombstones.size) return false;
-    await this.remote.upload(small);
-    const groups: Outgoing[][] = [];
-    const used = new Set<string>();
-    for (const { out } of prepared.values()) {
-      const old = out.meta.renameFrom;
-      if (old && tombstones.has(old) && !used.has(old)) {
-        groups.push([tombstones.get(old)!, out]);
-        used.add(old);
-      } else groups.push([out]);
-    }
-    for (const [p, t] of tombstones) if (!used.has(p)) groups.push([t]);
-    const reupload = async (ids: string[]) => {
-      const want = new Set(ids);
-      const again = new Map<string, Uint8Array>();
-      for (const { local: c, out } of prepared.values()) {
-        for (let i = 0, off = 0; i < out.meta.chunks.length; off += out.meta.chunks[i].length, i++) {
-          const ref = out.meta.chunks[i];
-          if (want.has(ref.blobId)) again.set(ref.blobId, c.data!.subarray(off, off + ref.length));
-        }
-      }
-      await this.remote.upload(again);
-    };
-    const result = await this.remote.commit(groups, reupload);
-    for (const b of result.bad) this.quarantine(b.fileId, b.rev, b.reason, report);
-    for (const [p, rev] of result.committed) {
-      const fid = await this.remote.fileId(p);
-      const t = tombstones.get(p);
-      if (t) {
-        this.state.files[p] = { fileId: fid, rev, sha256: "", size: 0, mtime: 0, deleted: true, executable: false, device: this.device.deviceName, deviceKind: this.device.kind };
-        if (!local.get(p)?.renameTo) report.deletedRemote.push(p);
-        continue;
-      }
-      const { out, local: c } = prepared.get(p)!;
-      this.state.files[p] = {
-        fileId: fid,
-        rev,
-        sha256: out.meta.sha256,
-        size: out.meta.size,
-        mtime: c.stat!.mtime,
-        deleted: false,
-        executable: out.meta.executable,
-        device: this.device.deviceName,
-        deviceKind: this.device.kind,
-      };
-      report.uploaded.push(p);
-    }
-    report.pendingUpload = local.size - result.committed.size;
-    for (const [p, head] of result.conflicts) {
-      touched.add(p);
-      if (head) {
-        this.state.inbox[p] = queued(head);
-        this.verified.set(p, head);
-      }
-    }
-    return result.committed.size > 0 || result.conflicts.size > 0;
+    const plan = planPush(local, this.indexView(), { blocked, live: this.liveCount(), massDeleteRatio: this.massDeleteRatio, allowMassDelete });
+    report.heldDeletes = plan.heldDeletes.length;
+    report.heldOf = plan.live;
+    if (!plan.uploads.length && !plan.tombstones.length) return false;
+    return this.pusher.run(plan, pending, report, touched);
   }
 
   // ------------------------------------------------------------------ held and quarantined
@@ -1474,8 +1095,11 @@ export class SyncEngine {
     const ch = await this.remote.record(rel, rev);
     if (!ch) throw new InputError(`the relay has no revision ${rev} of '${rel}' (old revisions are pruned after the relay's retention period)`);
     if (ch.meta.deleted) throw new InputError(`revision ${rev} of '${rel}' is a deletion; restore an earlier revision`);
-    const content = (await this.fetchContents([ch])).get(ch.meta.sha256)!;
-    await this.exclusive(() => this.write(rel, content));
+    const content = (await this.applier.fetchContents([ch])).get(ch.meta.sha256)!;
+    await this.exclusive(async () => {
+      await this.write(rel, content);
+      this.dropApplied([rel]); // the person's choice, not a stale save
+    });
     return this.round({ paths: [rel] });
   }
 
@@ -1501,26 +1125,9 @@ export class SyncEngine {
   }
 
   conflictCopyName(path: string, device: string): string {
-    return conflictCopyName(path, device, this.now(), this.taken);
+    return conflictCopyName(path, device, this.now(), this.applier.taken);
   }
 }
 
-function sameBytes(a: Uint8Array | null, b: Uint8Array | null): boolean {
-  if (a === null || b === null) return a === b;
-  if (a.length !== b.length) return false;
-  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
-  return true;
-}
-
 export type { Entry };
-
-/** The modification time (ms) a record gives the file it writes, or undefined when no date
- * can hold it (a record from a far future or past): the time is only shown, so the file keeps
- * the time of its writing rather than failing the write (Python's `atomic.set_mtime`). */
-export function recordMtimeMs(m: FileMeta): number | undefined {
-  if (m.mtimeNs === null) return undefined;
-  const ms = Number(m.mtimeNs / 1_000_000n);
-  return Math.abs(ms) <= MAX_DATE_MS ? ms : undefined;
-}
-
-const MAX_DATE_MS = 8.64e15; // the range of a JavaScript Date
+export { recordMtimeMs };

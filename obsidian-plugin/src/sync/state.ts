@@ -65,6 +65,18 @@ export interface ConflictInfo {
   time: number;
 }
 
+/** A remote change that replaced this device's version of a file at `appliedAt` (ms, the clock
+ * of the vault's modification times): a save soon after may be stale (docs/protocol.md R15,
+ * Python's `AppliedRow`). The replaced version is found on the relay at `prevRev` (a synced
+ * version), or kept here in `prevData` (base64; a local version the round wrote over, small
+ * text only); neither: unknown, so a save is taken as a new edit. */
+export interface Applied {
+  prevSha256: string;
+  prevRev?: number;
+  prevData?: string | null;
+  appliedAt: number;
+}
+
 export interface ErrorInfo {
   time: number;
   kind: string;
@@ -85,6 +97,8 @@ export interface SyncState {
   quarantine: Record<string, Quarantined>;
   /** File id -> the quarantined revision the person dismissed (absent in older states). */
   dismissed?: Record<string, number>;
+  /** The recent applies, by path (the stale-save rule; absent in older states). */
+  applied?: Record<string, Applied>;
   conflicts: ConflictInfo[];
   errors: ErrorInfo[];
   lastSync: number | null;

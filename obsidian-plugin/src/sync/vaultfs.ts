@@ -98,6 +98,11 @@ export class MemoryVault implements VaultFS {
     return ++this.tick;
   }
 
+  /** The clock its modification times come from (the last one given). */
+  get time(): number {
+    return this.tick;
+  }
+
   private find(path: string): string | undefined {
     if (this.files.has(path)) return path;
     if (!this.caseInsensitive) return undefined;

@@ -118,6 +118,8 @@ def test_a_restore_is_noticed_when_another_record_took_the_cursors_seq(tmp_path:
         assert first.relay_restored
         cluster.sync_all()
         after = cluster.assert_converged()
-        # the laptop's version is offered again on top: nothing of it lost, the server's
-        # stays in the relay's history
+        # the laptop's version is offered again on top (`plan_resync`: same revision, other
+        # bytes); the server's stays in the relay's history only, as after a `since_ahead`
+        # resync (no conflict copy: the planner cannot tell a post-restore edit from an older
+        # version of its own)
         assert after["notes/a.md"] == b"a, the laptop's version 2\n"

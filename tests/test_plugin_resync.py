@@ -125,3 +125,40 @@ def test_watch_resyncs_when_the_relay_comes_back_restored(tmp_path: Path) -> Non
         assert proc.returncode == 0, err
         assert "older than revision" not in out + err, out + err
         assert phone.read("notes/a.md") == b"a, version 2 (after the backup)\n"
+
+
+def test_the_plugin_notices_a_restore_others_carried_past_its_cursor(tmp_path: Path) -> None:
+    """The phone's cursor is not ahead of the restored relay: the laptop committed past it
+    first, so no `since_ahead`. The relay's `at_since` names another record at the phone's
+    cursor than the one the phone saw there, and that is the restore noticed all the same."""
+    cli = plugin_cli()
+    with SyncCluster(tmp_path, relay="process") as cluster:
+        laptop = cluster.add_device("laptop", "human")
+        phone = PluginDevice(cluster, cli)
+        phone.join()
+        phone.write("notes/a.md", "a\n")
+        phone.synced()
+        laptop.sync()
+        backup = tmp_path / "relay-backup"
+        back_up(cluster, backup)
+        phone.write("notes/L.md", "the phone's, after the backup\n")
+        phone.synced()  # its cursor: its own commit, which the backup lacks
+        restore(cluster, backup)
+        laptop.write("projects/s1.md", "s1, the laptop's\n")
+        laptop.write("projects/s2.md", "s2, the laptop's\n")
+        laptop.sync()  # past the phone's cursor
+        first = phone.sync()
+        out = first.stdout + first.stderr
+        assert first.returncode == 0, out
+        assert any(e["kind"] == "relay_restored" for e in phone.status()["errors"]), out
+        assert phone.read("projects/s1.md") == b"s1, the laptop's\n"
+        assert phone.read("projects/s2.md") == b"s2, the laptop's\n"
+        laptop.sync()
+        assert laptop.read("notes/L.md") == b"the phone's, after the backup\n"
+        phone.write("notes/L.md", "the phone's, edited again\n")
+        again = phone.sync()  # no RolledBack: the relay holds L.md again
+        assert again.returncode == 0, again.stdout + again.stderr
+        assert "RolledBack" not in again.stdout + again.stderr
+        laptop.sync()
+        assert laptop.read("notes/L.md") == b"the phone's, edited again\n"
+        assert laptop.files() == phone.files()

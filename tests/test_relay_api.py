@@ -215,6 +215,19 @@ def test_changes_since_and_paging(relay, dev):
     assert body["seq"] == 5 == body["vault_seq"]
 
 
+def test_changes_name_the_record_at_since(relay, dev):
+    commit(relay, dev, [rec(1, sealed=b"one")])
+    commit(relay, dev, [rec(2, sealed=b"two")])
+    r = relay.http.get(f"{dev['base']}/changes", params={"since": 0}, headers=dev["h"])
+    assert r.json()["at_since"] is None
+    r = relay.http.get(f"{dev['base']}/changes", params={"since": 1}, headers=dev["h"])
+    body = r.json()
+    assert [x["seq"] for x in body["records"]] == [2]
+    assert body["at_since"] == {
+        "file_id": fid(1), "rev": 1, "sha256": hashlib.sha256(b"one").hexdigest()
+    }  # fmt: skip
+
+
 def test_changes_since_ahead_is_a_clear_conflict(relay, dev):
     commit(relay, dev, [rec(1)])
     r = relay.http.get(f"{dev['base']}/changes", params={"since": 7}, headers=dev["h"])

@@ -150,6 +150,29 @@ def test_changes_pages_in_seq_order(store):
     assert len(page.records) == 1 and page.more
 
 
+def test_changes_say_which_record_sits_at_since(store):
+    """`at_since`: the record at `seq == since`, named by file, revision and the SHA-256 of
+    its sealed bytes, read in the same snapshot; none for 0, or where no record is."""
+    for i in range(1, 4):
+        store.commit(V, DEV, [NewRecord(fid(i), 1, 0, bytes([i]) * 10)], 1000.0)
+    assert store.changes(V, 0, 10, 1 << 20).at_since is None
+    page = store.changes(V, 2, 10, 1 << 20)
+    assert [r.seq for r in page.records] == [3]
+    mark = page.at_since
+    assert (mark.file_id, mark.rev, mark.sha256) == (fid(2), 1, sha(bytes([2]) * 10))
+    last = store.changes(V, 3, 10, 1 << 20)
+    assert last.records == [] and last.at_since.file_id == fid(3)
+    assert store.changes(V, 9, 10, 1 << 20).at_since is None  # ahead: nothing there
+
+
+def test_at_since_is_none_where_retention_pruned_the_record(store):
+    for rev in range(1, 5):
+        store.commit(V, DEV, [NewRecord(fid(1), rev, rev - 1, f"v{rev}".encode())], 1000.0)
+    store.prune(RetentionPolicy(keep_days=1, keep_last=1, blob_grace_s=DAY), 1000.0 + 3 * DAY)
+    assert store.changes(V, 1, 10, 1 << 20).at_since is None  # pruned: no claim either way
+    assert store.changes(V, 4, 10, 1 << 20).at_since.rev == 4
+
+
 def test_history_and_single_revisions(store):
     for rev in range(1, 5):
         store.commit(V, DEV, [NewRecord(fid(1), rev, rev - 1, f"v{rev}".encode())], 1000.0)

@@ -105,7 +105,8 @@ def relay_cli(*args: str) -> subprocess.CompletedProcess[str]:
 def test_devices_carry_on_after_the_relay_moves_to_postgresql_and_back(tmp_path: Path) -> None:
     """SQLite relay -> export -> PostgreSQL relay -> export -> SQLite relay, devices pointed at
     one proxy address throughout (as behind a DNS name): the sync probe passes at every step,
-    and nothing is uploaded again after a move."""
+    nothing is uploaded again after a move, and no device takes a move for a restore (the
+    relay names the same record at its cursor, `at_since`)."""
     with SyncCluster(tmp_path, relay="process", relay_log_level="warning") as c:
         assert isinstance(c.relay, ProcessRelay)
         with RelayProxy(c.relay.url) as proxy:
@@ -117,8 +118,9 @@ def test_devices_carry_on_after_the_relay_moves_to_postgresql_and_back(tmp_path:
 
             def probe(tag: str) -> None:  # the sync probe: an edit each way, converged
                 a.write(f"probe/{tag}-a.md", f"from the laptop, {tag}\n")
-                assert a.sync().converged
-                b.sync()
+                first = a.sync()  # the same record at its cursor: a move is not a restore
+                assert first.converged and not first.relay_restored
+                assert not b.sync().relay_restored
                 assert b.read(f"probe/{tag}-a.md") == f"from the laptop, {tag}\n".encode()
                 b.write(f"probe/{tag}-b.md", f"from the server, {tag}\n")
                 assert b.sync().converged

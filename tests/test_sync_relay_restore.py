@@ -52,3 +52,74 @@ def test_devices_resynchronise_after_the_relay_is_restored(tmp_path: Path) -> No
         desk = cluster.add_device("desk", "human")
         desk.sync()
         assert desk.files() == after
+
+
+def test_a_restore_is_noticed_after_others_commit_past_the_cursor(tmp_path: Path) -> None:
+    """The laptop's cursor is not ahead of the restored relay (the server committed past it
+    first), so no `since_ahead`: the record the relay now holds at the laptop's cursor is
+    another one (`at_since`), and that is the restore noticed all the same."""
+    with SyncCluster(tmp_path, relay="process") as cluster:
+        laptop = cluster.add_device("laptop", "human")
+        server = cluster.add_device("server", "agent")
+        laptop.write("notes/a.md", "a\n")
+        laptop.sync()
+        server.sync()
+        relay = cluster.relay
+        relay.stop()
+        backup = tmp_path / "relay-backup"
+        shutil.copytree(relay.data_dir, backup)
+        relay.restart()
+        laptop.write("notes/L.md", "the laptop's, after the backup\n")
+        laptop.sync()  # its cursor: its own commit, which the backup lacks
+        relay.stop()
+        shutil.rmtree(relay.data_dir)
+        shutil.copytree(backup, relay.data_dir)
+        relay.restart()
+        # the server, which had synced before the backup, commits past the laptop's cursor
+        server.write("projects/s1.md", "s1, the server's\n")
+        server.write("projects/s2.md", "s2, the server's\n")
+        server.sync()
+        first = laptop.sync()
+        assert first.relay_restored
+        assert laptop.read("projects/s1.md") == b"s1, the server's\n"
+        server.sync()
+        assert server.read("notes/L.md") == b"the laptop's, after the backup\n"
+        laptop.write("notes/L.md", "the laptop's, edited again\n")
+        laptop.sync()  # no RolledBack: the relay holds L.md again
+        cluster.sync_all()
+        after = cluster.assert_converged()
+        assert after["notes/L.md"] == b"the laptop's, edited again\n"
+        assert set(after) == {"notes/a.md", "notes/L.md", "projects/s1.md", "projects/s2.md"}
+
+
+def test_a_restore_is_noticed_when_another_record_took_the_cursors_seq(tmp_path: Path) -> None:
+    """The relay's sequence is back exactly at the laptop's cursor, held by another device's
+    commit of the same file at the same revision: only the record's bytes tell them apart."""
+    with SyncCluster(tmp_path, relay="process") as cluster:
+        laptop = cluster.add_device("laptop", "human")
+        server = cluster.add_device("server", "agent")
+        laptop.write("notes/a.md", "a, version 1\n")
+        laptop.sync()
+        server.sync()
+        relay = cluster.relay
+        relay.stop()
+        backup = tmp_path / "relay-backup"
+        shutil.copytree(relay.data_dir, backup)
+        relay.restart()
+        laptop.write("notes/a.md", "a, the laptop's version 2\n")
+        laptop.sync()
+        relay.stop()
+        shutil.rmtree(relay.data_dir)
+        shutil.copytree(backup, relay.data_dir)
+        relay.restart()
+        server.write("notes/a.md", "a, the server's version 2\n")
+        server.sync()  # the same file, the same revision, the same seq as the laptop's
+        first = laptop.sync()
+        assert first.relay_restored
+        cluster.sync_all()
+        after = cluster.assert_converged()
+        # the laptop's version is offered again on top (`plan_resync`: same revision, other
+        # bytes); the server's stays in the relay's history only, as after a `since_ahead`
+        # resync (no conflict copy: the planner cannot tell a post-restore edit from an older
+        # version of its own)
+        assert after["notes/a.md"] == b"a, the laptop's version 2\n"

@@ -206,11 +206,22 @@ class CommitConflictOut(ErrorOut, CommitOut):
     pass
 
 
+class SeqMarkOut(BaseModel):
+    file_id: str
+    rev: int
+    sha256: str = Field(description="SHA-256 (hex) of the record's sealed bytes.")
+
+
 class ChangesOut(BaseModel):
     records: list[RecordOut]
     seq: int = Field(description="Pass as `since` next time.")
     vault_seq: int
     more: bool
+    at_since: SeqMarkOut | None = Field(
+        default=None,
+        description="The record at `seq == since` (null when `since` is 0 or none is there): "
+        "a device that saw another one there knows the relay was restored from a backup.",
+    )
 
 
 class HistoryOut(BaseModel):

@@ -277,9 +277,11 @@ _COMMIT_FIELDS: dict[str, Kind] = {
 }
 COMMIT = Shape("CommitOut", _COMMIT_FIELDS)
 COMMIT_CONFLICT = Shape("CommitConflictOut", {"error": TEXT, "message": TEXT, **_COMMIT_FIELDS})
+SEQ_MARK = Shape("SeqMarkOut", {"file_id": TEXT, "rev": INTEGER, "sha256": TEXT})
 CHANGES = Shape(
     "ChangesOut",
     {"records": ListOf(RECORD), "seq": INTEGER, "vault_seq": INTEGER, "more": BOOLEAN},
+    {"at_since": (Nullable(SEQ_MARK), None)},  # an older relay does not send it
 )
 HISTORY = Shape("HistoryOut", {"records": ListOf(RECORD)})
 MISSING = Shape("MissingOut", {"missing": ListOf(TEXT)})

@@ -172,6 +172,11 @@ async def changes(
             seq=page.seq,
             vault_seq=page.vault_seq,
             more=page.more,
+            at_since=None
+            if page.at_since is None
+            else m.SeqMarkOut(
+                file_id=page.at_since.file_id, rev=page.at_since.rev, sha256=page.at_since.sha256
+            ),
         )
     )
 

@@ -50,6 +50,7 @@ from companion.relay.storage import (
     Published,
     RecordResult,
     RelayStorage,
+    SeqMark,
     StoredBlob,
     StoredRecord,
     UnknownVault,
@@ -81,6 +82,7 @@ _HEAD = (
 _CHANGES = (
     f"SELECT {RECORD_COLS} FROM {RECORDS} WHERE r.vault_id=? AND r.seq>? ORDER BY r.seq LIMIT ?"
 )
+_AT_SEQ = "SELECT file_id, rev, sealed FROM records WHERE vault_id=? AND seq=?"
 _HISTORY = (
     f"SELECT {RECORD_COLS} FROM {RECORDS} WHERE r.vault_id=? AND r.file_id=? "
     "ORDER BY r.rev DESC LIMIT ?"
@@ -599,6 +601,11 @@ class SqlStore(RelayStorage):
             if row is None:
                 raise UnknownVault(vault_id)
             vault_seq = row[0]
+            at_since = None
+            if 0 < since <= vault_seq:  # one primary-key lookup: what sits at the cursor
+                at = c.execute(q(_AT_SEQ), (vault_id, since)).fetchone()
+                if at is not None:
+                    at_since = SeqMark(at[0], at[1], hashlib.sha256(bytes(at[2])).hexdigest())
             cur = c.execute(q(_CHANGES), (vault_id, since, limit + 1))
             for r in cur:
                 rec = self._record(r)
@@ -608,7 +615,7 @@ class SqlStore(RelayStorage):
                 out.append(rec)
                 size += len(rec.sealed)
         seq = out[-1].seq if out else max(since, 0)
-        return ChangesPage(out, seq, vault_seq, more)
+        return ChangesPage(out, seq, vault_seq, more, at_since)
 
     def head(self, vault_id: str, file_id: str) -> StoredRecord | None:
         with self._reading() as c:

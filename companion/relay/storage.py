@@ -175,11 +175,24 @@ class CommitOutcome:
 
 
 @dataclass(frozen=True)
+class SeqMark:
+    """The record at one sequence number of a vault's feed: its file, its revision and the
+    SHA-256 of its sealed bytes (two commits never seal alike: a fresh nonce each)."""
+
+    file_id: str
+    rev: int
+    sha256: str  # hex
+
+
+@dataclass(frozen=True)
 class ChangesPage:
     records: list[StoredRecord]
     seq: int  # resume point: the last record's seq, or the vault's seq when caught up
     vault_seq: int
     more: bool
+    # the record at `seq == since` (None: since is 0, or no record there): a device that saw
+    # another one there is talking to a relay restored from a backup (docs/relay.md)
+    at_since: SeqMark | None = None
 
 
 @dataclass(frozen=True)

@@ -151,11 +151,27 @@ class Changes(NamedTuple):
     seq: int
 
 
+class SeqMark(NamedTuple):
+    """The record at one sequence number of the feed: its file, its revision and the SHA-256
+    (hex) of its sealed bytes (`seq_mark`)."""
+
+    file_id: str
+    rev: int
+    sha256: str
+
+
+def seq_mark(rec: Record) -> SeqMark:
+    return SeqMark(rec.file_id, rec.rev, _sha(rec.sealed))
+
+
 class ChangesPage(NamedTuple):
     records: list[Record]
     seq: int
     vault_seq: int
     more: bool
+    # the record the relay holds at `seq == since`; None when since is 0, when none is there
+    # (retention pruned it) or from a relay that predates the field
+    at_since: SeqMark | None = None
 
 
 class Lease(NamedTuple):
@@ -559,9 +575,10 @@ class RelayClient:
             wait=wait,
         )
         out = self._parse(replies.CHANGES, resp)
+        at = out["at_since"]
         return ChangesPage(
             [Record.from_reply(x) for x in out["records"]], out["seq"], out["vault_seq"],
-            out["more"],
+            out["more"], SeqMark(at["file_id"], at["rev"], at["sha256"]) if at else None,
         )  # fmt: skip
 
     def changes(self, since: int = 0, wait: float = 0) -> Changes:

@@ -63,6 +63,10 @@ export class RelayBusy extends RelayUnreachable {
 export class AuthError extends RelayError {}
 export class ConflictError extends RelayError {}
 export class NotFoundError extends RelayError {}
+/** The relay holds another record at this device's cursor than the one this device saw there:
+ * restored from a backup, and others committed past the cursor since (R3). Handled like
+ * `since_ahead` (Python's `RelayRestored`). */
+export class RelayRestored extends RelayError {}
 export class MissingBlobsError extends RelayError {
   missing: string[];
   constructor(message: string, missing: string[], opts: { status?: number; code?: string | null } = {}) {

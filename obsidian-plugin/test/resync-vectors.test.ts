@@ -5,8 +5,17 @@ import { readFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
-import { planResync, recordResync, type ResyncHead, type ResyncStep } from "../src/sync/resync";
-import type { Entry } from "../src/sync/state";
+import { ConflictError, RelayRestored } from "../src/errors";
+import {
+  cursorMark,
+  isRestoredRelay,
+  planResync,
+  recordResync,
+  type ResyncHead,
+  type ResyncStep,
+  setCursor,
+} from "../src/sync/resync";
+import { emptyState, type Entry } from "../src/sync/state";
 
 const HERE = dirname(fileURLToPath(import.meta.url));
 const V = JSON.parse(readFileSync(join(HERE, "..", "..", "tests", "vectors", "resync_v1.json"), "utf-8"));
@@ -48,5 +57,27 @@ describe("resync_v1.json", () => {
     // gone) and pushes it on top of that revision, never takes the relay's older one
     expect(files["lost.md"]).toMatchObject({ rev: 2, sha256: "", mtime: -1, deleted: false, force: true });
     expect(files["dead.md"]).toMatchObject({ rev: 1, deleted: false, force: true });
+  });
+});
+
+describe("the record remembered at the cursor (R3, Python's meta cursor_mark)", () => {
+  it("is kept with the cursor, read only while its seq is the cursor, written as Python writes it", () => {
+    const state = emptyState();
+    expect(cursorMark(state)).toBeNull();
+    const mark = { fileId: "ab".repeat(16), rev: 3, sha256: "cd".repeat(32) };
+    setCursor(state, 7, mark);
+    expect(state.cursorMark).toBe(`7 ${mark.fileId} 3 ${mark.sha256}`);
+    expect(cursorMark(state)).toEqual(mark);
+    state.cursor = 0; // moved back elsewhere (new ignore rules, a quarantine retry): no mark
+    expect(cursorMark(state)).toBeNull();
+    setCursor(state, 9, null);
+    expect(cursorMark(state)).toBeNull();
+  });
+
+  it("takes since_ahead and another record at the cursor as a restore, nothing else", () => {
+    expect(isRestoredRelay(new RelayRestored("x"))).toBe(true);
+    expect(isRestoredRelay(new ConflictError("x", { code: "since_ahead" }))).toBe(true);
+    expect(isRestoredRelay(new ConflictError("x", { code: "conflict" }))).toBe(false);
+    expect(isRestoredRelay(new Error("x"))).toBe(false);
   });
 });

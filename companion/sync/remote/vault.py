@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Protocol
 from companion import crypto  # its functions load `cryptography` when first called
 from companion.crypto.errors import RolledBack, TamperDetected, TamperedRecord, UnsupportedVersion
 from companion.logs import get_logger
-from companion.relayclient.client import ChangesPage, Record, RelayClient
+from companion.relayclient.client import ChangesPage, Record, RelayClient, SeqMark, seq_mark
 from companion.relayclient.errors import ConflictError, MissingBlobsError, RelayError
 
 if TYPE_CHECKING:
@@ -145,6 +145,7 @@ class PushResult:
     because another record of their group (the other half of a rename) lost its race."""
 
     committed: dict[str, tuple[int, int | None]] = field(default_factory=dict)
+    marks: dict[int, SeqMark] = field(default_factory=dict)  # seq -> our record there
     conflicts: dict[str, RemoteChange | None] = field(default_factory=dict)
     refused_heads: dict[str, Refused] = field(default_factory=dict)
     deferred: set[str] = field(default_factory=set)
@@ -156,6 +157,13 @@ class Pulled:
     seq: int  # pass as `since` next time
     vault_seq: int
     refused: list[Refused] = field(default_factory=list)  # the newest record of these files
+    mark: SeqMark | None = None  # the record at `seq` when the feed listed one
+
+
+class RelayRestored(Exception):
+    """The relay holds another record at this device's cursor than the one this device saw
+    there: it was restored from a backup and other devices committed past the cursor since
+    (docs/protocol.md R3). Handled like `since_ahead`."""
 
 
 class RemoteVault:
@@ -281,8 +289,13 @@ class RemoteVault:
         *,
         wait: float = 0,
         held_revs: Callable[[list[str]], Mapping[str, int]] | None = None,
+        mark: SeqMark | None = None,
     ) -> Pulled:
         """Every record committed after `since`, verified, with the rollback checks.
+
+        `mark` is the record this device saw at `since`: a relay that names another one there
+        (`at_since`) is `RelayRestored`. One that names none (since pruned, or an older relay
+        without the field) is not checked.
 
         `seen_revs(paths)` maps each path to the highest revision of that file this device
         already holds (paths it holds nothing of may be left out). A legitimate relay lists a
@@ -303,7 +316,14 @@ class RemoteVault:
         records: list[Record] = []
         early: dict[int, RemoteChange | Refused] = {}  # opened as its page came, by position
         page = None
-        for page in self._pages(since, wait):
+        for n, page in enumerate(self._pages(since, wait)):
+            at = page.at_since
+            if n == 0 and mark is not None and at is not None and at != mark:
+                raise RelayRestored(
+                    f"the relay holds revision {at.rev} of file {at.file_id[:12]} at seq "
+                    f"{since}, where this device saw revision {mark.rev} of file "
+                    f"{mark.file_id[:12]}: it was restored from a backup"
+                )
             if held_revs is not None:
                 fresh = list({r.file_id for r in page.records if r.file_id not in last_rev})
                 held.update(held_revs(fresh) if fresh else {})
@@ -341,7 +361,8 @@ class RemoteVault:
         seen = seen_revs([ch.path for ch in live])
         for ch in live:
             crypto.check_not_rolled_back(seen.get(ch.path), ch.rev, file_id=ch.file_id)
-        return Pulled(changes, page.seq, page.vault_seq, refused)
+        last = seq_mark(records[-1]) if records and records[-1].seq == page.seq else None
+        return Pulled(changes, page.seq, page.vault_seq, refused, last)
 
     def _pages(self, since: int, wait: float) -> Iterator[ChangesPage]:
         """The change feed after `since`, page by page; the next page travels while the caller
@@ -608,6 +629,8 @@ class RemoteVault:
                         result.conflicts[out.meta.path] = head
                 elif r.status == "duplicate" or (res.committed and r.status == "committed"):
                     result.committed[out.meta.path] = (r.rev, r.seq)
+                    if r.seq is not None:
+                        result.marks[r.seq] = seq_mark(sealed_by_fid[r.file_id][1])
                 else:
                     retry.append(r.file_id)
             if res.committed:

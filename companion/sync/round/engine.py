@@ -388,7 +388,7 @@ class SyncEngine:
         report.pending_upload = len(plan.push) + len(done.back)
         pushed = self.pusher.run(push_plan, report) if not push_plan.empty else Pushed()
         touched |= pushed.touched
-        self.puller.skip_own_commits(pushed.seqs)
+        self.puller.skip_own_commits(pushed.seqs, pushed.marks)
         if pushed.heads:
             self.puller.admit_heads(pushed.heads, report)
         if pushed.refused:

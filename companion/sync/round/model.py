@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from companion.relayclient.client import SeqMark
 from companion.sync.local.filestate import FileState
 from companion.sync.remote.vault import Outgoing, Refused, RemoteChange
 from companion.sync.round.conflicts import AGENT, KINDS
@@ -57,6 +58,7 @@ class Pushed:
     heads: dict[str, RemoteChange] = field(default_factory=dict)
     refused: dict[str, Refused] = field(default_factory=dict)
     seqs: list[int] = field(default_factory=list)  # the relay's sequence numbers of our commits
+    marks: dict[int, SeqMark] = field(default_factory=dict)  # seq -> our record there
 
 
 def entry_state(entry: Entry | None) -> FileState | None:

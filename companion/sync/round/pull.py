@@ -18,9 +18,10 @@ from typing import TYPE_CHECKING
 
 from companion.crypto import TamperDetected
 from companion.logs import get_logger
+from companion.relayclient.client import SeqMark
 from companion.relayclient.errors import ConflictError
 from companion.sync.local.pathsafe import UnsafePath, normalize
-from companion.sync.remote.vault import Pulled, Refused, RemoteChange
+from companion.sync.remote.vault import Pulled, Refused, RelayRestored, RemoteChange
 from companion.sync.round.core import Core
 from companion.sync.round.holds import NOTE_CHECK_BYTES, config_folders, note_code
 from companion.sync.round.plan import (
@@ -47,6 +48,10 @@ if TYPE_CHECKING:
 log = get_logger("sync.engine")
 
 META_CURSOR = "cursor"
+# The record this device saw at its cursor, "SEQ FILE_ID REV SHA256": a relay that holds
+# another one there was restored from a backup (R3). Used only while SEQ is the cursor, so
+# whatever moves the cursor without it (back to 0, say) leaves nothing to compare.
+META_CURSOR_MARK = "cursor_mark"
 QUARANTINE_RETRIES = 50  # quarantined files asked for again per round
 READ_NOTES_BUDGET = 32 * 1024 * 1024  # notes read for the hold rules, kept for the apply
 NOTE_BATCH_BYTES = 8 * 1024 * 1024  # notes read for the hold rules, fetched at a time
@@ -76,6 +81,20 @@ class Puller:
     def cursor(self) -> int:
         return int(self.core.index.meta.get(META_CURSOR) or 0)
 
+    def cursor_mark(self, cursor: int) -> SeqMark | None:
+        """The record this device saw at `cursor` (None: not known)."""
+        parts = (self.core.index.meta.get(META_CURSOR_MARK) or "").split(" ")
+        if len(parts) != 4 or parts[0] != str(cursor) or cursor <= 0:
+            return None
+        return SeqMark(parts[1], int(parts[2]), parts[3])
+
+    def _set_cursor(self, seq: int, mark: SeqMark | None) -> None:
+        """The cursor and what sits there, together (inside the caller's transaction)."""
+        index = self.core.index
+        index.meta.set(META_CURSOR, str(seq))
+        index.meta.set(META_CURSOR_MARK, f"{seq} {mark.file_id} {mark.rev} {mark.sha256}"
+                       if mark is not None else "")  # fmt: skip
+
     # ------------------------------------------------------------------ pulling
 
     def pull(self, report: RoundReport) -> int:
@@ -101,9 +120,11 @@ class Puller:
             return out
 
         try:
-            pulled = core.remote.pull(since, seen, held_revs=index.files.revs_for_file_ids)
-        except ConflictError as exc:
-            if exc.code != "since_ahead":
+            pulled = core.remote.pull(
+                since, seen, held_revs=index.files.revs_for_file_ids, mark=self.cursor_mark(since)
+            )
+        except (ConflictError, RelayRestored) as exc:
+            if isinstance(exc, ConflictError) and exc.code != "since_ahead":
                 raise
             pulled = self._resync_restored_relay(report)
             since = -1  # the cursor is rewritten below
@@ -160,7 +181,7 @@ class Puller:
             index.quarantine.release(plan.healed)
             fresh = index.quarantine.add(refused)
             if pulled.seq != since:
-                index.meta.set(META_CURSOR, str(pulled.seq))
+                self._set_cursor(pulled.seq, pulled.mark)
         for e in plan.enqueue:
             self._verified[e.path] = e.change
         self._report_held(report, holds)
@@ -239,13 +260,17 @@ class Puller:
                 failed[meta.sha256] = exc
         return got, failed
 
-    def skip_own_commits(self, seqs: Iterable[int]) -> None:
+    def skip_own_commits(
+        self, seqs: Iterable[int], marks: Mapping[int, SeqMark] | None = None
+    ) -> None:
         """Move the cursor past this device's just-recorded commits when nothing else lies
-        between them (`plan.cursor_after_own_commits`): they are not listed back."""
+        between them (`plan.cursor_after_own_commits`): they are not listed back. `marks`:
+        our record at each seq, the one at the new cursor remembered with it."""
         cursor = self.cursor
         after = cursor_after_own_commits(cursor, seqs)
         if after != cursor:
-            self.core.index.meta.set(META_CURSOR, str(after))
+            with self.core.index.transaction():
+                self._set_cursor(after, (marks or {}).get(after))
 
     def load_inbox(self) -> dict[str, Incoming]:
         """The queued remote changes; those verified by this process's pull are not opened again
@@ -372,9 +397,11 @@ class Puller:
     # ------------------------------------------------------------------ a restored relay
 
     def _resync_restored_relay(self, report: RoundReport) -> Pulled:
-        """The relay says its sequence is behind this device's cursor: it was reset or restored
-        from a backup, and lost what was committed since. Start its feed from zero and re-offer
-        everything it lost (`plan_resync`): its versions stay in its history."""
+        """The relay's sequence is behind this device's cursor (`since_ahead`), or it holds
+        another record at the cursor than the one this device saw there (`RelayRestored`: others
+        committed past the cursor since): it was reset or restored from a backup, and lost what
+        was committed after it. Start its feed from zero and re-offer everything it lost
+        (`plan_resync`): its versions stay in its history."""
         core = self.core
         pulled = core.remote.pull(0, lambda _paths: {})  # the replay check cannot hold here
         heads: dict[str, RemoteChange] = {}
@@ -392,11 +419,11 @@ class Puller:
                     take_over(core, e.path, e.file_id or core.remote.file_id(e.path),
                               step.relay_rev, "", False)  # fmt: skip
                     reoffered += 1
-            core.index.meta.set(META_CURSOR, "0")
+            self._set_cursor(0, None)
         report.relay_restored = True
         msg = (
-            f"the relay was reset or restored from a backup (its sequence is behind this "
-            f"device's); {reoffered} file(s) it lost are offered again"
+            f"the relay was reset or restored from a backup (it lost records this device "
+            f"saw); {reoffered} file(s) it lost are offered again"
         )
         log.warning("%s", msg)
         core.status.add_error("relay_restored", msg)

@@ -133,6 +133,7 @@ class Pusher:
             if head is not None:
                 out.heads[path] = head
         out.touched |= result.deferred
+        out.marks.update(result.marks)
         out.refused.update(result.refused_heads)
         out.work |= bool(result.committed or result.conflicts or result.refused_heads)
         return len(result.committed)

@@ -50,11 +50,29 @@ export interface CommitResult {
   results: RecordResult[];
 }
 
+/** The record at one sequence number of the feed: its file, its revision and the SHA-256 (hex)
+ * of its sealed bytes (Python's `SeqMark`). */
+export interface SeqMark {
+  fileId: string;
+  rev: number;
+  sha256: string;
+}
+
 export interface ChangesPage {
   records: WireRecord[];
   seq: number;
   vaultSeq: number;
   more: boolean;
+  /** The record the relay holds at `seq == since`; null when since is 0, when none is there
+   * (retention pruned it) or from a relay that predates the field. */
+  atSince: SeqMark | null;
+}
+
+function seqMarkFromJson(v: unknown): SeqMark | null {
+  if (!v || typeof v !== "object") return null;
+  const o = v as Record<string, unknown>;
+  if (typeof o.file_id !== "string" || typeof o.rev !== "number" || typeof o.sha256 !== "string") return null;
+  return { fileId: o.file_id, rev: o.rev, sha256: o.sha256 };
 }
 
 export interface JoinResult {
@@ -317,6 +335,7 @@ export class RelayClient {
       seq: Number(out.seq),
       vaultSeq: Number(out.vault_seq),
       more: !!out.more,
+      atSince: seqMarkFromJson(out.at_since),
     };
   }
 

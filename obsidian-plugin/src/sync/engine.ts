@@ -45,7 +45,7 @@ import { type Candidate, isRosterPath, rosterCandidate, type Trust } from "./tru
 import { invalidScopes, MAX_SCOPES_BYTES, readScopes, SCOPES_FILE, type Scopes } from "./scopes";
 import { MemoryPartials, type PartialStore, type RemoteChange, RemoteVault } from "./remote";
 import { RoundReport } from "./report";
-import { resyncRestoredRelay } from "./resync";
+import { cursorMark, isRestoredRelay, resyncRestoredRelay, setCursor } from "./resync";
 import {
   addConflicts,
   addError,
@@ -632,11 +632,12 @@ export class SyncEngine {
     let pulled;
     let restored = false;
     try {
-      pulled = await this.remote.pull(since);
+      pulled = await this.remote.pull(since, 0, cursorMark(this.state));
     } catch (e) {
-      if (e instanceof ConflictError && e.code === "since_ahead") {
-        // the relay was reset or restored from a backup: read its whole feed again, renumber
-        // what it holds and offer again what it lost, never older than this device's (R3)
+      if (isRestoredRelay(e)) {
+        // the relay was reset or restored from a backup (its sequence is behind the cursor, or
+        // it holds another record there): read its whole feed again, renumber what it holds
+        // and offer again what it lost, never older than this device's (R3)
         pulled = await this.remote.pull(0);
         const reoffered = resyncRestoredRelay(this.state, pulled.changes);
         if (scope) for (const p of reoffered) scope.add(p);
@@ -688,7 +689,7 @@ export class SyncEngine {
       this.verified.set(path, ch);
       n++;
     }
-    this.state.cursor = pulled.seq;
+    if (pulled.seq !== this.state.cursor) setCursor(this.state, pulled.seq, pulled.mark);
     await this.save();
     return n;
   }

@@ -16,19 +16,21 @@ import {
   openRecord,
   sealBlob,
   sealRecord,
+  sha256Hex,
 } from "../crypto/records";
 import {
   ConflictError,
   CryptoError,
   KindMismatch,
   MissingBlobsError,
+  RelayRestored,
   RolledBack,
   TamperDetected,
   TamperedBlob,
   TamperedRecord,
 } from "../errors";
 import { recordMessage } from "../crypto/signing";
-import type { RelayClient, WireRecord } from "../relay/client";
+import type { RelayClient, SeqMark, WireRecord } from "../relay/client";
 import { effectiveKind, kindMismatch, type Kind } from "./policy";
 import type { Trust } from "./trust";
 
@@ -67,6 +69,13 @@ export interface Pulled {
   bad: BadRecord[];
   seq: number;
   vaultSeq: number;
+  /** The record at `seq` when the feed listed one (remembered with the cursor). */
+  mark: SeqMark | null;
+}
+
+/** A record's `SeqMark`: what the relay's `at_since` names it by. */
+export async function seqMark(rec: WireRecord): Promise<SeqMark> {
+  return { fileId: rec.fileId, rev: rec.rev, sha256: await sha256Hex(rec.sealed) };
 }
 
 export interface Outgoing {
@@ -190,9 +199,18 @@ export class RemoteVault {
     }
   }
 
-  /** Every record after `since`, verified; per-file failures come back in `bad`. */
-  async pull(since: number, waitS = 0): Promise<Pulled> {
+  /** Every record after `since`, verified; per-file failures come back in `bad`. `mark`: the
+   * record this device saw at `since`; a relay naming another one there (`atSince`) throws
+   * `RelayRestored`; one naming none (pruned, an older relay) is not checked. */
+  async pull(since: number, waitS = 0, mark: SeqMark | null = null): Promise<Pulled> {
     let page = await this.client.changesPage(since, waitS);
+    const at = page.atSince;
+    if (mark && at && (at.fileId !== mark.fileId || at.rev !== mark.rev || at.sha256 !== mark.sha256)) {
+      throw new RelayRestored(
+        `the relay holds revision ${at.rev} of file ${at.fileId.slice(0, 12)} at seq ${since}, where this device saw revision ${mark.rev} of file ${mark.fileId.slice(0, 12)}: it was restored from a backup`,
+        { code: "restored" },
+      );
+    }
     const records = [...page.records];
     while (page.more) {
       page = await this.client.changesPage(page.seq, 0);
@@ -215,7 +233,9 @@ export class RemoteVault {
       newest.set(o.fileId, o.rev);
       changes.push(o);
     }
-    return { changes, bad, seq: page.seq, vaultSeq: page.vaultSeq };
+    const last = records.length ? records[records.length - 1] : null;
+    const lastMark = last && last.seq === page.seq ? await seqMark(last) : null;
+    return { changes, bad, seq: page.seq, vaultSeq: page.vaultSeq, mark: lastMark };
   }
 
   async waitForChanges(since: number, waitS: number): Promise<boolean> {

@@ -2,7 +2,9 @@
  * The resync after a relay restored from a backup (companion/sync/round/plan.py `plan_resync`
  * and pull.py `_resync_restored_relay`; docs/protocol.md R3).
  *
- * A relay whose sequence is behind this device's cursor (`since_ahead`) was reset or restored
+ * A relay whose sequence is behind this device's cursor (`since_ahead`), or that holds another
+ * record at the cursor than the one this device saw there (`RelayRestored`, from the changes
+ * page's `at_since`: others committed past the cursor after the restore), was reset or restored
  * and lost what was committed since. Its whole feed is read again, and each file this device
  * synced is compared with the head the relay now has:
  * - newer there: no step, it is applied as usual;
@@ -14,6 +16,8 @@
  * roll a file back. `planResync` is pure and replays `tests/vectors/resync_v1.json`.
  */
 
+import { ConflictError, RelayRestored } from "../errors";
+import type { SeqMark } from "../relay/client";
 import { tryNormalize } from "./paths";
 import type { RemoteChange } from "./remote";
 import { addError, type Entry, type SyncState } from "./state";
@@ -38,6 +42,25 @@ export type ResyncStep =
   | { step: "renumber"; path: string; rev: number }
   /** The relay lost this device's version: commit it again on top of `relayRev`. */
   | { step: "reoffer"; path: string; relayRev: number };
+
+/** The record this device saw at its cursor (null: not known, or the mark is another seq's). */
+export function cursorMark(state: SyncState): SeqMark | null {
+  const parts = (state.cursorMark ?? "").split(" ");
+  if (parts.length !== 4 || parts[0] !== String(state.cursor) || state.cursor <= 0) return null;
+  const rev = Number(parts[2]);
+  return Number.isSafeInteger(rev) ? { fileId: parts[1], rev, sha256: parts[3] } : null;
+}
+
+/** Move the cursor to `seq`, remembering the record there when known. */
+export function setCursor(state: SyncState, seq: number, mark: SeqMark | null): void {
+  state.cursor = seq;
+  state.cursorMark = mark ? `${seq} ${mark.fileId} ${mark.rev} ${mark.sha256}` : "";
+}
+
+/** Whether a pull's error says the relay was reset or restored from a backup. */
+export function isRestoredRelay(e: unknown): boolean {
+  return e instanceof RelayRestored || (e instanceof ConflictError && e.code === "since_ahead");
+}
 
 /** The steps, in the order of `entries` (Python's `plan_resync`). */
 export function planResync(entries: Iterable<ResyncEntry>, heads: ReadonlyMap<string, ResyncHead>): ResyncStep[] {
@@ -79,7 +102,7 @@ export function recordResync(files: Record<string, Entry>, steps: readonly Resyn
 
 /** The message `status` keeps, Python's words. */
 export function restoredMessage(reoffered: number): string {
-  return `the relay was reset or restored from a backup (its sequence is behind this device's); ${reoffered} file(s) it lost are offered again`;
+  return `the relay was reset or restored from a backup (it lost records this device saw); ${reoffered} file(s) it lost are offered again`;
 }
 
 /** The relay's head of each path in its whole feed (`changes` in relay order: the last wins). */
@@ -98,7 +121,7 @@ export function relayHeads(changes: Iterable<RemoteChange>): Map<string, ResyncH
 export function resyncRestoredRelay(state: SyncState, changes: Iterable<RemoteChange>): string[] {
   const entries = Object.entries(state.files).map(([path, e]) => ({ path, rev: e.rev, sha256: e.sha256, deleted: e.deleted }));
   const reoffered = recordResync(state.files, planResync(entries, relayHeads(changes)));
-  state.cursor = 0;
+  setCursor(state, 0, null);
   addError(state, "relay_restored", restoredMessage(reoffered.length));
   return reoffered;
 }

@@ -88,6 +88,10 @@ export type SyncStateName = "synced" | "conflict" | "pending" | "syncing" | "off
 export interface SyncState {
   version: 1;
   cursor: number;
+  /** The record this device saw at its cursor, "SEQ FILE_ID REV SHA256" (Python's meta
+   * `cursor_mark`; absent in older states): a relay holding another one there was restored
+   * from a backup (R3). Used only while SEQ is the cursor. */
+  cursorMark?: string;
   ignoreSignature: string;
   files: Record<string, Entry>;
   inbox: Record<string, Queued>;

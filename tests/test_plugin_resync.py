@@ -162,3 +162,47 @@ def test_the_plugin_notices_a_restore_others_carried_past_its_cursor(tmp_path: P
         laptop.sync()
         assert laptop.read("notes/L.md") == b"the phone's, edited again\n"
         assert laptop.files() == phone.files()
+
+
+def test_the_plugin_keeps_both_edits_when_the_restored_relay_took_its_revision(
+    tmp_path: Path,
+) -> None:
+    """The restore lost the phone's edit, and the Python server edited the same note on the
+    restored relay, taking the revision the phone's edit had. Neither derives from the other
+    (`planResync`'s `diverged`, as `plan_resync`'s `Diverged`): the phone reconciles them like
+    any two-sided change, the person's version keeps the note, the agent's goes to a conflict
+    copy, and both devices list it (R3, R20, R22). It used to be re-offered on top, the
+    server's edit left in the relay's history only."""
+    from companion.sync.commands.statusview import collect_status
+
+    cli = plugin_cli()
+    with SyncCluster(tmp_path, relay="process") as cluster:
+        server = cluster.add_device("server", "agent")
+        phone = PluginDevice(cluster, cli)
+        phone.join()
+        phone.write("notes/a.md", "a, version 1\n")
+        phone.synced()
+        server.sync()
+        backup = tmp_path / "relay-backup"
+        back_up(cluster, backup)
+        phone.write("notes/a.md", "a, the phone's version 2\n")
+        phone.synced()
+        restore(cluster, backup)
+        server.write("notes/a.md", "a, the server's version 2\n")
+        server.sync()  # the same file at the same revision as the phone's lost edit
+        first = phone.sync()
+        out = first.stdout + first.stderr
+        assert first.returncode == 0, out
+        assert any(e["kind"] == "relay_restored" for e in phone.status()["errors"]), out
+        assert phone.read("notes/a.md") == b"a, the phone's version 2\n"
+        copies = [p for p in phone.files() if p.startswith("notes/a (conflict server ")]
+        assert len(copies) == 1, sorted(phone.files())
+        assert phone.read(copies[0]) == b"a, the server's version 2\n"
+        server.sync()
+        again = phone.sync()
+        assert again.returncode == 0, again.stdout + again.stderr
+        assert server.files() == phone.files()
+        assert set(phone.files()) == {"notes/a.md", copies[0]}
+        assert [c["copy"] for c in phone.status()["conflicts"]] == copies
+        st = collect_status(server.paths, server.config, server.vault, probe=False)
+        assert [c["copy"] for c in st["conflicts"]] == copies

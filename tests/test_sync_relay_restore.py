@@ -94,7 +94,15 @@ def test_a_restore_is_noticed_after_others_commit_past_the_cursor(tmp_path: Path
 
 def test_a_restore_is_noticed_when_another_record_took_the_cursors_seq(tmp_path: Path) -> None:
     """The relay's sequence is back exactly at the laptop's cursor, held by another device's
-    commit of the same file at the same revision: only the record's bytes tell them apart."""
+    commit of the same file at the same revision: only the record's bytes tell them apart.
+
+    Both edits survive (R3, R20): the laptop's edit was lost by the restore and the server's
+    was made on the restored relay at the same revision, so neither derives from the other and
+    the resync reconciles them like any two-sided change (`plan.Diverged`). The common version
+    is not known for certain (R25: never guessed), so the conflict rules decide: the person's
+    version keeps the note, the agent's goes to a conflict copy that every device lists."""
+    from companion.sync.commands.statusview import collect_status
+
     with SyncCluster(tmp_path, relay="process") as cluster:
         laptop = cluster.add_device("laptop", "human")
         server = cluster.add_device("server", "agent")
@@ -118,8 +126,43 @@ def test_a_restore_is_noticed_when_another_record_took_the_cursors_seq(tmp_path:
         assert first.relay_restored
         cluster.sync_all()
         after = cluster.assert_converged()
-        # the laptop's version is offered again on top (`plan_resync`: same revision, other
-        # bytes); the server's stays in the relay's history only, as after a `since_ahead`
-        # resync (no conflict copy: the planner cannot tell a post-restore edit from an older
-        # version of its own)
         assert after["notes/a.md"] == b"a, the laptop's version 2\n"
+        copies = [p for p in after if p.startswith("notes/a (conflict server ")]
+        assert len(copies) == 1, sorted(after)
+        assert after[copies[0]] == b"a, the server's version 2\n"
+        assert set(after) == {"notes/a.md", copies[0]}
+        for dev in (laptop, server):
+            status = collect_status(dev.paths, dev.config, dev.vault, probe=False)
+            assert [c["copy"] for c in status["conflicts"]] == copies, dev.name
+
+
+def test_an_edit_made_on_the_restored_relay_beats_a_deletion_it_lost(tmp_path: Path) -> None:
+    """The laptop deleted a note, the restore lost the deletion, and the server edited the note
+    on the restored relay at the revision the laptop's tombstone had: deleted against edited
+    keeps the edit (R18, R20), on every device, where the resync used to delete it again."""
+    with SyncCluster(tmp_path, relay="process") as cluster:
+        laptop = cluster.add_device("laptop", "human")
+        server = cluster.add_device("server", "agent")
+        laptop.write("notes/a.md", "a, version 1\n")
+        laptop.write("notes/b.md", "b\n")  # one deletion of three files is no mass deletion
+        laptop.write("notes/c.md", "c\n")
+        laptop.sync()
+        server.sync()
+        relay = cluster.relay
+        relay.stop()
+        backup = tmp_path / "relay-backup"
+        shutil.copytree(relay.data_dir, backup)
+        relay.restart()
+        laptop.delete("notes/a.md")
+        laptop.sync()
+        relay.stop()
+        shutil.rmtree(relay.data_dir)
+        shutil.copytree(backup, relay.data_dir)
+        relay.restart()
+        server.write("notes/a.md", "a, the server's version 2\n")
+        server.sync()
+        assert laptop.sync().relay_restored
+        cluster.sync_all()
+        after = cluster.assert_converged()
+        assert after["notes/a.md"] == b"a, the server's version 2\n"
+        assert set(after) == {"notes/a.md", "notes/b.md", "notes/c.md"}

@@ -4,8 +4,10 @@
 each case, the files this device synced (its index entries), the head of each file the relay
 now has, and the steps the planner returns (`Renumber`: the relay holds this device's version,
 or both lost the file, at another revision; `Reoffer`: the relay lost this device's version,
-which is committed again on top of the relay's revision). Newer on the relay is no step: it is
-applied as usual. `obsidian-plugin/test/resync-vectors.test.ts` replays them against the
+which is committed again on top of the relay's revision; `Diverged`: the relay holds another
+version at this device's very revision, committed after the restore, so both changed the file
+and it is reconciled like any two-sided change). Newer on the relay is no step: it is applied
+as usual. `obsidian-plugin/test/resync-vectors.test.ts` replays them against the
 plugin's `planResync`. Regenerate only on purpose:
 python tests/test_sync_resync_vectors.py --write
 """
@@ -20,7 +22,7 @@ from typing import Any
 
 from companion.crypto import ChunkRef, FileMeta
 from companion.sync.remote.vault import RemoteChange
-from companion.sync.round.plan import Renumber, plan_resync
+from companion.sync.round.plan import Diverged, Renumber, Reoffer, plan_resync
 from companion.sync.state.files import Entry
 
 VECTORS = Path(__file__).parent / "vectors" / "resync_v1.json"
@@ -44,7 +46,15 @@ CASES: list[tuple[str, list[Side], list[Side]]] = [
     ("the relay lost the file: offered again on 0", [("a.md", 2, "a")], []),
     ("an older, different version on the relay: offered again", [("a.md", 4, "a")],
      [("a.md", 2, "older")]),
-    ("a different version at the same revision: offered again", [("a.md", 3, "mine")],
+    ("a different version at the same revision: both changed it", [("a.md", 3, "mine")],
+     [("a.md", 3, "theirs")]),
+    ("a different version at revision 1: both created it", [("a.md", 1, "mine")],
+     [("a.md", 1, "theirs")]),
+    ("deleted here, live there at the same revision: both changed it", [("a.md", 3, None)],
+     [("a.md", 3, "theirs")]),
+    ("live here, deleted there at the same revision: offered again", [("a.md", 3, "mine")],
+     [("a.md", 3, None)]),
+    ("an offer still pending here, another version there: offered again", [("a.md", 3, "")],
      [("a.md", 3, "theirs")]),
     ("both deleted, the relay's tombstone older: renumbered", [("a.md", 4, None)],
      [("a.md", 2, None)]),
@@ -64,16 +74,27 @@ CASES: list[tuple[str, list[Side], list[Side]]] = [
      [("Notes/Caf\u00e9.md", 1, "c")]),
     ("a whole vault, in the index's order",
      [("same.md", 5, "s"), ("lost.md", 4, "l"), ("gone.md", 2, "g"), ("dead.md", 3, None),
-      ("newer.md", 1, "n"), ("equal.md", 2, "e")],
-     [("same.md", 3, "s"), ("lost.md", 2, "older"), ("newer.md", 7, "n2"), ("equal.md", 2, "e")]),
+      ("newer.md", 1, "n"), ("equal.md", 2, "e"), ("both.md", 2, "mine")],
+     [("same.md", 3, "s"), ("lost.md", 2, "older"), ("newer.md", 7, "n2"), ("equal.md", 2, "e"),
+      ("both.md", 2, "theirs")]),
 ]  # fmt: skip
 
 
 def entry(side: Side) -> Entry:
+    """An index entry; text "" is a re-offer still pending (`take_over`: no known version)."""
     path, rev, text = side
     if text is None:
         return Entry(path, "", 0, 0, 0, rev=rev, file_id="f-" + path, deleted=True)
+    if text == "":
+        return Entry(path, "", -1, 0, 0, rev=rev, file_id="f-" + path)
     return Entry(path, sha(text), len(text), 1, 1, rev=rev, file_id="f-" + path)
+
+
+def step_row(s: Renumber | Reoffer | Diverged) -> dict[str, Any]:
+    if isinstance(s, Renumber):
+        return {"step": "renumber", "path": s.entry.path, "rev": s.rev}
+    kind = "reoffer" if isinstance(s, Reoffer) else "diverged"
+    return {"step": kind, "path": s.entry.path, "relay_rev": s.relay_rev}
 
 
 def head(side: Side) -> RemoteChange:
@@ -101,12 +122,7 @@ def case(name: str, mine: list[Side], relay: list[Side]) -> dict[str, Any]:
             p: {"rev": ch.rev, "sha256": ch.meta.sha256, "deleted": ch.deleted}
             for p, ch in heads.items()
         },
-        "steps": [
-            {"step": "renumber", "path": s.entry.path, "rev": s.rev}
-            if isinstance(s, Renumber)
-            else {"step": "reoffer", "path": s.entry.path, "relay_rev": s.relay_rev}
-            for s in steps
-        ],
+        "steps": [step_row(s) for s in steps],
     }
 
 
@@ -138,7 +154,7 @@ def test_the_cases_cover_every_outcome() -> None:
     names = [c["name"] for c in cases]
     assert len(set(names)) == len(names)
     kinds = {s["step"] for c in cases for s in c["steps"]}
-    assert kinds == {"renumber", "reoffer"}
+    assert kinds == {"renumber", "reoffer", "diverged"}
     assert any(not c["steps"] for c in cases)  # newer on the relay, or nothing to do
     # the relay lost the file (no head): offered again on top of nothing
     assert {"step": "reoffer", "path": "a.md", "relay_rev": 0} in [
@@ -148,7 +164,8 @@ def test_the_cases_cover_every_outcome() -> None:
 
 def test_nothing_older_than_this_device_holds_is_taken() -> None:
     """R3: every file whose relay head is not newer gets a step (renumbered when the relay holds
-    the same, offered again otherwise), so the older head is never applied over it."""
+    the same, offered again otherwise, reconciled when the relay holds another version at this
+    very revision), so the older head is never applied over it."""
     for c in build()["cases"]:  # type: ignore[attr-defined]
         stepped = {s["path"] for s in c["steps"]}
         for e in c["entries"]:
@@ -161,6 +178,22 @@ def test_nothing_older_than_this_device_holds_is_taken() -> None:
             )
             quiet = same or (h is None and e["deleted"] and e["rev"] == 0)
             assert (e["path"] in stepped) == (behind and not quiet), (c["name"], e)
+
+
+def test_only_another_version_at_the_same_revision_is_diverged() -> None:
+    """R3, R20: a `diverged` step only where the relay's head is live, at this device's very
+    revision, and another version than the one this device knows there (a deletion here
+    counts): two records at one revision cannot both descend from each other. An older head
+    may be this device's own past version, so it is offered again as before."""
+    for c in build()["cases"]:  # type: ignore[attr-defined]
+        for s in c["steps"]:
+            e = next(e for e in c["entries"] if e["path"] == s["path"])
+            h = c["heads"].get(s["path"])
+            two_sided = (
+                h is not None and not h["deleted"] and h["rev"] == e["rev"]
+                and (e["deleted"] or (e["sha256"] != "" and e["sha256"] != h["sha256"]))
+            )  # fmt: skip
+            assert (s["step"] == "diverged") == two_sided, (c["name"], s)
 
 
 if __name__ == "__main__":

@@ -21,14 +21,14 @@ const HERE = dirname(fileURLToPath(import.meta.url));
 const V = JSON.parse(readFileSync(join(HERE, "..", "..", "tests", "vectors", "resync_v1.json"), "utf-8"));
 
 interface VStep {
-  step: "renumber" | "reoffer";
+  step: "renumber" | "reoffer" | "diverged";
   path: string;
   rev?: number;
   relay_rev?: number;
 }
 
 const wanted = (s: VStep): ResyncStep =>
-  s.step === "renumber" ? { step: "renumber", path: s.path, rev: s.rev! } : { step: "reoffer", path: s.path, relayRev: s.relay_rev! };
+  s.step === "renumber" ? { step: "renumber", path: s.path, rev: s.rev! } : { step: s.step, path: s.path, relayRev: s.relay_rev! };
 
 describe("resync_v1.json", () => {
   it("plans the resync after a relay restore as the Python engine does", () => {
@@ -57,6 +57,26 @@ describe("resync_v1.json", () => {
     // gone) and pushes it on top of that revision, never takes the relay's older one
     expect(files["lost.md"]).toMatchObject({ rev: 2, sha256: "", mtime: -1, deleted: false, force: true });
     expect(files["dead.md"]).toMatchObject({ rev: 1, deleted: false, force: true });
+  });
+
+  it("records what both changed just below the relay's revision, with no version to merge from", () => {
+    const entry = (rev: number, deleted = false): Entry => ({
+      fileId: "f", rev, sha256: deleted ? "" : "ab".repeat(32), size: deleted ? 0 : 5, mtime: deleted ? 0 : 17,
+      deleted, executable: false, device: "phone", deviceKind: "human",
+    });
+    const files: Record<string, Entry> = { "both.md": entry(3), "dead.md": entry(2, true) };
+    const got = recordResync(files, [
+      { step: "diverged", path: "both.md", relayRev: 3 },
+      { step: "diverged", path: "dead.md", relayRev: 2 },
+    ]);
+    expect(got).toEqual(["both.md", "dead.md"]);
+    // the relay's head is newer than the entry, so the pull queues it; this device's version
+    // is a change (forced, no hash), so the apply reconciles the two (R20); no sha256 means
+    // the relay's record at that revision is never taken for the common version (R25)
+    expect(files["both.md"]).toMatchObject({ rev: 2, sha256: "", mtime: -1, deleted: false, force: true });
+    // a deletion the restore lost: nothing here to push, the relay's edit comes back (R18)
+    expect(files["dead.md"]).toMatchObject({ rev: 1, sha256: "", deleted: true });
+    expect(files["dead.md"].force).toBeFalsy();
   });
 });
 

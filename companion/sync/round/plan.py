@@ -14,7 +14,8 @@ them in the index.
    queued, ignored); a record that failed verification, or names no vault path (absolute,
    `..`), quarantines its file: listed by `status`, `sync` exits 1, never a silent skip.
 2. **Decisions** (`plan_decisions`) the person recorded on held and quarantined files, and the
-   **resync** after a relay restored from a backup (`plan_resync`).
+   **resync** after a relay restored from a backup (`plan_resync`: renumber what the relay
+   holds, offer again what it lost, and reconcile what both changed, `Diverged`).
 3. **Apply** (`plan_apply`): each queued remote change against the local scan:
 
    - only the remote side changed: `Download`, `RemoveHere`, or `MoveHere` for a rename (the
@@ -280,13 +281,32 @@ class Reoffer:
     relay_rev: int
 
 
+@dataclass(frozen=True)
+class Diverged:
+    """The relay holds another version at this device's very revision: committed on the
+    restored relay by another device while the restore lost this device's version (or its
+    deletion). Neither derives from the other, so it is a two-sided change: the relay's head
+    is queued against this device's version and the ordinary apply decides (`Reconcile`,
+    `conflicts.resolve`), with no common version (R25: the one before the lost edit is not
+    known for certain, so it is never guessed); the result is committed on top of `relay_rev`.
+    """
+
+    entry: Entry
+    relay_rev: int
+
+
 def plan_resync(
     entries: Iterable[Entry], heads: Mapping[str, RemoteChange]
-) -> list[Renumber | Reoffer]:
+) -> list[Renumber | Reoffer | Diverged]:
     """After a relay restored from a backup: for each file this device synced, compare with the
-    head the relay now has. Newer there: applied as usual (no step). Nothing older than what
-    this device holds is ever applied, so a relay faking a restore cannot roll a file back."""
-    out: list[Renumber | Reoffer] = []
+    head the relay now has. Newer there: applied as usual (no step). The same: renumbered. A
+    live head at this device's very revision with other bytes (or against this device's
+    deletion): `Diverged`, both changed the file. Otherwise the relay lost this device's
+    version (an older head may be this device's own past version): offered again. Nothing
+    older than what this device holds is ever applied, so a relay faking a restore cannot roll
+    a file back: at most it makes a two-sided change of one it really holds (a conflict copy,
+    never a silent loss)."""
+    out: list[Renumber | Reoffer | Diverged] = []
     for entry in entries:
         ch = heads.get(entry.path)
         relay_rev = ch.rev if ch is not None else 0
@@ -300,6 +320,10 @@ def plan_resync(
         if same or (entry.deleted and gone):
             if relay_rev != entry.rev:
                 out.append(Renumber(entry, relay_rev))
+            continue
+        known = entry.deleted or bool(entry.sha256)  # "": a re-offer still pending here
+        if ch is not None and not ch.deleted and ch.rev == entry.rev and known:
+            out.append(Diverged(entry, relay_rev))
             continue
         out.append(Reoffer(entry, relay_rev))
     return out

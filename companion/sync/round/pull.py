@@ -25,6 +25,7 @@ from companion.sync.remote.vault import Pulled, Refused, RelayRestored, RemoteCh
 from companion.sync.round.core import Core
 from companion.sync.round.holds import NOTE_CHECK_BYTES, config_folders, note_code
 from companion.sync.round.plan import (
+    Diverged,
     Enqueue,
     Hold,
     Incoming,
@@ -401,7 +402,12 @@ class Puller:
         another record at the cursor than the one this device saw there (`RelayRestored`: others
         committed past the cursor since): it was reset or restored from a backup, and lost what
         was committed after it. Start its feed from zero and re-offer everything it lost
-        (`plan_resync`): its versions stay in its history."""
+        (`plan_resync`): its versions stay in its history. A file the relay holds another
+        version of at this device's revision (`Diverged`: changed there after the restore) is
+        put just below the relay's revision with this device's version as a local change and
+        no merge base, so the pull queues the relay's head and the apply reconciles the two
+        (`conflicts.resolve`: a conflict copy, or the edit over a deletion), never one over
+        the other unseen."""
         core = self.core
         pulled = core.remote.pull(0, lambda _paths: {})  # the replay check cannot hold here
         heads: dict[str, RemoteChange] = {}
@@ -418,6 +424,12 @@ class Puller:
                     e = step.entry
                     take_over(core, e.path, e.file_id or core.remote.file_id(e.path),
                               step.relay_rev, "", False)  # fmt: skip
+                    reoffered += 1
+                elif isinstance(step, Diverged):
+                    e = step.entry
+                    take_over(core, e.path, e.file_id or core.remote.file_id(e.path),
+                              step.relay_rev - 1, "", e.deleted)  # fmt: skip
+                    core.index.bases.drop(e.path)  # this device's own version: no common one
                     reoffered += 1
             self._set_cursor(0, None)
         report.relay_restored = True

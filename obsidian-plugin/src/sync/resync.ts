@@ -10,8 +10,13 @@
  * - newer there: no step, it is applied as usual;
  * - the same (same bytes, or both deleted or lost) at another revision: `renumber`, the entry
  *   takes the relay's revision;
- * - anything else (the relay lost this device's version, or holds an older or other one):
- *   `reoffer`, this device's version is committed again on top of the relay's revision.
+ * - a live head at this device's very revision with other bytes, or against this device's
+ *   deletion: `diverged`, both changed the file (the restore lost this device's version and
+ *   another device committed on the restored relay): the relay's head is queued against this
+ *   device's version and the ordinary apply reconciles them (R20; no common version, R25);
+ * - anything else (the relay lost this device's version, or holds an older one, which may be
+ *   this device's own past version): `reoffer`, this device's version is committed again on
+ *   top of the relay's revision.
  * Nothing older than what this device holds is ever applied, so a relay faking a restore cannot
  * roll a file back. `planResync` is pure and replays `tests/vectors/resync_v1.json`.
  */
@@ -41,7 +46,9 @@ export type ResyncStep =
   /** The relay holds this device's version (or both lost the file) at another revision. */
   | { step: "renumber"; path: string; rev: number }
   /** The relay lost this device's version: commit it again on top of `relayRev`. */
-  | { step: "reoffer"; path: string; relayRev: number };
+  | { step: "reoffer"; path: string; relayRev: number }
+  /** The relay holds another version at this device's revision: reconcile the two. */
+  | { step: "diverged"; path: string; relayRev: number };
 
 /** The record this device saw at its cursor (null: not known, or the mark is another seq's). */
 export function cursorMark(state: SyncState): SeqMark | null {
@@ -75,6 +82,11 @@ export function planResync(entries: Iterable<ResyncEntry>, heads: ReadonlyMap<st
       if (relayRev !== e.rev) out.push({ step: "renumber", path: e.path, rev: relayRev });
       continue;
     }
+    const known = e.deleted || e.sha256 !== ""; // "": a re-offer still pending here
+    if (h && !h.deleted && h.rev === e.rev && known) {
+      out.push({ step: "diverged", path: e.path, relayRev });
+      continue;
+    }
     out.push({ step: "reoffer", path: e.path, relayRev });
   }
   return out;
@@ -84,7 +96,11 @@ export function planResync(entries: Iterable<ResyncEntry>, heads: ReadonlyMap<st
  * transaction with the cursor: a renumbered entry keeps everything but its revision; a
  * re-offered one takes the relay's revision with an unknown local state (Python's
  * `take_over`), so the next scan sees this device's file, or its absence, as a change and
- * commits it on top of that revision. Returns the paths offered again. */
+ * commits it on top of that revision. A diverged one goes just below the relay's revision, so
+ * the pull queues the relay's head: a live one as a forced change with no hash (its synced
+ * revision is then never fetched as a common version, `Applier.base`), reconciled with the
+ * head; a deleted one as a deletion with nothing to push, so the relay's edit comes back
+ * (R18). Returns the paths offered again or reconciled. */
 export function recordResync(files: Record<string, Entry>, steps: readonly ResyncStep[]): string[] {
   const reoffered: string[] = [];
   for (const s of steps) {
@@ -94,7 +110,12 @@ export function recordResync(files: Record<string, Entry>, steps: readonly Resyn
       files[s.path] = { ...e, rev: s.rev };
       continue;
     }
-    files[s.path] = { ...e, rev: s.relayRev, sha256: "", size: -1, mtime: -1, deleted: false, force: true };
+    if (s.step === "diverged" && e.deleted) {
+      files[s.path] = { ...e, rev: s.relayRev - 1, sha256: "", size: 0, mtime: 0, deleted: true, force: false };
+    } else {
+      const rev = s.step === "diverged" ? s.relayRev - 1 : s.relayRev;
+      files[s.path] = { ...e, rev, sha256: "", size: -1, mtime: -1, deleted: false, force: true };
+    }
     reoffered.push(s.path);
   }
   return reoffered;

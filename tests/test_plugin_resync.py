@@ -17,6 +17,8 @@ import signal
 import subprocess
 from pathlib import Path
 
+import pytest
+
 from tests.conftest import wait_for
 from tests.syncharness import SyncCluster
 from tests.test_plugin_interop import PluginDevice, plugin_cli
@@ -164,15 +166,18 @@ def test_the_plugin_notices_a_restore_others_carried_past_its_cursor(tmp_path: P
         assert laptop.files() == phone.files()
 
 
+@pytest.mark.parametrize("server_edits", [1, 2])
 def test_the_plugin_keeps_both_edits_when_the_restored_relay_took_its_revision(
-    tmp_path: Path,
+    tmp_path: Path, server_edits: int
 ) -> None:
     """The restore lost the phone's edit, and the Python server edited the same note on the
-    restored relay, taking the revision the phone's edit had. Neither derives from the other
-    (`planResync`'s `diverged`, as `plan_resync`'s `Diverged`): the phone reconciles them like
-    any two-sided change, the person's version keeps the note, the agent's goes to a conflict
-    copy, and both devices list it (R3, R20, R22). It used to be re-offered on top, the
-    server's edit left in the relay's history only."""
+    restored relay, taking the revision the phone's edit had (and, with two edits, one more).
+    Neither derives from the other (`planResync`'s `diverged`, as `plan_resync`'s `Diverged`;
+    under a newer head, the relay's record at the phone's revision says so): the phone
+    reconciles them like any two-sided change, the person's version keeps the note, the
+    agent's goes to a conflict copy, and both devices list it (R3, R20, R22). With one edit it
+    used to be re-offered on top, the server's edit left in the relay's history only; with
+    two, the server's head replaced the phone's version, which was then nowhere."""
     from companion.sync.commands.statusview import collect_status
 
     cli = plugin_cli()
@@ -188,8 +193,10 @@ def test_the_plugin_keeps_both_edits_when_the_restored_relay_took_its_revision(
         phone.write("notes/a.md", "a, the phone's version 2\n")
         phone.synced()
         restore(cluster, backup)
-        server.write("notes/a.md", "a, the server's version 2\n")
-        server.sync()  # the same file at the same revision as the phone's lost edit
+        for n in range(2, 2 + server_edits):  # the first at the phone's lost edit's revision
+            server.write("notes/a.md", f"a, the server's version {n}\n")
+            server.sync()
+        theirs = f"a, the server's version {1 + server_edits}\n".encode()
         first = phone.sync()
         out = first.stdout + first.stderr
         assert first.returncode == 0, out
@@ -197,7 +204,7 @@ def test_the_plugin_keeps_both_edits_when_the_restored_relay_took_its_revision(
         assert phone.read("notes/a.md") == b"a, the phone's version 2\n"
         copies = [p for p in phone.files() if p.startswith("notes/a (conflict server ")]
         assert len(copies) == 1, sorted(phone.files())
-        assert phone.read(copies[0]) == b"a, the server's version 2\n"
+        assert phone.read(copies[0]) == theirs
         server.sync()
         again = phone.sync()
         assert again.returncode == 0, again.stdout + again.stderr

@@ -166,3 +166,44 @@ def test_an_edit_made_on_the_restored_relay_beats_a_deletion_it_lost(tmp_path: P
         after = cluster.assert_converged()
         assert after["notes/a.md"] == b"a, the server's version 2\n"
         assert set(after) == {"notes/a.md", "notes/b.md", "notes/c.md"}
+
+
+def test_a_version_lost_under_newer_edits_on_the_restored_relay_is_kept(tmp_path: Path) -> None:
+    """The restore lost the laptop's edit (revision 2), and the server edited the note twice on
+    the restored relay (revisions 2 and 3). The relay's head is newer than the laptop's
+    revision, but its record at that revision is not the laptop's: the head does not descend
+    from the laptop's version, so it is reconciled, never applied over it (the laptop's
+    version was nowhere else: it used to be replaced and lost)."""
+    from companion.sync.commands.statusview import collect_status
+
+    with SyncCluster(tmp_path, relay="process") as cluster:
+        laptop = cluster.add_device("laptop", "human")
+        server = cluster.add_device("server", "agent")
+        laptop.write("notes/a.md", "a, version 1\n")
+        laptop.sync()
+        server.sync()
+        relay = cluster.relay
+        relay.stop()
+        backup = tmp_path / "relay-backup"
+        shutil.copytree(relay.data_dir, backup)
+        relay.restart()
+        laptop.write("notes/a.md", "a, the laptop's version 2\n")
+        laptop.sync()
+        relay.stop()
+        shutil.rmtree(relay.data_dir)
+        shutil.copytree(backup, relay.data_dir)
+        relay.restart()
+        server.write("notes/a.md", "a, the server's version 2\n")
+        server.sync()
+        server.write("notes/a.md", "a, the server's version 3\n")
+        server.sync()
+        assert laptop.sync().relay_restored
+        cluster.sync_all()
+        after = cluster.assert_converged()
+        assert after["notes/a.md"] == b"a, the laptop's version 2\n"
+        copies = [p for p in after if p.startswith("notes/a (conflict server ")]
+        assert len(copies) == 1, sorted(after)
+        assert after[copies[0]] == b"a, the server's version 3\n"
+        for dev in (laptop, server):
+            status = collect_status(dev.paths, dev.config, dev.vault, probe=False)
+            assert [c["copy"] for c in status["conflicts"]] == copies, dev.name

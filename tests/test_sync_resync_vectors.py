@@ -2,12 +2,14 @@
 
 `tests/vectors/resync_v1.json` is written from the Python engine's own `plan.plan_resync`: for
 each case, the files this device synced (its index entries), the head of each file the relay
-now has, and the steps the planner returns (`Renumber`: the relay holds this device's version,
-or both lost the file, at another revision; `Reoffer`: the relay lost this device's version,
-which is committed again on top of the relay's revision; `Diverged`: the relay holds another
-version at this device's very revision, committed after the restore, so both changed the file
-and it is reconciled like any two-sided change). Newer on the relay is no step: it is applied
-as usual. `obsidian-plugin/test/resync-vectors.test.ts` replays them against the
+now has, the paths whose record at this device's revision the resync reads (`resync_checks`)
+with the records the relay has there (`at_rev`), and the steps the planner returns
+(`Renumber`: the relay holds this device's version, or both lost the file, at another
+revision; `Reoffer`: the relay lost this device's version, which is committed again on top of
+the relay's revision; `Diverged`: the relay holds another version at this device's very
+revision, committed after the restore, maybe edited again since, so both changed the file and
+it is reconciled like any two-sided change). Newer on the relay is no step otherwise: it is
+applied as usual. `obsidian-plugin/test/resync-vectors.test.ts` replays them against the
 plugin's `planResync`. Regenerate only on purpose:
 python tests/test_sync_resync_vectors.py --write
 """
@@ -17,12 +19,13 @@ from __future__ import annotations
 import hashlib
 import json
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from companion.crypto import ChunkRef, FileMeta
 from companion.sync.remote.vault import RemoteChange
-from companion.sync.round.plan import Diverged, Renumber, Reoffer, plan_resync
+from companion.sync.round.plan import Diverged, Renumber, Reoffer, plan_resync, resync_checks
 from companion.sync.state.files import Entry
 
 VECTORS = Path(__file__).parent / "vectors" / "resync_v1.json"
@@ -35,8 +38,9 @@ def sha(text: str) -> str:
 # A file as (path, rev, text): text None is a deletion.
 Side = tuple[str, int, str | None]
 
-# (name, this device's entries, the relay's heads after the restore)
-CASES: list[tuple[str, list[Side], list[Side]]] = [
+# (name, this device's entries, the relay's heads after the restore[, its records at this
+# device's revision of the files resync_checks names, where it has them])
+CASES: list[tuple[str, list[Side], list[Side]] | tuple[str, list[Side], list[Side], list[Side]]] = [
     ("nothing synced, nothing on the relay", [], []),
     ("the relay has the same revision", [("a.md", 2, "a")], [("a.md", 2, "a")]),
     ("newer on the relay: applied as usual", [("a.md", 1, "a")], [("a.md", 4, "a2")]),
@@ -67,6 +71,18 @@ CASES: list[tuple[str, list[Side], list[Side]]] = [
     ("live here, the relay's older tombstone: offered again", [("a.md", 4, "a")],
      [("a.md", 2, None)]),
     ("a file only the relay has: no step", [], [("theirs.md", 3, "t")]),
+    ("newer on the relay over a version it lost: both changed it", [("a.md", 2, "mine")],
+     [("a.md", 4, "theirs, again")], [("a.md", 2, "theirs")]),
+    ("newer on the relay, its record at this revision this device's: applied as usual",
+     [("a.md", 2, "a")], [("a.md", 4, "a2")], [("a.md", 2, "a")]),
+    ("newer on the relay, its record at this revision pruned: applied as usual",
+     [("a.md", 2, "mine")], [("a.md", 4, "theirs")], []),
+    ("a newer tombstone over a version it lost: both changed it", [("a.md", 2, "mine")],
+     [("a.md", 4, None)], [("a.md", 2, "theirs")]),
+    ("newer on the relay, deleted there at this revision: both changed it",
+     [("a.md", 2, "mine")], [("a.md", 4, "back")], [("a.md", 2, None)]),
+    ("deleted here, newer there: applied as usual, nothing read", [("a.md", 2, None)],
+     [("a.md", 4, "theirs")], [("a.md", 2, "theirs")]),
     ("a rename the relay lost: the tombstone and the new name offered again",
      [("old.md", 2, None), ("new.md", 1, "body")], [("old.md", 1, "body")]),
     ("names as written, one key per path",
@@ -111,17 +127,22 @@ def row(e: Entry) -> dict[str, Any]:
     return {"path": e.path, "rev": e.rev, "sha256": e.sha256, "deleted": e.deleted}
 
 
-def case(name: str, mine: list[Side], relay: list[Side]) -> dict[str, Any]:
+def rec(ch: RemoteChange) -> dict[str, Any]:
+    return {"rev": ch.rev, "sha256": ch.meta.sha256, "deleted": ch.deleted}
+
+
+def case(name: str, mine: list[Side], relay: list[Side], at: Sequence[Side] = ()) -> dict[str, Any]:
     entries = [entry(s) for s in mine]
     heads = {s[0]: head(s) for s in relay}
-    steps = plan_resync(entries, heads)
+    checks = resync_checks(entries, heads)
+    at_rev = {s[0]: head(s) for s in at if s[0] in checks}
+    steps = plan_resync(entries, heads, at_rev)
     return {
         "name": name,
         "entries": [row(e) for e in entries],
-        "heads": {
-            p: {"rev": ch.rev, "sha256": ch.meta.sha256, "deleted": ch.deleted}
-            for p, ch in heads.items()
-        },
+        "heads": {p: rec(ch) for p, ch in heads.items()},
+        "checks": checks,
+        "at_rev": {p: rec(ch) for p, ch in at_rev.items()},
         "steps": [step_row(s) for s in steps],
     }
 
@@ -130,7 +151,8 @@ def build() -> dict[str, object]:
     return {
         "version": 1,
         "about": "The resync after a relay restored from a backup (docs/protocol.md R3): "
-        "index entries and the relay's heads in, plan_resync's steps out; written by "
+        "index entries and the relay's heads in, resync_checks' paths out, the relay's records "
+        "at this device's revision of those in, plan_resync's steps out; written by "
         "tests/test_sync_resync_vectors.py, replayed by "
         "obsidian-plugin/test/resync-vectors.test.ts",
         "cases": [case(*c) for c in CASES],
@@ -177,23 +199,38 @@ def test_nothing_older_than_this_device_holds_is_taken() -> None:
                 or (not h["deleted"] and not e["deleted"] and h["sha256"] == e["sha256"])
             )
             quiet = same or (h is None and e["deleted"] and e["rev"] == 0)
+            lost = not behind and e["path"] in c["at_rev"]  # the relay's newer head, checked
+            if e["path"] in stepped and lost:
+                continue  # its record at this revision is another version: reconciled
             assert (e["path"] in stepped) == (behind and not quiet), (c["name"], e)
 
 
 def test_only_another_version_at_the_same_revision_is_diverged() -> None:
-    """R3, R20: a `diverged` step only where the relay's head is live, at this device's very
-    revision, and another version than the one this device knows there (a deletion here
-    counts): two records at one revision cannot both descend from each other. An older head
-    may be this device's own past version, so it is offered again as before."""
+    """R3, R20: a `diverged` step only where the relay holds another version than the one this
+    device knows at this device's very revision (a deletion on either side counts): its live
+    head there, or, under a newer head, its record there: two records at one revision cannot
+    both descend from each other. An older head may be this device's own past version, so it
+    is offered again as before; a newer one whose record there is pruned is applied as
+    usual."""
+
+    def other(e: dict[str, Any], r: dict[str, Any]) -> bool:
+        if e["deleted"] or r["deleted"]:
+            return bool(e["deleted"] != r["deleted"])
+        return e["sha256"] != "" and e["sha256"] != r["sha256"]
+
     for c in build()["cases"]:  # type: ignore[attr-defined]
         for s in c["steps"]:
             e = next(e for e in c["entries"] if e["path"] == s["path"])
             h = c["heads"].get(s["path"])
-            two_sided = (
-                h is not None and not h["deleted"] and h["rev"] == e["rev"]
-                and (e["deleted"] or (e["sha256"] != "" and e["sha256"] != h["sha256"]))
-            )  # fmt: skip
-            assert (s["step"] == "diverged") == two_sided, (c["name"], s)
+            was = c["at_rev"].get(s["path"])
+            same_rev = h is not None and not h["deleted"] and h["rev"] == e["rev"] and other(e, h)
+            under = h is not None and h["rev"] > e["rev"] and was is not None and other(e, was)
+            assert (s["step"] == "diverged") == (same_rev or under), (c["name"], s)
+        for p in c["checks"]:  # only live files the relay's newer head has other bytes of
+            e = next(e for e in c["entries"] if e["path"] == p)
+            h = c["heads"][p]
+            assert not e["deleted"] and h["rev"] > e["rev"], (c["name"], p)
+            assert h["deleted"] or h["sha256"] != e["sha256"], (c["name"], p)
 
 
 if __name__ == "__main__":

@@ -11,6 +11,7 @@ import {
   isRestoredRelay,
   planResync,
   recordResync,
+  resyncChecks,
   type ResyncHead,
   type ResyncStep,
   setCursor,
@@ -36,7 +37,9 @@ describe("resync_v1.json", () => {
     expect(V.cases.length).toBeGreaterThanOrEqual(15);
     for (const c of V.cases) {
       const heads = new Map<string, ResyncHead>(Object.entries(c.heads as Record<string, ResyncHead>));
-      expect([c.name, planResync(c.entries, heads)]).toEqual([c.name, (c.steps as VStep[]).map(wanted)]);
+      const atRev = new Map<string, ResyncHead>(Object.entries(c.at_rev as Record<string, ResyncHead>));
+      expect([c.name, resyncChecks(c.entries, heads)]).toEqual([c.name, c.checks]);
+      expect([c.name, planResync(c.entries, heads, atRev)]).toEqual([c.name, (c.steps as VStep[]).map(wanted)]);
     }
   });
 

@@ -285,32 +285,69 @@ class Reoffer:
 class Diverged:
     """The relay holds another version at this device's very revision: committed on the
     restored relay by another device while the restore lost this device's version (or its
-    deletion). Neither derives from the other, so it is a two-sided change: the relay's head
-    is queued against this device's version and the ordinary apply decides (`Reconcile`,
-    `conflicts.resolve`), with no common version (R25: the one before the lost edit is not
-    known for certain, so it is never guessed); the result is committed on top of `relay_rev`.
+    deletion), maybe edited again since (the head). Neither derives from the other, so it is a
+    two-sided change: the relay's head is queued against this device's version and the
+    ordinary apply decides (`Reconcile`, `conflicts.resolve`), with no common version (R25:
+    the one before the lost edit is not known for certain, so it is never guessed); the
+    result is committed on top of `relay_rev`.
     """
 
     entry: Entry
     relay_rev: int
 
 
+def _known(entry: Entry) -> bool:
+    """Whether this device knows which version it synced ("": a re-offer still pending)."""
+    return entry.deleted or bool(entry.sha256)
+
+
+def _other(entry: Entry, ch: RemoteChange) -> bool:
+    """Whether the relay's record `ch`, at this device's revision, is another version."""
+    if entry.deleted or ch.deleted:
+        return entry.deleted != ch.deleted
+    return ch.meta.sha256 != entry.sha256
+
+
+def resync_checks(entries: Iterable[Entry], heads: Mapping[str, RemoteChange]) -> list[str]:
+    """The paths whose relay record at this device's revision the resync must read: a live
+    file the relay's head is newer than and holds other bytes (the same bytes lose nothing).
+    That record is this device's version when the head descends from it; another one when the
+    restore lost it and others committed over."""
+    out = []
+    for e in entries:
+        h = heads.get(e.path)
+        if e.deleted or not _known(e) or h is None or h.rev <= e.rev:
+            continue
+        if h.deleted or h.meta.sha256 != e.sha256:
+            out.append(e.path)
+    return out
+
+
 def plan_resync(
-    entries: Iterable[Entry], heads: Mapping[str, RemoteChange]
+    entries: Iterable[Entry],
+    heads: Mapping[str, RemoteChange],
+    at_rev: Mapping[str, RemoteChange] | None = None,
 ) -> list[Renumber | Reoffer | Diverged]:
     """After a relay restored from a backup: for each file this device synced, compare with the
-    head the relay now has. Newer there: applied as usual (no step). The same: renumbered. A
-    live head at this device's very revision with other bytes (or against this device's
-    deletion): `Diverged`, both changed the file. Otherwise the relay lost this device's
-    version (an older head may be this device's own past version): offered again. Nothing
-    older than what this device holds is ever applied, so a relay faking a restore cannot roll
-    a file back: at most it makes a two-sided change of one it really holds (a conflict copy,
-    never a silent loss)."""
+    head the relay now has (and, for the paths `resync_checks` names, `at_rev`: the relay's
+    record at this device's revision, where it has one that opens).
+
+    Newer there: applied as usual (no step), unless the relay's record at this device's
+    revision is another version (`Diverged`). The same: renumbered. A live head at this
+    device's very revision with other bytes (or against this device's deletion): `Diverged`,
+    both changed the file. Otherwise the relay lost this device's version (an older head may
+    be this device's own past version): offered again. Nothing older than what this device
+    holds is ever applied, so a relay faking a restore cannot roll a file back: at most it
+    makes a two-sided change of records it really holds (a conflict copy, never a silent
+    loss)."""
     out: list[Renumber | Reoffer | Diverged] = []
     for entry in entries:
         ch = heads.get(entry.path)
         relay_rev = ch.rev if ch is not None else 0
         if ch is not None and ch.rev > entry.rev:
+            was = (at_rev or {}).get(entry.path)
+            if was is not None and was.rev == entry.rev and _known(entry) and _other(entry, was):
+                out.append(Diverged(entry, relay_rev))
             continue
         same = (
             ch is not None and not ch.deleted and not entry.deleted
@@ -321,8 +358,7 @@ def plan_resync(
             if relay_rev != entry.rev:
                 out.append(Renumber(entry, relay_rev))
             continue
-        known = entry.deleted or bool(entry.sha256)  # "": a re-offer still pending here
-        if ch is not None and not ch.deleted and ch.rev == entry.rev and known:
+        if ch is not None and not ch.deleted and ch.rev == entry.rev and _known(entry):
             out.append(Diverged(entry, relay_rev))
             continue
         out.append(Reoffer(entry, relay_rev))

@@ -35,6 +35,7 @@ from companion.sync.round.plan import (
     cursor_after_own_commits,
     plan_admission,
     plan_resync,
+    resync_checks,
     safe_path,
 )
 from companion.sync.round.report import RoundReport
@@ -403,9 +404,10 @@ class Puller:
         committed past the cursor since): it was reset or restored from a backup, and lost what
         was committed after it. Start its feed from zero and re-offer everything it lost
         (`plan_resync`): its versions stay in its history. A file the relay holds another
-        version of at this device's revision (`Diverged`: changed there after the restore) is
-        put just below the relay's revision with this device's version as a local change and
-        no merge base, so the pull queues the relay's head and the apply reconciles the two
+        version of at this device's revision (`Diverged`: changed there after the restore; its
+        head there, or under a newer head its record there, `_records_at`) is put just below
+        the relay's revision with this device's version as a local change and no merge base,
+        so the pull queues the relay's head and the apply reconciles the two
         (`conflicts.resolve`: a conflict copy, or the edit over a deletion), never one over
         the other unseen."""
         core = self.core
@@ -414,7 +416,8 @@ class Puller:
         for ch in pulled.changes:
             with contextlib.suppress(UnsafePath):
                 heads[normalize(ch.path)] = ch
-        steps = plan_resync(list(core.index.files.iter_entries(include_deleted=True)), heads)
+        entries = list(core.index.files.iter_entries(include_deleted=True))
+        steps = plan_resync(entries, heads, self._records_at(entries, heads))
         reoffered = 0
         with core.index.transaction():
             for step in steps:
@@ -440,6 +443,21 @@ class Puller:
         log.warning("%s", msg)
         core.status.add_error("relay_restored", msg)
         return pulled
+
+    def _records_at(
+        self, entries: list[Entry], heads: Mapping[str, RemoteChange]
+    ) -> dict[str, RemoteChange]:
+        """The relay's record at this device's revision of each file `resync_checks` names
+        (one request each: the files others changed on the restored relay). One the relay
+        pruned, or that does not open, is left out: the head is then applied as usual."""
+        by_path = {e.path: e for e in entries}
+        out: dict[str, RemoteChange] = {}
+        for path in resync_checks(entries, heads):
+            with contextlib.suppress(TamperDetected):
+                rec = self.core.remote.record(path, by_path[path].rev)
+                if rec is not None:
+                    out[path] = rec
+        return out
 
     # ------------------------------------------------------------------ reports
 

@@ -639,7 +639,7 @@ export class SyncEngine {
         // it holds another record there): read its whole feed again, renumber what it holds
         // and offer again what it lost, never older than this device's (R3)
         pulled = await this.remote.pull(0);
-        const reoffered = resyncRestoredRelay(this.state, pulled.changes);
+        const reoffered = await resyncRestoredRelay(this.state, pulled.changes, (p, rev) => this.remote.record(p, rev));
         if (scope) for (const p of reoffered) scope.add(p);
         report.relayRestored = true;
         restored = true; // what the inbox held before is no measure of the relay's feed now

@@ -7,7 +7,8 @@
  * page's `at_since`: others committed past the cursor after the restore), was reset or restored
  * and lost what was committed since. Its whole feed is read again, and each file this device
  * synced is compared with the head the relay now has:
- * - newer there: no step, it is applied as usual;
+ * - newer there: no step, it is applied as usual, unless the relay's record at this device's
+ *   revision (read for the paths `resyncChecks` names) is another version: `diverged`;
  * - the same (same bytes, or both deleted or lost) at another revision: `renumber`, the entry
  *   takes the relay's revision;
  * - a live head at this device's very revision with other bytes, or against this device's
@@ -21,7 +22,7 @@
  * roll a file back. `planResync` is pure and replays `tests/vectors/resync_v1.json`.
  */
 
-import { ConflictError, RelayRestored } from "../errors";
+import { ConflictError, RelayRestored, TamperDetected } from "../errors";
 import type { SeqMark } from "../relay/client";
 import { tryNormalize } from "./paths";
 import type { RemoteChange } from "./remote";
@@ -69,21 +70,48 @@ export function isRestoredRelay(e: unknown): boolean {
   return e instanceof RelayRestored || (e instanceof ConflictError && e.code === "since_ahead");
 }
 
-/** The steps, in the order of `entries` (Python's `plan_resync`). */
-export function planResync(entries: Iterable<ResyncEntry>, heads: ReadonlyMap<string, ResyncHead>): ResyncStep[] {
+/** Whether this device knows which version it synced ("": a re-offer still pending). */
+const known = (e: ResyncEntry): boolean => e.deleted || e.sha256 !== "";
+
+/** Whether the relay's record `r`, at this device's revision, is another version. */
+const other = (e: ResyncEntry, r: ResyncHead): boolean => (e.deleted || r.deleted ? e.deleted !== r.deleted : r.sha256 !== e.sha256);
+
+/** The paths whose relay record at this device's revision the resync must read (Python's
+ * `resync_checks`): a live file the relay's head is newer than and holds other bytes of. */
+export function resyncChecks(entries: Iterable<ResyncEntry>, heads: ReadonlyMap<string, ResyncHead>): string[] {
+  const out: string[] = [];
+  for (const e of entries) {
+    const h = heads.get(e.path);
+    if (e.deleted || !known(e) || !h || h.rev <= e.rev) continue;
+    if (h.deleted || h.sha256 !== e.sha256) out.push(e.path);
+  }
+  return out;
+}
+
+/** The steps, in the order of `entries` (Python's `plan_resync`); `atRev`: the relay's record
+ * at this device's revision of the paths `resyncChecks` named, where it has one that opens. */
+export function planResync(
+  entries: Iterable<ResyncEntry>,
+  heads: ReadonlyMap<string, ResyncHead>,
+  atRev: ReadonlyMap<string, ResyncHead> = new Map(),
+): ResyncStep[] {
   const out: ResyncStep[] = [];
   for (const e of entries) {
     const h = heads.get(e.path);
     const relayRev = h ? h.rev : 0;
-    if (h && h.rev > e.rev) continue; // newer there: applied as usual
+    if (h && h.rev > e.rev) {
+      // newer there: applied as usual, unless it was committed over another version
+      const was = atRev.get(e.path);
+      if (was && was.rev === e.rev && known(e) && other(e, was)) out.push({ step: "diverged", path: e.path, relayRev });
+      continue;
+    }
     const same = !!h && !h.deleted && !e.deleted && h.sha256 === e.sha256;
     const gone = !h || h.deleted;
     if (same || (e.deleted && gone)) {
       if (relayRev !== e.rev) out.push({ step: "renumber", path: e.path, rev: relayRev });
       continue;
     }
-    const known = e.deleted || e.sha256 !== ""; // "": a re-offer still pending here
-    if (h && !h.deleted && h.rev === e.rev && known) {
+    if (h && !h.deleted && h.rev === e.rev && known(e)) {
       out.push({ step: "diverged", path: e.path, relayRev });
       continue;
     }
@@ -136,12 +164,27 @@ export function relayHeads(changes: Iterable<RemoteChange>): Map<string, ResyncH
   return heads;
 }
 
+/** The relay's record of `path` at `rev` (`RemoteVault.record`), or null where it has none. */
+export type RecordAt = (path: string, rev: number) => Promise<RemoteChange | null>;
+
 /** Python's `Puller._resync_restored_relay` on this device's state, given the relay's whole
- * feed read again from 0: plan, record, move the cursor back to 0 and keep the message for
- * `status`. Returns the paths offered again (the round's scan must look at them). */
-export function resyncRestoredRelay(state: SyncState, changes: Iterable<RemoteChange>): string[] {
+ * feed read again from 0: read the relay's record at this device's revision of the files
+ * `resyncChecks` names (one request each; one pruned, or that does not open, is left out),
+ * plan, record, move the cursor back to 0 and keep the message for `status`. Returns the paths
+ * offered again or reconciled (the round's scan must look at them). */
+export async function resyncRestoredRelay(state: SyncState, changes: Iterable<RemoteChange>, recordAt: RecordAt): Promise<string[]> {
   const entries = Object.entries(state.files).map(([path, e]) => ({ path, rev: e.rev, sha256: e.sha256, deleted: e.deleted }));
-  const reoffered = recordResync(state.files, planResync(entries, relayHeads(changes)));
+  const heads = relayHeads(changes);
+  const atRev = new Map<string, ResyncHead>();
+  for (const path of resyncChecks(entries, heads)) {
+    try {
+      const ch = await recordAt(path, state.files[path].rev);
+      if (ch) atRev.set(path, { rev: ch.rev, sha256: ch.meta.sha256, deleted: ch.meta.deleted });
+    } catch (err) {
+      if (!(err instanceof TamperDetected)) throw err;
+    }
+  }
+  const reoffered = recordResync(state.files, planResync(entries, heads, atRev));
   setCursor(state, 0, null);
   addError(state, "relay_restored", restoredMessage(reoffered.length));
   return reoffered;

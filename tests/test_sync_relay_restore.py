@@ -207,3 +207,36 @@ def test_a_version_lost_under_newer_edits_on_the_restored_relay_is_kept(tmp_path
         for dev in (laptop, server):
             status = collect_status(dev.paths, dev.config, dev.vault, probe=False)
             assert [c["copy"] for c in status["conflicts"]] == copies, dev.name
+
+
+def test_a_note_both_created_across_the_restore_keeps_both(tmp_path: Path) -> None:
+    """The laptop created a note after the backup, and the server created one of the same name
+    on the restored relay: both are revision 1, neither derives from the other, and the
+    resync reconciles them from revision 0 (a conflict copy; nothing at revision 0 is asked of
+    the relay)."""
+    with SyncCluster(tmp_path, relay="process") as cluster:
+        laptop = cluster.add_device("laptop", "human")
+        server = cluster.add_device("server", "agent")
+        laptop.write("notes/a.md", "a\n")
+        laptop.sync()
+        server.sync()
+        relay = cluster.relay
+        relay.stop()
+        backup = tmp_path / "relay-backup"
+        shutil.copytree(relay.data_dir, backup)
+        relay.restart()
+        laptop.write("notes/new.md", "the laptop's new note\n")
+        laptop.sync()
+        relay.stop()
+        shutil.rmtree(relay.data_dir)
+        shutil.copytree(backup, relay.data_dir)
+        relay.restart()
+        server.write("notes/new.md", "the server's new note\n")
+        server.sync()
+        assert laptop.sync().relay_restored
+        cluster.sync_all()
+        after = cluster.assert_converged()
+        assert after["notes/new.md"] == b"the laptop's new note\n"
+        copies = [p for p in after if p.startswith("notes/new (conflict server ")]
+        assert len(copies) == 1, sorted(after)
+        assert after[copies[0]] == b"the server's new note\n"

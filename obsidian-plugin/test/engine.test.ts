@@ -221,6 +221,30 @@ describe("held changes (agent edits to Obsidian's behavioural config)", () => {
     expect(h.vault.text(".obsidian/hotkeys.json")).toBe('{"mine":1}');
   });
 
+  it("accepting a held rename takes its old name along only when that waits for it (as Python's)", async () => {
+    // plan.py `hold_rename_sources` / decisions.py `record_held`: the old name comes along when
+    // it is held as the old name of this rename (RENAME_HELD); one held for a reason of its own
+    // (here: it is in Obsidian's config folder too) waits for its own decision
+    const [h, a] = await pair(relay);
+    await h.vault.put(".obsidian/snippets/a.css", "body{}");
+    await h.vault.put("notes/n.md", "plain\n");
+    await h.engine.round();
+    await a.engine.round();
+    await a.vault.rename(".obsidian/snippets/a.css", ".obsidian/snippets/b.css");
+    await a.vault.rename("notes/n.md", ".obsidian/snippets/n.css");
+    await a.engine.round();
+    const r = await h.engine.round();
+    expect(r.held.sort()).toEqual([".obsidian/snippets/a.css", ".obsidian/snippets/b.css", ".obsidian/snippets/n.css", "notes/n.md"]);
+    expect(h.engine.state.held["notes/n.md"].reason).toBe("is the old name of a held rename to .obsidian/snippets/n.css");
+    await h.engine.acceptHeld(".obsidian/snippets/b.css");
+    await h.engine.acceptHeld(".obsidian/snippets/n.css");
+    expect(h.vault.text(".obsidian/snippets/b.css")).toBe("body{}");
+    expect(h.vault.text(".obsidian/snippets/n.css")).toBe("plain\n");
+    expect(h.vault.text("notes/n.md")).toBeUndefined();
+    expect(h.vault.text(".obsidian/snippets/a.css")).toBe("body{}");
+    expect(Object.keys(h.engine.state.held)).toEqual([".obsidian/snippets/a.css"]);
+  });
+
   it("holds an agent change that sets the executable bit, and nothing from a human", async () => {
     const [h, a] = await pair(relay);
     await a.vault.write("tools/run.sh", text("#!/bin/sh\n"), { executable: true });

@@ -6,12 +6,14 @@
  *
  * A round is a loop of passes (at most 10). Each pass:
  * 1. pull: records after the cursor, verified; the newest revision of each file this device
- *    lacks is queued in the inbox (still sealed) and the cursor advances, saved together.
- *    A record that fails verification is quarantined for its file only;
+ *    lacks is queued in the inbox (still sealed) and the cursor advances, saved together, as
+ *    `planAdmission` decides. A record that fails verification, or names no vault path, is
+ *    quarantined for its file only;
  * 2. scan the vault (everything, or the paths an event named plus the inbox's); a rename is a
  *    deleted path and a created one with its content, or most of its lines (R17);
- * 3. admit the inbox: agent-authored changes to Obsidian's behavioural config (and anything
- *    that sets the exec bit, or lies outside the agent's scope) are held;
+ * 3. admit the inbox (`planAdmission` under this device's `HoldPolicy`): agent-authored
+ *    changes to Obsidian's behavioural config (and anything that sets the exec bit, or lies
+ *    outside the agent's scope) are held, a held rename's old name with it;
  * 4. plan (`planApply`) and apply (`Applier`): renames as renames, deletions, writes; changes on
  *    both sides go through `resolve` (human precedence, three-way merge, conflict copies); a
  *    save soon after an apply is checked as a stale save (R15);

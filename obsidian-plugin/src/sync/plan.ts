@@ -436,7 +436,7 @@ export interface AdmissionOptions {
    * to hold no code); one missing is held as unchecked. */
   contents?: ReadonlyMap<string, Uint8Array>;
   /** The folder Obsidian on this device takes its config from (a platform difference: the
-   * plugin knows it; docs/protocol.md R1): a config folder whatever its shape. */
+   * plugin knows it; docs/protocol.md R4): a config folder whatever its shape. */
   configDir?: string | null;
 }
 

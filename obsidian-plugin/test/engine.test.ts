@@ -245,6 +245,25 @@ describe("held changes (agent edits to Obsidian's behavioural config)", () => {
     expect(Object.keys(h.engine.state.held)).toEqual([".obsidian/snippets/a.css"]);
   });
 
+  it("an accepted change that cannot be written yet stays accepted, queued as a problem (as Python's)", async () => {
+    // Python's inbox holds only admitted changes: an accepted one the disk refuses stays queued
+    // with the reason and is retried; the plugin held it again on the next round
+    const invite = await relay.newVault();
+    const h = await device(relay, invite, "phone", "human", { vault: new MemoryVault(false, false, 255) });
+    const a = await device(relay, await relay.invite(h.engine.remote.vaultId, "agent"), "server", "agent");
+    const long = ".obsidian/snippets/" + "s".repeat(300) + ".css";
+    await a.vault.put(long, "body{}");
+    await a.engine.round();
+    expect((await h.engine.round()).held).toEqual([long]);
+    const r1 = await h.engine.acceptHeld(long);
+    expect(r1.problems.map((p) => p.path)).toEqual([long]);
+    const r2 = await h.engine.round();
+    expect(r2.held).toEqual([]);
+    expect(Object.keys(h.engine.state.held)).toEqual([]);
+    expect(r2.problems.map((p) => p.path)).toEqual([long]);
+    expect(h.engine.state.inbox[long].problem).toContain("ENAMETOOLONG");
+  });
+
   it("holds an agent change that sets the executable bit, and nothing from a human", async () => {
     const [h, a] = await pair(relay);
     await a.vault.write("tools/run.sh", text("#!/bin/sh\n"), { executable: true });

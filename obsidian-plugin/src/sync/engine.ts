@@ -175,7 +175,6 @@ export class SyncEngine {
   private readonly now: () => Date;
   private readonly clock: () => number;
   private verified = new Map<string, RemoteChange>();
-  private approved = new Set<string>();
   /** Agents' notes the hold rules read this pass, by SHA-256 (`readAgentNotes`): what the
    * rules see, and the real contents kept for the apply. */
   private noteRead = new Map<string, Uint8Array>();
@@ -918,16 +917,18 @@ export class SyncEngine {
       opened.push([p, ch]);
       sealed.set(p, q);
     }
-    const notes = await readAgentNotes(this.remote, this.partials, this.device.kind, opened.filter(([p]) => !this.approved.has(p)));
+    const admitted = new Set(opened.filter(([p]) => sealed.get(p)!.admitted).map(([p]) => p));
+    const notes = await readAgentNotes(this.remote, this.partials, this.device.kind, opened.filter(([p]) => !admitted.has(p)));
     for (const [, ch, why] of notes.bad) this.quarantine(ch.fileId, ch.rev, why, report);
     const unverified = new Set(notes.bad.map(([p]) => p));
     this.noteRead = notes.read;
     this.noteCache = notes.cache;
     this.scopes = this.device.kind === "human" && opened.length ? await this.loadScopes() : null;
     // the hold rules (plan.ts `planAdmission` with this device's `HoldPolicy`, a held rename's
-    // tombstone with it); what the person accepted is not held again
-    const judged = opened.filter(([p]) => !unverified.has(p) && !this.approved.has(p));
-    const others = opened.filter(([p]) => unverified.has(p) || this.approved.has(p)).map(([p]) => p);
+    // tombstone with it); what was admitted already (accepted, put back by the apply) is not
+    // judged again
+    const judged = opened.filter(([p]) => !unverified.has(p) && !admitted.has(p));
+    const others = opened.filter(([p]) => unverified.has(p) || admitted.has(p)).map(([p]) => p);
     const plan = planAdmission(judged.map(([, ch]) => admitChange(ch)), [], this.indexView(), {
       held: Object.keys(this.state.held),
       holds: this.holdPolicy(),
@@ -957,7 +958,6 @@ export class SyncEngine {
         local.delete(p);
         continue;
       }
-      this.approved.delete(p);
       todo.set(p, ch);
     }
     this.verified.clear();
@@ -1006,8 +1006,7 @@ export class SyncEngine {
         if (d.step !== "AcceptHeld") continue;
         const { path: p, reason: _r, deleted: _d, size: _s, deviceName: _n, deviceKind: _k, renameFrom: _f, time: _t, decision: _c, ...q } = d.row;
         delete this.state.held[p];
-        this.state.inbox[p] = q;
-        this.approved.add(p);
+        this.state.inbox[p] = { ...q, admitted: true };
       }
       await this.save();
     }).then(() => this.round({ paths: [path] }));

@@ -410,6 +410,34 @@ describe("quarantine", () => {
     expect(h.vault.text("alpha.md")).toBe("version 3\n");
   });
 
+  it("supersedes a quarantined record with a deletion when this device has no version (as Python's)", async () => {
+    // docs/sync.md: a supersede commits this device's version, or a deletion when it has none
+    // (Python's `take_over`); the plugin refused it, so the file stayed quarantined here
+    const [h, a] = await pair(relay);
+    await h.vault.put("n.md", "mine\n");
+    for (const k of ["k1.md", "k2.md", "k3.md"]) await h.vault.put(k, "kept\n");
+    await h.engine.round();
+    await a.engine.round();
+    await a.vault.put("n.md", "theirs\n");
+    await a.engine.round();
+    await h.vault.remove("n.md");
+    const fid = await h.engine.remote.fileId("n.md");
+    h.wire.rewrite = (req, resp) => {
+      if (!req.url.includes("/changes") && !req.url.includes("/commit")) return resp;
+      const body = JSON.parse(new TextDecoder().decode(resp.body));
+      for (const r of body.records ?? []) if (r.file_id === fid) r.sealed = toBase64(new Uint8Array(40).fill(1));
+      return { ...resp, body: text(JSON.stringify(body)) };
+    };
+    await h.engine.round();
+    expect(h.engine.state.quarantine[fid]).toBeDefined();
+    h.wire.rewrite = null;
+    await h.engine.supersede(fid);
+    expect(h.engine.state.quarantine[fid]).toBeUndefined();
+    await a.engine.round();
+    expect(a.vault.text("n.md")).toBeUndefined();
+    expect(h.engine.state.files["n.md"].deleted).toBe(true);
+  });
+
   it("lets the person supersede a quarantined record with their own version", async () => {
     const [h, a] = await pair(relay);
     await h.vault.put("n.md", "mine\n");

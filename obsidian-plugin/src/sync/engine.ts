@@ -1041,7 +1041,9 @@ export class SyncEngine {
     }).then(() => this.round({ paths: [path] }));
   }
 
-  /** Replace a quarantined record by this device's own version of the file (human devices). */
+  /** Replace a quarantined record by this device's own version of the file, or by a deletion
+   * when it has none (human devices; Python's `take_over`): its revision becomes the parent of
+   * what the next round commits. Carried out as plan.ts `planDecisions` decides. */
   supersede(fileId: string): Promise<RoundReport> {
     return this.exclusive(async () => {
       await this.load();
@@ -1049,12 +1051,16 @@ export class SyncEngine {
       if (!q) throw new InputError("no quarantined record with that id");
       if (this.device.kind !== HUMAN) throw new InputError("only a person's device can supersede a quarantined record");
       const path = q.path ?? Object.entries(this.state.files).find(([, e]) => e.fileId === fileId)?.[0];
-      if (!path || !(await this.fs.stat(path))) throw new InputError("this device has no version of that file to commit");
+      if (!path) throw new InputError("this device does not know which file that is: dismiss it instead");
       for (const d of planDecisions([], [{ ...q, path, decision: "supersede" }], this.device.kind)) {
         delete this.state.quarantine[fileId];
         if (d.step !== "Supersede") continue;
         const e = this.state.files[path];
-        this.state.files[path] = { ...e, rev: Math.max(e.rev, q.rev), mtime: -1, force: true };
+        const rev = Math.max(e?.rev ?? 0, q.rev);
+        // live at that revision: the scan commits this device's file on top, or its absence
+        this.state.files[path] = e
+          ? { ...e, rev, mtime: -1, deleted: false, force: true }
+          : { fileId, rev, sha256: "", size: 0, mtime: -1, deleted: false, executable: false, device: "", deviceKind: HUMAN, force: true };
       }
       await this.save();
       return path;

@@ -8,6 +8,14 @@ kind and the paths and revisions that matter, in plan order), then the push plan
 apply left. `obsidian-plugin/test/plan-vectors.test.ts` replays every case against the plugin's
 `planApply` and `planPush` (`obsidian-plugin/src/sync/plan.ts`) and compares exactly.
 
+The first two parts of the planner are there too: `admission` runs `plan_admission` (with
+`hold_rename_sources` and `admit_head`) over the verified feed, the records that failed
+verification, the index, the inbox's revisions, the held paths, the ignored paths, the files
+known in hidden folders and the agents' note contents, under a `HoldPolicy` of the project's
+defaults (`SyncSettings`: holding on, no extra held paths) unless a case says otherwise;
+`decisions` runs `plan_decisions` over held and quarantined rows. The plugin replays them with
+`planAdmission` and `planDecisions`.
+
 Contents are named by a short text; the vectors carry its SHA-256. Times are nanoseconds; the
 plugin's planner takes any unit as long as the times and the window share it.
 
@@ -25,13 +33,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from companion.config import SyncSettings
 from companion.crypto import ChunkRef, FileMeta
 from companion.sync.local.filestate import FileState
 from companion.sync.local.pathsafe import fold
-from companion.sync.remote.vault import RemoteChange
+from companion.sync.remote.vault import Refused, RemoteChange
+from companion.sync.round.holds import HoldPolicy
 from companion.sync.round.model import Local
 from companion.sync.round.plan import (
+    RENAME_HELD,
     STALE_SAVE_WINDOW_NS,
+    AcceptHeld,
     ApplyStep,
     CaseCollision,
     Discard,
@@ -42,16 +54,21 @@ from companion.sync.round.plan import (
     MoveHere,
     PushPlan,
     Reconcile,
+    RefuseHeld,
     RemoveHere,
     StaleSave,
     Wait,
     is_new_edit,
+    plan_admission,
     plan_apply,
+    plan_decisions,
     plan_push,
 )
 from companion.sync.round.scanner import ChangeKind
 from companion.sync.state.applied import AppliedRow
 from companion.sync.state.files import Entry
+from companion.sync.state.held import HeldRow
+from companion.sync.state.quarantine import QuarantineRow
 
 VECTORS = Path(__file__).parent / "vectors" / "plan_v1.json"
 W = STALE_SAVE_WINDOW_NS
@@ -793,6 +810,216 @@ SIMILAR: list[tuple[str, str, str]] = [
 ]  # fmt: skip
 
 
+# ------------------------------------------------------------------ admission and decisions
+
+DEFAULTS = SyncSettings()  # the project's defaults: holding on, no extra held paths
+TEXTS: dict[str, str] = {}  # SHA-256 -> the text it names (what the hold rules read)
+AGENT = {"kind": "agent", "device": "server"}
+CODE = "<%* tp.user.run() %>\n"
+
+
+def C(path: str, text: str | None, rev: int, *, fid: str | None = None, kind: str = "human",
+      device: str = "desk", rename_from: str | None = None,
+      executable: bool = False) -> dict[str, Any]:  # fmt: skip
+    """A verified remote change in the relay's feed (a deletion when `text` is None)."""
+    if text is not None:
+        TEXTS[sha(text)] = text
+    return {
+        "file_id": fid or "f-" + path, "path": path, "rev": rev, "deleted": text is None,
+        "sha256": "" if text is None else sha(text), "rename_from": rename_from,
+        "author_kind": kind, "device": device, "device_id": "d-" + device,
+        "executable": executable,
+    }  # fmt: skip
+
+
+def adm(name: str, about: str, *, changes: Iterable[dict[str, Any]],
+        index: Iterable[dict[str, Any]] = (), refused: Iterable[dict[str, Any]] = (),
+        queued: Mapping[str, int] | None = None, held: Iterable[str] = (),
+        ignored: Iterable[str] = (), device: str = "human", enabled: bool | None = None,
+        patterns: Iterable[str] | None = None, known: Iterable[str] = (),
+        unread: Iterable[str] = ()) -> dict[str, Any]:  # fmt: skip
+    """An admission case. The hold rules read every live change's text but those in `unread`
+    (`contents` by SHA-256); the policy is the project's defaults unless told otherwise."""
+    changes = list(changes)
+    skip = set(unread)
+    contents = {c["sha256"]: TEXTS[c["sha256"]] for c in changes
+                if not c["deleted"] and c["path"] not in skip}  # fmt: skip
+    return {
+        "name": name, "about": about, "index": list(index), "changes": changes,
+        "refused": list(refused), "queued": dict(queued or {}), "held": list(held),
+        "ignored": list(ignored), "known": list(known), "contents": contents,
+        "policy": {
+            "device_kind": device,
+            "enabled": DEFAULTS.hold_agent_changes if enabled is None else enabled,
+            "patterns": list(DEFAULTS.hold_patterns if patterns is None else patterns),
+        },
+    }  # fmt: skip
+
+
+def Q(fid: str, rev: int, reason: str = "the record does not verify") -> dict[str, Any]:
+    """A record that failed verification (`Refused`)."""
+    return {"file_id": fid, "rev": rev, "reason": reason}
+
+
+A_RENAME = [
+    C("notes/a.md", None, 2, **AGENT),
+    C(".obsidian/snippets/a.css", "body", 1, rename_from="notes/a.md", **AGENT),
+]
+
+ADMISSION: list[dict[str, Any]] = [
+    # -------------------------------------------------------------- newest per file, skips
+    adm("enqueue_new", "a person's new file: queued", changes=[C("n.md", "n", 1)]),
+    adm("newest_per_file", "two revisions of one file in the feed: only the newest",
+        changes=[C("n.md", "a", 1), C("n.md", "b", 2)]),
+    adm("feed_order_kept", "files in the order of their first record in the feed",
+        changes=[C("b.md", "b", 1), C("a.md", "a", 1), C("b.md", "b2", 2), C("c.md", "c", 1)]),
+    adm("skip_have", "this device's own commit: have", index=[E("n.md", "a", 3)],
+        changes=[C("n.md", "a", 3)]),
+    adm("skip_have_older", "older than the index: have", index=[E("n.md", "a", 4)],
+        changes=[C("n.md", "b", 2)]),
+    adm("newer_than_index", "newer than the index: queued", index=[E("n.md", "a", 2)],
+        changes=[C("n.md", "b", 3)]),
+    adm("skip_queued", "already in the inbox at that revision", queued={"n.md": 3},
+        changes=[C("n.md", "b", 3)]),
+    adm("newer_than_queued", "newer than the inbox's: queued again", queued={"n.md": 2},
+        changes=[C("n.md", "b", 3)]),
+    adm("skip_ignored", "an ignored path", ignored=["cache/x.bin"],
+        changes=[C("cache/x.bin", "x", 1)]),
+    adm("have_before_ignored", "have wins over ignored", index=[E("x.md", "a", 2)],
+        ignored=["x.md"], changes=[C("x.md", "a", 2)]),
+    adm("deletion_queued", "a deletion of a file here", index=[E("n.md", "a", 1)],
+        changes=[C("n.md", None, 2)]),
+    adm("path_normalised", "a decomposed name is queued under its NFC form",
+        changes=[C("cafe\u0301.md", "c", 1)]),
+    adm("two_files_one_path", "two file ids at one path: the later in the feed decides",
+        changes=[C("n.md", "a", 2, fid="f-one"), C("n.md", "b", 1, fid="f-two")]),
+    # -------------------------------------------------------------- quarantine, healed
+    adm("unsafe_absolute", "an absolute path: quarantined, not queued",
+        changes=[C("/etc/passwd", "x", 1)]),
+    adm("unsafe_dotdot", "a path out of the vault: quarantined",
+        changes=[C("../outside.md", "x", 1), C("fine.md", "f", 1)]),
+    adm("unsafe_empty_segment", "an empty segment: quarantined", changes=[C("a//b.md", "x", 1)]),
+    adm("refused_listed_first", "records that failed verification come first",
+        refused=[Q("f-bad", 4)], changes=[C("../x.md", "x", 1), C("ok.md", "o", 1)]),
+    adm("healed_even_when_have", "a verified head heals its file even when already here",
+        index=[E("n.md", "a", 3)], changes=[C("n.md", "a", 3)]),
+    # -------------------------------------------------------------- holds (a person's device)
+    adm("agent_plain_note", "an agent's note without code: queued",
+        changes=[C("notes/n.md", "plain text\n", 1, **AGENT)]),
+    adm("agent_note_with_code", "an agent's note with a Templater command: held",
+        changes=[C("notes/n.md", CODE, 1, **AGENT)]),
+    adm("agent_note_unread", "an agent's note whose content was not read: held unchecked",
+        changes=[C("notes/n.md", "plain\n", 1, **AGENT)], unread=["notes/n.md"]),
+    adm("agent_obsidian_config", "an agent's Obsidian config: held",
+        changes=[C(".obsidian/app.json", "{}", 1, **AGENT)]),
+    adm("agent_sync_rules", "an agent's .companionignore: held",
+        changes=[C(".companionignore", "x/\n", 1, **AGENT)]),
+    adm("agent_settings_and_dreams", "the companion's settings held, the dream's reports not",
+        changes=[C(".companion/x.json", "{}", 1, **AGENT),
+                 C(".companion/dreams/r.md", "report\n", 1, **AGENT)]),
+    adm("agent_script", "an agent's script: held", changes=[C("s/x.js", "x()", 1, **AGENT)]),
+    adm("agent_executable", "an agent's executable bit: held",
+        changes=[C("bin/run", "#!/bin/sh\n", 1, executable=True, **AGENT)]),
+    adm("agent_deletes_note", "an agent's deletion of a note: queued",
+        index=[E("notes/n.md", "x", 1)], changes=[C("notes/n.md", None, 2, **AGENT)]),
+    adm("agent_deletes_config", "an agent's deletion of Obsidian config: held",
+        index=[E(".obsidian/app.json", "{}", 1)],
+        changes=[C(".obsidian/app.json", None, 2, **AGENT)]),
+    adm("agent_device_applies_all", "on an agent device nothing is held", device="agent",
+        changes=[C(".obsidian/app.json", "{}", 1, **AGENT), C("n.md", CODE, 1, **AGENT)]),
+    adm("person_config_not_held", "the person's own config change: queued",
+        changes=[C(".obsidian/app.json", "{}", 1)]),
+    adm("holding_off", "hold_agent_changes off: queued", enabled=False,
+        changes=[C(".obsidian/app.json", "{}", 1, **AGENT)]),
+    adm("hold_patterns_listed", "a path on the person's list: held", patterns=["private/"],
+        changes=[C("private/p.md", "p\n", 1, **AGENT), C("public/p.md", "p\n", 1, **AGENT)]),
+    adm("config_shape_known", "a hidden folder with Obsidian's shape here: held",
+        known=[".mob/app.json"], changes=[C(".mob/snippets/a.css", "a{}", 1, **AGENT)]),
+    adm("config_shape_incoming", "the shape arrives in the same feed: held",
+        changes=[C(".mob/app.json", "{}", 1), C(".mob/snippets/a.css", "a{}", 1, **AGENT)]),
+    adm("hidden_folder_no_shape", "a hidden folder without the shape: queued",
+        changes=[C(".mob/snippets/a.css", "a{}", 1, **AGENT)]),
+    adm("holding_off_reads_no_shape", "holding off: no config folders computed", enabled=False,
+        known=[".mob/app.json"], changes=[C(".mob/snippets/a.css", "a{}", 1, **AGENT)]),
+    # -------------------------------------------------------------- renames held together
+    adm("rename_held_with_source", "a held rename's tombstone waits with it (RENAME_HELD)",
+        index=[E("notes/a.md", "body", 1)], changes=A_RENAME),
+    adm("rename_source_other_device", "a tombstone by another device is not the rename's",
+        index=[E("notes/a.md", "body", 1)],
+        changes=[C("notes/a.md", None, 2, kind="agent", device="other"), A_RENAME[1]]),
+    adm("rename_source_an_edit", "the old path's change is an edit, not a deletion",
+        index=[E("notes/a.md", "body", 1)],
+        changes=[C("notes/a.md", "edited\n", 2, **AGENT), A_RENAME[1]]),
+    adm("rename_source_held_itself", "the old path held for its own reason keeps it",
+        index=[E(".obsidian/a.css", "body", 1)],
+        changes=[C(".obsidian/a.css", None, 2, **AGENT),
+                 C(".obsidian/snippets/a.css", "body", 1, rename_from=".obsidian/a.css",
+                   **AGENT)]),  # fmt: skip
+    adm("rename_source_skipped", "the old path is already here: nothing to hold",
+        index=[E("notes/a.md", None, 2)], changes=A_RENAME),
+    adm("rename_not_held", "a rename of a note without code: both queued",
+        index=[E("notes/a.md", "body", 1)],
+        changes=[C("notes/a.md", None, 2, **AGENT),
+                 C("notes/b.md", "body", 1, rename_from="notes/a.md", **AGENT)]),
+    # -------------------------------------------------------------- bytes already here
+    adm("unchanged_rename_of_code_note", "a rename of bytes this device has: not read again",
+        index=[E("notes/a.md", CODE, 1)],
+        changes=[C("notes/a.md", None, 2, **AGENT),
+                 C("notes/b.md", CODE, 1, rename_from="notes/a.md", **AGENT)]),
+    adm("unchanged_recommit", "the same bytes committed again at the same path",
+        index=[E("notes/a.md", CODE, 1)], changes=[C("notes/a.md", CODE, 2, **AGENT)],
+        unread=["notes/a.md"]),
+    adm("unchanged_not_when_deleted_here", "a deleted index row is no copy of the bytes",
+        index=[E("notes/a.md", None, 1, raw_sha=sha(CODE))],
+        changes=[C("notes/a.md", CODE, 2, **AGENT)]),
+    adm("unchanged_other_bytes", "other bytes at the path: read and held",
+        index=[E("notes/a.md", "old\n", 1)], changes=[C("notes/a.md", CODE, 2, **AGENT)]),
+    adm("unchanged_still_path_rules", "bytes already here do not lift a path rule",
+        index=[E("s/x.js", "x()", 1)], changes=[C("s/x.js", "x()", 2, **AGENT)]),
+    # -------------------------------------------------------------- release
+    adm("release_by_newer_admissible", "a held path a newer queued change replaces: released",
+        held=["n.md"], changes=[C("n.md", "the person's\n", 3)]),
+    adm("no_release_when_held_again", "held again: not released",
+        held=["s/x.js"], changes=[C("s/x.js", "y()", 3, **AGENT)]),
+    adm("no_release_when_skipped", "a skipped change releases nothing",
+        held=["n.md"], index=[E("n.md", "a", 3)], changes=[C("n.md", "a", 3)]),
+    adm("release_sorted", "released paths sorted",
+        held=["b.md", "a.md", "c.md"], changes=[C("b.md", "b", 2), C("a.md", "a", 2)]),
+]  # fmt: skip
+
+
+def H(path: str, decision: str = "", rev: int = 2) -> dict[str, Any]:
+    """A held row and the person's recorded decision ("" none, "accept", "refuse")."""
+    return {"path": path, "file_id": "f-" + path, "rev": rev, "decision": decision}
+
+
+def QR(fid: str, decision: str = "", path: str = "", rev: int = 3) -> dict[str, Any]:
+    """A quarantined row ("" path: this device does not know the file)."""
+    return {"file_id": fid, "path": path, "rev": rev, "decision": decision}
+
+
+DECISIONS: list[dict[str, Any]] = [
+    {"name": "accept", "device": "human", "held": [H("a.md", "accept")], "quarantined": []},
+    {"name": "refuse", "device": "human", "held": [H("a.md", "refuse")], "quarantined": []},
+    {"name": "undecided", "device": "human", "held": [H("a.md")], "quarantined": [QR("f-q")]},
+    {"name": "unknown_held_decision", "device": "human", "held": [H("a.md", "later")],
+     "quarantined": []},
+    {"name": "supersede_known_path", "device": "human", "held": [],
+     "quarantined": [QR("f-q", "supersede", "q.md")]},
+    {"name": "supersede_unknown_path", "device": "human", "held": [],
+     "quarantined": [QR("f-q", "supersede")]},
+    {"name": "supersede_on_agent_device", "device": "agent", "held": [],
+     "quarantined": [QR("f-q", "supersede", "q.md")]},
+    {"name": "dismiss", "device": "human", "held": [],
+     "quarantined": [QR("f-q", "dismiss", "q.md")]},
+    {"name": "dismiss_unknown_path", "device": "agent", "held": [],
+     "quarantined": [QR("f-q", "dismiss")]},
+    {"name": "held_first_then_quarantine_in_order", "device": "human",
+     "held": [H("b.md", "refuse"), H("a.md"), H("c.md", "accept")],
+     "quarantined": [QR("f-2", "dismiss", "z.md"), QR("f-1"), QR("f-0", "supersede", "y.md")]},
+]  # fmt: skip
+
+
 # ------------------------------------------------------------------ running the real planner
 
 
@@ -905,14 +1132,69 @@ def run(c: Mapping[str, Any]) -> dict[str, Any]:
     return {"apply": [_step(s) for s in plan.steps], "left": sorted(plan.push), "push": _push(push)}
 
 
+def _change(r: Mapping[str, Any]) -> RemoteChange:
+    chunks = () if r["deleted"] else (ChunkRef(r["sha256"], 1),)
+    meta = FileMeta(
+        path=r["path"], size=0 if r["deleted"] else 1, sha256=r["sha256"], chunks=chunks,
+        deleted=r["deleted"], device_name=r["device"], device_kind=r["author_kind"],
+        rename_from=r["rename_from"], executable=r["executable"],
+    )  # fmt: skip
+    return RemoteChange(r["path"], r["file_id"], r["rev"], r["rev"] - 1, meta, b"",
+                        device_id=r["device_id"], relay_kind=r["author_kind"],
+                        relay_name=r["device"])  # fmt: skip
+
+
+def run_admission(c: Mapping[str, Any]) -> dict[str, Any]:
+    """The real `plan_admission` over one case."""
+    p = c["policy"]
+    policy = HoldPolicy(p["device_kind"], enabled=p["enabled"], patterns=tuple(p["patterns"]))
+    ignored = set(c["ignored"])
+    plan = plan_admission(
+        [_change(r) for r in c["changes"]],
+        [Refused(r["file_id"], r["rev"], None, r["reason"]) for r in c["refused"]],
+        _index(c["index"]), queued=c["queued"], held=c["held"], ignored=ignored.__contains__,
+        holds=policy, known=c["known"],
+        contents={k: v.encode() for k, v in c["contents"].items()},
+    )  # fmt: skip
+    return {
+        "enqueue": [{"path": e.path, "file_id": e.change.file_id, "rev": e.change.rev}
+                    for e in plan.enqueue],
+        "hold": [{"path": h.path, "file_id": h.change.file_id, "rev": h.change.rev,
+                  "reason": h.reason} for h in plan.hold],
+        "skip": [{"path": s.what, "why": s.why} for s in plan.skip],
+        "quarantine": [{"file_id": q.file_id, "rev": q.rev, "reason": q.reason}
+                       for q in plan.quarantine],
+        "release": plan.release, "healed": plan.healed,
+    }  # fmt: skip
+
+
+def run_decisions(c: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The real `plan_decisions` over one case."""
+    held = [HeldRow(h["path"], h["file_id"], h["rev"], {}, "r", "server", 1, h["decision"])
+            for h in c["held"]]  # fmt: skip
+    quarantined = [QuarantineRow(q["file_id"], q["rev"], q["path"], "r", "server", 1,
+                                 q["decision"]) for q in c["quarantined"]]  # fmt: skip
+    out: list[dict[str, Any]] = []
+    for step in plan_decisions(held, quarantined, c["device"]):
+        if isinstance(step, AcceptHeld | RefuseHeld):
+            out.append({"step": type(step).__name__, "path": step.row.path,
+                        "rev": step.row.rev})  # fmt: skip
+        else:
+            out.append({"step": type(step).__name__, "file_id": step.row.file_id,
+                        "path": step.row.path, "rev": step.row.rev})  # fmt: skip
+    return out
+
+
 def build() -> dict[str, Any]:
     return {
         "version": 1,
         "about": "The planner's decisions (companion/sync/round/plan.py plan_apply and "
-        "plan_push, and is_new_edit on contents: the stale-save rule; docs/protocol.md R11, "
-        "R15-R19; and rename_similarity, how much of a note a rename that also edited it "
-        "keeps, as the scanner's edited_source measures it, R17) over hand-written cases: "
-        "index rows, inbox, "
+        "plan_push in 'cases'; plan_admission, with hold_rename_sources and admit_head, in "
+        "'admission', under a HoldPolicy of the project's defaults ('policy'; docs/protocol.md "
+        "R1, R2, R4, R7, R9); plan_decisions in 'decisions'; and is_new_edit on contents: "
+        "the stale-save rule; docs/protocol.md R11, R15-R19; and rename_similarity, how much "
+        "of a note a rename that also edited it keeps, as the scanner's edited_source "
+        "measures it, R17) over hand-written cases: index rows, inbox, "
         "local scan, files being written, recent applies and options in; the apply steps in "
         "plan order, the local changes left to push and the push plan out. 'live' null: the "
         "index's live rows. Written by tests/test_sync_plan_vectors.py, replayed by "
@@ -931,6 +1213,8 @@ def build() -> dict[str, Any]:
             }
             for name, prev, head, saved in NEW_EDITS
         ],
+        "admission": [{**c, "expect": run_admission(c)} for c in ADMISSION],
+        "decisions": [{**c, "expect": run_decisions(c)} for c in DECISIONS],
         "rename_similarity": [
             {
                 "name": name,
@@ -1004,6 +1288,37 @@ def test_each_case_reads_as_its_name_says() -> None:
     assert got["push_blocked_old_half"]["push"]["uploads"] == [
         {"path": "cfg2.json", "parent_rev": 0, "rename_from": None}
     ]
+
+
+def test_the_admission_and_decision_cases_cover_every_outcome() -> None:
+    """Each part of `plan_admission` and `plan_decisions` is met by some case, and a few
+    cases read as their names say."""
+    built = build()
+    adm = {c["name"]: c["expect"] for c in built["admission"]}
+    assert len(adm) == len(built["admission"]) >= 30
+    every = list(adm.values())
+    assert {s["why"] for e in every for s in e["skip"]} == {"have", "queued", "ignored"}
+    assert any(e["enqueue"] for e in every) and any(e["quarantine"] for e in every)
+    assert any(e["release"] for e in every) and any(e["healed"] for e in every)
+    reasons = {h["reason"] for e in every for h in e["hold"]}
+    assert RENAME_HELD.format(new=".obsidian/snippets/a.css") in reasons
+    assert len(reasons) >= 8
+    assert [h["path"] for h in adm["rename_held_with_source"]["hold"]] == [
+        "notes/a.md",
+        ".obsidian/snippets/a.css",
+    ]
+    assert not adm["rename_source_other_device"]["hold"][1:]
+    assert not adm["unchanged_rename_of_code_note"]["hold"]
+    assert adm["unchanged_other_bytes"]["hold"]
+    assert adm["release_by_newer_admissible"]["release"] == ["n.md"]
+    assert not adm["no_release_when_held_again"]["release"]
+    assert adm["unsafe_dotdot"]["quarantine"][0]["reason"].startswith("its path is not")
+    dec = {c["name"]: [s["step"] for s in c["expect"]] for c in built["decisions"]}
+    assert len(dec) >= 8
+    assert {s for steps in dec.values() for s in steps} == {
+        "AcceptHeld", "RefuseHeld", "Supersede", "Dismiss"
+    }  # fmt: skip
+    assert dec["supersede_on_agent_device"] == dec["supersede_unknown_path"] == ["Dismiss"]
 
 
 if __name__ == "__main__":

@@ -221,6 +221,49 @@ describe("held changes (agent edits to Obsidian's behavioural config)", () => {
     expect(h.vault.text(".obsidian/hotkeys.json")).toBe('{"mine":1}');
   });
 
+  it("accepting a held rename takes its old name along only when that waits for it (as Python's)", async () => {
+    // plan.py `hold_rename_sources` / decisions.py `record_held`: the old name comes along when
+    // it is held as the old name of this rename (RENAME_HELD); one held for a reason of its own
+    // (here: it is in Obsidian's config folder too) waits for its own decision
+    const [h, a] = await pair(relay);
+    await h.vault.put(".obsidian/snippets/a.css", "body{}");
+    await h.vault.put("notes/n.md", "plain\n");
+    await h.engine.round();
+    await a.engine.round();
+    await a.vault.rename(".obsidian/snippets/a.css", ".obsidian/snippets/b.css");
+    await a.vault.rename("notes/n.md", ".obsidian/snippets/n.css");
+    await a.engine.round();
+    const r = await h.engine.round();
+    expect(r.held.sort()).toEqual([".obsidian/snippets/a.css", ".obsidian/snippets/b.css", ".obsidian/snippets/n.css", "notes/n.md"]);
+    expect(h.engine.state.held["notes/n.md"].reason).toBe("is the old name of a held rename to .obsidian/snippets/n.css");
+    await h.engine.acceptHeld(".obsidian/snippets/b.css");
+    await h.engine.acceptHeld(".obsidian/snippets/n.css");
+    expect(h.vault.text(".obsidian/snippets/b.css")).toBe("body{}");
+    expect(h.vault.text(".obsidian/snippets/n.css")).toBe("plain\n");
+    expect(h.vault.text("notes/n.md")).toBeUndefined();
+    expect(h.vault.text(".obsidian/snippets/a.css")).toBe("body{}");
+    expect(Object.keys(h.engine.state.held)).toEqual([".obsidian/snippets/a.css"]);
+  });
+
+  it("an accepted change that cannot be written yet stays accepted, queued as a problem (as Python's)", async () => {
+    // Python's inbox holds only admitted changes: an accepted one the disk refuses stays queued
+    // with the reason and is retried; the plugin held it again on the next round
+    const invite = await relay.newVault();
+    const h = await device(relay, invite, "phone", "human", { vault: new MemoryVault(false, false, 255) });
+    const a = await device(relay, await relay.invite(h.engine.remote.vaultId, "agent"), "server", "agent");
+    const long = ".obsidian/snippets/" + "s".repeat(300) + ".css";
+    await a.vault.put(long, "body{}");
+    await a.engine.round();
+    expect((await h.engine.round()).held).toEqual([long]);
+    const r1 = await h.engine.acceptHeld(long);
+    expect(r1.problems.map((p) => p.path)).toEqual([long]);
+    const r2 = await h.engine.round();
+    expect(r2.held).toEqual([]);
+    expect(Object.keys(h.engine.state.held)).toEqual([]);
+    expect(r2.problems.map((p) => p.path)).toEqual([long]);
+    expect(h.engine.state.inbox[long].problem).toContain("ENAMETOOLONG");
+  });
+
   it("holds an agent change that sets the executable bit, and nothing from a human", async () => {
     const [h, a] = await pair(relay);
     await a.vault.write("tools/run.sh", text("#!/bin/sh\n"), { executable: true });
@@ -365,6 +408,34 @@ describe("quarantine", () => {
     replay = false;
     await h.engine.round();
     expect(h.vault.text("alpha.md")).toBe("version 3\n");
+  });
+
+  it("supersedes a quarantined record with a deletion when this device has no version (as Python's)", async () => {
+    // docs/sync.md: a supersede commits this device's version, or a deletion when it has none
+    // (Python's `take_over`); the plugin refused it, so the file stayed quarantined here
+    const [h, a] = await pair(relay);
+    await h.vault.put("n.md", "mine\n");
+    for (const k of ["k1.md", "k2.md", "k3.md"]) await h.vault.put(k, "kept\n");
+    await h.engine.round();
+    await a.engine.round();
+    await a.vault.put("n.md", "theirs\n");
+    await a.engine.round();
+    await h.vault.remove("n.md");
+    const fid = await h.engine.remote.fileId("n.md");
+    h.wire.rewrite = (req, resp) => {
+      if (!req.url.includes("/changes") && !req.url.includes("/commit")) return resp;
+      const body = JSON.parse(new TextDecoder().decode(resp.body));
+      for (const r of body.records ?? []) if (r.file_id === fid) r.sealed = toBase64(new Uint8Array(40).fill(1));
+      return { ...resp, body: text(JSON.stringify(body)) };
+    };
+    await h.engine.round();
+    expect(h.engine.state.quarantine[fid]).toBeDefined();
+    h.wire.rewrite = null;
+    await h.engine.supersede(fid);
+    expect(h.engine.state.quarantine[fid]).toBeUndefined();
+    await a.engine.round();
+    expect(a.vault.text("n.md")).toBeUndefined();
+    expect(h.engine.state.files["n.md"].deleted).toBe(true);
   });
 
   it("lets the person supersede a quarantined record with their own version", async () => {

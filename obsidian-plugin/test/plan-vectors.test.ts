@@ -1,7 +1,9 @@
 /** tests/vectors/plan_v1.json (written by tests/test_sync_plan_vectors.py from the Python
  * planner, companion/sync/round/plan.py): the plugin's planner (src/sync/plan.ts) decides every
  * case exactly as Python's does: the same apply steps in the same order, the same local changes
- * left to push, the same push plan (issue 43; docs/protocol.md R11, R15-R19). */
+ * left to push, the same push plan (issue 43; docs/protocol.md R11, R15-R19); the same admission
+ * of the pulled changes (queued, held and why, skipped, quarantined, released, healed: R1, R2,
+ * R4, R7, R9) and the same decisions on held and quarantined files. */
 import { readFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -10,15 +12,20 @@ import { similarity, splitLines } from "../src/sync/merge";
 import { fold } from "../src/sync/paths";
 import {
   type ApplyStep,
+  type AdmitChange,
+  type Admission,
   type AppliedRow,
   byPath,
+  type HoldPolicy,
   type Incoming,
   type IndexEntry,
   type IndexView,
   isNewEdit,
   type LocalKind,
   type PlanLocal,
+  planAdmission,
   planApply,
+  planDecisions,
   planPush,
   type PushPlan,
 } from "../src/sync/plan";
@@ -111,6 +118,44 @@ function run(c: Row): Row {
   return { apply: plan.steps.map(neutral), left: [...plan.push.keys()].sort(), push: pushNeutral(push) };
 }
 
+function change(r: Row): AdmitChange<null> {
+  return {
+    fileId: r.file_id, rev: r.rev, path: r.path, deleted: r.deleted, sha256: r.sha256, renameFrom: r.rename_from,
+    executable: r.executable, authorKind: r.author_kind, deviceId: r.device_id, authorName: r.device, change: null,
+  };
+}
+
+/** The real admission over one case, in the vectors' neutral form (`run_admission`). */
+function admit(c: Row, plan = planAdmission<null, IndexEntry>): Row {
+  const holds: HoldPolicy = { deviceKind: c.policy.device_kind, enabled: c.policy.enabled, patterns: c.policy.patterns };
+  const enc = new TextEncoder();
+  const ignored = new Set<string>(c.ignored);
+  const a: Admission<null> = plan(c.changes.map(change), c.refused.map((r: Row) => ({ fileId: r.file_id, rev: r.rev, reason: r.reason })), view(c.index), {
+    queued: new Map(Object.entries(c.queued) as [string, number][]),
+    held: c.held,
+    ignored: (p) => ignored.has(p),
+    holds,
+    known: c.known,
+    contents: new Map(Object.entries(c.contents as Record<string, string>).map(([k, v]) => [k, enc.encode(v)])),
+  });
+  return {
+    enqueue: a.enqueue.map((e) => ({ path: e.path, file_id: e.change.fileId, rev: e.change.rev })),
+    hold: a.hold.map((h) => ({ path: h.path, file_id: h.change.fileId, rev: h.change.rev, reason: h.reason })),
+    skip: a.skip.map((s) => ({ path: s.path, why: s.why })),
+    quarantine: a.quarantine.map((q) => ({ file_id: q.fileId, rev: q.rev, reason: q.reason })),
+    release: a.release,
+    healed: a.healed,
+  };
+}
+
+function decide(c: Row): Row[] {
+  return planDecisions(c.held as Row[], c.quarantined as Row[], c.device).map((d) =>
+    d.step === "AcceptHeld" || d.step === "RefuseHeld"
+      ? { step: d.step, path: d.row.path, rev: d.row.rev }
+      : { step: d.step, file_id: d.row.file_id, path: d.row.path, rev: d.row.rev },
+  );
+}
+
 describe("plan_v1.json", () => {
   it("sorts paths as Python does, by code point", () => {
     const paths = ["\uffff.md", "\u{1F600}.md", "a.md", "\ue000.md", "\u{1F600}a.md", "A.md", ""];
@@ -140,6 +185,36 @@ describe("plan_v1.json", () => {
   for (const c of V.cases) {
     it(`plans '${c.name}' as the Python planner does: ${c.about}`, () => {
       expect(run(c)).toEqual(c.expect);
+    });
+  }
+
+  it("holds enough admission and decision cases", () => {
+    expect(V.admission.length).toBeGreaterThanOrEqual(30);
+    expect(V.decisions.length).toBeGreaterThanOrEqual(8);
+  });
+
+  it("tells a wrong admission from the right one (the replay compares every field)", () => {
+    // a planner that forgets the rename-source hold, or admits the oldest record of a file
+    const noRenameHold: typeof planAdmission = (ch, ref, v, o) => {
+      const a = planAdmission(ch, ref, v, o);
+      const moved = a.hold.filter((h) => h.reason.startsWith("is the old name"));
+      return { ...a, hold: a.hold.filter((h) => !moved.includes(h)), enqueue: [...moved.map(({ path, change }) => ({ path, change })), ...a.enqueue] };
+    };
+    const oldest: typeof planAdmission = (ch, ref, v, o) => planAdmission([...ch].reverse(), ref, v, o);
+    const byName = new Map<string, Row>(V.admission.map((c: Row) => [c.name, c]));
+    expect(admit(byName.get("rename_held_with_source")!, noRenameHold)).not.toEqual(byName.get("rename_held_with_source")!.expect);
+    expect(admit(byName.get("newest_per_file")!, oldest)).not.toEqual(byName.get("newest_per_file")!.expect);
+  });
+
+  for (const c of V.admission) {
+    it(`admits '${c.name}' as the Python planner does: ${c.about}`, () => {
+      expect(admit(c)).toEqual(c.expect);
+    });
+  }
+
+  for (const c of V.decisions) {
+    it(`plans the decisions of '${c.name}' as the Python planner does`, () => {
+      expect(decide(c)).toEqual(c.expect);
     });
   }
 });

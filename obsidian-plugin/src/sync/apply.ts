@@ -55,9 +55,11 @@ export function incoming(path: string, ch: RemoteChange): In {
   return { path, rev: ch.rev, deleted: ch.meta.deleted, sha256: ch.meta.sha256, renameFrom: ch.meta.renameFrom, authorKind: ch.kind, change: ch };
 }
 
-/** A verified change as the inbox keeps it (still sealed, verified again before use). */
-export function queued(ch: RemoteChange): Queued {
+/** A verified change as the inbox keeps it (still sealed, verified again before use).
+ * `admitted`: put back after its admission (the hold rules do not judge it again). */
+export function queued(ch: RemoteChange, admitted = false): Queued {
   return {
+    ...(admitted ? { admitted: true } : {}),
     fileId: ch.fileId,
     rev: ch.rev,
     parentRev: ch.parentRev,
@@ -117,7 +119,7 @@ export class Applier {
         case "Wait":
           report.deferred++;
           touched.add(step.path);
-          if (step.item) this.state.inbox[step.path] = queued(step.item.change);
+          if (step.item) this.state.inbox[step.path] = queued(step.item.change, true);
           break;
         case "MoveHere":
           out.work = true;
@@ -271,13 +273,13 @@ export class Applier {
 
   private defer(path: string, ch: RemoteChange, report: RoundReport): void {
     report.deferred++;
-    this.state.inbox[path] = queued(ch); // changed here meanwhile: the next pass resolves it
+    this.state.inbox[path] = queued(ch, true); // changed here meanwhile: the next pass resolves it
   }
 
   /** A remote change whose name this device's file system refuses: it stays queued with the
    * reason (status lists it, `sync` exits 1) and is tried again next round; the rest syncs. */
   private cannotWrite(p: string, ch: RemoteChange, reason: string, report: RoundReport): void {
-    this.state.inbox[p] = { ...queued(ch), problem: reason };
+    this.state.inbox[p] = { ...queued(ch, true), problem: reason };
     this.host.unwritable.add(p);
     report.problems.push({ path: p, reason });
   }

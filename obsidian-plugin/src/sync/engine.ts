@@ -6,12 +6,14 @@
  *
  * A round is a loop of passes (at most 10). Each pass:
  * 1. pull: records after the cursor, verified; the newest revision of each file this device
- *    lacks is queued in the inbox (still sealed) and the cursor advances, saved together.
- *    A record that fails verification is quarantined for its file only;
+ *    lacks is queued in the inbox (still sealed) and the cursor advances, saved together, as
+ *    `planAdmission` decides. A record that fails verification, or names no vault path, is
+ *    quarantined for its file only;
  * 2. scan the vault (everything, or the paths an event named plus the inbox's); a rename is a
  *    deleted path and a created one with its content, or most of its lines (R17);
- * 3. admit the inbox: agent-authored changes to Obsidian's behavioural config (and anything
- *    that sets the exec bit, or lies outside the agent's scope) are held;
+ * 3. admit the inbox (`planAdmission` under this device's `HoldPolicy`): agent-authored
+ *    changes to Obsidian's behavioural config (and anything that sets the exec bit, or lies
+ *    outside the agent's scope) are held, a held rename's old name with it;
  * 4. plan (`planApply`) and apply (`Applier`): renames as renames, deletions, writes; changes on
  *    both sides go through `resolve` (human precedence, three-way merge, conflict copies); a
  *    save soon after an apply is checked as a stale save (R15);
@@ -39,7 +41,7 @@ import { IGNORE_FILE, IgnoreRules } from "./ignore";
 import { isText, similarity, splitLines } from "./merge";
 import { fold, normalize, pathProblem, tryNormalize } from "./paths";
 import { readAgentNotes } from "./noteread";
-import { configFolders, holdFold, holdReason, type Kind } from "./policy";
+import type { Kind } from "./policy";
 import { announcementJson, KEYS_DIR } from "../crypto/signing";
 import { type Candidate, isRosterPath, rosterCandidate, type Trust } from "./trust";
 import { invalidScopes, MAX_SCOPES_BYTES, readScopes, SCOPES_FILE, type Scopes } from "./scopes";
@@ -57,7 +59,18 @@ import {
 } from "./state";
 import type { FileStat, VaultFS, WriteOptions } from "./vaultfs";
 import { Applier, incoming, type Local, queued, recordMtimeMs } from "./apply";
-import { byPath, type IndexView, planApply, planPush, STALE_SAVE_WINDOW_MS } from "./plan";
+import {
+  type AdmitChange,
+  byPath,
+  type HoldPolicy,
+  type IndexView,
+  planAdmission,
+  planApply,
+  planDecisions,
+  planPush,
+  RENAME_HELD,
+  STALE_SAVE_WINDOW_MS,
+} from "./plan";
 import { Pusher } from "./push";
 
 export const MAX_PASSES = 10;
@@ -114,6 +127,23 @@ export interface HistoryRow {
   error?: string;
 }
 
+/** What admission reads of a verified change (plan.ts `AdmitChange`). */
+function admitChange(ch: RemoteChange): AdmitChange<RemoteChange> {
+  return {
+    fileId: ch.fileId,
+    rev: ch.rev,
+    path: ch.meta.path,
+    deleted: ch.meta.deleted,
+    sha256: ch.meta.sha256,
+    renameFrom: ch.meta.renameFrom ?? null,
+    executable: ch.meta.executable,
+    authorKind: ch.kind,
+    deviceId: ch.deviceId,
+    authorName: ch.deviceName,
+    change: ch,
+  };
+}
+
 function wire(q: Queued): WireRecord {
   return {
     fileId: q.fileId,
@@ -145,7 +175,6 @@ export class SyncEngine {
   private readonly now: () => Date;
   private readonly clock: () => number;
   private verified = new Map<string, RemoteChange>();
-  private approved = new Set<string>();
   /** Agents' notes the hold rules read this pass, by SHA-256 (`readAgentNotes`): what the
    * rules see, and the real contents kept for the apply. */
   private noteRead = new Map<string, Uint8Array>();
@@ -665,28 +694,29 @@ export class SyncEngine {
         throw new RolledBack(`${path}: the relay offered revision ${ch.rev}, older than revision ${best} this device has seen`);
       }
     }
+    // Admission (plan.ts `planAdmission`, Python's `plan_admission`): the newest change of each
+    // file is queued, or skipped (already here, already queued, ignored); a record naming no
+    // path a device can hold (absolute, "..", a name over 255 bytes) is quarantined with the
+    // reason (status lists it, `sync` exits 1), never skipped silently. The hold rules run
+    // when the inbox is opened (`admitInbox`), over the same planner, with the agents' notes
+    // read once for both the rules and the apply.
+    const queuedRevs = new Map<string, number>(restored ? [] : Object.entries(this.state.inbox).map(([p, q]) => [p, q.rev]));
+    const plan = planAdmission(pulled.changes.map(admitChange), [], this.indexView(), {
+      queued: queuedRevs,
+      ignored: (p) => this.ignore.isIgnored(p),
+      holds: { ...this.holdPolicy(), enabled: false },
+    });
+    for (const q of plan.quarantine) this.quarantine(q.fileId, q.rev, q.reason, report);
+    for (const fid of plan.healed) {
+      const q = this.state.quarantine[fid];
+      if (q && newest.get(fid)!.rev > q.rev) delete this.state.quarantine[fid];
+    }
     let n = 0;
-    for (const ch of newest.values()) {
-      const path = tryNormalize(ch.meta.path);
-      if (!path) {
-        // a record naming no path a device can hold (absolute, "..", a name over 255 bytes):
-        // quarantined with the reason (status lists it, `sync` exits 1), never skipped silently
-        this.quarantine(ch.fileId, ch.rev, `its path is not a vault path: ${pathProblem(ch.meta.path)}`, report);
-        continue;
-      }
-      const q = this.state.quarantine[ch.fileId];
-      if (q && ch.rev > q.rev) delete this.state.quarantine[ch.fileId];
-      const entry = this.state.files[path];
-      const inQueue = restored ? 0 : (this.state.inbox[path]?.rev ?? 0);
-      const best = Math.max(entry?.rev ?? 0, inQueue);
-      if (best && ch.rev < best) continue; // refused above: unreachable
-      if (entry && ch.rev <= entry.rev) continue;
-      if (ch.rev <= inQueue) continue;
-      if (this.ignore.isIgnored(path)) continue;
+    for (const { path, change } of plan.enqueue) {
       const held = this.state.held[path];
-      if (held && held.rev >= ch.rev) continue;
-      this.state.inbox[path] = queued(ch);
-      this.verified.set(path, ch);
+      if (held && held.rev >= change.rev) continue; // held already: the person decides
+      this.state.inbox[path] = queued(change.change);
+      this.verified.set(path, change.change);
       n++;
     }
     if (pulled.seq !== this.state.cursor) setCursor(this.state, pulled.seq, pulled.mark);
@@ -839,38 +869,18 @@ export class SyncEngine {
     return o;
   }
 
-  /** The hold rules' view of the vault (policy.ts `holdReason`, companion/sync/round/holds.py):
-   * which folders have Obsidian's config shape, among the files known here (held ones too),
-   * the incoming paths and this device's own config folder. */
-  private configDirs(incoming: string[]): Set<string> {
+  /** The hold rules of this device (plan.ts `HoldPolicy`, companion/sync/round/holds.py). */
+  private holdPolicy(): HoldPolicy {
+    return { deviceKind: this.device.kind, enabled: true, patterns: this.holdPatterns, scopes: this.scopes };
+  }
+
+  /** The files known here in top-level hidden folders, held ones too (with the incoming paths,
+   * they tell which folders have Obsidian's config shape: `configFolders`). */
+  private hiddenKnown(): string[] {
     const known = Object.entries(this.state.files)
       .filter(([p, e]) => !e.deleted && p.startsWith(".") && p.includes("/"))
       .map(([p]) => p);
-    const dirs = configFolders([...known, ...Object.keys(this.state.held), ...incoming]);
-    if (!this.configDir.includes("/")) dirs.add(holdFold(this.configDir));
-    return dirs;
-  }
-
-  private holdReason(path: string, ch: RemoteChange, dirs: Set<string>): string | null {
-    const same = (p: string | null | undefined) => {
-      const e = p ? this.state.files[p] : undefined;
-      return !!e && !e.deleted && e.sha256 === ch.meta.sha256;
-    };
-    return holdReason({
-      localKind: this.device.kind,
-      remoteKind: ch.kind,
-      path,
-      renameFrom: ch.meta.renameFrom,
-      deleted: ch.meta.deleted,
-      executable: ch.meta.executable,
-      configDirs: dirs,
-      content: this.noteRead.get(ch.meta.sha256) ?? null,
-      unchanged: !ch.meta.deleted && (same(path) || same(ch.meta.renameFrom)),
-      patterns: this.holdPatterns,
-      scopes: this.scopes,
-      deviceId: ch.deviceId,
-      authorName: ch.deviceName,
-    });
+    return [...known, ...Object.keys(this.state.held)];
   }
 
   /** This device's copy of `.companion/scopes.json` (scopes.ts; null: none, so no scope rule). */
@@ -907,28 +917,31 @@ export class SyncEngine {
       opened.push([p, ch]);
       sealed.set(p, q);
     }
-    const notes = await readAgentNotes(this.remote, this.partials, this.device.kind, opened.filter(([p]) => !this.approved.has(p)));
+    const admitted = new Set(opened.filter(([p]) => sealed.get(p)!.admitted).map(([p]) => p));
+    const notes = await readAgentNotes(this.remote, this.partials, this.device.kind, opened.filter(([p]) => !admitted.has(p)));
     for (const [, ch, why] of notes.bad) this.quarantine(ch.fileId, ch.rev, why, report);
     const unverified = new Set(notes.bad.map(([p]) => p));
     this.noteRead = notes.read;
     this.noteCache = notes.cache;
-    const dirs = this.configDirs(opened.map(([p]) => p));
     this.scopes = this.device.kind === "human" && opened.length ? await this.loadScopes() : null;
-    const whys = new Map<string, string | null>();
-    for (const [p, ch] of opened) whys.set(p, unverified.has(p) || this.approved.has(p) ? null : this.holdReason(p, ch, dirs));
-    // a held rename's tombstone waits with it (plan.py `hold_rename_sources`)
-    const byPath = new Map(opened);
-    for (const [p, ch] of opened) {
-      const src = ch.meta.renameFrom && !ch.meta.deleted ? tryNormalize(ch.meta.renameFrom) : null;
-      const old = src ? byPath.get(src) : undefined;
-      if (!whys.get(p) || !src || !old || !old.meta.deleted || old.deviceId !== ch.deviceId) continue;
-      if (unverified.has(src) || this.approved.has(src) || whys.get(src)) continue;
-      whys.set(src, `is the old name of a held rename to ${p}`);
-    }
+    // the hold rules (plan.ts `planAdmission` with this device's `HoldPolicy`, a held rename's
+    // tombstone with it); what was admitted already (accepted, put back by the apply) is not
+    // judged again
+    const judged = opened.filter(([p]) => !unverified.has(p) && !admitted.has(p));
+    const others = opened.filter(([p]) => unverified.has(p) || admitted.has(p)).map(([p]) => p);
+    const plan = planAdmission(judged.map(([, ch]) => admitChange(ch)), [], this.indexView(), {
+      held: Object.keys(this.state.held),
+      holds: this.holdPolicy(),
+      known: [...this.hiddenKnown(), ...others],
+      contents: this.noteRead,
+      configDir: this.configDir,
+    });
+    const whys = new Map<string, string>(plan.hold.map((h) => [h.path, h.reason]));
+    for (const p of plan.release) delete this.state.held[p];
     for (const [p, ch] of opened) {
       if (unverified.has(p)) continue;
       const q = sealed.get(p)!;
-      const why = whys.get(p) ?? null;
+      const why = whys.get(p);
       if (why) {
         this.state.held[p] = {
           ...q,
@@ -945,8 +958,6 @@ export class SyncEngine {
         local.delete(p);
         continue;
       }
-      this.approved.delete(p);
-      if (this.state.held[p] && this.state.held[p].rev < ch.rev) delete this.state.held[p];
       todo.set(p, ch);
     }
     this.verified.clear();
@@ -981,24 +992,21 @@ export class SyncEngine {
 
   // ------------------------------------------------------------------ held and quarantined
 
-  /** Apply a held change the person approved (the next round writes it). */
+  /** Apply a held change the person approved (the next round writes it). Accepting a rename
+   * accepts its old name too when that waits for it (RENAME_HELD), as Python's `record_held`;
+   * carried out as plan.ts `planDecisions` decides. */
   acceptHeld(path: string): Promise<RoundReport> {
     return this.exclusive(async () => {
       await this.load();
       const h = this.state.held[path];
       if (!h) throw new InputError(`no held change for ${path}`);
-      delete this.state.held[path];
-      const { path: _p, reason: _r, deleted: _d, size: _s, deviceName: _n, deviceKind: _k, renameFrom: _f, time: _t, ...q } = h;
-      this.state.inbox[path] = q;
-      this.approved.add(path);
-      if (h.renameFrom) {
-        const from = this.state.held[h.renameFrom];
-        if (from) {
-          delete this.state.held[h.renameFrom];
-          const { path: _a, reason: _b, deleted: _c, size: _e, deviceName: _g, deviceKind: _h, renameFrom: _i, time: _j, ...q2 } = from;
-          this.state.inbox[h.renameFrom] = q2;
-          this.approved.add(h.renameFrom);
-        }
+      const halves = Object.values(this.state.held).filter((r) => r.path !== path && r.reason === RENAME_HELD(path));
+      const rows = [h, ...halves].map((r) => ({ ...r, decision: "accept" }));
+      for (const d of planDecisions(rows, [], this.device.kind)) {
+        if (d.step !== "AcceptHeld") continue;
+        const { path: p, reason: _r, deleted: _d, size: _s, deviceName: _n, deviceKind: _k, renameFrom: _f, time: _t, decision: _c, ...q } = d.row;
+        delete this.state.held[p];
+        this.state.inbox[p] = { ...q, admitted: true };
       }
       await this.save();
     }).then(() => this.round({ paths: [path] }));
@@ -1008,8 +1016,11 @@ export class SyncEngine {
   refuseHeld(path: string): Promise<RoundReport> {
     return this.exclusive(async () => {
       await this.load();
-      const h = this.state.held[path];
-      if (!h) throw new InputError(`no held change for ${path}`);
+      const held = this.state.held[path];
+      if (!held) throw new InputError(`no held change for ${path}`);
+      const [d] = planDecisions([{ ...held, decision: "refuse" }], [], this.device.kind);
+      if (d?.step !== "RefuseHeld") return;
+      const h = d.row;
       delete this.state.held[path];
       const e = this.state.files[path];
       const ch = await this.remote.open(wire(h));
@@ -1030,7 +1041,9 @@ export class SyncEngine {
     }).then(() => this.round({ paths: [path] }));
   }
 
-  /** Replace a quarantined record by this device's own version of the file (human devices). */
+  /** Replace a quarantined record by this device's own version of the file, or by a deletion
+   * when it has none (human devices; Python's `take_over`): its revision becomes the parent of
+   * what the next round commits. Carried out as plan.ts `planDecisions` decides. */
   supersede(fileId: string): Promise<RoundReport> {
     return this.exclusive(async () => {
       await this.load();
@@ -1038,10 +1051,17 @@ export class SyncEngine {
       if (!q) throw new InputError("no quarantined record with that id");
       if (this.device.kind !== HUMAN) throw new InputError("only a person's device can supersede a quarantined record");
       const path = q.path ?? Object.entries(this.state.files).find(([, e]) => e.fileId === fileId)?.[0];
-      if (!path || !(await this.fs.stat(path))) throw new InputError("this device has no version of that file to commit");
-      delete this.state.quarantine[fileId];
-      const e = this.state.files[path];
-      this.state.files[path] = { ...e, rev: Math.max(e.rev, q.rev), mtime: -1, force: true };
+      if (!path) throw new InputError("this device does not know which file that is: dismiss it instead");
+      for (const d of planDecisions([], [{ ...q, path, decision: "supersede" }], this.device.kind)) {
+        delete this.state.quarantine[fileId];
+        if (d.step !== "Supersede") continue;
+        const e = this.state.files[path];
+        const rev = Math.max(e?.rev ?? 0, q.rev);
+        // live at that revision: the scan commits this device's file on top, or its absence
+        this.state.files[path] = e
+          ? { ...e, rev, mtime: -1, deleted: false, force: true }
+          : { fileId, rev, sha256: "", size: 0, mtime: -1, deleted: false, executable: false, device: "", deviceKind: HUMAN, force: true };
+      }
       await this.save();
       return path;
     }).then((path) => this.round({ paths: [path] }));
@@ -1055,8 +1075,12 @@ export class SyncEngine {
       await this.load();
       const q = this.state.quarantine[target] ?? Object.values(this.state.quarantine).find((x) => x.path === target);
       if (!q) throw new InputError(`no quarantined record for '${target}' (give a file id or a path from \`status\`)`);
-      delete this.state.quarantine[q.fileId];
-      this.state.dismissed = { ...(this.state.dismissed ?? {}), [q.fileId]: q.rev };
+      for (const d of planDecisions([], [{ ...q, decision: "dismiss" }], this.device.kind)) {
+        if (d.step !== "Dismiss") continue;
+        delete this.state.quarantine[q.fileId];
+        // this device's own memory of it: that revision is not quarantined again
+        this.state.dismissed = { ...(this.state.dismissed ?? {}), [q.fileId]: q.rev };
+      }
       await this.save();
       return q.path ?? q.fileId;
     });

@@ -1,10 +1,16 @@
 /**
- * The planner (companion/sync/round/plan.py, parts 3 and 4): what a pass must do, decided from
- * the local scan, the queued remote changes and the index. Pure: no file, no network, no
- * engine; `apply.ts` and `push.ts` execute the steps. Its steps are named as Python's and it
- * decides as Python's does: `obsidian-plugin/test/plan-vectors.test.ts` replays every case of
- * `tests/vectors/plan_v1.json` (written from the Python planner) and compares the steps exactly.
+ * The planner (companion/sync/round/plan.py): what a round must do, decided from the pulled
+ * changes, the local scan, the queued remote changes and the index. Pure: no file, no network,
+ * no engine; the engine records admission and carries out decisions, `apply.ts` and `push.ts`
+ * execute the steps. Its steps are named as Python's and it decides as Python's does:
+ * `obsidian-plugin/test/plan-vectors.test.ts` replays every case of `tests/vectors/plan_v1.json`
+ * (written from the Python planner) and compares exactly.
  *
+ * - Admission (`planAdmission`, with `admitHead` and `holdRenameSources`): each verified remote
+ *   change is queued, held for the person (`HoldPolicy`, the rules of policy.ts), skipped
+ *   (have, queued, ignored) or quarantined (no vault path); held paths a newer admissible
+ *   change replaces are released, quarantined files whose newest record verified healed.
+ * - Decisions (`planDecisions`): the person's decisions on held and quarantined files.
  * - Apply (`planApply`): each queued remote change against the local scan: `Download`,
  *   `RemoveHere`, `MoveHere` (a remote rename of a file unchanged here); `Reconcile` (changed on
  *   both sides); a rename racing an edit (`FollowRemoteRename`, `FollowLocalRename`); `Wait` (a
@@ -20,8 +26,9 @@
 
 import { HUMAN } from "./conflicts";
 import { derivesFrom } from "./merge";
-import { fold, tryNormalize } from "./paths";
-import { isMassDelete } from "./policy";
+import { fold, pathProblem, tryNormalize } from "./paths";
+import { configFolders, holdFold, holdReason, isMassDelete } from "./policy";
+import type { Scopes } from "./scopes";
 
 /** A save this soon after an apply may be stale (Python's STALE_SAVE_WINDOW_NS), in ms. */
 export const STALE_SAVE_WINDOW_MS = 10_000;
@@ -359,4 +366,224 @@ export function planPush<L extends PlanLocal, E extends IndexEntry>(local: Reado
     plan.uploads.push({ step: "Upload", local: c, parentRev: entry !== undefined ? entry.rev : 0, renameFrom: from });
   }
   return plan;
+}
+
+// ------------------------------------------------------------------------------ 1. admission
+
+/** A verified remote change as admission reads it (Python's `RemoteChange`), carrying the
+ * executor's own record of it (`change`). */
+export interface AdmitChange<C = unknown> {
+  fileId: string;
+  rev: number;
+  /** As the record names it (not normalised yet). */
+  path: string;
+  deleted: boolean;
+  sha256: string;
+  /** As the record says (not normalised yet). */
+  renameFrom: string | null;
+  executable: boolean;
+  /** The effective kind of the device that wrote it. */
+  authorKind: string;
+  deviceId: string | null;
+  authorName: string;
+  change: C;
+}
+
+/** Which remote changes this device holds for the person (Python's `HoldPolicy`): active on a
+ * person's device with holding on. */
+export interface HoldPolicy {
+  deviceKind: string;
+  enabled: boolean;
+  /** Extra held paths (gitignore syntax, case-insensitive: `sync.hold_patterns`). */
+  patterns: readonly string[];
+  /** The vault's scopes file as this device has it (null: no scope rule). */
+  scopes?: Scopes | null;
+}
+
+/** A record this device could not open or verify, or one naming no vault path: quarantined. */
+export interface Refused {
+  fileId: string;
+  rev: number;
+  reason: string;
+}
+
+export interface Enqueue<C> { path: string; change: AdmitChange<C> }
+export interface Hold<C> { path: string; change: AdmitChange<C>; reason: string }
+export interface Skip { path: string; why: "have" | "queued" | "ignored" }
+
+/** Where each pulled change goes (Python's `Admission`). `release`: held paths a newer,
+ * admissible change replaces; `healed`: the file ids whose newest record verified. */
+export interface Admission<C> {
+  enqueue: Enqueue<C>[];
+  hold: Hold<C>[];
+  skip: Skip[];
+  quarantine: Refused[];
+  release: string[];
+  healed: string[];
+}
+
+export interface AdmissionOptions {
+  /** The inbox's revision of each path. */
+  queued?: ReadonlyMap<string, number>;
+  /** The paths held here now. */
+  held?: Iterable<string>;
+  ignored?: (path: string) => boolean;
+  holds: HoldPolicy;
+  /** The vault's (and the held) files in top-level hidden folders: with the incoming paths,
+   * they tell which folders have Obsidian's config shape (`configFolders`). */
+  known?: Iterable<string>;
+  /** The content of each agent-written note, by SHA-256 (`needsContent`; empty for one known
+   * to hold no code); one missing is held as unchecked. */
+  contents?: ReadonlyMap<string, Uint8Array>;
+  /** The folder Obsidian on this device takes its config from (a platform difference: the
+   * plugin knows it; docs/protocol.md R4): a config folder whatever its shape. */
+  configDir?: string | null;
+}
+
+const NO_VAULT_PATH = "its path is not a vault path: ";
+export const RENAME_HELD = (to: string) => `is the old name of a held rename to ${to}`;
+
+function policyActive(p: HoldPolicy): boolean {
+  return p.enabled && p.deviceKind === HUMAN;
+}
+
+function changeSource(ch: AdmitChange<unknown>): string | null {
+  if (ch.deleted || !ch.renameFrom) return null;
+  return tryNormalize(ch.renameFrom);
+}
+
+/** Admit the newest verified change of each file (`changes` in relay order; Python's
+ * `plan_admission`): into the inbox, held (`HoldPolicy`, and a held rename's tombstone with it),
+ * skipped (already here, already queued, ignored) or quarantined (no vault path). Pure. */
+export function planAdmission<C, E extends IndexEntry>(
+  changes: Iterable<AdmitChange<C>>,
+  refused: Iterable<Refused>,
+  view: IndexView<E>,
+  opts: AdmissionOptions,
+): Admission<C> {
+  const newest = new Map<string, AdmitChange<C>>();
+  for (const ch of changes) newest.set(ch.fileId, ch);
+  const active = policyActive(opts.holds);
+  const configDirs = new Set<string>();
+  if (active) {
+    for (const d of configFolders([...(opts.known ?? []), ...[...newest.values()].map((ch) => ch.path)])) configDirs.add(d);
+    if (opts.configDir && !opts.configDir.includes("/")) configDirs.add(holdFold(opts.configDir));
+  }
+  const out: Admission<C> = { enqueue: [], hold: [], skip: [], quarantine: [...refused], release: [], healed: [] };
+  const byPathSteps = new Map<string, Enqueue<C> | Hold<C>>();
+  for (const ch of newest.values()) {
+    const path = tryNormalize(ch.path);
+    if (path === null) {
+      // a malformed record: listed, never a silent skip
+      out.quarantine.push({ fileId: ch.fileId, rev: ch.rev, reason: NO_VAULT_PATH + pathProblem(ch.path) });
+      continue;
+    }
+    out.healed.push(ch.fileId);
+    const entry = view.get(path);
+    if (entry !== undefined && ch.rev <= entry.rev) {
+      out.skip.push({ path, why: "have" });
+      continue;
+    }
+    if (ch.rev <= (opts.queued?.get(path) ?? 0)) {
+      out.skip.push({ path, why: "queued" });
+      continue;
+    }
+    if (opts.ignored?.(path)) {
+      out.skip.push({ path, why: "ignored" });
+      continue;
+    }
+    byPathSteps.set(path, admitHead(path, ch, opts.holds, configDirs, opts.contents?.get(ch.sha256) ?? null, view));
+  }
+  holdRenameSources(byPathSteps);
+  for (const s of byPathSteps.values()) {
+    if ("reason" in s) out.hold.push(s);
+    else out.enqueue.push(s);
+  }
+  const wasHeld = new Set(opts.held ?? []);
+  out.release = out.enqueue.map((s) => s.path).filter((p) => wasHeld.has(p)).sort(byPath);
+  return out;
+}
+
+/** A held rename's tombstone waits with it (Python's `hold_rename_sources`): the same device's
+ * deletion of the path it was renamed from is held too. Changes `steps` in place. */
+export function holdRenameSources<C>(steps: Map<string, Enqueue<C> | Hold<C>>): void {
+  for (const step of [...steps.values()]) {
+    if (!("reason" in step)) continue;
+    const src = changeSource(step.change);
+    const old = src !== null ? steps.get(src) : undefined;
+    if (old !== undefined && !("reason" in old) && old.change.deleted && old.change.deviceId === step.change.deviceId) {
+      steps.set(old.path, { path: old.path, change: old.change, reason: RENAME_HELD(step.path) });
+    }
+  }
+}
+
+/** One head (a pulled change, or one that beat this device's commit): into the inbox or held
+ * (Python's `admit_head`). `view` tells whether this device already has the head's exact bytes
+ * (at its path, or at the path it was renamed from): then its content brings nothing new. */
+export function admitHead<C, E extends IndexEntry>(
+  path: string,
+  head: AdmitChange<C>,
+  holds: HoldPolicy,
+  configDirs: ReadonlySet<string>,
+  content: Uint8Array | null,
+  view?: IndexView<E>,
+): Enqueue<C> | Hold<C> {
+  let unchanged = false;
+  if (view !== undefined && !head.deleted) {
+    for (const p of [path, changeSource(head)]) {
+      const e = p ? view.get(p) : undefined;
+      if (e !== undefined && !e.deleted && e.sha256 === head.sha256) unchanged = true;
+    }
+  }
+  const reason = policyActive(holds)
+    ? holdReason({
+        localKind: HUMAN,
+        remoteKind: head.authorKind === HUMAN ? HUMAN : "agent",
+        path,
+        renameFrom: head.renameFrom,
+        deleted: head.deleted,
+        executable: head.executable,
+        configDirs,
+        content,
+        unchanged,
+        patterns: holds.patterns,
+        scopes: holds.scopes ?? null,
+        deviceId: head.deviceId,
+        authorName: head.authorName,
+      })
+    : null;
+  return reason === null ? { path, change: head } : { path, change: head, reason };
+}
+
+// ------------------------------------------------------------------------------ 2. decisions
+
+/** A held row as the decisions read it: the person's recorded decision ("accept", "refuse"). */
+export interface DecidedHeld { decision?: string | null }
+/** A quarantined row: the decision ("supersede", "dismiss") and its path ("" or null: unknown). */
+export interface DecidedQuarantine { decision?: string | null; path?: string | null }
+
+export type Decision<H, Q> =
+  | { step: "AcceptHeld"; row: H }
+  | { step: "RefuseHeld"; row: H }
+  | { step: "Supersede"; row: Q }
+  | { step: "Dismiss"; row: Q };
+
+/** The person's recorded decisions, in order: held changes, then quarantined files (Python's
+ * `plan_decisions`). A supersede needs a known path and a person's device; otherwise it only
+ * forgets the report. */
+export function planDecisions<H extends DecidedHeld, Q extends DecidedQuarantine>(
+  held: Iterable<H>,
+  quarantined: Iterable<Q>,
+  deviceKind: string,
+): Decision<H, Q>[] {
+  const out: Decision<H, Q>[] = [];
+  for (const h of held) {
+    if (h.decision === "accept") out.push({ step: "AcceptHeld", row: h });
+    else if (h.decision === "refuse") out.push({ step: "RefuseHeld", row: h });
+  }
+  for (const q of quarantined) {
+    if (q.decision === "supersede" && q.path && deviceKind === HUMAN) out.push({ step: "Supersede", row: q });
+    else if (q.decision) out.push({ step: "Dismiss", row: q });
+  }
+  return out;
 }

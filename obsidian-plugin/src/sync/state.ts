@@ -33,6 +33,10 @@ export interface Queued {
   committedAt: number | null;
   /** Why this device cannot apply it (a name its file system refuses); retried each round. */
   problem?: string;
+  /** Admitted already: accepted by the person, or put back by the apply (a problem, a file
+   * changed meanwhile). The hold rules do not judge it again: Python's inbox holds only
+   * admitted changes (`plan_admission`, `plan_decisions`). */
+  admitted?: boolean;
 }
 
 export interface Held extends Queued {

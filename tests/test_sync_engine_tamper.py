@@ -347,3 +347,29 @@ def test_a_quarantined_head_the_relay_does_not_have_rereads_the_feed(setup) -> N
     assert b.engine().quarantined() == []
     assert any("/changes" in ex.path and "since=0" in ex.path for ex in proxy.exchanges)
     cluster.assert_converged()
+
+
+def test_a_record_altered_in_transit_is_not_taken_for_a_restored_relay(setup) -> None:
+    """The cursor's mark (what this device saw at its cursor, R3) is taken only from a record
+    that verified: one altered in transit names bytes the relay does not hold, and the next
+    pull would compare the relay's `at_since` with it and take the relay for a restored one."""
+    cluster, proxy, a, b = setup
+    _two_notes(a)
+    last = a.engine().core.remote.client.changes(0).records[-1]
+
+    def damage_last(recs):
+        for rec in recs:
+            if rec["file_id"] == last.file_id:
+                _sealed(rec, _flip)
+        return recs
+
+    proxy.tamper = _on_changes(damage_last)
+    assert b.sync().quarantined == [last.file_id]
+    proxy.tamper = None
+    a.write("projects/gamma.md", "# Gamma\n")
+    a.sync()
+    report = b.sync()
+    assert not report.relay_restored
+    assert all(e.kind != "relay_restored" for e in b.engine().core.status.read().errors)
+    assert b.engine().core.index.quarantine.rows() == []
+    cluster.assert_converged()

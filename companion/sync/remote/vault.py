@@ -361,7 +361,17 @@ class RemoteVault:
         seen = seen_revs([ch.path for ch in live])
         for ch in live:
             crypto.check_not_rolled_back(seen.get(ch.path), ch.rev, file_id=ch.file_id)
-        last = seq_mark(records[-1]) if records and records[-1].seq == page.seq else None
+        # the mark only of a record that verified: one altered in transit (a lying relay) would
+        # name bytes the relay does not hold, and the next pull would take it for a restore
+        last = None
+        if records and records[-1].seq == page.seq:
+            r = records[-1]
+            i = len(records) - 1
+            was_opened = i in early or needed_late(r)
+            if any(x.file_id == r.file_id and x.rev == r.rev for x in changes) or (
+                not was_opened and isinstance(self.try_open(r), RemoteChange)
+            ):
+                last = seq_mark(r)
         return Pulled(changes, page.seq, page.vault_seq, refused, last)
 
     def _pages(self, since: int, wait: float) -> Iterator[ChangesPage]:

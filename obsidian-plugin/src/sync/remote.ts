@@ -233,8 +233,11 @@ export class RemoteVault {
       newest.set(o.fileId, o.rev);
       changes.push(o);
     }
+    // the mark only of a record that verified: one altered in transit (a lying relay) would
+    // otherwise name bytes the relay does not hold, and the next pull would take it for a restore
     const last = records.length ? records[records.length - 1] : null;
-    const lastMark = last && last.seq === page.seq ? await seqMark(last) : null;
+    const verified = last !== null && changes.some((c) => c.fileId === last.fileId && c.rev === last.rev);
+    const lastMark = last && verified && last.seq === page.seq ? await seqMark(last) : null;
     return { changes, bad, seq: page.seq, vaultSeq: page.vaultSeq, mark: lastMark };
   }
 

@@ -115,7 +115,7 @@ def carry_out(core: Core, report: RoundReport) -> set[str]:
     """Carry out every recorded decision (`plan.plan_decisions`); returns the paths they touch."""
     from companion.crypto import TamperDetected
     from companion.sync.round.plan import AcceptHeld, RefuseHeld, Supersede, plan_decisions
-    from companion.sync.round.pull import take_over
+    from companion.sync.round.record import take_over
 
     index = core.index
     touched: set[str] = set()

@@ -38,6 +38,7 @@ from companion.sync.round.plan import (
     resync_checks,
     safe_path,
 )
+from companion.sync.round.record import take_over
 from companion.sync.round.report import RoundReport
 from companion.sync.round.scopes import load_scopes
 from companion.sync.state.files import Entry
@@ -57,19 +58,6 @@ META_CURSOR_MARK = "cursor_mark"
 QUARANTINE_RETRIES = 50  # quarantined files asked for again per round
 READ_NOTES_BUDGET = 32 * 1024 * 1024  # notes read for the hold rules, kept for the apply
 NOTE_BATCH_BYTES = 8 * 1024 * 1024  # notes read for the hold rules, fetched at a time
-
-
-def take_over(core: Core, path: str, file_id: str, rev: int, sha256: str, deleted: bool) -> None:
-    """Make `rev` the last synced revision of `path` with an empty stat, so the next scan sees
-    this device's file (or its absence) as a change and commits it on top of `rev`."""
-    old = core.index.files.get(path)
-    core.index.files.put(
-        Entry(
-            path, sha256 if not deleted else "", -1 if not deleted else 0, 0, 0, rev=rev,
-            file_id=file_id, is_text=old.is_text if old else False, deleted=deleted,
-            updated_ns=time.time_ns(),
-        )
-    )  # fmt: skip
 
 
 class Puller:

@@ -26,9 +26,9 @@ from companion.sync.remote.vault import Outgoing, PushResult
 from companion.sync.round.core import Core
 from companion.sync.round.model import Prepared, Pushed
 from companion.sync.round.plan import PushPlan, Tombstone, Upload
+from companion.sync.round.record import Committed, record_committed
 from companion.sync.round.report import RoundReport
 from companion.sync.state.bases import base_streams, pack_bases
-from companion.sync.state.files import Entry
 
 
 class Pusher:
@@ -97,37 +97,20 @@ class Pusher:
         """Record a batch's commits in the index (one transaction); returns how many."""
         core = self.core
         result = sent.result()
-        entries: list[Entry] = []
-        bases: list[tuple[str, bytes | None]] = []
+        done: list[Committed] = []
         for path, (rev, seq) in result.committed.items():
             if seq is not None:
                 out.seqs.append(seq)
             fid = core.remote.file_id(path)
             if path in batch.tombstones:
-                entries.append(
-                    Entry(
-                        path, "", 0, 0, 0, rev=rev, file_id=fid, deleted=True,
-                        device=core.name, device_kind=core.kind,
-                    )
-                )  # fmt: skip
-                bases.append((path, None))
+                done.append(Committed(path, rev, fid, None))
                 if path not in batch.renames:
                     report.deleted_remote.append(path)
                 continue
             p = batch.prepared[path]
-            s = p.state
-            entries.append(
-                Entry(
-                    path, s.sha256, s.size, s.mtime_ns, s.inode, rev=rev, file_id=fid,
-                    is_text=p.is_text, device=core.name, device_kind=core.kind,
-                    ctime_ns=s.ctime_ns,
-                )
-            )  # fmt: skip
-            bases.append((path, batch.base(path)))
+            done.append(Committed(path, rev, fid, p.state, p.is_text, batch.base(path)))
             report.uploaded.append(path)
-        with core.index.transaction():
-            core.index.files.put_many(entries)
-            core.index.bases.set_many(bases, mapper=core.pool().map, packed=batch.packed)
+        record_committed(core, done, packed=batch.packed)
         for path, head in result.conflicts.items():
             out.touched.add(path)
             if head is not None:

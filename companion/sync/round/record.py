@@ -1,13 +1,18 @@
-"""Recording what a round did in the index: the last synced revision of each path.
+"""Recording what a round did in the index: the last synced revision of each path. The one
+home of the index's file rows written by a round, in three cases:
 
-After applying a remote change the index holds that revision as the last synced one. `state`
-is the local file when it holds exactly that content; None when it differs (a merge, a local
-win, a file not written here): the index then keeps the revision's hash with an empty stat, so
-the next scan reports a local change and pushes it on top, like any edit.
+- `record_synced`: a remote change applied here. `state` is the local file when it holds
+  exactly that content; None when it differs (a merge, a local win, a file not written here):
+  the index then keeps the revision's hash with an empty stat, so the next scan reports a local
+  change and pushes it on top, like any edit;
+- `record_committed`: this device's own commits, as the relay numbered them;
+- `take_over`: a revision this device's version goes on top of (a person's decision, a
+  restored relay): an empty stat, so the next scan commits the file (or its absence).
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
@@ -79,3 +84,59 @@ def record_synced(
         if not keep_bases:
             index.bases.set_many(bases, mapper=core.pool().map, packed=packed)
         index.inbox.done(done)
+
+
+@dataclass(frozen=True)
+class Committed:
+    """One of this device's commits: `state` is the file committed (None: a tombstone), `base`
+    its content kept as the next merge base."""
+
+    path: str
+    rev: int
+    file_id: str
+    state: FileState | None
+    is_text: bool = False
+    base: bytes | None = None
+
+
+def record_committed(
+    core: Core, items: Iterable[Committed], *, packed: Mapping[str, bytes] | None = None
+) -> None:
+    """Record this device's commits in one transaction (entries and merge bases); `packed`
+    holds bases already compressed (`pack_bases`)."""
+    entries: list[Entry] = []
+    bases: list[tuple[str, bytes | None]] = []
+    for c in items:
+        s = c.state
+        if s is None:
+            entries.append(
+                Entry(
+                    c.path, "", 0, 0, 0, rev=c.rev, file_id=c.file_id, deleted=True,
+                    device=core.name, device_kind=core.kind,
+                )
+            )  # fmt: skip
+            bases.append((c.path, None))
+            continue
+        entries.append(
+            Entry(
+                c.path, s.sha256, s.size, s.mtime_ns, s.inode, rev=c.rev, file_id=c.file_id,
+                is_text=c.is_text, device=core.name, device_kind=core.kind, ctime_ns=s.ctime_ns,
+            )
+        )  # fmt: skip
+        bases.append((c.path, c.base))
+    with core.index.transaction():
+        core.index.files.put_many(entries)
+        core.index.bases.set_many(bases, mapper=core.pool().map, packed=packed)
+
+
+def take_over(core: Core, path: str, file_id: str, rev: int, sha256: str, deleted: bool) -> None:
+    """Make `rev` the last synced revision of `path` with an empty stat, so the next scan sees
+    this device's file (or its absence) as a change and commits it on top of `rev`."""
+    old = core.index.files.get(path)
+    core.index.files.put(
+        Entry(
+            path, sha256 if not deleted else "", -1 if not deleted else 0, 0, 0, rev=rev,
+            file_id=file_id, is_text=old.is_text if old else False, deleted=deleted,
+            updated_ns=time.time_ns(),
+        )
+    )  # fmt: skip

@@ -4,10 +4,14 @@ back to an earlier copy while the devices keep their newer state."""
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 
-from tests.syncharness import SyncCluster
+import pytest
+
+from companion.crypto import RolledBack
+from tests.syncharness import Device, Exchange, SyncCluster, WireProxy
 
 
 def test_devices_resynchronise_after_the_relay_is_restored(tmp_path: Path) -> None:
@@ -240,3 +244,100 @@ def test_a_note_both_created_across_the_restore_keeps_both(tmp_path: Path) -> No
         copies = [p for p in after if p.startswith("notes/new (conflict server ")]
         assert len(copies) == 1, sorted(after)
         assert after[copies[0]] == b"the server's new note\n"
+
+
+def _stuck_behind_own_commit(cluster: SyncCluster, tmp_path: Path, laptop: Device) -> Device:
+    """The laptop's round stops after its commit of `notes/a.md` (version 2) and before it
+    pulls it back: its cursor stays behind its own commit, the server's record lying in
+    between. The relay is then restored from a backup that lacks the commit, while the record
+    at the laptop's cursor is the same: no `since_ahead`, no `at_since` mismatch. Returns the
+    server."""
+    server = cluster.add_device("server", "agent")
+    laptop.write("notes/a.md", "a, version 1\n")
+    laptop.sync()
+    server.sync()
+    relay = cluster.relay
+    relay.stop()
+    backup = tmp_path / "relay-backup"
+    shutil.copytree(relay.data_dir, backup)
+    relay.restart()
+    laptop.write("notes/a.md", "a, the laptop's version 2\n")
+    engine = laptop.engine()
+
+    def window(phase: str) -> None:
+        if phase == "applied":  # after the laptop's pull: a record it will not have seen
+            server.write("projects/s.md", "s, the server's\n")
+            server.sync()
+        elif phase == "pushed":  # committed, not pulled back: the round stops here
+            engine.core.on_phase = None
+            engine.core.stop_event.set()
+
+    engine.core.on_phase = window
+    stopped = laptop.sync()
+    assert stopped.stopped and stopped.uploaded == ["notes/a.md"]
+    laptop.restart()
+    relay.stop()
+    shutil.rmtree(relay.data_dir)
+    shutil.copytree(backup, relay.data_dir)
+    relay.restart()
+    return server
+
+
+def test_a_push_the_restored_relay_cannot_place_resyncs_instead_of_stopping(
+    tmp_path: Path,
+) -> None:
+    """The laptop's next edit of the note the restore lost is refused by the relay, which has
+    no revision at or after the one the laptop synced: that is the restore, resynchronised like
+    one, and the edit reaches the relay instead of `RolledBack` round after round (R3)."""
+    with SyncCluster(tmp_path, relay="process") as cluster:
+        laptop = cluster.add_device("laptop", "human")
+        server = _stuck_behind_own_commit(cluster, tmp_path, laptop)
+        laptop.write("notes/a.md", "a, the laptop's version 3\n")
+        first = laptop.sync()  # was: RolledBack, and again every round
+        assert first.relay_restored
+        errors = laptop.engine().core.status.read().errors
+        assert any(e.kind == "relay_restored" for e in errors)
+        server.sync()
+        cluster.sync_all()
+        after = cluster.assert_converged()
+        assert after == {
+            "notes/a.md": b"a, the laptop's version 3\n",
+            "projects/s.md": b"s, the server's\n",
+        }
+
+
+def test_a_relay_that_refuses_again_after_the_resync_stops_the_round(tmp_path: Path) -> None:
+    """One resync per round: a relay that answers the re-offer with the same refusal (here a
+    proxy turns its genuine commit into "no revision of that file") does not loop the device;
+    the round stops with `RolledBack`, and the next one, told the truth, converges."""
+    with SyncCluster(tmp_path, relay="process") as cluster:
+        proxy = WireProxy(cluster.relay.url)
+        try:
+            laptop = cluster.add_device("laptop", "human", relay_url=proxy.url)
+            server = _stuck_behind_own_commit(cluster, tmp_path, laptop)
+            laptop.write("notes/a.md", "a, the laptop's version 3\n")
+            lies: list[str] = []
+
+            def refuse(ex: Exchange) -> Exchange:
+                if ex.method == "POST" and ex.path.endswith("/commit") and ex.status == 200:
+                    body = json.loads(ex.response_body)
+                    lies.append(ex.path)  # the genuine refusal is a 409: left alone
+                    body.update(committed=False, error="conflict", message="lost")
+                    for r in body["results"]:
+                        r.update(status="conflict", seq=None, head=None)
+                    ex.status = 409
+                    ex.response_body = json.dumps(body).encode()
+                return ex
+
+            proxy.tamper = refuse
+            with pytest.raises(RolledBack, match="no revision"):
+                laptop.sync()
+            assert lies  # the re-offer after the resync was the one refused
+            proxy.tamper = None
+            laptop.sync()
+            server.sync()
+            cluster.sync_all()
+            after = cluster.assert_converged()
+            assert after["notes/a.md"] == b"a, the laptop's version 3\n"
+        finally:
+            proxy.close()

@@ -166,6 +166,13 @@ class RelayRestored(Exception):
     (docs/protocol.md R3). Handled like `since_ahead`."""
 
 
+class RelayLostRevision(RolledBack):
+    """A commit was refused and the relay's head of the file is older than the revision this
+    device committed on, or the relay has none: it lost that revision, restored from a backup
+    the pull did not notice (docs/protocol.md R3). The round resyncs once, as for
+    `since_ahead`; the same refusal after that stops it like any rollback."""
+
+
 class RemoteVault:
     """A vault on a relay, seen through its key. Thread-safe as far as `RelayClient` is."""
 
@@ -654,15 +661,18 @@ class RemoteVault:
 
     def _conflict_head(self, out: Outgoing, head: Record | None) -> RemoteChange | Refused | None:
         """The verified head that beat `out`; a head older than our parent is a rollback."""
+        lost = (
+            f"the relay has no revision of a file this device synced at revision "
+            f"{out.parent_rev}: it lost data or was restored from an older backup"
+        )
         if head is None:
             if out.parent_rev > 0:
-                raise RolledBack(
-                    f"the relay has no revision of a file this device synced at revision "
-                    f"{out.parent_rev}: it lost data or was restored from an older backup"
-                )
+                raise RelayLostRevision(lost)
             return None
         if head.file_id != self.file_id(out.meta.path):
             raise TamperedRecord("the relay answered a commit with another file's head")
+        if head.rev < out.parent_rev:  # what it lost, whatever it holds from before
+            raise RelayLostRevision(f"{lost} (its head is revision {head.rev})")
         ch = self.try_open(head)
         if isinstance(ch, Refused):
             if head.rev <= out.parent_rev:

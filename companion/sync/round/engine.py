@@ -48,7 +48,13 @@ from companion.sync.local.filestate import FileState, current_state
 from companion.sync.local.folder import VaultMissing
 from companion.sync.local.ignore import IgnoreRules
 from companion.sync.local.pathsafe import normalize, resolve_inside
-from companion.sync.remote.vault import HUMAN, Refused, RemoteChange, RemoteVault
+from companion.sync.remote.vault import (
+    HUMAN,
+    Refused,
+    RelayLostRevision,
+    RemoteChange,
+    RemoteVault,
+)
 from companion.sync.round.core import VERIFY_BYTES_PER_ROUND, VERIFY_PER_ROUND, Clock, Core
 from companion.sync.round.guard import MassDeleteRefused
 from companion.sync.round.holds import policy_from_config
@@ -386,7 +392,13 @@ class SyncEngine:
         report.held_deletes = len(push_plan.held_deletes)
         report.held_of = push_plan.live
         report.pending_upload = len(plan.push) + len(done.back)
-        pushed = self.pusher.run(push_plan, report) if not push_plan.empty else Pushed()
+        try:
+            pushed = self.pusher.run(push_plan, report) if not push_plan.empty else Pushed()
+        except RelayLostRevision:
+            if report.relay_restored:  # resynchronised once this round: the relay lies
+                raise
+            touched |= self.puller.resync_after_refused_commit(report)
+            return True, touched  # the next pass reads the feed from 0 and re-offers
         touched |= pushed.touched
         self.puller.skip_own_commits(pushed.seqs, pushed.marks)
         if pushed.heads:

@@ -386,6 +386,19 @@ class Puller:
 
     # ------------------------------------------------------------------ a restored relay
 
+    def resync_after_refused_commit(self, report: RoundReport) -> set[str]:
+        """A commit was refused because the relay has no revision at or after the one this
+        device committed on (`RelayLostRevision`): a restore the pull did not notice (this
+        device's round stopped before pulling its own commit back, the backup lacks it, and
+        the record at the cursor is unchanged). Resync as the pull does; the cursor is left at
+        0, so the next pass reads the feed again and admits it as usual. Returns the paths to
+        scan again (the files re-offered)."""
+        files = self.core.index.files
+        before = {e.path: (e.rev, e.sha256) for e in files.iter_entries(include_deleted=True)}
+        self._resync_restored_relay(report)
+        after = files.iter_entries(include_deleted=True)
+        return {e.path for e in after if (e.rev, e.sha256) != before.get(e.path)}
+
     def _resync_restored_relay(self, report: RoundReport) -> Pulled:
         """The relay's sequence is behind this device's cursor (`since_ahead`), or it holds
         another record at the cursor than the one this device saw there (`RelayRestored`: others

@@ -87,8 +87,10 @@ class Puller:
 
     # ------------------------------------------------------------------ pulling
 
-    def pull(self, report: RoundReport) -> int:
-        """Fetch, verify and admit what is new; returns how many changes were queued."""
+    def pull(self, report: RoundReport, *, restored: bool = False) -> int:
+        """Fetch, verify and admit what is new; returns how many changes were queued.
+        `restored`: the relay is known to have been restored (`resync_after_refused_commit`),
+        resync with it without asking."""
         core = self.core
         index = core.index
         since = self.cursor
@@ -109,13 +111,17 @@ class Puller:
                     out[path] = best
             return out
 
-        try:
-            pulled = core.remote.pull(
-                since, seen, held_revs=index.files.revs_for_file_ids, mark=self.cursor_mark(since)
-            )
-        except (ConflictError, RelayRestored) as exc:
-            if isinstance(exc, ConflictError) and exc.code != "since_ahead":
-                raise
+        pulled: Pulled | None = None
+        if not restored:
+            try:
+                pulled = core.remote.pull(
+                    since, seen, held_revs=index.files.revs_for_file_ids,
+                    mark=self.cursor_mark(since),
+                )  # fmt: skip
+            except (ConflictError, RelayRestored) as exc:
+                if isinstance(exc, ConflictError) and exc.code != "since_ahead":
+                    raise
+        if pulled is None:
             pulled = self._resync_restored_relay(report)
             since = -1  # the cursor is rewritten below
             queued.clear()
@@ -390,14 +396,15 @@ class Puller:
         """A commit was refused because the relay has no revision at or after the one this
         device committed on (`RelayLostRevision`): a restore the pull did not notice (this
         device's round stopped before pulling its own commit back, the backup lacks it, and
-        the record at the cursor is unchanged). Resync as the pull does; the cursor is left at
-        0, so the next pass reads the feed again and admits it as usual. Returns the paths to
-        scan again (the files re-offered)."""
+        the record at the cursor is unchanged). Resync as the pull does: its feed read from 0
+        and admitted as the pull admits it. Returns the paths to scan again (re-offered files
+        and what was queued)."""
         files = self.core.index.files
         before = {e.path: (e.rev, e.sha256) for e in files.iter_entries(include_deleted=True)}
-        self._resync_restored_relay(report)
+        self.pull(report, restored=True)
         after = files.iter_entries(include_deleted=True)
-        return {e.path for e in after if (e.rev, e.sha256) != before.get(e.path)}
+        changed = {e.path for e in after if (e.rev, e.sha256) != before.get(e.path)}
+        return changed | {r.path for r in self.core.index.inbox.rows()}
 
     def _resync_restored_relay(self, report: RoundReport) -> Pulled:
         """The relay's sequence is behind this device's cursor (`since_ahead`), or it holds

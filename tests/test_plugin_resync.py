@@ -12,6 +12,7 @@ synced only before the backup, then gets the phone's versions.
 
 from __future__ import annotations
 
+import json
 import shutil
 import signal
 import subprocess
@@ -213,3 +214,45 @@ def test_the_plugin_keeps_both_edits_when_the_restored_relay_took_its_revision(
         assert [c["copy"] for c in phone.status()["conflicts"]] == copies
         st = collect_status(server.paths, server.config, server.vault, probe=False)
         assert [c["copy"] for c in st["conflicts"]] == copies
+
+
+def test_the_plugin_resyncs_when_a_push_finds_the_relay_lost_its_revision(
+    tmp_path: Path,
+) -> None:
+    """The phone's round stopped after its commit and before it pulled it back (its saved
+    cursor is the one from before the round), and the backup lacks the commit while the record
+    at the cursor is the same: no `since_ahead`, no `at_since` mismatch. Its next edit of the
+    note is refused by the relay, which has no revision at or after the phone's: that is the
+    restore, resynchronised like one, and the edit reaches the laptop instead of `RolledBack`
+    round after round (R3, as `tests/test_sync_relay_restore.py` for Python)."""
+    cli = plugin_cli()
+    with SyncCluster(tmp_path, relay="process") as cluster:
+        laptop = cluster.add_device("laptop", "human")
+        phone = PluginDevice(cluster, cli)
+        phone.join()
+        phone.write("notes/a.md", "a, version 1\n")
+        phone.synced()
+        laptop.sync()
+        backup = tmp_path / "relay-backup"
+        back_up(cluster, backup)
+        state_file = next((phone.home / "data" / "obsidian-cli").iterdir()) / "state.json"
+        cursor_before = {k: v for k, v in json.loads(state_file.read_text()).items()
+                         if k in ("cursor", "cursorMark")}  # fmt: skip
+        phone.write("notes/a.md", "a, the phone's version 2\n")
+        phone.synced()
+        # the round as it stood between its commit and its pull: the cursor not moved yet
+        state = json.loads(state_file.read_text())
+        state.update(cursor_before)
+        state_file.write_text(json.dumps(state))
+        restore(cluster, backup)
+        phone.write("notes/a.md", "a, the phone's version 3\n")
+        first = phone.sync()  # was: RolledBack, and again every round
+        out = first.stdout + first.stderr
+        assert first.returncode == 0, out
+        errors = phone.status()["errors"]
+        assert any(e["kind"] == "relay_restored" for e in errors), errors
+        laptop.sync()
+        assert laptop.read("notes/a.md") == b"a, the phone's version 3\n"
+        again = phone.sync()
+        assert again.returncode == 0, again.stdout + again.stderr
+        assert phone.files() == laptop.files()

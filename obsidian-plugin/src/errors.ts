@@ -24,6 +24,10 @@ export class TamperedRecord extends TamperDetected {}
 export class TamperedBlob extends TamperDetected {}
 export class TamperedWrappedKey extends TamperDetected {}
 export class RolledBack extends TamperDetected {}
+/** A commit refused with no relay revision at or after the one this device committed on (its
+ * head older, or none): a restore the pull did not notice (R3). The round resyncs once, as for
+ * `since_ahead` (Python's `RelayLostRevision`); the same refusal after that stops it. */
+export class RelayLostRevision extends RolledBack {}
 /** A record whose device kind disagrees with the relay's record of the committing device. */
 export class KindMismatch extends TamperDetected {}
 export class WrongPassphrase extends CryptoError {}

@@ -410,6 +410,45 @@ describe("quarantine", () => {
     expect(h.vault.text("alpha.md")).toBe("version 3\n");
   });
 
+  it("resyncs once when a commit finds the relay lost its revision, and stops if refused again (R3)", async () => {
+    // The relay answers the commit with no head of a file this device synced (restored from a
+    // backup the pull did not notice): the round resyncs as the pull would, once; a relay that
+    // refuses the re-offer the same way stops it, no loop (Python's `RelayLostRevision`).
+    const [h] = await pair(relay);
+    const fid = await h.engine.remote.fileId("alpha.md");
+    await h.vault.put("alpha.md", "version 1\n");
+    await h.engine.round();
+    let lies = 0;
+    let limit = 0;
+    let hide = false; // the feed without alpha.md's revisions after the first: as a backup's
+    h.wire.rewrite = (req, resp) => {
+      const json = () => JSON.parse(new TextDecoder().decode(resp.body));
+      if (hide && req.url.includes("/changes") && resp.status === 200) {
+        const body = json();
+        body.records = body.records.filter((r: { file_id: string; rev: number }) => r.file_id !== fid || r.rev < 2);
+        return { ...resp, body: text(JSON.stringify(body)) };
+      }
+      if (req.method !== "POST" || !req.url.endsWith("/commit") || lies >= limit) return resp;
+      lies++;
+      const body = json();
+      Object.assign(body, { committed: false, error: "conflict", message: "lost" });
+      for (const r of body.results) Object.assign(r, { status: "conflict", seq: null, head: null });
+      return { ...resp, status: 409, body: text(JSON.stringify(body)) };
+    };
+    await h.vault.put("alpha.md", "version 2\n");
+    limit = 1; // refused once (the relay did take it): a resync, then the round goes on
+    const report = await h.engine.round();
+    expect(lies).toBe(1);
+    expect(report.relayRestored).toBe(true);
+    expect(h.engine.state.files["alpha.md"].sha256).toBe(await sha256Hex(text("version 2\n")));
+    await h.vault.put("alpha.md", "version 3\n");
+    hide = true; // the resync finds revision 1 only, re-offers on it, and is refused again
+    limit = 3;
+    await expect(h.engine.round()).rejects.toThrow(/has no revision of a file this device synced/);
+    expect(lies).toBe(3);
+    expect(h.engine.state.state).toBe("error");
+  });
+
   it("supersedes a quarantined record with a deletion when this device has no version (as Python's)", async () => {
     // docs/sync.md: a supersede commits this device's version, or a deletion when it has none
     // (Python's `take_over`); the plugin refused it, so the file stayed quarantined here

@@ -29,6 +29,7 @@ import {
   ConflictError,
   InputError,
   MassDeleteRefused,
+  RelayLostRevision,
   RelayUnreachable,
   RolledBack,
   TamperDetected,
@@ -603,7 +604,20 @@ export class SyncEngine {
     });
     const done = plan.steps.length ? await this.applier.run(plan, plan.push, report, touched) : { work: false, back: new Map<string, Local>() };
     for (const [p, c] of done.back) plan.push.set(p, c);
-    const pushed = await this.push(plan.push, allowMassDelete, report, touched);
+    let pushed: boolean;
+    try {
+      pushed = await this.push(plan.push, allowMassDelete, report, touched);
+    } catch (e) {
+      // a commit the relay could not place on anything at or after this device's revision: a
+      // restore the pull did not notice (R3). Resync as the pull does, once a round: the same
+      // refusal after that stops it (Python's `SyncEngine._pass`)
+      if (!(e instanceof RelayLostRevision) || report.relayRestored) throw e;
+      const again = new Set<string>();
+      await this.pull(report, again, true);
+      for (const p of [...again, ...Object.keys(this.state.inbox)]) touched.add(p);
+      await this.save();
+      return { work: true, touched };
+    }
     await this.save();
     const waiting = Object.keys(this.state.inbox).some((p) => !this.unwritable.has(p));
     return { work: pulled > 0 || admitted || done.work || pushed || waiting, touched };
@@ -655,24 +669,26 @@ export class SyncEngine {
     return admitted;
   }
 
-  private async pull(report: RoundReport, scope: Set<string> | null = null): Promise<number> {
+  /** `restored`: the relay is known to have been restored (a commit it could not place, `pass`):
+   * resync with it without asking. */
+  private async pull(report: RoundReport, scope: Set<string> | null = null, restored = false): Promise<number> {
     const since = this.state.cursor;
     await this.refreshTrust();
-    let pulled;
-    let restored = false;
-    try {
-      pulled = await this.remote.pull(since, 0, cursorMark(this.state));
-    } catch (e) {
-      if (isRestoredRelay(e)) {
-        // the relay was reset or restored from a backup (its sequence is behind the cursor, or
-        // it holds another record there): read its whole feed again, renumber what it holds
-        // and offer again what it lost, never older than this device's (R3)
-        pulled = await this.remote.pull(0);
-        const reoffered = await resyncRestoredRelay(this.state, pulled.changes, (p, rev) => this.remote.record(p, rev));
-        if (scope) for (const p of reoffered) scope.add(p);
-        report.relayRestored = true;
-        restored = true; // what the inbox held before is no measure of the relay's feed now
-      } else throw e;
+    let pulled = restored
+      ? null
+      : await this.remote.pull(since, 0, cursorMark(this.state)).catch((e: unknown) => {
+          if (isRestoredRelay(e)) return null;
+          throw e;
+        });
+    if (!pulled) {
+      // the relay was reset or restored from a backup (its sequence is behind the cursor, or
+      // it holds another record there): read its whole feed again, renumber what it holds
+      // and offer again what it lost, never older than this device's (R3)
+      pulled = await this.remote.pull(0);
+      const reoffered = await resyncRestoredRelay(this.state, pulled.changes, (p, rev) => this.remote.record(p, rev));
+      if (scope) for (const p of reoffered) scope.add(p);
+      report.relayRestored = true;
+      restored = true; // what the inbox held before is no measure of the relay's feed now
     }
     for (const b of pulled.bad) this.quarantine(b.fileId, b.rev, b.reason, report);
     const newest = new Map<string, RemoteChange>();

@@ -23,6 +23,7 @@ import {
   CryptoError,
   KindMismatch,
   MissingBlobsError,
+  RelayLostRevision,
   RelayRestored,
   RolledBack,
   TamperDetected,
@@ -407,14 +408,13 @@ export class RemoteVault {
   }
 
   private async conflictHead(out: Outgoing, head: WireRecord | null, result: PushResult): Promise<RemoteChange | null> {
+    const lost = `the relay has no revision of a file this device synced at revision ${out.parentRev}: it lost data or was restored from an older backup`;
     if (!head) {
-      if (out.parentRev > 0) {
-        throw new RolledBack(
-          `the relay has no revision of a file this device synced at revision ${out.parentRev}: it lost data or was restored from an older backup`,
-        );
-      }
+      if (out.parentRev > 0) throw new RelayLostRevision(lost);
       return null;
     }
+    // what it lost, whatever it holds from before: the round resyncs (engine.ts `pass`)
+    if (head.rev < out.parentRev) throw new RelayLostRevision(`${lost} (its head is revision ${head.rev})`);
     const opened = await this.tryOpen(head);
     if ("reason" in opened) {
       result.bad.push(opened);

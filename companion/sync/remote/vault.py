@@ -660,7 +660,8 @@ class RemoteVault:
             log.warning("gave up committing %d records after repeated aborts", len(todo))
 
     def _conflict_head(self, out: Outgoing, head: Record | None) -> RemoteChange | Refused | None:
-        """The verified head that beat `out`; a head older than our parent is a rollback."""
+        """The verified head that beat `out`. One older than our parent, or none, means the
+        relay lost that revision (`RelayLostRevision`: the round resyncs, R3)."""
         lost = (
             f"the relay has no revision of a file this device synced at revision "
             f"{out.parent_rev}: it lost data or was restored from an older backup"

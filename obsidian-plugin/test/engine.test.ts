@@ -351,6 +351,32 @@ describe("quarantine", () => {
     expect(h.vault.text("n.md")).toBe("from the server\n");
   });
 
+  it("heals when the feed brings the same revision verified, as Python's admission does (R9)", async () => {
+    // Python drops the quarantine when any verified record of the file arrives (`healed`);
+    // the plugin kept it until a newer revision, so a note it then applied stayed listed
+    const [h, a] = await pair(relay);
+    await a.vault.put("n.md", "from the server\n");
+    await a.engine.round();
+    const fid = await h.engine.remote.fileId("n.md");
+    let damage = (url: string) => url.includes("/changes") || url.includes(`/files/${fid}`);
+    h.wire.rewrite = (req, resp) => {
+      if (!damage(req.url)) return resp;
+      const body = JSON.parse(new TextDecoder().decode(resp.body));
+      for (const r of body.records ?? [body]) if (r.file_id === fid) r.sealed = toBase64(new Uint8Array(40).fill(1));
+      return { ...resp, body: text(JSON.stringify(body)) };
+    };
+    await h.engine.round();
+    expect(h.engine.state.quarantine[fid]?.rev).toBe(1);
+    // the head stays damaged (the round's retry cannot heal it); the feed, read again from the
+    // start once the ignore rules change, brings revision 1 intact
+    damage = (url) => url.includes(`/files/${fid}`);
+    await h.vault.put(".companionignore", "*.tmp\n");
+    const r = await h.engine.round();
+    expect(h.vault.text("n.md")).toBe("from the server\n");
+    expect(h.engine.state.quarantine).toEqual({});
+    expect(r.problems).toEqual([]);
+  });
+
   it("lets the person dismiss a quarantined record: not listed, not quarantined again, newer ones land", async () => {
     const [h, a] = await pair(relay);
     await a.vault.put("n.md", "v1\n");

@@ -707,10 +707,10 @@ export class SyncEngine {
       holds: { ...this.holdPolicy(), enabled: false },
     });
     for (const q of plan.quarantine) this.quarantine(q.fileId, q.rev, q.reason, report);
-    for (const fid of plan.healed) {
-      const q = this.state.quarantine[fid];
-      if (q && newest.get(fid)!.rev > q.rev) delete this.state.quarantine[fid];
-    }
+    // a file whose newest record verified is out of quarantine, at any revision (R9): the
+    // record is admitted as usual, so what is wrong with it still (its content) quarantines
+    // it again; a record naming no vault path never verifies here, so it stays listed
+    for (const fid of plan.healed) delete this.state.quarantine[fid];
     let n = 0;
     for (const { path, change } of plan.enqueue) {
       const held = this.state.held[path];

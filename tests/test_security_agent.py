@@ -9,9 +9,11 @@ person's vault is lost and every refusal is one clear line.
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import json
 import os
+from dataclasses import replace
 from pathlib import Path
 
 import httpx
@@ -162,6 +164,29 @@ def test_refusing_held_changes_converges_on_the_persons_choice(world) -> None:
     assert files[".obsidian/app.json"] == b'{"safe": true}\n'
     assert ".obsidian/plugins/evil/main.js" not in files
     assert laptop.engine().held_changes() == []
+
+
+def test_refusing_a_held_change_that_no_longer_verifies_drops_it(world) -> None:
+    """R7: a held row whose stored record no longer opens (this copy's index was altered since
+    it was held) is dropped by the refusal: no row left waiting, no error, nothing committed."""
+    cluster, laptop, server = world
+    laptop.write(".obsidian/app.json", '{"safe": true}\n')
+    laptop.sync()
+    server.sync()
+    server.write(".obsidian/app.json", '{"safe": false}\n')
+    server.sync()
+    assert laptop.sync().held == [".obsidian/app.json"]
+    index = laptop.engine().core.index
+    (row,) = index.held.rows()
+    payload = {**row.payload, "sealed": base64.b64encode(b"\x01" * 40).decode("ascii")}
+    index.held.release([row.path])
+    index.held.add([replace(row, payload=payload)])
+    laptop.restart()
+    out = laptop.cli("held", "refuse", str(laptop.vault), ".obsidian/app.json")
+    assert out.returncode == 0, out.stderr
+    assert laptop.engine().held_changes() == []
+    assert laptop.sync().uploaded == []
+    assert laptop.read(".obsidian/app.json") == b'{"safe": true}\n'
 
 
 def test_accepting_a_held_change_applies_it(world) -> None:

@@ -221,6 +221,43 @@ describe("held changes (agent edits to Obsidian's behavioural config)", () => {
     expect(h.vault.text(".obsidian/hotkeys.json")).toBe('{"mine":1}');
   });
 
+  it("refusing a held change that no longer verifies drops it, with no error (as Python's)", async () => {
+    // Python's carry_out drops a held row whose stored record no longer opens (the copy's state
+    // was altered since it was held); the plugin threw, leaving the refusal half done
+    const [h, a] = await pair(relay);
+    await h.vault.put(".obsidian/hotkeys.json", '{"mine":1}');
+    await h.engine.round();
+    await a.engine.round();
+    await a.vault.put(".obsidian/hotkeys.json", '{"agent":1}');
+    await a.engine.round();
+    expect((await h.engine.round()).held).toEqual([".obsidian/hotkeys.json"]);
+    h.engine.state.held[".obsidian/hotkeys.json"].sealed = toBase64(new Uint8Array(40).fill(1));
+    const r = await h.engine.refuseHeld(".obsidian/hotkeys.json");
+    expect(h.engine.state.held).toEqual({});
+    expect((await h.store.load())!.held).toEqual({});
+    expect(r.problems).toEqual([]);
+    expect(h.vault.text(".obsidian/hotkeys.json")).toBe('{"mine":1}');
+  });
+
+  it("accepting a held change that no longer verifies drops it, not quarantined (as Python's)", async () => {
+    // Python's carry_out drops a held row whose stored record no longer opens (the copy's state
+    // was altered since it was held); the plugin threw, leaving the refusal half done
+    const [h, a] = await pair(relay);
+    await h.vault.put(".obsidian/hotkeys.json", '{"mine":1}');
+    await h.engine.round();
+    await a.engine.round();
+    await a.vault.put(".obsidian/hotkeys.json", '{"agent":1}');
+    await a.engine.round();
+    expect((await h.engine.round()).held).toEqual([".obsidian/hotkeys.json"]);
+    h.engine.state.held[".obsidian/hotkeys.json"].sealed = toBase64(new Uint8Array(40).fill(1));
+    const r = await h.engine.acceptHeld(".obsidian/hotkeys.json");
+    expect(h.engine.state.held).toEqual({});
+    expect((await h.store.load())!.held).toEqual({});
+    expect(r.problems).toEqual([]);
+    expect(h.engine.state.quarantine).toEqual({});
+    expect(h.vault.text(".obsidian/hotkeys.json")).toBe('{"mine":1}');
+  });
+
   it("accepting a held rename takes its old name along only when that waits for it (as Python's)", async () => {
     // plan.py `hold_rename_sources` / decisions.py `record_held`: the old name comes along when
     // it is held as the old name of this rename (RENAME_HELD); one held for a reason of its own

@@ -1006,10 +1006,23 @@ export class SyncEngine {
         if (d.step !== "AcceptHeld") continue;
         const { path: p, reason: _r, deleted: _d, size: _s, deviceName: _n, deviceKind: _k, renameFrom: _f, time: _t, decision: _c, ...q } = d.row;
         delete this.state.held[p];
+        // one that no longer verifies (this copy's state altered since it was held) is dropped,
+        // as Python's `carry_out` drops it, not quarantined as a relay's fault
+        if (!(await this.verifies(q))) continue;
         this.state.inbox[p] = { ...q, admitted: true };
       }
       await this.save();
     }).then(() => this.round({ paths: [path] }));
+  }
+
+  /** A held row's record, opened again for the person's decision (null: it no longer verifies). */
+  private async verifies(q: Queued): Promise<RemoteChange | null> {
+    try {
+      return await this.remote.open(wire(q));
+    } catch (err) {
+      if (err instanceof TamperDetected) return null;
+      throw err;
+    }
   }
 
   /** Refuse a held change: this device's version is committed on top of it, everywhere. */
@@ -1023,7 +1036,13 @@ export class SyncEngine {
       const h = d.row;
       delete this.state.held[path];
       const e = this.state.files[path];
-      const ch = await this.remote.open(wire(h));
+      const ch = await this.verifies(h);
+      if (!ch) {
+        // it verified when it was held: this copy's state was altered since. Nothing of it is
+        // kept, as Python's `carry_out` drops it: no row left waiting, no error for a refusal
+        await this.save();
+        return;
+      }
       // adopt the held revision as the parent, but not its content: the scan then pushes ours
       this.state.files[path] = {
         fileId: h.fileId,

@@ -25,7 +25,7 @@ from companion.crypto import ChunkRef, FileMeta, records
 from companion.relayclient.client import Record
 from companion.sync.remote.vault import Outgoing
 from companion.sync.state.device import DeviceState
-from tests.syncharness import Device, SyncCluster
+from tests.syncharness import Device, Exchange, SyncCluster, WireProxy
 
 
 @pytest.fixture
@@ -187,6 +187,46 @@ def test_refusing_a_held_change_that_no_longer_verifies_drops_it(world) -> None:
     assert laptop.engine().held_changes() == []
     assert laptop.sync().uploaded == []
     assert laptop.read(".obsidian/app.json") == b'{"safe": true}\n'
+
+
+def test_a_head_that_beat_a_push_is_not_held_with_an_agents_held_rename(tmp_path: Path) -> None:
+    """R4: a head that beat this device's push is admitted alone (`admit_head`, never
+    `hold_rename_sources`). Here the agent renames a note into a held place while the person
+    edits it: the agent's tombstone beats the person's push and meets the edit (kept, R18), so
+    refusing the held rename leaves the note, with the edit, everywhere."""
+    with SyncCluster(tmp_path) as c:
+        proxy = WireProxy(c.relay.url)
+        try:
+            laptop = c.add_device("laptop", "human", relay_url=proxy.url)
+            server = c.add_device("server", "agent")
+            laptop.write("notes/a.md", "body\n")
+            laptop.sync()
+            server.sync()
+            server.rename("notes/a.md", ".obsidian/snippets/a.css")
+            laptop.write("notes/a.md", "body\nthe person's line\n")
+            armed = [True]
+
+            def agent_commits_first(ex: Exchange) -> Exchange:
+                # after the laptop's pull is answered and before its push: the agent's rename
+                if armed[0] and "/changes" in ex.path:
+                    armed[0] = False
+                    out = server.cli("sync", str(server.vault))
+                    assert out.returncode == 0, out.stderr
+                return ex
+
+            proxy.tamper = agent_commits_first
+            laptop.sync()
+            assert not armed[0]
+            assert [h.path for h in laptop.engine().held_changes()] == [".obsidian/snippets/a.css"]
+            laptop.restart()
+            out = laptop.cli("held", "refuse", str(laptop.vault), ".obsidian/snippets/a.css")
+            assert out.returncode == 0, out.stderr
+            server.restart()
+            server.sync()
+            assert server.read("notes/a.md") == b"body\nthe person's line\n"
+            assert server.read(".obsidian/snippets/a.css") is None
+        finally:
+            proxy.close()
 
 
 def test_accepting_a_held_change_applies_it(world) -> None:

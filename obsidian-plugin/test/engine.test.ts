@@ -5,7 +5,7 @@ import { device, pair, PASS, text } from "./helpers";
 import { fromBase64, toBase64 } from "../src/crypto/bytes";
 import { MassDeleteRefused, RelayBusy, WrongPassphrase, CompanionError } from "../src/errors";
 import { RelayClient } from "../src/relay/client";
-import { fetchTransport } from "../src/relay/transport";
+import { fetchTransport, type Transport } from "../src/relay/transport";
 import { joinVault } from "../src/sync/join";
 import { Backoff, retryDelay } from "../src/sync/policy";
 import { TEST_KDF_PARAMS } from "../src/crypto/wrap";
@@ -280,6 +280,38 @@ describe("held changes (agent edits to Obsidian's behavioural config)", () => {
     expect(h.vault.text("notes/n.md")).toBeUndefined();
     expect(h.vault.text(".obsidian/snippets/a.css")).toBe("body{}");
     expect(Object.keys(h.engine.state.held)).toEqual([".obsidian/snippets/a.css"]);
+  });
+
+  it("a head that beat this device's push is judged alone: a held rename does not take it (as Python's)", async () => {
+    // Python's Pusher admits such a head with `admit_head` only. The plugin judged it with the
+    // next pulled changes, so an agent's tombstone that beat the person's edit of a note was held
+    // as the old name of the agent's held rename, and the edit waited with it: refusing the
+    // rename left the note on no other device
+    const inner = fetchTransport();
+    let before: (() => Promise<void>) | null = null;
+    const transport: Transport = async (req) => {
+      const go = before;
+      if (go && req.url.includes("/commit")) {
+        before = null;
+        await go();
+      }
+      return inner(req);
+    };
+    const h = await device(relay, await relay.newVault(), "phone", "human", { transport });
+    const a = await device(relay, await relay.invite(h.engine.remote.vaultId, "agent"), "server", "agent");
+    await h.vault.put("notes/a.md", "body\n");
+    await h.engine.round();
+    await a.engine.round();
+    await a.vault.rename("notes/a.md", ".obsidian/snippets/a.css");
+    await h.vault.put("notes/a.md", "body\nthe person's line\n");
+    before = async () => void (await a.engine.round()); // the agent commits its rename first
+    await h.engine.round();
+    expect(Object.keys(h.engine.state.held)).toEqual([".obsidian/snippets/a.css"]);
+    await h.engine.refuseHeld(".obsidian/snippets/a.css");
+    await a.engine.round();
+    expect(a.vault.text("notes/a.md")).toBe("body\nthe person's line\n");
+    expect(a.vault.text(".obsidian/snippets/a.css")).toBeUndefined();
+    expect(h.vault.text("notes/a.md")).toBe("body\nthe person's line\n");
   });
 
   it("an accepted change that cannot be written yet stays accepted, queued as a problem (as Python's)", async () => {

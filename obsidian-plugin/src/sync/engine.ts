@@ -646,8 +646,9 @@ export class SyncEngine {
       delete this.state.quarantine[q.fileId];
       const entry = this.state.files[path];
       if (entry && ch.rev <= entry.rev) continue;
-      // admitted as the feed would admit it; a blob that does not open quarantines it again
-      this.state.inbox[path] = queued(ch);
+      // admitted as a head is (Python's `admit_heads`): judged alone by the hold rules; a blob
+      // that does not open quarantines it again
+      this.state.inbox[path] = { ...queued(ch), head: true };
       this.verified.set(path, ch);
       admitted.push(path);
     }
@@ -929,13 +930,21 @@ export class SyncEngine {
     // judged again
     const judged = opened.filter(([p]) => !unverified.has(p) && !admitted.has(p));
     const others = opened.filter(([p]) => unverified.has(p) || admitted.has(p)).map(([p]) => p);
-    const plan = planAdmission(judged.map(([, ch]) => admitChange(ch)), [], this.indexView(), {
-      held: Object.keys(this.state.held),
+    // a head that beat this device's push is judged on its own (Python's `admit_heads`, with
+    // `admit_head` only): it met this device's own change of that path, which must not wait
+    // as the old name of an agent's held rename (R4)
+    const isHead = ([p]: [string, RemoteChange]) => !!sealed.get(p)!.head;
+    const opts = {
       holds: this.holdPolicy(),
-      known: [...this.hiddenKnown(), ...others],
+      known: [...this.hiddenKnown(), ...others, ...judged.filter(isHead).map(([p]) => p)],
       contents: this.noteRead,
       configDir: this.configDir,
+    };
+    const plan = planAdmission(judged.filter((j) => !isHead(j)).map(([, ch]) => admitChange(ch)), [], this.indexView(), {
+      ...opts,
+      held: Object.keys(this.state.held),
     });
+    for (const j of judged.filter(isHead)) plan.hold.push(...planAdmission([admitChange(j[1])], [], this.indexView(), opts).hold);
     const whys = new Map<string, string>(plan.hold.map((h) => [h.path, h.reason]));
     for (const p of plan.release) delete this.state.held[p];
     for (const [p, ch] of opened) {

@@ -229,6 +229,24 @@ def test_a_head_that_beat_a_push_is_not_held_with_an_agents_held_rename(tmp_path
             proxy.close()
 
 
+def test_a_held_change_offered_again_is_not_held_anew(world) -> None:
+    """R7: the feed read again from the start (the ignore rules changed) offers the revision
+    held here once more: it is that held change, skipped ("held"), neither reported again nor
+    replacing the row (whose recorded decision it would reset)."""
+    cluster, laptop, server = world
+    laptop.write(".obsidian/app.json", '{"safe": true}\n')
+    laptop.sync()
+    server.sync()
+    server.write(".obsidian/app.json", '{"safe": false}\n')
+    server.sync()
+    assert laptop.sync().held == [".obsidian/app.json"]
+    (before,) = laptop.engine().core.index.held.rows()
+    laptop.write(".companionignore", "*.tmp\n")
+    assert laptop.sync().held == []
+    assert laptop.engine().core.index.held.rows() == [before]
+    assert laptop.read(".obsidian/app.json") == b'{"safe": true}\n'
+
+
 def test_accepting_a_held_change_applies_it(world) -> None:
     cluster, laptop, server = world
     server.write(".obsidian/hotkeys.json", '{"app:reload": []}\n')

@@ -834,7 +834,7 @@ def C(path: str, text: str | None, rev: int, *, fid: str | None = None, kind: st
 
 def adm(name: str, about: str, *, changes: Iterable[dict[str, Any]],
         index: Iterable[dict[str, Any]] = (), refused: Iterable[dict[str, Any]] = (),
-        queued: Mapping[str, int] | None = None, held: Iterable[str] = (),
+        queued: Mapping[str, int] | None = None, held: Mapping[str, int] | None = None,
         ignored: Iterable[str] = (), device: str = "human", enabled: bool | None = None,
         patterns: Iterable[str] | None = None, known: Iterable[str] = (),
         unread: Iterable[str] = ()) -> dict[str, Any]:  # fmt: skip
@@ -846,7 +846,7 @@ def adm(name: str, about: str, *, changes: Iterable[dict[str, Any]],
                 if not c["deleted"] and c["path"] not in skip}  # fmt: skip
     return {
         "name": name, "about": about, "index": list(index), "changes": changes,
-        "refused": list(refused), "queued": dict(queued or {}), "held": list(held),
+        "refused": list(refused), "queued": dict(queued or {}), "held": dict(held or {}),
         "ignored": list(ignored), "known": list(known), "contents": contents,
         "policy": {
             "device_kind": device,
@@ -978,13 +978,26 @@ ADMISSION: list[dict[str, Any]] = [
         index=[E("s/x.js", "x()", 1)], changes=[C("s/x.js", "x()", 2, **AGENT)]),
     # -------------------------------------------------------------- release
     adm("release_by_newer_admissible", "a held path a newer queued change replaces: released",
-        held=["n.md"], changes=[C("n.md", "the person's\n", 3)]),
+        held={"n.md": 2}, changes=[C("n.md", "the person's\n", 3)]),
     adm("no_release_when_held_again", "held again: not released",
-        held=["s/x.js"], changes=[C("s/x.js", "y()", 3, **AGENT)]),
+        held={"s/x.js": 2}, changes=[C("s/x.js", "y()", 3, **AGENT)]),
     adm("no_release_when_skipped", "a skipped change releases nothing",
-        held=["n.md"], index=[E("n.md", "a", 3)], changes=[C("n.md", "a", 3)]),
+        held={"n.md": 2}, index=[E("n.md", "a", 3)], changes=[C("n.md", "a", 3)]),
     adm("release_sorted", "released paths sorted",
-        held=["b.md", "a.md", "c.md"], changes=[C("b.md", "b", 2), C("a.md", "a", 2)]),
+        held={"b.md": 1, "a.md": 1, "c.md": 1},
+        changes=[C("b.md", "b", 2), C("a.md", "a", 2)]),
+    # -------------------------------------------------------------- a held path offered again
+    adm("skip_held_same_rev", "the revision held here, offered again (the feed read again): "
+        "held already, not held anew", held={"s/x.js": 3},
+        changes=[C("s/x.js", "y()", 3, **AGENT)]),
+    adm("skip_held_same_rev_now_admissible", "the revision held here, offered again under "
+        "rules that would admit it: still the person's to decide", held={"private/p.md": 3},
+        changes=[C("private/p.md", "p\n", 3, **AGENT)]),
+    adm("held_older_rev_judged", "an older revision than the one held (a restored relay lost "
+        "it): admitted as usual, and the hold released", held={"n.md": 4},
+        changes=[C("n.md", "the person's\n", 3)]),
+    adm("held_older_rev_held_again", "an older revision than the one held, held too: it "
+        "replaces the hold", held={"s/x.js": 4}, changes=[C("s/x.js", "x()", 3, **AGENT)]),
 ]  # fmt: skip
 
 
@@ -1297,7 +1310,7 @@ def test_the_admission_and_decision_cases_cover_every_outcome() -> None:
     adm = {c["name"]: c["expect"] for c in built["admission"]}
     assert len(adm) == len(built["admission"]) >= 30
     every = list(adm.values())
-    assert {s["why"] for e in every for s in e["skip"]} == {"have", "queued", "ignored"}
+    assert {s["why"] for e in every for s in e["skip"]} == {"have", "queued", "held", "ignored"}
     assert any(e["enqueue"] for e in every) and any(e["quarantine"] for e in every)
     assert any(e["release"] for e in every) and any(e["healed"] for e in every)
     reasons = {h["reason"] for e in every for h in e["hold"]}
@@ -1312,6 +1325,10 @@ def test_the_admission_and_decision_cases_cover_every_outcome() -> None:
     assert adm["unchanged_other_bytes"]["hold"]
     assert adm["release_by_newer_admissible"]["release"] == ["n.md"]
     assert not adm["no_release_when_held_again"]["release"]
+    assert adm["skip_held_same_rev"]["skip"] == [{"path": "s/x.js", "why": "held"}]
+    assert adm["skip_held_same_rev_now_admissible"]["skip"][0]["why"] == "held"
+    assert adm["held_older_rev_judged"]["release"] == ["n.md"]
+    assert [h["rev"] for h in adm["held_older_rev_held_again"]["hold"]] == [3]
     assert adm["unsafe_dotdot"]["quarantine"][0]["reason"].startswith("its path is not")
     dec = {c["name"]: [s["step"] for s in c["expect"]] for c in built["decisions"]}
     assert len(dec) >= 8

@@ -696,14 +696,16 @@ export class SyncEngine {
       }
     }
     // Admission (plan.ts `planAdmission`, Python's `plan_admission`): the newest change of each
-    // file is queued, or skipped (already here, already queued, ignored); a record naming no
-    // path a device can hold (absolute, "..", a name over 255 bytes) is quarantined with the
-    // reason (status lists it, `sync` exits 1), never skipped silently. The hold rules run
+    // file is queued, or skipped (already here, already queued, held at that revision,
+    // ignored); a record naming no path a device can hold (absolute, "..", a name over 255
+    // bytes) is quarantined with the reason (status lists it, `sync` exits 1), never skipped
+    // silently. The hold rules run
     // when the inbox is opened (`admitInbox`), over the same planner, with the agents' notes
     // read once for both the rules and the apply.
     const queuedRevs = new Map<string, number>(restored ? [] : Object.entries(this.state.inbox).map(([p, q]) => [p, q.rev]));
     const plan = planAdmission(pulled.changes.map(admitChange), [], this.indexView(), {
       queued: queuedRevs,
+      held: new Map(Object.entries(this.state.held).map(([p, h]) => [p, h.rev])),
       ignored: (p) => this.ignore.isIgnored(p),
       holds: { ...this.holdPolicy(), enabled: false },
     });
@@ -714,8 +716,6 @@ export class SyncEngine {
     for (const fid of plan.healed) delete this.state.quarantine[fid];
     let n = 0;
     for (const { path, change } of plan.enqueue) {
-      const held = this.state.held[path];
-      if (held && held.rev >= change.rev) continue; // held already: the person decides
       this.state.inbox[path] = queued(change.change);
       this.verified.set(path, change.change);
       n++;
@@ -942,7 +942,7 @@ export class SyncEngine {
     };
     const plan = planAdmission(judged.filter((j) => !isHead(j)).map(([, ch]) => admitChange(ch)), [], this.indexView(), {
       ...opts,
-      held: Object.keys(this.state.held),
+      held: new Map(Object.entries(this.state.held).map(([p, h]) => [p, h.rev])),
     });
     for (const j of judged.filter(isHead)) plan.hold.push(...planAdmission([admitChange(j[1])], [], this.indexView(), opts).hold);
     const whys = new Map<string, string>(plan.hold.map((h) => [h.path, h.reason]));

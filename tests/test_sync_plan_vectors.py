@@ -903,6 +903,11 @@ ADMISSION: list[dict[str, Any]] = [
         refused=[Q("f-bad", 4)], changes=[C("../x.md", "x", 1), C("ok.md", "o", 1)]),
     adm("healed_even_when_have", "a verified head heals its file even when already here",
         index=[E("n.md", "a", 3)], changes=[C("n.md", "a", 3)]),
+    adm("healed_even_when_queued", "a verified head heals its file even when already queued "
+        "(the quarantined revision itself, read again)", queued={"n.md": 3},
+        changes=[C("n.md", "a", 3)]),
+    adm("not_healed_without_vault_path", "a record naming no vault path heals nothing, at any "
+        "revision", refused=[Q("f-../x.md", 2)], changes=[C("../x.md", "x", 2)]),
     # -------------------------------------------------------------- holds (a person's device)
     adm("agent_plain_note", "an agent's note without code: queued",
         changes=[C("notes/n.md", "plain text\n", 1, **AGENT)]),
@@ -957,6 +962,9 @@ ADMISSION: list[dict[str, Any]] = [
                    **AGENT)]),  # fmt: skip
     adm("rename_source_skipped", "the old path is already here: nothing to hold",
         index=[E("notes/a.md", None, 2)], changes=A_RENAME),
+    adm("rename_source_queued_as_head", "the old path's tombstone already queued (a head "
+        "that beat this device's push): not taken along",
+        index=[E("notes/a.md", "body", 1)], queued={"notes/a.md": 2}, changes=A_RENAME),
     adm("rename_not_held", "a rename of a note without code: both queued",
         index=[E("notes/a.md", "body", 1)],
         changes=[C("notes/a.md", None, 2, **AGENT),
@@ -1325,6 +1333,11 @@ def test_the_admission_and_decision_cases_cover_every_outcome() -> None:
     assert adm["unchanged_other_bytes"]["hold"]
     assert adm["release_by_newer_admissible"]["release"] == ["n.md"]
     assert not adm["no_release_when_held_again"]["release"]
+    assert adm["healed_even_when_queued"]["healed"] == ["f-n.md"]
+    assert adm["not_healed_without_vault_path"]["healed"] == []
+    assert [h["path"] for h in adm["rename_source_queued_as_head"]["hold"]] == [
+        ".obsidian/snippets/a.css"
+    ]
     assert adm["skip_held_same_rev"]["skip"] == [{"path": "s/x.js", "why": "held"}]
     assert adm["skip_held_same_rev_now_admissible"]["skip"][0]["why"] == "held"
     assert adm["held_older_rev_judged"]["release"] == ["n.md"]

@@ -247,6 +247,27 @@ def test_a_held_change_offered_again_is_not_held_anew(world) -> None:
     assert laptop.read(".obsidian/app.json") == b'{"safe": true}\n'
 
 
+def test_refusing_a_held_rename_refuses_its_old_name_too(world) -> None:
+    """R7: a held rename's old name waits with it (RENAME_HELD) so that refusing the rename
+    keeps the note where it was, on every device; the refusal took the new name only, leaving
+    the old one held and the note on no other device."""
+    cluster, laptop, server = world
+    laptop.write("notes/n.md", "plain\n")
+    laptop.sync()
+    server.sync()
+    server.rename("notes/n.md", ".obsidian/snippets/n.css")
+    server.sync()
+    assert sorted(laptop.sync().held) == [".obsidian/snippets/n.css", "notes/n.md"]
+    laptop.restart()
+    out = laptop.cli("held", "refuse", str(laptop.vault), ".obsidian/snippets/n.css")
+    assert out.returncode == 0, out.stderr
+    assert laptop.engine().held_changes() == []
+    server.sync()
+    assert server.read("notes/n.md") == b"plain\n"
+    assert server.read(".obsidian/snippets/n.css") is None
+    assert laptop.read("notes/n.md") == b"plain\n"
+
+
 def test_accepting_a_held_change_applies_it(world) -> None:
     cluster, laptop, server = world
     server.write(".obsidian/hotkeys.json", '{"app:reload": []}\n')

@@ -314,6 +314,24 @@ describe("held changes (agent edits to Obsidian's behavioural config)", () => {
     expect(h.vault.text("notes/a.md")).toBe("body\nthe person's line\n");
   });
 
+  it("refusing a held rename refuses its old name with it: the note comes back everywhere", async () => {
+    // the old name waits with the rename (RENAME_HELD) so that refusing it keeps the note; the
+    // refusal took the new name only, leaving the old one held and the note on no other device
+    const [h, a] = await pair(relay);
+    await h.vault.put("notes/n.md", "plain\n");
+    await h.engine.round();
+    await a.engine.round();
+    await a.vault.rename("notes/n.md", ".obsidian/snippets/n.css");
+    await a.engine.round();
+    expect((await h.engine.round()).held.sort()).toEqual([".obsidian/snippets/n.css", "notes/n.md"]);
+    await h.engine.refuseHeld(".obsidian/snippets/n.css");
+    expect(h.engine.state.held).toEqual({});
+    await a.engine.round();
+    expect(a.vault.text("notes/n.md")).toBe("plain\n");
+    expect(a.vault.text(".obsidian/snippets/n.css")).toBeUndefined();
+    expect(h.vault.text("notes/n.md")).toBe("plain\n");
+  });
+
   it("an accepted change that cannot be written yet stays accepted, queued as a problem (as Python's)", async () => {
     // Python's inbox holds only admitted changes: an accepted one the disk refuses stays queued
     // with the reason and is retried; the plugin held it again on the next round

@@ -1034,39 +1034,45 @@ export class SyncEngine {
     }
   }
 
-  /** Refuse a held change: this device's version is committed on top of it, everywhere. */
+  /** Refuse a held change: this device's version is committed on top of it, everywhere.
+   * Refusing a rename refuses its old name too when that waits for it (RENAME_HELD), as
+   * Python's `record_held`: the note stays where it was, on every device. */
   refuseHeld(path: string): Promise<RoundReport> {
     return this.exclusive(async () => {
       await this.load();
       const held = this.state.held[path];
       if (!held) throw new InputError(`no held change for ${path}`);
-      const [d] = planDecisions([{ ...held, decision: "refuse" }], [], this.device.kind);
-      if (d?.step !== "RefuseHeld") return;
-      const h = d.row;
-      delete this.state.held[path];
-      const e = this.state.files[path];
-      const ch = await this.verifies(h);
-      if (!ch) {
-        // it verified when it was held: this copy's state was altered since. Nothing of it is
-        // kept, as Python's `carry_out` drops it: no row left waiting, no error for a refusal
-        await this.save();
-        return;
+      const halves = Object.values(this.state.held).filter((r) => r.path !== path && r.reason === RENAME_HELD(path));
+      const rows = [held, ...halves].map((r) => ({ ...r, decision: "refuse" }));
+      const paths: string[] = [];
+      for (const d of planDecisions(rows, [], this.device.kind)) {
+        if (d.step !== "RefuseHeld") continue;
+        const h = d.row;
+        const p = h.path;
+        delete this.state.held[p];
+        paths.push(p);
+        const e = this.state.files[p];
+        // one that no longer verifies (this copy's state was altered since it was held) is
+        // dropped, as Python's `carry_out` drops it: no row left waiting, no error for a refusal
+        const ch = await this.verifies(h);
+        if (!ch) continue;
+        // adopt the held revision as the parent, but not its content: the scan then pushes ours
+        this.state.files[p] = {
+          fileId: h.fileId,
+          rev: h.rev,
+          sha256: ch.meta.deleted ? "" : ch.meta.sha256,
+          size: ch.meta.deleted ? 0 : ch.meta.size,
+          mtime: -1,
+          deleted: ch.meta.deleted,
+          executable: e ? e.executable : false,
+          device: ch.deviceName,
+          deviceKind: ch.kind,
+          force: !ch.meta.deleted,
+        };
       }
-      // adopt the held revision as the parent, but not its content: the scan then pushes ours
-      this.state.files[path] = {
-        fileId: h.fileId,
-        rev: h.rev,
-        sha256: ch.meta.deleted ? "" : ch.meta.sha256,
-        size: ch.meta.deleted ? 0 : ch.meta.size,
-        mtime: -1,
-        deleted: ch.meta.deleted,
-        executable: e ? e.executable : false,
-        device: ch.deviceName,
-        deviceKind: ch.kind,
-        force: !ch.meta.deleted,
-      };
       await this.save();
-    }).then(() => this.round({ paths: [path] }));
+      return paths;
+    }).then((paths) => this.round({ paths: paths.length ? paths : [path] }));
   }
 
   /** Replace a quarantined record by this device's own version of the file, or by a deletion

@@ -9,9 +9,11 @@ person's vault is lost and every refusal is one clear line.
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import json
 import os
+from dataclasses import replace
 from pathlib import Path
 
 import httpx
@@ -23,7 +25,7 @@ from companion.crypto import ChunkRef, FileMeta, records
 from companion.relayclient.client import Record
 from companion.sync.remote.vault import Outgoing
 from companion.sync.state.device import DeviceState
-from tests.syncharness import Device, SyncCluster
+from tests.syncharness import Device, Exchange, SyncCluster, WireProxy
 
 
 @pytest.fixture
@@ -162,6 +164,108 @@ def test_refusing_held_changes_converges_on_the_persons_choice(world) -> None:
     assert files[".obsidian/app.json"] == b'{"safe": true}\n'
     assert ".obsidian/plugins/evil/main.js" not in files
     assert laptop.engine().held_changes() == []
+
+
+def test_refusing_a_held_change_that_no_longer_verifies_drops_it(world) -> None:
+    """R7: a held row whose stored record no longer opens (this copy's index was altered since
+    it was held) is dropped by the refusal: no row left waiting, no error, nothing committed."""
+    cluster, laptop, server = world
+    laptop.write(".obsidian/app.json", '{"safe": true}\n')
+    laptop.sync()
+    server.sync()
+    server.write(".obsidian/app.json", '{"safe": false}\n')
+    server.sync()
+    assert laptop.sync().held == [".obsidian/app.json"]
+    index = laptop.engine().core.index
+    (row,) = index.held.rows()
+    payload = {**row.payload, "sealed": base64.b64encode(b"\x01" * 40).decode("ascii")}
+    index.held.release([row.path])
+    index.held.add([replace(row, payload=payload)])
+    laptop.restart()
+    out = laptop.cli("held", "refuse", str(laptop.vault), ".obsidian/app.json")
+    assert out.returncode == 0, out.stderr
+    assert laptop.engine().held_changes() == []
+    assert laptop.sync().uploaded == []
+    assert laptop.read(".obsidian/app.json") == b'{"safe": true}\n'
+
+
+def test_a_head_that_beat_a_push_is_not_held_with_an_agents_held_rename(tmp_path: Path) -> None:
+    """R4: a head that beat this device's push is admitted alone (`admit_head`, never
+    `hold_rename_sources`). Here the agent renames a note into a held place while the person
+    edits it: the agent's tombstone beats the person's push and meets the edit (kept, R18), so
+    refusing the held rename leaves the note, with the edit, everywhere."""
+    with SyncCluster(tmp_path) as c:
+        proxy = WireProxy(c.relay.url)
+        try:
+            laptop = c.add_device("laptop", "human", relay_url=proxy.url)
+            server = c.add_device("server", "agent")
+            laptop.write("notes/a.md", "body\n")
+            laptop.sync()
+            server.sync()
+            server.rename("notes/a.md", ".obsidian/snippets/a.css")
+            laptop.write("notes/a.md", "body\nthe person's line\n")
+            armed = [True]
+
+            def agent_commits_first(ex: Exchange) -> Exchange:
+                # after the laptop's pull is answered and before its push: the agent's rename
+                if armed[0] and "/changes" in ex.path:
+                    armed[0] = False
+                    out = server.cli("sync", str(server.vault))
+                    assert out.returncode == 0, out.stderr
+                return ex
+
+            proxy.tamper = agent_commits_first
+            laptop.sync()
+            assert not armed[0]
+            assert [h.path for h in laptop.engine().held_changes()] == [".obsidian/snippets/a.css"]
+            laptop.restart()
+            out = laptop.cli("held", "refuse", str(laptop.vault), ".obsidian/snippets/a.css")
+            assert out.returncode == 0, out.stderr
+            server.restart()
+            server.sync()
+            assert server.read("notes/a.md") == b"body\nthe person's line\n"
+            assert server.read(".obsidian/snippets/a.css") is None
+        finally:
+            proxy.close()
+
+
+def test_a_held_change_offered_again_is_not_held_anew(world) -> None:
+    """R7: the feed read again from the start (the ignore rules changed) offers the revision
+    held here once more: it is that held change, skipped ("held"), neither reported again nor
+    replacing the row (whose recorded decision it would reset)."""
+    cluster, laptop, server = world
+    laptop.write(".obsidian/app.json", '{"safe": true}\n')
+    laptop.sync()
+    server.sync()
+    server.write(".obsidian/app.json", '{"safe": false}\n')
+    server.sync()
+    assert laptop.sync().held == [".obsidian/app.json"]
+    (before,) = laptop.engine().core.index.held.rows()
+    laptop.write(".companionignore", "*.tmp\n")
+    assert laptop.sync().held == []
+    assert laptop.engine().core.index.held.rows() == [before]
+    assert laptop.read(".obsidian/app.json") == b'{"safe": true}\n'
+
+
+def test_refusing_a_held_rename_refuses_its_old_name_too(world) -> None:
+    """R7: a held rename's old name waits with it (RENAME_HELD) so that refusing the rename
+    keeps the note where it was, on every device; the refusal took the new name only, leaving
+    the old one held and the note on no other device."""
+    cluster, laptop, server = world
+    laptop.write("notes/n.md", "plain\n")
+    laptop.sync()
+    server.sync()
+    server.rename("notes/n.md", ".obsidian/snippets/n.css")
+    server.sync()
+    assert sorted(laptop.sync().held) == [".obsidian/snippets/n.css", "notes/n.md"]
+    laptop.restart()
+    out = laptop.cli("held", "refuse", str(laptop.vault), ".obsidian/snippets/n.css")
+    assert out.returncode == 0, out.stderr
+    assert laptop.engine().held_changes() == []
+    server.sync()
+    assert server.read("notes/n.md") == b"plain\n"
+    assert server.read(".obsidian/snippets/n.css") is None
+    assert laptop.read("notes/n.md") == b"plain\n"
 
 
 def test_accepting_a_held_change_applies_it(world) -> None:

@@ -166,7 +166,7 @@ def test_admission(ch: RemoteChange, index: Index, queued: dict[str, int], want:
     from companion.sync.local.ignore import IgnoreRules
 
     rules = IgnoreRules("/nonexistent-vault")
-    adm = plan_admission([ch], [], index, queued=queued, held=[], ignored=rules.is_ignored,
+    adm = plan_admission([ch], [], index, queued=queued, held={}, ignored=rules.is_ignored,
                          holds=PERSON, contents=CONTENTS)  # fmt: skip
     got = (
         "enqueue" if adm.enqueue else "hold" if adm.hold else adm.skip[0].why if adm.skip
@@ -183,7 +183,7 @@ def test_admission(ch: RemoteChange, index: Index, queued: dict[str, int], want:
 
 def _admit(*changes: RemoteChange, index: Index | None = None, known: tuple[str, ...] = (),
            contents: dict[str, bytes] | None = None) -> dict[str, str]:  # fmt: skip
-    adm = plan_admission(list(changes), [], index or Index(), queued={}, held=[],
+    adm = plan_admission(list(changes), [], index or Index(), queued={}, held={},
                          ignored=lambda p: False, holds=PERSON, known=known,
                          contents=CONTENTS if contents is None else contents)  # fmt: skip
     out = {e.path: "enqueue" for e in adm.enqueue}
@@ -252,7 +252,7 @@ def test_admission_takes_the_newest_of_each_file_and_releases_replaced_holds() -
     old = change(".obsidian/app.json", "{1}", 1, kind="agent")
     new = change(".obsidian/app.json", "{2}", 2, kind="human")
     bad = Refused("f-x", 3, 9, "tag mismatch")
-    adm = plan_admission([old, new], [bad], Index(), queued={}, held=[".obsidian/app.json"],
+    adm = plan_admission([old, new], [bad], Index(), queued={}, held={".obsidian/app.json": 1},
                          ignored=lambda p: False, holds=PERSON)  # fmt: skip
     assert [e.change.rev for e in adm.enqueue] == [2] and adm.hold == []
     assert adm.release == [".obsidian/app.json"]
@@ -261,7 +261,7 @@ def test_admission_takes_the_newest_of_each_file_and_releases_replaced_holds() -
 
 def test_on_an_agent_device_nothing_is_held() -> None:
     ch = change(".obsidian/plugins/x/main.js", "js", 1, kind="agent")
-    adm = plan_admission([ch], [], Index(), queued={}, held=[], ignored=lambda p: False,
+    adm = plan_admission([ch], [], Index(), queued={}, held={}, ignored=lambda p: False,
                          holds=HoldPolicy("agent"))  # fmt: skip
     assert len(adm.enqueue) == 1
     assert isinstance(admit_head("x", ch, HoldPolicy("agent")), Enqueue)

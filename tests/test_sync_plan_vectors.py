@@ -834,7 +834,7 @@ def C(path: str, text: str | None, rev: int, *, fid: str | None = None, kind: st
 
 def adm(name: str, about: str, *, changes: Iterable[dict[str, Any]],
         index: Iterable[dict[str, Any]] = (), refused: Iterable[dict[str, Any]] = (),
-        queued: Mapping[str, int] | None = None, held: Iterable[str] = (),
+        queued: Mapping[str, int] | None = None, held: Mapping[str, int] | None = None,
         ignored: Iterable[str] = (), device: str = "human", enabled: bool | None = None,
         patterns: Iterable[str] | None = None, known: Iterable[str] = (),
         unread: Iterable[str] = ()) -> dict[str, Any]:  # fmt: skip
@@ -846,7 +846,7 @@ def adm(name: str, about: str, *, changes: Iterable[dict[str, Any]],
                 if not c["deleted"] and c["path"] not in skip}  # fmt: skip
     return {
         "name": name, "about": about, "index": list(index), "changes": changes,
-        "refused": list(refused), "queued": dict(queued or {}), "held": list(held),
+        "refused": list(refused), "queued": dict(queued or {}), "held": dict(held or {}),
         "ignored": list(ignored), "known": list(known), "contents": contents,
         "policy": {
             "device_kind": device,
@@ -903,6 +903,11 @@ ADMISSION: list[dict[str, Any]] = [
         refused=[Q("f-bad", 4)], changes=[C("../x.md", "x", 1), C("ok.md", "o", 1)]),
     adm("healed_even_when_have", "a verified head heals its file even when already here",
         index=[E("n.md", "a", 3)], changes=[C("n.md", "a", 3)]),
+    adm("healed_even_when_queued", "a verified head heals its file even when already queued "
+        "(the quarantined revision itself, read again)", queued={"n.md": 3},
+        changes=[C("n.md", "a", 3)]),
+    adm("not_healed_without_vault_path", "a record naming no vault path heals nothing, at any "
+        "revision", refused=[Q("f-../x.md", 2)], changes=[C("../x.md", "x", 2)]),
     # -------------------------------------------------------------- holds (a person's device)
     adm("agent_plain_note", "an agent's note without code: queued",
         changes=[C("notes/n.md", "plain text\n", 1, **AGENT)]),
@@ -957,6 +962,9 @@ ADMISSION: list[dict[str, Any]] = [
                    **AGENT)]),  # fmt: skip
     adm("rename_source_skipped", "the old path is already here: nothing to hold",
         index=[E("notes/a.md", None, 2)], changes=A_RENAME),
+    adm("rename_source_queued_as_head", "the old path's tombstone already queued (a head "
+        "that beat this device's push): not taken along",
+        index=[E("notes/a.md", "body", 1)], queued={"notes/a.md": 2}, changes=A_RENAME),
     adm("rename_not_held", "a rename of a note without code: both queued",
         index=[E("notes/a.md", "body", 1)],
         changes=[C("notes/a.md", None, 2, **AGENT),
@@ -978,13 +986,26 @@ ADMISSION: list[dict[str, Any]] = [
         index=[E("s/x.js", "x()", 1)], changes=[C("s/x.js", "x()", 2, **AGENT)]),
     # -------------------------------------------------------------- release
     adm("release_by_newer_admissible", "a held path a newer queued change replaces: released",
-        held=["n.md"], changes=[C("n.md", "the person's\n", 3)]),
+        held={"n.md": 2}, changes=[C("n.md", "the person's\n", 3)]),
     adm("no_release_when_held_again", "held again: not released",
-        held=["s/x.js"], changes=[C("s/x.js", "y()", 3, **AGENT)]),
+        held={"s/x.js": 2}, changes=[C("s/x.js", "y()", 3, **AGENT)]),
     adm("no_release_when_skipped", "a skipped change releases nothing",
-        held=["n.md"], index=[E("n.md", "a", 3)], changes=[C("n.md", "a", 3)]),
+        held={"n.md": 2}, index=[E("n.md", "a", 3)], changes=[C("n.md", "a", 3)]),
     adm("release_sorted", "released paths sorted",
-        held=["b.md", "a.md", "c.md"], changes=[C("b.md", "b", 2), C("a.md", "a", 2)]),
+        held={"b.md": 1, "a.md": 1, "c.md": 1},
+        changes=[C("b.md", "b", 2), C("a.md", "a", 2)]),
+    # -------------------------------------------------------------- a held path offered again
+    adm("skip_held_same_rev", "the revision held here, offered again (the feed read again): "
+        "held already, not held anew", held={"s/x.js": 3},
+        changes=[C("s/x.js", "y()", 3, **AGENT)]),
+    adm("skip_held_same_rev_now_admissible", "the revision held here, offered again under "
+        "rules that would admit it: still the person's to decide", held={"private/p.md": 3},
+        changes=[C("private/p.md", "p\n", 3, **AGENT)]),
+    adm("held_older_rev_judged", "an older revision than the one held (a restored relay lost "
+        "it): admitted as usual, and the hold released", held={"n.md": 4},
+        changes=[C("n.md", "the person's\n", 3)]),
+    adm("held_older_rev_held_again", "an older revision than the one held, held too: it "
+        "replaces the hold", held={"s/x.js": 4}, changes=[C("s/x.js", "x()", 3, **AGENT)]),
 ]  # fmt: skip
 
 
@@ -1297,7 +1318,7 @@ def test_the_admission_and_decision_cases_cover_every_outcome() -> None:
     adm = {c["name"]: c["expect"] for c in built["admission"]}
     assert len(adm) == len(built["admission"]) >= 30
     every = list(adm.values())
-    assert {s["why"] for e in every for s in e["skip"]} == {"have", "queued", "ignored"}
+    assert {s["why"] for e in every for s in e["skip"]} == {"have", "queued", "held", "ignored"}
     assert any(e["enqueue"] for e in every) and any(e["quarantine"] for e in every)
     assert any(e["release"] for e in every) and any(e["healed"] for e in every)
     reasons = {h["reason"] for e in every for h in e["hold"]}
@@ -1312,6 +1333,15 @@ def test_the_admission_and_decision_cases_cover_every_outcome() -> None:
     assert adm["unchanged_other_bytes"]["hold"]
     assert adm["release_by_newer_admissible"]["release"] == ["n.md"]
     assert not adm["no_release_when_held_again"]["release"]
+    assert adm["healed_even_when_queued"]["healed"] == ["f-n.md"]
+    assert adm["not_healed_without_vault_path"]["healed"] == []
+    assert [h["path"] for h in adm["rename_source_queued_as_head"]["hold"]] == [
+        ".obsidian/snippets/a.css"
+    ]
+    assert adm["skip_held_same_rev"]["skip"] == [{"path": "s/x.js", "why": "held"}]
+    assert adm["skip_held_same_rev_now_admissible"]["skip"][0]["why"] == "held"
+    assert adm["held_older_rev_judged"]["release"] == ["n.md"]
+    assert [h["rev"] for h in adm["held_older_rev_held_again"]["hold"]] == [3]
     assert adm["unsafe_dotdot"]["quarantine"][0]["reason"].startswith("its path is not")
     dec = {c["name"]: [s["step"] for s in c["expect"]] for c in built["decisions"]}
     assert len(dec) >= 8

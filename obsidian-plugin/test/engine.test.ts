@@ -5,7 +5,7 @@ import { device, pair, PASS, text } from "./helpers";
 import { fromBase64, toBase64 } from "../src/crypto/bytes";
 import { MassDeleteRefused, RelayBusy, WrongPassphrase, CompanionError } from "../src/errors";
 import { RelayClient } from "../src/relay/client";
-import { fetchTransport } from "../src/relay/transport";
+import { fetchTransport, type Transport } from "../src/relay/transport";
 import { joinVault } from "../src/sync/join";
 import { Backoff, retryDelay } from "../src/sync/policy";
 import { TEST_KDF_PARAMS } from "../src/crypto/wrap";
@@ -221,6 +221,43 @@ describe("held changes (agent edits to Obsidian's behavioural config)", () => {
     expect(h.vault.text(".obsidian/hotkeys.json")).toBe('{"mine":1}');
   });
 
+  it("refusing a held change that no longer verifies drops it, with no error (as Python's)", async () => {
+    // Python's carry_out drops a held row whose stored record no longer opens (the copy's state
+    // was altered since it was held); the plugin threw, leaving the refusal half done
+    const [h, a] = await pair(relay);
+    await h.vault.put(".obsidian/hotkeys.json", '{"mine":1}');
+    await h.engine.round();
+    await a.engine.round();
+    await a.vault.put(".obsidian/hotkeys.json", '{"agent":1}');
+    await a.engine.round();
+    expect((await h.engine.round()).held).toEqual([".obsidian/hotkeys.json"]);
+    h.engine.state.held[".obsidian/hotkeys.json"].sealed = toBase64(new Uint8Array(40).fill(1));
+    const r = await h.engine.refuseHeld(".obsidian/hotkeys.json");
+    expect(h.engine.state.held).toEqual({});
+    expect((await h.store.load())!.held).toEqual({});
+    expect(r.problems).toEqual([]);
+    expect(h.vault.text(".obsidian/hotkeys.json")).toBe('{"mine":1}');
+  });
+
+  it("accepting a held change that no longer verifies drops it, not quarantined (as Python's)", async () => {
+    // Python's carry_out drops a held row whose stored record no longer opens (the copy's state
+    // was altered since it was held); the plugin threw, leaving the refusal half done
+    const [h, a] = await pair(relay);
+    await h.vault.put(".obsidian/hotkeys.json", '{"mine":1}');
+    await h.engine.round();
+    await a.engine.round();
+    await a.vault.put(".obsidian/hotkeys.json", '{"agent":1}');
+    await a.engine.round();
+    expect((await h.engine.round()).held).toEqual([".obsidian/hotkeys.json"]);
+    h.engine.state.held[".obsidian/hotkeys.json"].sealed = toBase64(new Uint8Array(40).fill(1));
+    const r = await h.engine.acceptHeld(".obsidian/hotkeys.json");
+    expect(h.engine.state.held).toEqual({});
+    expect((await h.store.load())!.held).toEqual({});
+    expect(r.problems).toEqual([]);
+    expect(h.engine.state.quarantine).toEqual({});
+    expect(h.vault.text(".obsidian/hotkeys.json")).toBe('{"mine":1}');
+  });
+
   it("accepting a held rename takes its old name along only when that waits for it (as Python's)", async () => {
     // plan.py `hold_rename_sources` / decisions.py `record_held`: the old name comes along when
     // it is held as the old name of this rename (RENAME_HELD); one held for a reason of its own
@@ -243,6 +280,56 @@ describe("held changes (agent edits to Obsidian's behavioural config)", () => {
     expect(h.vault.text("notes/n.md")).toBeUndefined();
     expect(h.vault.text(".obsidian/snippets/a.css")).toBe("body{}");
     expect(Object.keys(h.engine.state.held)).toEqual([".obsidian/snippets/a.css"]);
+  });
+
+  it("a head that beat this device's push is judged alone: a held rename does not take it (as Python's)", async () => {
+    // Python's Pusher admits such a head with `admit_head` only. The plugin judged it with the
+    // next pulled changes, so an agent's tombstone that beat the person's edit of a note was held
+    // as the old name of the agent's held rename, and the edit waited with it: refusing the
+    // rename left the note on no other device
+    const inner = fetchTransport();
+    let before: (() => Promise<void>) | null = null;
+    const transport: Transport = async (req) => {
+      const go = before;
+      if (go && req.url.includes("/commit")) {
+        before = null;
+        await go();
+      }
+      return inner(req);
+    };
+    const h = await device(relay, await relay.newVault(), "phone", "human", { transport });
+    const a = await device(relay, await relay.invite(h.engine.remote.vaultId, "agent"), "server", "agent");
+    await h.vault.put("notes/a.md", "body\n");
+    await h.engine.round();
+    await a.engine.round();
+    await a.vault.rename("notes/a.md", ".obsidian/snippets/a.css");
+    await h.vault.put("notes/a.md", "body\nthe person's line\n");
+    before = async () => void (await a.engine.round()); // the agent commits its rename first
+    await h.engine.round();
+    expect(Object.keys(h.engine.state.held)).toEqual([".obsidian/snippets/a.css"]);
+    await h.engine.refuseHeld(".obsidian/snippets/a.css");
+    await a.engine.round();
+    expect(a.vault.text("notes/a.md")).toBe("body\nthe person's line\n");
+    expect(a.vault.text(".obsidian/snippets/a.css")).toBeUndefined();
+    expect(h.vault.text("notes/a.md")).toBe("body\nthe person's line\n");
+  });
+
+  it("refusing a held rename refuses its old name with it: the note comes back everywhere", async () => {
+    // the old name waits with the rename (RENAME_HELD) so that refusing it keeps the note; the
+    // refusal took the new name only, leaving the old one held and the note on no other device
+    const [h, a] = await pair(relay);
+    await h.vault.put("notes/n.md", "plain\n");
+    await h.engine.round();
+    await a.engine.round();
+    await a.vault.rename("notes/n.md", ".obsidian/snippets/n.css");
+    await a.engine.round();
+    expect((await h.engine.round()).held.sort()).toEqual([".obsidian/snippets/n.css", "notes/n.md"]);
+    await h.engine.refuseHeld(".obsidian/snippets/n.css");
+    expect(h.engine.state.held).toEqual({});
+    await a.engine.round();
+    expect(a.vault.text("notes/n.md")).toBe("plain\n");
+    expect(a.vault.text(".obsidian/snippets/n.css")).toBeUndefined();
+    expect(h.vault.text("notes/n.md")).toBe("plain\n");
   });
 
   it("an accepted change that cannot be written yet stays accepted, queued as a problem (as Python's)", async () => {
@@ -349,6 +436,32 @@ describe("quarantine", () => {
     await h.engine.round();
     expect(h.engine.state.quarantine[fid]).toBeUndefined();
     expect(h.vault.text("n.md")).toBe("from the server\n");
+  });
+
+  it("heals when the feed brings the same revision verified, as Python's admission does (R9)", async () => {
+    // Python drops the quarantine when any verified record of the file arrives (`healed`);
+    // the plugin kept it until a newer revision, so a note it then applied stayed listed
+    const [h, a] = await pair(relay);
+    await a.vault.put("n.md", "from the server\n");
+    await a.engine.round();
+    const fid = await h.engine.remote.fileId("n.md");
+    let damage = (url: string) => url.includes("/changes") || url.includes(`/files/${fid}`);
+    h.wire.rewrite = (req, resp) => {
+      if (!damage(req.url)) return resp;
+      const body = JSON.parse(new TextDecoder().decode(resp.body));
+      for (const r of body.records ?? [body]) if (r.file_id === fid) r.sealed = toBase64(new Uint8Array(40).fill(1));
+      return { ...resp, body: text(JSON.stringify(body)) };
+    };
+    await h.engine.round();
+    expect(h.engine.state.quarantine[fid]?.rev).toBe(1);
+    // the head stays damaged (the round's retry cannot heal it); the feed, read again from the
+    // start once the ignore rules change, brings revision 1 intact
+    damage = (url) => url.includes(`/files/${fid}`);
+    await h.vault.put(".companionignore", "*.tmp\n");
+    const r = await h.engine.round();
+    expect(h.vault.text("n.md")).toBe("from the server\n");
+    expect(h.engine.state.quarantine).toEqual({});
+    expect(r.problems).toEqual([]);
   });
 
   it("lets the person dismiss a quarantined record: not listed, not quarantined again, newer ones land", async () => {

@@ -132,7 +132,7 @@ function admit(c: Row, plan = planAdmission<null, IndexEntry>): Row {
   const ignored = new Set<string>(c.ignored);
   const a: Admission<null> = plan(c.changes.map(change), c.refused.map((r: Row) => ({ fileId: r.file_id, rev: r.rev, reason: r.reason })), view(c.index), {
     queued: new Map(Object.entries(c.queued) as [string, number][]),
-    held: c.held,
+    held: new Map(Object.entries(c.held) as [string, number][]),
     ignored: (p) => ignored.has(p),
     holds,
     known: c.known,

@@ -49,11 +49,12 @@ def record_held(index: SyncIndex, paths: Iterable[str] | None, decision: str) ->
     unknown = [p for p in wanted if p not in held]
     if unknown:
         raise InputError(f"nothing is held for {unknown[0]!r} (see `companion held list`)")
-    if decision == ACCEPT:  # accepting a rename accepts its held old path too (as the plugin)
-        from companion.sync.round.plan import RENAME_HELD
+    # deciding a rename decides its old path too when that waits for it (RENAME_HELD, as the
+    # plugin): accepted, the note moves; refused, it stays where it was on every device
+    from companion.sync.round.plan import RENAME_HELD
 
-        halves = {RENAME_HELD.format(new=p) for p in wanted}
-        wanted += [r.path for r in rows if r.reason in halves and r.path not in wanted]
+    halves = {RENAME_HELD.format(new=p) for p in wanted}
+    wanted += [r.path for r in rows if r.reason in halves and r.path not in wanted]
     for path in wanted:
         index.held.decide(path, decision)
     return wanted

@@ -11,8 +11,9 @@ them in the index.
    settings, an Obsidian config folder, a script, an executable bit or a note holding code a
    plugin runs, or a change outside the agent's scope: `HoldPolicy`; a held rename's
    tombstone waits with it: `hold_rename_sources`), or skipped (already here, already
-   queued, ignored); a record that failed verification, or names no vault path (absolute,
-   `..`), quarantines its file: listed by `status`, `sync` exits 1, never a silent skip.
+   queued, already held at that revision, ignored); a record that failed verification, or
+   names no vault path (absolute, `..`), quarantines its file: listed by `status`, `sync`
+   exits 1, never a silent skip.
 2. **Decisions** (`plan_decisions`) the person recorded on held and quarantined files, and the
    **resync** after a relay restored from a backup (`plan_resync`: renumber what the relay
    holds, offer again what it lost, and reconcile what both changed, `Diverged`).
@@ -96,7 +97,7 @@ class Hold:
 @dataclass(frozen=True)
 class Skip:
     what: str  # the path
-    why: str  # "have", "queued", "ignored"
+    why: str  # "have", "queued", "held", "ignored"
     detail: str = ""
 
 
@@ -126,13 +127,18 @@ def plan_admission(
     view: IndexView,
     *,
     queued: Mapping[str, int],
-    held: Iterable[str],
+    held: Mapping[str, int],
     ignored: Callable[[str], bool],
     holds: HoldPolicy,
     known: Iterable[str] = (),
     contents: Mapping[str, bytes] | None = None,
 ) -> Admission:
     """Admit the newest verified change of each file (`changes` in relay order).
+
+    `queued` and `held` give the revision of each path in the inbox and held for the person: a
+    change at the very revision held is skipped ("held": that row is this change, waiting for
+    the person, whose recorded decision must not be replaced by the same change held again);
+    an older or a newer one is admitted as usual (a newer admissible one releases the hold).
 
     For the hold rules (`HoldPolicy`): `known` lists the vault's (and the held) files in
     top-level hidden folders (with the incoming paths, they tell which folders have Obsidian's
@@ -165,6 +171,9 @@ def plan_admission(
         if ch.rev <= queued.get(path, 0):
             out.skip.append(Skip(path, "queued"))
             continue
+        if ch.rev == held.get(path):
+            out.skip.append(Skip(path, "held"))
+            continue
         if ignored(path):
             out.skip.append(Skip(path, "ignored"))
             continue
@@ -174,8 +183,7 @@ def plan_admission(
     hold_rename_sources(by_path)
     out.enqueue = [s for s in by_path.values() if isinstance(s, Enqueue)]
     out.hold = [s for s in by_path.values() if isinstance(s, Hold)]
-    was_held = set(held)
-    out.release = sorted(was_held & {s.path for s in out.enqueue})
+    out.release = sorted(set(held) & {s.path for s in out.enqueue})
     return out
 
 

@@ -161,7 +161,7 @@ class Puller:
             refused_now,
             _Known(),
             queued=queued,
-            held=[r.path for r in held_rows],
+            held={r.path: r.rev for r in held_rows},
             ignored=core.ignore.is_ignored,
             holds=core.holds,
             known=hidden,

@@ -660,8 +660,9 @@ export class SyncEngine {
       delete this.state.quarantine[q.fileId];
       const entry = this.state.files[path];
       if (entry && ch.rev <= entry.rev) continue;
-      // admitted as the feed would admit it; a blob that does not open quarantines it again
-      this.state.inbox[path] = queued(ch);
+      // admitted as a head is (Python's `admit_heads`): judged alone by the hold rules; a blob
+      // that does not open quarantines it again
+      this.state.inbox[path] = { ...queued(ch), head: true };
       this.verified.set(path, ch);
       admitted.push(path);
     }
@@ -711,26 +712,26 @@ export class SyncEngine {
       }
     }
     // Admission (plan.ts `planAdmission`, Python's `plan_admission`): the newest change of each
-    // file is queued, or skipped (already here, already queued, ignored); a record naming no
-    // path a device can hold (absolute, "..", a name over 255 bytes) is quarantined with the
-    // reason (status lists it, `sync` exits 1), never skipped silently. The hold rules run
+    // file is queued, or skipped (already here, already queued, held at that revision,
+    // ignored); a record naming no path a device can hold (absolute, "..", a name over 255
+    // bytes) is quarantined with the reason (status lists it, `sync` exits 1), never skipped
+    // silently. The hold rules run
     // when the inbox is opened (`admitInbox`), over the same planner, with the agents' notes
     // read once for both the rules and the apply.
     const queuedRevs = new Map<string, number>(restored ? [] : Object.entries(this.state.inbox).map(([p, q]) => [p, q.rev]));
     const plan = planAdmission(pulled.changes.map(admitChange), [], this.indexView(), {
       queued: queuedRevs,
+      held: new Map(Object.entries(this.state.held).map(([p, h]) => [p, h.rev])),
       ignored: (p) => this.ignore.isIgnored(p),
       holds: { ...this.holdPolicy(), enabled: false },
     });
     for (const q of plan.quarantine) this.quarantine(q.fileId, q.rev, q.reason, report);
-    for (const fid of plan.healed) {
-      const q = this.state.quarantine[fid];
-      if (q && newest.get(fid)!.rev > q.rev) delete this.state.quarantine[fid];
-    }
+    // a file whose newest record verified is out of quarantine, at any revision (R9): the
+    // record is admitted as usual, so what is wrong with it still (its content) quarantines
+    // it again; a record naming no vault path never verifies here, so it stays listed
+    for (const fid of plan.healed) delete this.state.quarantine[fid];
     let n = 0;
     for (const { path, change } of plan.enqueue) {
-      const held = this.state.held[path];
-      if (held && held.rev >= change.rev) continue; // held already: the person decides
       this.state.inbox[path] = queued(change.change);
       this.verified.set(path, change.change);
       n++;
@@ -945,13 +946,21 @@ export class SyncEngine {
     // judged again
     const judged = opened.filter(([p]) => !unverified.has(p) && !admitted.has(p));
     const others = opened.filter(([p]) => unverified.has(p) || admitted.has(p)).map(([p]) => p);
-    const plan = planAdmission(judged.map(([, ch]) => admitChange(ch)), [], this.indexView(), {
-      held: Object.keys(this.state.held),
+    // a head that beat this device's push is judged on its own (Python's `admit_heads`, with
+    // `admit_head` only): it met this device's own change of that path, which must not wait
+    // as the old name of an agent's held rename (R4)
+    const isHead = ([p]: [string, RemoteChange]) => !!sealed.get(p)!.head;
+    const opts = {
       holds: this.holdPolicy(),
-      known: [...this.hiddenKnown(), ...others],
+      known: [...this.hiddenKnown(), ...others, ...judged.filter(isHead).map(([p]) => p)],
       contents: this.noteRead,
       configDir: this.configDir,
+    };
+    const plan = planAdmission(judged.filter((j) => !isHead(j)).map(([, ch]) => admitChange(ch)), [], this.indexView(), {
+      ...opts,
+      held: new Map(Object.entries(this.state.held).map(([p, h]) => [p, h.rev])),
     });
+    for (const j of judged.filter(isHead)) plan.hold.push(...planAdmission([admitChange(j[1])], [], this.indexView(), opts).hold);
     const whys = new Map<string, string>(plan.hold.map((h) => [h.path, h.reason]));
     for (const p of plan.release) delete this.state.held[p];
     for (const [p, ch] of opened) {
@@ -1022,39 +1031,64 @@ export class SyncEngine {
         if (d.step !== "AcceptHeld") continue;
         const { path: p, reason: _r, deleted: _d, size: _s, deviceName: _n, deviceKind: _k, renameFrom: _f, time: _t, decision: _c, ...q } = d.row;
         delete this.state.held[p];
+        // one that no longer verifies (this copy's state altered since it was held) is dropped,
+        // as Python's `carry_out` drops it, not quarantined as a relay's fault
+        if (!(await this.verifies(q))) continue;
         this.state.inbox[p] = { ...q, admitted: true };
       }
       await this.save();
     }).then(() => this.round({ paths: [path] }));
   }
 
-  /** Refuse a held change: this device's version is committed on top of it, everywhere. */
+  /** A held row's record, opened again for the person's decision (null: it no longer verifies). */
+  private async verifies(q: Queued): Promise<RemoteChange | null> {
+    try {
+      return await this.remote.open(wire(q));
+    } catch (err) {
+      if (err instanceof TamperDetected) return null;
+      throw err;
+    }
+  }
+
+  /** Refuse a held change: this device's version is committed on top of it, everywhere.
+   * Refusing a rename refuses its old name too when that waits for it (RENAME_HELD), as
+   * Python's `record_held`: the note stays where it was, on every device. */
   refuseHeld(path: string): Promise<RoundReport> {
     return this.exclusive(async () => {
       await this.load();
       const held = this.state.held[path];
       if (!held) throw new InputError(`no held change for ${path}`);
-      const [d] = planDecisions([{ ...held, decision: "refuse" }], [], this.device.kind);
-      if (d?.step !== "RefuseHeld") return;
-      const h = d.row;
-      delete this.state.held[path];
-      const e = this.state.files[path];
-      const ch = await this.remote.open(wire(h));
-      // adopt the held revision as the parent, but not its content: the scan then pushes ours
-      this.state.files[path] = {
-        fileId: h.fileId,
-        rev: h.rev,
-        sha256: ch.meta.deleted ? "" : ch.meta.sha256,
-        size: ch.meta.deleted ? 0 : ch.meta.size,
-        mtime: -1,
-        deleted: ch.meta.deleted,
-        executable: e ? e.executable : false,
-        device: ch.deviceName,
-        deviceKind: ch.kind,
-        force: !ch.meta.deleted,
-      };
+      const halves = Object.values(this.state.held).filter((r) => r.path !== path && r.reason === RENAME_HELD(path));
+      const rows = [held, ...halves].map((r) => ({ ...r, decision: "refuse" }));
+      const paths: string[] = [];
+      for (const d of planDecisions(rows, [], this.device.kind)) {
+        if (d.step !== "RefuseHeld") continue;
+        const h = d.row;
+        const p = h.path;
+        delete this.state.held[p];
+        paths.push(p);
+        const e = this.state.files[p];
+        // one that no longer verifies (this copy's state was altered since it was held) is
+        // dropped, as Python's `carry_out` drops it: no row left waiting, no error for a refusal
+        const ch = await this.verifies(h);
+        if (!ch) continue;
+        // adopt the held revision as the parent, but not its content: the scan then pushes ours
+        this.state.files[p] = {
+          fileId: h.fileId,
+          rev: h.rev,
+          sha256: ch.meta.deleted ? "" : ch.meta.sha256,
+          size: ch.meta.deleted ? 0 : ch.meta.size,
+          mtime: -1,
+          deleted: ch.meta.deleted,
+          executable: e ? e.executable : false,
+          device: ch.deviceName,
+          deviceKind: ch.kind,
+          force: !ch.meta.deleted,
+        };
+      }
       await this.save();
-    }).then(() => this.round({ paths: [path] }));
+      return paths;
+    }).then((paths) => this.round({ paths: paths.length ? paths : [path] }));
   }
 
   /** Replace a quarantined record by this device's own version of the file, or by a deletion

@@ -8,7 +8,7 @@
  *
  * - Admission (`planAdmission`, with `admitHead` and `holdRenameSources`): each verified remote
  *   change is queued, held for the person (`HoldPolicy`, the rules of policy.ts), skipped
- *   (have, queued, ignored) or quarantined (no vault path); held paths a newer admissible
+ *   (have, queued, held at that revision, ignored) or quarantined (no vault path); held paths a newer admissible
  *   change replaces are released, quarantined files whose newest record verified healed.
  * - Decisions (`planDecisions`): the person's decisions on held and quarantined files.
  * - Apply (`planApply`): each queued remote change against the local scan: `Download`,
@@ -409,7 +409,7 @@ export interface Refused {
 
 export interface Enqueue<C> { path: string; change: AdmitChange<C> }
 export interface Hold<C> { path: string; change: AdmitChange<C>; reason: string }
-export interface Skip { path: string; why: "have" | "queued" | "ignored" }
+export interface Skip { path: string; why: "have" | "queued" | "held" | "ignored" }
 
 /** Where each pulled change goes (Python's `Admission`). `release`: held paths a newer,
  * admissible change replaces; `healed`: the file ids whose newest record verified. */
@@ -425,8 +425,10 @@ export interface Admission<C> {
 export interface AdmissionOptions {
   /** The inbox's revision of each path. */
   queued?: ReadonlyMap<string, number>;
-  /** The paths held here now. */
-  held?: Iterable<string>;
+  /** The revision of each path held here now: a change at that very revision is skipped
+   * ("held": the held row is that change, waiting for the person); an older or a newer one is
+   * admitted as usual, a newer admissible one releasing the hold. */
+  held?: ReadonlyMap<string, number>;
   ignored?: (path: string) => boolean;
   holds: HoldPolicy;
   /** The vault's (and the held) files in top-level hidden folders: with the incoming paths,
@@ -454,7 +456,8 @@ function changeSource(ch: AdmitChange<unknown>): string | null {
 
 /** Admit the newest verified change of each file (`changes` in relay order; Python's
  * `plan_admission`): into the inbox, held (`HoldPolicy`, and a held rename's tombstone with it),
- * skipped (already here, already queued, ignored) or quarantined (no vault path). Pure. */
+ * skipped (already here, already queued, held at that revision, ignored) or quarantined (no
+ * vault path). Pure. */
 export function planAdmission<C, E extends IndexEntry>(
   changes: Iterable<AdmitChange<C>>,
   refused: Iterable<Refused>,
@@ -488,6 +491,10 @@ export function planAdmission<C, E extends IndexEntry>(
       out.skip.push({ path, why: "queued" });
       continue;
     }
+    if (ch.rev === opts.held?.get(path)) {
+      out.skip.push({ path, why: "held" });
+      continue;
+    }
     if (opts.ignored?.(path)) {
       out.skip.push({ path, why: "ignored" });
       continue;
@@ -499,8 +506,7 @@ export function planAdmission<C, E extends IndexEntry>(
     if ("reason" in s) out.hold.push(s);
     else out.enqueue.push(s);
   }
-  const wasHeld = new Set(opts.held ?? []);
-  out.release = out.enqueue.map((s) => s.path).filter((p) => wasHeld.has(p)).sort(byPath);
+  out.release = out.enqueue.map((s) => s.path).filter((p) => opts.held?.has(p)).sort(byPath);
   return out;
 }
 

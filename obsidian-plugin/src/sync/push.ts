@@ -137,7 +137,7 @@ export class Pusher {
     for (const [p, head] of result.conflicts) {
       touched.add(p);
       if (head) {
-        state.inbox[p] = queued(head);
+        state.inbox[p] = { ...queued(head), head: true };
         h.verified(p, head);
       }
     }

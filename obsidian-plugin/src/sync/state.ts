@@ -37,6 +37,9 @@ export interface Queued {
    * changed meanwhile). The hold rules do not judge it again: Python's inbox holds only
    * admitted changes (`plan_admission`, `plan_decisions`). */
   admitted?: boolean;
+  /** A head that beat this device's push: judged alone by the hold rules, never taken along as
+   * the old name of a held rename (Python's `Puller.admit_heads`, `admit_head` only, R4). */
+  head?: boolean;
 }
 
 export interface Held extends Queued {

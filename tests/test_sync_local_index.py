@@ -33,6 +33,7 @@ from companion.sync.state.index import (
     index_path,
     vault_key,
 )
+from companion.sync.state.quarantine import QuarantineRow
 
 
 def entry(path: str, sha: str = "a" * 64, **kw: object) -> Entry:
@@ -508,3 +509,17 @@ def test_corrupt_file_is_a_clear_error(tmp_path: Path) -> None:
     db.write_bytes(b"this is not a database" * 100)
     with pytest.raises(SyncIndexError, match="cannot open"):
         SyncIndex(db)
+
+
+def test_a_quarantine_report_of_an_older_revision_keeps_the_newer(index: SyncIndex) -> None:
+    """R9: a refused record older than the one quarantined (a restored relay, a replay) does
+    not replace the newer report, as in the plugin; the same revision only fills in the path."""
+    newer = QuarantineRow("f" * 64, 3, "", "rev 3 failed", "server", 1)
+    assert index.quarantine.add([newer]) == [newer]
+    assert index.quarantine.add([QuarantineRow("f" * 64, 2, "n.md", "rev 2", "server", 2)]) == []
+    assert index.quarantine.add([QuarantineRow("f" * 64, 3, "n.md", "again", "server", 3)]) == []
+    rows = index.quarantine.rows()
+    assert [(r.rev, r.path, r.reason) for r in rows] == [(3, "n.md", "rev 3 failed")]
+    newest = QuarantineRow("f" * 64, 4, "n.md", "rev 4 failed", "server", 4)
+    assert index.quarantine.add([newest]) == [newest]
+    assert [r.rev for r in index.quarantine.rows()] == [4]

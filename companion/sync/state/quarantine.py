@@ -29,8 +29,8 @@ class QuarantineStore:
         self._db = db
 
     def add(self, rows: Iterable[QuarantineRow]) -> list[QuarantineRow]:
-        """Record unreadable files; returns those not already recorded at that revision (the
-        ones to report: each is reported once)."""
+        """Record unreadable files; returns those not already recorded at that revision or a
+        newer one (the ones to report: each is reported once; an older one changes nothing)."""
         new = []
         conn = self._db.conn
         with self._db.transaction():
@@ -38,8 +38,8 @@ class QuarantineStore:
                 old = conn.execute(
                     "SELECT rev, path FROM quarantine WHERE file_id=?", (r.file_id,)
                 ).fetchone()
-                if old is not None and old[0] == r.rev:
-                    if r.path and not old[1]:
+                if old is not None and old[0] >= r.rev:  # an older report never replaces
+                    if old[0] == r.rev and r.path and not old[1]:
                         conn.execute(
                             "UPDATE quarantine SET path=? WHERE file_id=?", (r.path, r.file_id)
                         )

@@ -158,11 +158,15 @@ def test_quit_with_review_and_settings_open_exits(
         assert logged("tray available: True")
         for message in ("show", "review", "settings"):
             assert probe.send(message)
-        wait_for(
-            lambda: logged("review window opened") and logged("settings window opened"),
-            30,
-            "the windows",
-        )
+        try:  # a hang guard, not a timing claim: under a loaded CI a first window can be slow
+            wait_for(
+                lambda: logged("review window opened") and logged("settings window opened"),
+                120,
+                "the windows",
+            )
+        except AssertionError as exc:
+            tail = log.read_text(encoding="utf-8")[start:][-3000:] if log.exists() else ""
+            raise AssertionError(f"{exc}; the app's log since it started:\n{tail}") from None
         assert probe.send("quit")
         proc.wait(timeout=QUIT_HANG_S)
         quit_done = True

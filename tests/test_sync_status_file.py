@@ -216,6 +216,7 @@ def test_status_says_when_a_newer_companion_wrote_the_file(tmp_path: Path) -> No
         out = a.cli("status", str(a.vault), "--offline")
         assert out.returncode == 0, out.stderr
         assert "newer companion" in out.stdout
+        assert "last error: never" not in out.stdout  # no time: it was read just now
         a.sync()
         assert a.engine().core.status.read().state == "synced"
         info = collect_status(a.paths, a.config, a.vault, probe=False)

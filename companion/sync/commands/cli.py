@@ -431,7 +431,8 @@ def status(app: AppContext, vault: Path | None, as_json: bool, offline: bool) ->
         click.echo(f"agent quota: {shown(q['name'])} ({q['kind']}): {_quota_line(q)}")
     last = data["last_error"]
     if last:
-        click.echo(f"last error: {_when(last.get('time'))}: {last.get('message')}")
+        when = f"{_when(last['time'])}: " if last.get("time") else ""  # none: read just now
+        click.echo(f"last error: {when}{last.get('message')}")
 
 
 def _keys_line(keys: dict[str, Any]) -> str:
